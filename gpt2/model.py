@@ -1,0 +1,255 @@
+"""GPT-2 (Radford et al. 2019): a decoder-only pre-LayerNorm transformer.
+
+Module names follow the published checkpoints (transformer.wte,
+transformer.h.0.attn.c_attn, ...) so that a Hugging Face GPT-2 state dict
+maps onto this model by name. Those checkpoints store the four Linear
+weights of a block as Conv1D, i.e. transposed; a loader must transpose
+them and skip the checkpoint's attn.bias / attn.masked_bias buffers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from gpt2.attention import CausalSelfAttention, KVCache
+from gpt2.config import GPT2Config
+
+INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward layer, four times as wide as the stream."""
+
+    def __init__(self, config: GPT2Config) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        # GPT-2 was trained with the tanh approximation; the exact GELU
+        # would shift pretrained activations slightly.
+        self.gelu = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+
+    def __init__(
+        self,
+        config: GPT2Config,
+        attention: Callable[[GPT2Config], nn.Module] = CausalSelfAttention,
+    ) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = attention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        x = x + self.attn(self.ln_1(x), cache)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2(nn.Module):
+    """GPT-2 language model with the LM head tied to the token embedding."""
+
+    def __init__(self, config: GPT2Config) -> None:
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(
+            {
+                "wte": nn.Embedding(config.vocab_size, config.n_embd),
+                "wpe": nn.Embedding(config.block_size, config.n_embd),
+                "drop": nn.Dropout(config.dropout),
+                "h": nn.ModuleList(Block(config) for _ in range(config.n_layer)),
+                "ln_f": nn.LayerNorm(config.n_embd, bias=config.bias),
+            }
+        )
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        # Tying shares one matrix between input and output (Press & Wolf
+        # 2017), as GPT-2 does; it saves vocab_size * n_embd parameters.
+        self.lm_head.weight = self.transformer.wte.weight
+        self._init_weights()
+
+    @classmethod
+    def from_config(cls, config: GPT2Config) -> GPT2:
+        return cls(config)
+
+    def _init_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        # Each block adds two branches to the residual stream; scaling their
+        # output projections by 1/sqrt(2 * n_layer) keeps the stream's
+        # variance from growing with depth (GPT-2 paper, section 2.3).
+        residual_std = INIT_STD / math.sqrt(2 * self.config.n_layer)
+        for block in self.transformer.h:
+            for proj in (block.attn.c_proj, block.mlp.c_proj):
+                nn.init.normal_(proj.weight, mean=0.0, std=residual_std)
+
+    # ----------------------------------------------------------- forward
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """Logits and mean cross-entropy loss (targets of -1 are ignored).
+
+        Without targets only the last position's logits are computed
+        ([B, 1, V]): generation needs nothing else, and the LM head is the
+        largest matmul of a small model.
+        """
+        x = self._hidden(idx, caches=None)
+        if targets is None:
+            return self.lm_head(x[:, -1:, :]), None
+        logits = self.lm_head(x)
+        loss = F.cross_entropy(
+            logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1
+        )
+        return logits, loss
+
+    def new_cache(self) -> list[KVCache]:
+        """An empty key/value cache, one entry per block."""
+        return [KVCache() for _ in range(self.config.n_layer)]
+
+    def forward_cached(self, idx: Tensor, caches: list[KVCache]) -> Tensor:
+        """Logits [B, T, V] for idx, the tokens that follow those in caches.
+
+        The caches are extended in place, so calling this on a prompt and
+        then on each new token gives the same logits as one full forward.
+        """
+        if len(caches) != self.config.n_layer:
+            raise ValueError(f"got {len(caches)} caches for {self.config.n_layer} layers")
+        return self.lm_head(self._hidden(idx, caches))
+
+    def _hidden(self, idx: Tensor, caches: list[KVCache] | None) -> Tensor:
+        """Final LayerNorm output [B, T, C] for idx placed after the caches."""
+        start = caches[0].pos if caches else 0
+        end = start + idx.size(1)
+        if end > self.config.block_size:
+            raise ValueError(
+                f"sequence length {end} exceeds block_size {self.config.block_size}"
+            )
+        pos = torch.arange(start, end, dtype=torch.long, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for i, block in enumerate(self.transformer.h):
+            x = block(x, caches[i] if caches else None)
+        return self.transformer.ln_f(x)
+
+    # ------------------------------------------------- trainer interface
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameter count; the tied token embedding is counted once.
+
+        non_embedding drops the position embedding, the usual convention
+        for scaling laws and FLOP estimates. The token embedding stays in
+        because, being tied, it is also the output layer's matmul.
+        """
+        total = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            total -= self.transformer.wpe.weight.numel()
+        return total
+
+    def flops_per_token(self, seq_len: int) -> int:
+        """Training FLOPs per token, 6N + 12*L*H*Q*T (PaLM, appendix B).
+
+        6N covers the forward and backward matmuls with the weights; the
+        second term covers attention scores and their weighted sum.
+        """
+        cfg = self.config
+        attention = 12 * cfg.n_layer * cfg.n_head * cfg.head_dim * seq_len
+        return 6 * self.num_params(non_embedding=True) + attention
+
+    def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
+        """Optimizer groups: decay matrices and embeddings, not biases or norms.
+
+        Decaying a bias or a LayerNorm gain only pulls it towards zero (or
+        away from the identity) without limiting capacity, so by convention
+        only tensors with dim >= 2 are decayed. Tied parameters appear once.
+        """
+        decay: dict[str, nn.Parameter] = {}
+        no_decay: dict[str, nn.Parameter] = {}
+        for name, p in self.named_parameters():
+            if p.requires_grad:
+                (decay if p.dim() >= 2 else no_decay)[name] = p
+        return [
+            {"params": list(decay.values()), "weight_decay": weight_decay, "names": list(decay)},
+            {"params": list(no_decay.values()), "weight_decay": 0.0, "names": list(no_decay)},
+        ]
+
+    def prunable(self) -> list[tuple[str, nn.Parameter]]:
+        """Weight matrices of every Linear inside the blocks, by name.
+
+        Embeddings, LayerNorms and the tied head are left out: pruning them
+        removes whole tokens or rescales the stream rather than thinning a
+        layer.
+        """
+        return [
+            (f"{name}.weight", module.weight)
+            for name, module in self.named_modules()
+            if name.startswith("transformer.h.") and isinstance(module, nn.Linear)
+        ]
+
+    def aux_metrics(self) -> dict[str, float]:
+        """Family-specific training metrics; plain GPT-2 has none."""
+        return {}
+
+    # -------------------------------------------------------- generation
+
+    @torch.no_grad()
+    def generate(
+        self,
+        idx: Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        use_cache: bool = True,
+    ) -> Tensor:
+        """Append max_new_tokens sampled tokens to idx [B, T]; return [B, T + n].
+
+        temperature 0 picks the most likely token. Dropout is switched off
+        while generating and the previous mode restored afterwards.
+
+        With use_cache the prompt is run once and each later step feeds only
+        the newest token. The learned position embedding has block_size
+        rows, so once the sequence outgrows block_size the cache (whose
+        entries sit at the old positions) is dropped and every further step
+        recomputes the last block_size tokens without it.
+        """
+        if temperature < 0:
+            raise ValueError(f"temperature={temperature} is invalid: it must be >= 0")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k={top_k} is invalid: it must be >= 1 or None")
+        was_training = self.training
+        self.eval()
+        try:
+            caches = self.new_cache() if use_cache else None
+            for _ in range(max_new_tokens):
+                if caches is not None and idx.size(1) <= self.config.block_size:
+                    # The cache holds every token but the newest (or nothing yet).
+                    logits = self.forward_cached(idx[:, caches[0].pos :], caches)
+                else:
+                    caches = None
+                    logits, _ = self(idx[:, -self.config.block_size :])
+                next_token = _sample(logits[:, -1, :], temperature, top_k)
+                idx = torch.cat((idx, next_token), dim=1)
+        finally:
+            self.train(was_training)
+        return idx
+
+
+def _sample(logits: Tensor, temperature: float, top_k: int | None) -> Tensor:
+    """One token per row of logits [B, V], as [B, 1]."""
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)

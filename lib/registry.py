@@ -1,0 +1,33 @@
+"""Kconfig choices -> the code that implements them.
+
+The model family is the value of the named choice MODEL (e.g. "gpt2"); its
+package exposes a FAMILY record. A new family is a folder with a FAMILY, a
+`source` line in Kconfig and one entry here; nothing else names families.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# MODEL choice value -> package holding FAMILY
+FAMILY_PACKAGES = {"gpt2": "gpt2"}
+
+
+@dataclass(frozen=True)
+class ModelFamily:
+    """What the trainer needs to know about a model family."""
+    name: str
+    config_cls: type
+    # (run config, vocab size) -> the family's typed config; raises ValueError
+    from_run_config: Callable[[Any, int], Any]
+    build: Callable[[Any], Any]  # family config -> nn.Module with the model interface
+
+
+def family(name: str) -> ModelFamily:
+    try:
+        package = FAMILY_PACKAGES[name]
+    except KeyError:
+        raise ValueError(f"unknown model family '{name}'; known: "
+                         f"{', '.join(FAMILY_PACKAGES)}") from None
+    return importlib.import_module(package).FAMILY

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Create .venv and install the pinned requirements into it, once.
+# Called by make before the first target that needs Python. The stamp file
+# records which requirements.txt was installed, so a second run is instant.
+set -u
+venv=${1:-.venv}
+stamp="$venv/.installed"
+python=${PYTHON:-python3}
+
+if [ -f "$stamp" ] && cmp -s requirements.txt "$stamp"; then
+	exit 0
+fi
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+	echo "error: kconfig-llm needs Python 3.11 or newer as '$python' (set PYTHON=/path/to/python3.11)." >&2
+	exit 1
+fi
+echo ">> creating $venv and installing requirements.txt (about a minute; once)"
+if [ ! -x "$venv/bin/python" ] && ! "$python" -m venv "$venv"; then
+	echo "error: '$python -m venv $venv' failed. On Debian/Ubuntu install python3-venv, then rerun make." >&2
+	exit 1
+fi
+log="$venv/install.log"
+if ! "$venv/bin/python" -m pip install --disable-pip-version-check -r requirements.txt >"$log" 2>&1; then
+	echo "error: installing the requirements into $venv failed. The last lines of $log:" >&2
+	grep -v "is ignored" "$log" | tail -n 15 >&2
+	echo "Fix the cause (network, disk space, Python version), then rerun the same make command;" >&2
+	echo "'make mrproper' removes $venv for a clean retry." >&2
+	exit 1
+fi
+cp requirements.txt "$stamp"
+echo ">> $venv ready"

@@ -1,0 +1,124 @@
+"""The make targets a user types, run for real in a scratch copy."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.scripts.conftest import ROOT, make
+
+DEFCONFIGS = sorted(p.name for p in (ROOT / "defconfigs").iterdir())
+
+
+def load_config_py(project: Path) -> dict:
+    namespace: dict = {}
+    exec((project / "config.py").read_text(), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("name", DEFCONFIGS)
+def test_defconfig_loads_and_savedefconfig_round_trips(project, name):
+    out = make(project, f"defconfig-{name}")
+    assert out.returncode == 0, out.stderr
+    first = (project / ".config").read_text()
+    assert load_config_py(project)["MODEL"] == "gpt2"
+    assert make(project, "savedefconfig").returncode == 0
+    (project / "defconfigs" / "roundtrip").write_text((project / "defconfig").read_text())
+    assert make(project, "defconfig-roundtrip").returncode == 0
+    assert (project / ".config").read_text() == first
+
+
+def test_defconfig_list_comes_from_the_folder(project):
+    (project / "defconfigs" / "my-experiment").write_text("# My own experiment\n")
+    out = make(project, "list-defconfigs")
+    assert "defconfig-my-experiment" in out.stdout and "My own experiment" in out.stdout
+    assert make(project, "defconfig-my-experiment").returncode == 0
+
+
+def test_make_without_config_says_where_to_start(project):
+    out = make(project)
+    assert out.returncode != 0
+    assert "make defconfig-gpt2-tiny-shakespeare" in out.stdout
+    for name in DEFCONFIGS:
+        assert f"defconfig-{name}" in out.stdout
+
+
+def test_failed_defconfig_writes_nothing(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    before = {f: (project / f).read_text() for f in (".config", "config.py")}
+    (project / "defconfigs" / "bad").write_text("# bad\nCONFIG_BATCH_SIZE=16\nCONFIG_BATCH_SIZE=4096\n")
+    out = make(project, "defconfig-bad")
+    assert out.returncode != 0
+    assert "defconfigs/bad:3: CONFIG_BATCH_SIZE=4096" in out.stderr
+    assert "allowed: 1 to 2048" in out.stderr
+    assert {f: (project / f).read_text() for f in before} == before
+
+
+def test_config_py_is_regenerated_when_config_changes(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    config = project / ".config"
+    config.write_text(config.read_text().replace("CONFIG_BATCH_SIZE=12", "CONFIG_BATCH_SIZE=16"))
+    future = time.time() + 5
+    os.utime(config, (future, future))
+    assert make(project, "show").returncode == 0
+    assert load_config_py(project)["BATCH_SIZE"] == 16
+
+
+def test_command_line_overrides_are_validated_and_not_saved(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    before = (project / ".config").read_text()
+    out = make(project, "show", "MAX_ITERS=5", "DEVICE=cpu", "SET=LEARNING_RATE=3e-4")
+    assert out.returncode == 0, out.stderr
+    assert "CONFIG_GPT2_MAX_ITERS = 5" in out.stdout and "CONFIG_DEVICE = 'cpu'" in out.stdout
+    assert "overrides: MAX_ITERS=5 DEVICE=cpu" in out.stdout
+    bad = make(project, "show", "BATCH_SIZE=0")
+    assert bad.returncode != 0 and "allowed: 1 to 2048" in bad.stderr
+    assert (project / ".config").read_text() == before
+
+
+def test_environment_variables_are_not_taken_as_overrides(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    out = make(project, "show", env={"TIME": "%e seconds", "MAX_ITERS": "3"})
+    assert out.returncode == 0, out.stderr
+    assert "CONFIG_GPT2_MAX_ITERS = 300" in out.stdout
+
+
+def test_help_lists_every_target_and_only_real_ones(project):
+    listed = set(re.findall(r"^  ([a-z][\w<>-]*)", make(project, "help").stdout, re.M))
+    database = make(project, "-pRrq", ".config")  # -q: print the rule database only
+    rules = set(re.findall(r"^([a-z][\w%-]*):", database.stdout, re.M))
+    rules = {r.replace("%", "<name>") for r in rules} - {"config"}
+    listed = {t.replace("all (default)", "all") for t in listed}
+    assert listed == rules - {"config.py"}, (listed ^ rules)
+
+
+def test_clean_keeps_results_and_mrproper_removes_config(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    (project / "results" / "run1").mkdir(parents=True)
+    assert make(project, "clean").returncode == 0
+    assert (project / "results" / "run1").is_dir() and (project / ".config").exists()
+    (project / ".venv").unlink()  # the shared venv is a symlink: keep the real one
+    (project / ".venv").mkdir()
+    assert make(project, "mrproper").returncode == 0
+    for name in (".config", "config.py", ".venv"):
+        assert not (project / name).exists()
+    assert (project / "results" / "run1").is_dir()
+
+
+def test_bootstrap_skips_when_installed_and_explains_a_failed_install(project, tmp_path):
+    skip = subprocess.run(["bash", "scripts/bootstrap.sh", ".venv"], cwd=project,
+                          capture_output=True, text=True)
+    assert skip.returncode == 0 and skip.stdout == ""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "requirements.txt").write_text("this is not a requirement!!\n")
+    fail = subprocess.run(["bash", str(project / "scripts/bootstrap.sh"), ".venv"], cwd=broken,
+                          capture_output=True, text=True, timeout=300)
+    assert fail.returncode == 1
+    assert "installing the requirements into .venv failed" in fail.stderr
+    assert "rerun the same make command" in fail.stderr
+    assert not (broken / ".venv" / ".installed").exists()
