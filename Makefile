@@ -16,8 +16,14 @@ OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN
 OVERRIDES := $(foreach v,$(OVERRIDE_VARS),$(if $(filter command line,$(origin $(v))),'$(v)=$($(v))'))
 
 .DEFAULT_GOAL := all
-.PHONY: all train show help list-defconfigs menuconfig olddefconfig alldefconfig \
-	savedefconfig test clean mrproper venv
+# `make sample` and `make bench` options (not configuration).
+SAMPLE_ARGS := $(if $(RUN),--run '$(RUN)') $(if $(PROMPT),--prompt '$(PROMPT)') \
+	$(if $(TOKENS),--tokens $(TOKENS)) $(if $(TEMPERATURE),--temperature $(TEMPERATURE)) \
+	$(if $(TOP_K),--top-k $(TOP_K)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT))
+BENCH_ARGS := $(if $(BENCH_STEPS),--steps $(BENCH_STEPS))
+
+.PHONY: all train prepare continue sample bench show help list-defconfigs menuconfig \
+	olddefconfig alldefconfig savedefconfig test clean mrproper venv
 
 all: train
 
@@ -36,9 +42,20 @@ venv: $(STAMP)
 config.py: .config $(KCONFIGS) | $(STAMP)
 	@$(PY) scripts/kconfig.py genconfig
 
-train: config.py
-	@$(PY) scripts/kconfig.py show $(OVERRIDES)
-	@echo "(training arrives with the trainer: this build only resolves the configuration)"
+prepare: config.py
+	@$(PY) scripts/prepare.py $(OVERRIDES)
+
+train: config.py prepare
+	@$(PY) scripts/train.py $(OVERRIDES)
+
+continue: | $(STAMP)
+	@$(PY) scripts/train.py RESUME=1 $(OVERRIDES)
+
+sample: | $(STAMP)
+	@$(PY) scripts/sample.py $(SAMPLE_ARGS)
+
+bench: config.py
+	@$(PY) scripts/bench.py $(BENCH_ARGS) $(OVERRIDES)
 
 show: config.py
 	@$(PY) scripts/kconfig.py show $(OVERRIDES)
@@ -86,7 +103,11 @@ help:
 	@echo ""
 	@echo "Running:"
 	@echo "  all (default)     same as train"
-	@echo "  train             train the configured model (needs .config)"
+	@echo "  train             prepare the dataset if needed, then train (results/<run-id>/)"
+	@echo "  prepare           tokenize the configured dataset into data/ (once)"
+	@echo "  continue          resume results/latest (or RUN_NAME=) from its last checkpoint"
+	@echo "  sample            generate text: RUN= PROMPT= TOKENS= TEMPERATURE= TOP_K= CHECKPOINT="
+	@echo "  bench             time the training step against a plain PyTorch loop [BENCH_STEPS=]"
 	@echo ""
 	@echo "Maintenance:"
 	@echo "  venv              create .venv with the pinned requirements (automatic)"

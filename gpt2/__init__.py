@@ -39,5 +39,9 @@ def build(config: GPT2Config):
     return GPT2(config)
 
 
-FAMILY = ModelFamily(name="gpt2", config_cls=GPT2Config,
-                     from_run_config=from_run_config, build=build)
+def variant(run: Any) -> str:
+    return "vanilla"  # the only attention GPT2Config offers so far
+
+
+FAMILY = ModelFamily(name="gpt2", config_cls=GPT2Config, from_run_config=from_run_config,
+                     build=build, variant=variant)

@@ -22,6 +22,7 @@ class ModelFamily:
     # (run config, vocab size) -> the family's typed config; raises ValueError
     from_run_config: Callable[[Any, int], Any]
     build: Callable[[Any], Any]  # family config -> nn.Module with the model interface
+    variant: Callable[[Any], str]  # run config -> variant tag for run ids ("vanilla")
 
 
 def family(name: str) -> ModelFamily:

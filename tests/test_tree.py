@@ -44,3 +44,33 @@ def test_modules_stay_under_the_line_ceiling():
     long = {str(p.relative_to(ROOT)): n for p in PY_SOURCES + list((ROOT / "tests").rglob("*.py"))
             if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def _read_by_kconfig(kconf) -> set[str]:
+    """Symbols other symbols' defaults or dependencies read (e.g. GPT2_COMPILE)."""
+    names: set[str] = set()
+    for sym in kconf.unique_defined_syms:
+        exprs = [sym.direct_dep] + [c for _, c in sym.defaults] + [v for v, _ in sym.defaults]
+        for expr in exprs:
+            names |= {s.name for s in kconfiglib.expr_items(expr)
+                      if isinstance(s, kconfiglib.Symbol) and s is not sym}
+    return names
+
+
+def test_every_symbol_has_a_reader():
+    """A symbol lands with the code that reads it: by name in Python, mechanically as a
+    family config field (GPT2_<FIELD>), as a choice member, or from other symbols."""
+    from dataclasses import fields
+
+    from gpt2.config import GPT2Config
+
+    kconf = open_tree()
+    source = "\n".join(p.read_text() for p in PY_SOURCES)
+    gpt2_fields = {"GPT2_" + f.name.upper() for f in fields(GPT2Config)}
+    by_kconfig = _read_by_kconfig(kconf)
+    unread = [s.name for s in kconf.unique_defined_syms
+              if s.choice is None and s.name not in gpt2_fields and s.name not in by_kconfig
+              and not re.search(rf"\b{s.name}\b", source)]
+    unread += [c.name for c in kconf.unique_choices
+               if c.name and not re.search(rf"\b{c.name}\b", source)]
+    assert unread == []

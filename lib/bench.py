@@ -1,0 +1,113 @@
+"""Training-step benchmark: our TrainStep against a plain PyTorch loop.
+
+Both train identical copies of the configured model on the same synthetic
+batches, in alternating rounds so that both see the same machine state; the
+first steps of each (compilation, allocator warm-up) are excluded. The plain
+loop is what a careful researcher writes by hand: autocast, backward, clip,
+fused AdamW where available.
+"""
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+from lib import registry
+from lib.data import is_prepared, load_meta
+from lib.data.prepared import data_dir
+from lib.hardware import describe_device
+from lib.metrics import mfu, peak_memory_mb
+from lib.optim import build_optimizer
+from lib.precision import Precision, compile_model, resolve_device, resolve_precision
+from lib.step import TrainStep
+
+
+def _vocab_size(run: Any) -> int:
+    path = data_dir(run)
+    if is_prepared(path):
+        return load_meta(path)["vocab_size"]
+    return 50257 if run.DATA_TOKENIZER == "gpt2" else 256
+
+
+def _plain_step(model: torch.nn.Module, forward: Callable, optimizer: torch.optim.Optimizer,
+                precision: Precision, accumulation: int, clip: float) -> Callable:
+    def step(next_batch: Callable, lr: float) -> None:
+        for _ in range(accumulation):
+            x, y = next_batch()
+            with precision.autocast():
+                _, loss = forward(x, y)
+            (loss / accumulation).backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def _time(step: Callable, next_batch: Callable, steps: int, device: torch.device) -> float:
+    """Median seconds per optimizer step over `steps` steps."""
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step(next_batch, 1e-4)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def run_bench(run: Any, steps: int = 10, warmup: int = 3, rounds: int = 3) -> dict[str, Any]:
+    device = resolve_device(run.DEVICE)
+    precision = resolve_precision(run, device)
+    family = registry.family(run.MODEL)
+    config = family.from_run_config(run, _vocab_size(run))
+    torch.manual_seed(run.TRAIN_SEED)
+    ours_model = family.build(config).to(device)
+    plain_model = copy.deepcopy(ours_model)
+    accum, clip = run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP
+    ours = TrainStep(ours_model, build_optimizer(run, ours_model, device), precision, accum, clip)
+    plain_forward = plain_model
+    if run.get("COMPILE_MODEL"):
+        ours.forward = compile_model(ours_model)
+        plain_forward = compile_model(plain_model)
+    plain_opt = torch.optim.AdamW(plain_model.param_groups(run.WEIGHT_DECAY), lr=1e-4,
+                                  fused=device.type == "cuda")
+    plain = _plain_step(plain_model, plain_forward, plain_opt, precision, accum, clip)
+    gen = torch.Generator().manual_seed(0)
+    shape = (run.BATCH_SIZE, config.block_size)
+
+    def next_batch():
+        x = torch.randint(config.vocab_size, shape, generator=gen)
+        return x.to(device), torch.roll(x, -1, dims=1).to(device)
+
+    for step in (ours, plain):
+        _time(step, next_batch, warmup, device)
+    seconds: dict[str, list[float]] = {"ours": [], "plain": []}
+    for _ in range(rounds):
+        seconds["ours"].append(_time(ours, next_batch, steps, device))
+        seconds["plain"].append(_time(plain, next_batch, steps, device))
+    return _report(run, config, ours_model, precision, device, seconds, steps, rounds)
+
+
+def _report(run, config, model, precision, device, seconds, steps, rounds) -> dict[str, Any]:
+    tokens = run.derived()["tokens_per_iter"]
+    info = describe_device(device)
+    peak_flops = info.peak_flops_16bit if precision.dtype != "fp32" else None
+    fpt = model.flops_per_token(config.block_size)
+    result: dict[str, Any] = {
+        "model_config": {k: getattr(config, k) for k in vars(config)},
+        "params": sum(p.numel() for p in model.parameters()), "device": info.name,
+        "dtype": precision.dtype, "compiled": bool(run.get("COMPILE_MODEL")),
+        "batch_size": run.BATCH_SIZE, "gradient_accumulation": run.GPT2_GRADIENT_ACCUMULATION,
+        "tokens_per_iter": tokens, "steps_per_round": steps, "rounds": rounds,
+    }
+    for name, values in seconds.items():
+        s = statistics.median(values)
+        result[name] = {"ms_per_iter": 1000 * s, "tokens_per_sec": tokens / s,
+                        "mfu": mfu(fpt, tokens / s, peak_flops)}
+    result["peak_memory_mb"], result["peak_memory_measure"] = peak_memory_mb(device)
+    result["speed_vs_plain"] = result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"]
+    return result

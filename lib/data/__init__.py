@@ -1,0 +1,19 @@
+"""Data: datasets -> tokens on disk (prepare) -> random batches (BatchLoader)."""
+from lib.data.corpus import dataset_dir_name, is_prepared, load_meta, prepare
+from lib.data.loader import BatchLoader
+from lib.data.sources import DATASETS, DataError
+from lib.data.tokenizer import TOKENIZERS, Tokenizer, build_tokenizer, tokenizer_from_meta
+
+__all__ = [
+    "DATASETS",
+    "TOKENIZERS",
+    "BatchLoader",
+    "DataError",
+    "Tokenizer",
+    "build_tokenizer",
+    "dataset_dir_name",
+    "is_prepared",
+    "load_meta",
+    "prepare",
+    "tokenizer_from_meta",
+]

@@ -1,0 +1,70 @@
+"""Device, numeric precision and torch.compile, resolved from the RunConfig.
+
+Every choice made here (auto device, auto dtype, compile outcome) is returned
+with a reason so the trainer can print and record it.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from lib.hardware import describe_device
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+@dataclass(frozen=True)
+class Precision:
+    device: torch.device
+    dtype: str        # "bf16", "fp16" or "fp32"
+    reason: str
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        if self.dtype == "fp32":
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=DTYPES[self.dtype])
+
+    def grad_scaler(self) -> torch.amp.GradScaler:
+        # Only fp16 needs loss scaling; a disabled scaler is a transparent no-op.
+        return torch.amp.GradScaler(self.device.type, enabled=self.dtype == "fp16")
+
+
+def resolve_device(choice: str) -> torch.device:
+    """DEVICE choice -> torch.device; an unavailable explicit choice is an error."""
+    if choice == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("CONFIG_DEVICE_CUDA is set but no CUDA or ROCm device is visible "
+                           "to PyTorch; use DEVICE=cpu or DEVICE=auto")
+    if choice == "mps" and not torch.backends.mps.is_available():
+        raise RuntimeError("CONFIG_DEVICE_MPS is set but MPS is not available; use DEVICE=cpu")
+    return torch.device(choice)
+
+
+def resolve_precision(run: Any, device: torch.device) -> Precision:
+    if not run.MIXED_PRECISION:
+        return Precision(device, "fp32", "CONFIG_MIXED_PRECISION is off")
+    wanted = run.MIXED_PRECISION_DTYPE
+    if wanted != "auto":
+        if device.type == "cpu" and wanted == "fp16":
+            raise RuntimeError("fp16 autocast with a gradient scaler is not supported on the "
+                               "CPU; choose bf16 or auto (CONFIG_MIXED_PRECISION_DTYPE_*)")
+        return Precision(device, wanted, "as configured")
+    if device.type != "cuda":
+        return Precision(device, "fp32", f"auto: 16-bit autocast is usually slower on {device.type}")
+    if describe_device(device).bf16:
+        return Precision(device, "bf16", "auto: the GPU supports bf16")
+    return Precision(device, "fp16", "auto: the GPU lacks bf16; fp16 with a gradient scaler")
+
+
+def compile_model(model: torch.nn.Module) -> torch.nn.Module:
+    """torch.compile is lazy: failures surface on the first call, where the
+    trainer catches them and falls back (see Trainer._first_step)."""
+    return torch.compile(model)

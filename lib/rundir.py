@@ -1,0 +1,84 @@
+"""results/<run-id>/: naming, creation, config snapshot, output.log, `latest` link."""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from lib.atomic import write_text_atomic
+from lib.kconfig import ROOT
+from lib import registry
+
+_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class RunDirError(Exception):
+    pass
+
+
+def results_root(run: Any) -> Path:
+    root = Path(run.RESULTS_DIR)
+    return root if root.is_absolute() else ROOT / root
+
+
+def run_id(run: Any, now: float | None = None) -> str:
+    """RUN_NAME, or <model>_<optimizer>_<variant>_<timestamp> (e.g. gpt2_adamw_vanilla_...)."""
+    if run.RUN_NAME:
+        if not _NAME_OK.match(run.RUN_NAME):
+            raise RunDirError(f"CONFIG_RUN_NAME=\"{run.RUN_NAME}\": allowed letters, digits, "
+                              f"'.', '_' and '-', starting with a letter or digit")
+        return run.RUN_NAME
+    variant = registry.family(run.MODEL).variant(run)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return f"{run.MODEL}_{run.OPTIMIZER}_{variant}_{stamp}"
+
+
+def create_run_dir(run: Any) -> Path:
+    """A new run's folder; an existing one is never reused without RESUME=1."""
+    path = results_root(run) / run_id(run)
+    if path.exists() and any(path.iterdir()):
+        raise RunDirError(f"{path} already holds a run: resume it with `make continue "
+                          f"RUN_NAME={path.name}` (or RESUME=1), or choose another RUN_NAME")
+    path.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path / "config.txt", run.config_text)
+    point_latest(path)
+    return path
+
+
+def find_run_dir(results: Path, name: str | None) -> Path:
+    """The run to resume: results/<name>, or the one results/latest points to."""
+    path = results / name if name else results / "latest"
+    if not path.exists():
+        what = f"no run named '{name}'" if name else "no latest run"
+        raise RunDirError(f"{what} under {results}: nothing to resume. Start one with `make`")
+    path = path.resolve()
+    if not (path / "config.txt").is_file():
+        raise RunDirError(f"{path} has no config.txt: not a run folder")
+    return path
+
+
+def point_latest(path: Path) -> None:
+    """Atomically repoint results/latest at path (a relative symlink)."""
+    link = path.parent / "latest"
+    tmp = path.parent / f".latest.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(path.name)
+    os.replace(tmp, link)
+
+
+class RunLog:
+    """Lines to the terminal (above the progress bar) and to output.log, plain."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "a", buffering=1)
+
+    def __call__(self, message: str = "") -> None:
+        tqdm.write(message)
+        self.file.write(message + "\n")
+
+    def close(self) -> None:
+        self.file.close()

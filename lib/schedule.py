@@ -1,0 +1,19 @@
+"""Learning rate: linear warmup, then cosine decay to the minimum."""
+from __future__ import annotations
+
+import math
+
+
+def lr_at(step: int, *, peak: float, minimum: float, warmup: int, total: int) -> float:
+    """LR for optimizer step `step` (0-based) of `total`.
+
+    Warmup rises linearly to `peak` over `warmup` steps (step 0 already gets
+    peak/warmup, so no step is wasted at LR 0); then a half cosine takes it
+    to `minimum` at step `total`; past `total` it stays at `minimum`.
+    """
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    if step >= total:
+        return minimum
+    progress = (step - warmup) / max(1, total - warmup)
+    return minimum + 0.5 * (1.0 + math.cos(math.pi * progress)) * (peak - minimum)

@@ -1,0 +1,47 @@
+"""One optimizer step: accumulate micro-batches, unscale, clip, step.
+
+Shared by the trainer and by `make bench`, so the benchmark times exactly
+the step that training runs.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from lib.precision import Precision
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+class TrainStep:
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 precision: Precision, accumulation: int, grad_clip: float):
+        self.model = model
+        self.forward: Callable = model  # replaced by the compiled model when compiling
+        self.optimizer = optimizer
+        self.precision = precision
+        self.scaler = precision.grad_scaler()
+        self.accumulation = accumulation
+        self.grad_clip = grad_clip
+
+    def __call__(self, next_batch: Callable[[], Batch], lr: float) -> float:
+        """Run one optimizer step at learning rate lr; returns the mean loss."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        total = torch.zeros((), device=next(self.model.parameters()).device)
+        for _ in range(self.accumulation):
+            x, y = next_batch()
+            with self.precision.autocast():
+                _, loss = self.forward(x, y)
+            # Dividing makes the summed gradient equal one batch accumulation x larger.
+            loss = loss / self.accumulation
+            self.scaler.scale(loss).backward()
+            total += loss.detach()
+        if self.grad_clip > 0:
+            self.scaler.unscale_(self.optimizer)  # clip true gradients, not scaled ones
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        return total.item()

@@ -1,0 +1,251 @@
+"""The training loop every model family uses.
+
+Per optimizer step: set the LR, run GRAD_ACCUMULATION micro-batches under
+autocast (loss divided by the number of micro-batches), unscale, clip, step.
+Every EVAL_INTERVAL steps: validation loss, metrics.json, checkpoints. Stops at
+MAX_ITERS, at TRAIN_MAX_TIME, on Ctrl-C (with a checkpoint) or on divergence
+(without one: the last good checkpoint stays). File formats live elsewhere
+(lib/checkpoint.py, lib/metrics.py, lib/rundir.py).
+"""
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from lib import registry
+from lib.checkpoint import rng_state, save_checkpoint, set_rng_state
+from lib.data import BatchLoader, load_meta
+from lib.data.prepared import ensure_prepared
+from lib.hardware import describe_device
+from lib.metrics import RunMetrics, mfu, peak_memory_mb
+from lib.optim import build_optimizer, state_bytes
+from lib.precision import compile_model, resolve_device, resolve_precision
+from lib.schedule import lr_at
+from lib.step import TrainStep
+
+
+class Trainer:
+    def __init__(self, run: Any, run_dir: Path, log: Callable[[str], None],
+                 resume: dict[str, Any] | None = None):
+        self.run, self.run_dir, self.log = run, Path(run_dir), log
+        _seed_everything(run.TRAIN_SEED)
+        self.device = resolve_device(run.DEVICE)
+        self.precision = resolve_precision(run, self.device)
+        data_dir = ensure_prepared(run, log)
+        self.meta = load_meta(data_dir)
+        family = registry.family(run.MODEL)
+        self.model_config = family.from_run_config(run, self.meta["vocab_size"])
+        self.model = family.build(self.model_config).to(self.device)
+        self.optimizer = build_optimizer(run, self.model, self.device)
+        self.train_step = TrainStep(self.model, self.optimizer, self.precision,
+                                    run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP)
+        block = self.model_config.block_size
+        self.loaders = {split: BatchLoader(data_dir, split, run.BATCH_SIZE, block,
+                                           device=self.device, seed=run.TRAIN_SEED)
+                        for split in ("train", "val")}
+        self.derived = run.derived()
+        self.metrics = RunMetrics(self.run_dir / "metrics.json", self._static())
+        self.step = 0
+        self.compiled = bool(run.get("COMPILE_MODEL"))
+        self.compile_error: str | None = None
+        if self.compiled:
+            self.train_step.forward = compile_model(self.model)
+        self._compile_proven = not self.compiled
+        if resume:
+            self._restore(resume)
+
+    # -- set-up ---------------------------------------------------------------
+
+    def _static(self) -> dict[str, Any]:
+        info = describe_device(self.device)
+        return {
+            "run_id": self.run_dir.name, "model": self.run.MODEL,
+            "model_config": asdict(self.model_config),
+            "params": sum(p.numel() for p in self.model.parameters()),
+            "params_non_embedding": self.model.num_params(non_embedding=True),
+            "dataset": self.meta["dataset"], "tokenizer": self.meta["tokenizer"]["name"],
+            "optimizer": self.run.OPTIMIZER, "max_iters": self.run.GPT2_MAX_ITERS,
+            "effective_batch_size": self.derived["effective_batch_size"],
+            "tokens_per_iter": self.derived["tokens_per_iter"],
+            "device": info.kind, "device_name": info.name,
+            "dtype": self.precision.dtype, "dtype_reason": self.precision.reason,
+            "overrides": self.run.overrides,
+        }
+
+    def describe(self) -> None:
+        s = self.metrics.static
+        self.log(f"run {s['run_id']}: {s['model']} {self.model_config}")
+        self.log(f"parameters: {s['params']:,} ({s['params_non_embedding']:,} without "
+                 f"position embeddings)")
+        self.log(f"data: {s['dataset']} / {s['tokenizer']}: {self.meta['train_tokens']:,} train "
+                 f"and {self.meta['val_tokens']:,} val tokens")
+        self.log(f"device: {s['device_name']}; precision {s['dtype']} ({s['dtype_reason']})")
+        self.log(self.run.describe())
+        self.log(f"torch.compile: {'requested; compiles on the first step' if self.compiled else 'off'}")
+
+    # -- loop -------------------------------------------------------------------
+
+    def train(self, stop_at: int | None = None) -> dict[str, Any]:
+        """Train to MAX_ITERS (or stop_at, used by tests to simulate a stop)."""
+        run, total = self.run, self.run.GPT2_MAX_ITERS
+        end = min(total, stop_at or total)
+        started, status, reason = time.monotonic(), "completed", None
+        best_loss = math.inf
+        bar = tqdm(total=total, initial=self.step, desc="train", dynamic_ncols=True)
+        try:
+            while self.step < end:
+                if run.TRAIN_MAX_TIME and time.monotonic() - started >= run.TRAIN_MAX_TIME:
+                    status, reason = "stopped", f"TRAIN_MAX_TIME={run.TRAIN_MAX_TIME}s reached"
+                    break
+                lr = lr_at(self.step, peak=run.LEARNING_RATE, minimum=run.GPT2_MIN_LR,
+                           warmup=run.GPT2_WARMUP_STEPS, total=total)
+                t0 = time.perf_counter()
+                loss = self._optimizer_step(lr)
+                self.metrics.record_step(time.perf_counter() - t0, self.derived["tokens_per_iter"])
+                self.step += 1
+                bar.update(1)
+                reason = self._divergence(loss, best_loss)
+                if reason:
+                    status = "diverged"
+                    break
+                best_loss = min(best_loss, loss)
+                self._log_step(loss, lr, bar)
+                if self.step % run.GPT2_EVAL_INTERVAL == 0 or self.step == total:
+                    self._evaluate_and_save()
+            if status == "completed" and self.step < total:
+                status, reason = "stopped", f"stopped at step {self.step} of {total}"
+        except KeyboardInterrupt:
+            status, reason = "stopped", "interrupted (Ctrl-C)"
+        finally:
+            bar.close()
+        return self._finish(status, reason)
+
+    def _optimizer_step(self, lr: float) -> float:
+        next_batch = self.loaders["train"].next_batch
+        if self._compile_proven:
+            return self.train_step(next_batch, lr)
+        # torch.compile is lazy: it compiles (and may fail) on this first call.
+        saved = {k: loader.state_dict() for k, loader in self.loaders.items()}
+        try:
+            loss = self.train_step(next_batch, lr)
+            self._compile_proven = True
+            self.log("torch.compile: compiled model is running")
+            return loss
+        except Exception as err:  # any backend failure, by design
+            self._fall_back_to_eager(err)
+            for k, loader in self.loaders.items():
+                loader.load_state_dict(saved[k])
+            return self.train_step(next_batch, lr)
+
+    def _fall_back_to_eager(self, err: Exception) -> None:
+        self.compile_error = f"{type(err).__name__}: {err}".strip()[:2000]
+        self.metrics.record_event(step=self.step, event="compile_failed", error=self.compile_error)
+        if self.run.get("COMPILE_STRICT"):
+            raise RuntimeError(f"torch.compile failed and CONFIG_COMPILE_STRICT is set: "
+                               f"{self.compile_error}") from err
+        banner = "!" * 72
+        self.log(f"{banner}\nWARNING: torch.compile FAILED; continuing in EAGER mode "
+                 f"(set CONFIG_COMPILE_STRICT=y to stop instead)\n{self.compile_error}\n{banner}")
+        self.optimizer.zero_grad(set_to_none=True)
+        self.train_step.forward, self.compiled, self._compile_proven = self.model, False, True
+
+    def _divergence(self, loss: float, best: float) -> str | None:
+        if not math.isfinite(loss):
+            return f"training loss is {loss} at step {self.step}"
+        factor = self.run.TRAIN_DIVERGENCE_FACTOR
+        if factor and math.isfinite(best) and loss > factor * best:
+            return (f"training loss {loss:.4f} at step {self.step} exceeds "
+                    f"TRAIN_DIVERGENCE_FACTOR={factor:g} x best {best:.4f}")
+        return None
+
+    def _log_step(self, loss: float, lr: float, bar: tqdm) -> None:
+        last = self.step == self.run.GPT2_MAX_ITERS
+        if self.step % self.run.TRAIN_LOG_INTERVAL and self.step != 1 and not last:
+            return
+        self.metrics.record_train(self.step, loss, lr)
+        tps = self.metrics.tokens_per_sec
+        ms = 1000 * self.derived["tokens_per_iter"] / tps if tps else float("nan")
+        ppl = math.exp(min(loss, 50))
+        bar.set_postfix(loss=f"{loss:.4f}", ppl=f"{ppl:.1f}", lr=f"{lr:.2e}", refresh=False)
+        self.log(f"iter {self.step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
+                 f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s")
+
+    # -- evaluation, checkpoints, records ----------------------------------------
+
+    @torch.no_grad()
+    def evaluate(self) -> float:
+        self.model.eval()
+        losses = torch.zeros(self.run.TRAIN_EVAL_ITERS)
+        for i in range(self.run.TRAIN_EVAL_ITERS):
+            x, y = self.loaders["val"].next_batch()
+            with self.precision.autocast():
+                _, loss = self.train_step.forward(x, y)
+            losses[i] = loss.item()
+        self.model.train()
+        return losses.mean().item()
+
+    def _evaluate_and_save(self) -> None:
+        val = self.evaluate()
+        best = self.metrics.record_val(self.step, val)
+        self.log(f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f}"
+                 f"{' (best)' if best else ''}")
+        self.save("ckpt_latest.pt")
+        if best:
+            self.save("ckpt_best.pt")
+        self.metrics.write(self._summary("running"))
+
+    def save(self, name: str) -> None:
+        save_checkpoint(self.run_dir / name, {
+            "step": self.step, "family": self.run.MODEL,
+            "model_config": asdict(self.model_config), "tokenizer": self.meta["tokenizer"],
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scaler": self.train_step.scaler.state_dict(), "rng": rng_state(),
+            "loaders": {k: loader.state_dict() for k, loader in self.loaders.items()},
+            "metrics": self.metrics.state_dict(),
+        })
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.train_step.scaler.load_state_dict(state["scaler"])
+        for k, loader in self.loaders.items():
+            loader.load_state_dict(state["loaders"][k])
+        self.metrics.load_state_dict(state["metrics"])
+        set_rng_state(state["rng"])
+        self.step = state["step"]
+        self.metrics.record_event(step=self.step, event="resumed", overrides=self.run.overrides)
+
+    def _summary(self, status: str, reason: str | None = None) -> dict[str, Any]:
+        peak, measured = peak_memory_mb(self.device)
+        fpt = self.model.flops_per_token(self.model_config.block_size)
+        peak_flops = describe_device(self.device).peak_flops_16bit
+        if self.precision.dtype == "fp32":
+            peak_flops = None  # MFU is reported for 16-bit runs only (see lib/hardware.py)
+        return self.metrics.summary(status, self.step, self.step * self.derived["tokens_per_iter"], {
+            "reason": reason, "compiled": self.compiled, "compile_error": self.compile_error,
+            "mfu": mfu(fpt, self.metrics.tokens_per_sec, peak_flops),
+            "peak_memory_mb": peak, "peak_memory_measure": measured,
+            "optimizer_state_bytes": state_bytes(self.optimizer)})
+
+    def _finish(self, status: str, reason: str | None) -> dict[str, Any]:
+        if status == "stopped":
+            self.save("ckpt_latest.pt")  # resume point; `make continue` picks it up
+        summary = self._summary(status, reason)
+        self.metrics.write(summary)
+        self.log(f"{status}{': ' + reason if reason else ''} | step {self.step} | best val loss "
+                 f"{summary['best_val_loss'] or float('nan'):.4f} | {summary['tokens_per_sec']:,.0f} tok/s")
+        return summary
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)

@@ -1,0 +1,72 @@
+"""Generate text from a run's checkpoint: `make sample PROMPT="ROMEO:" TOKENS=200`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from lib import registry  # noqa: E402
+from lib.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
+from lib.data import tokenizer_from_meta  # noqa: E402
+from lib.kconfig import ROOT  # noqa: E402
+
+
+def positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text}: must be > 0")
+        return value
+    return parse
+
+
+def non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be >= 0 (0 = greedy)")
+    return value
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--run", default=str(ROOT / "results" / "latest"), help="run folder")
+    p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
+    p.add_argument("--prompt", default="", help="start text (empty: start of a document)")
+    p.add_argument("--tokens", type=positive(int), default=200, help="tokens to generate")
+    p.add_argument("--temperature", type=non_negative, default=0.8)
+    p.add_argument("--top-k", type=positive(int), default=200)
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--samples", type=positive(int), default=1)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
+    state = load_checkpoint(Path(args.run) / f"ckpt_{args.checkpoint}.pt", args.device)
+    family = registry.family(state["family"])
+    model = family.build(family.config_cls(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    model.to(args.device).eval()
+    tokenizer = tokenizer_from_meta(state["tokenizer"])
+    ids = tokenizer.encode(args.prompt) if args.prompt else [tokenizer.eot_token
+                                                             if tokenizer.eot_token is not None
+                                                             else tokenizer.encode("\n")[0]]
+    torch.manual_seed(args.seed)
+    idx = torch.tensor([ids], dtype=torch.long, device=args.device)
+    for i in range(args.samples):
+        out = model.generate(idx, args.tokens, temperature=args.temperature, top_k=args.top_k)
+        text = tokenizer.decode(out[0].tolist()[0 if args.prompt else 1:])
+        print(f"--- sample {i + 1} (step {state['step']}, {args.checkpoint} checkpoint)\n{text}")
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except (CheckpointError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(1)
