@@ -22,7 +22,7 @@ SAMPLE_ARGS := $(if $(RUN),--run '$(RUN)') $(if $(PROMPT),--prompt '$(PROMPT)') 
 	$(if $(TOP_K),--top-k $(TOP_K)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT))
 BENCH_ARGS := $(if $(BENCH_STEPS),--steps $(BENCH_STEPS))
 
-.PHONY: all train prepare continue sample bench show help list-defconfigs menuconfig \
+.PHONY: all train prepare continue sample bench bench-optim show help list-defconfigs menuconfig \
 	olddefconfig alldefconfig savedefconfig test clean mrproper venv
 
 all: train
@@ -55,7 +55,10 @@ sample: | $(STAMP)
 	@$(PY) scripts/sample.py $(SAMPLE_ARGS)
 
 bench: config.py
-	@$(PY) scripts/bench.py $(BENCH_ARGS) $(OVERRIDES)
+	@$(PY) scripts/bench.py step $(BENCH_ARGS) $(OVERRIDES)
+
+bench-optim: config.py
+	@$(PY) scripts/bench.py optimizers $(BENCH_ARGS) $(OVERRIDES)
 
 show: config.py
 	@$(PY) scripts/kconfig.py show $(OVERRIDES)
@@ -108,6 +111,7 @@ help:
 	@echo "  continue          resume results/latest (or RUN_NAME=) from its last checkpoint"
 	@echo "  sample            generate text: RUN= PROMPT= TOKENS= TEMPERATURE= TOP_K= CHECKPOINT="
 	@echo "  bench             time the training step against a plain PyTorch loop [BENCH_STEPS=]"
+	@echo "  bench-optim       cost of AdamWSPAM and AdamWPrune against AdamW [BENCH_STEPS=]"
 	@echo ""
 	@echo "Maintenance:"
 	@echo "  venv              create .venv with the pinned requirements (automatic)"

@@ -24,7 +24,8 @@ import kconfiglib
 ROOT = Path(__file__).resolve().parent.parent
 KCONFIG = ROOT / "Kconfig"
 
-_ALLOWED = re.compile(r"Allowed\s+(\S+)\s+to\s+(\S+?)\.?(?:\s|$)")
+_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_ALLOWED = re.compile(rf"Allowed\s+({_NUMBER})\s+to\s+({_NUMBER})")
 _ASSIGN = re.compile(r"^\s*(?:CONFIG_(\w+)=|#\s*CONFIG_(\w+) is not set)")
 
 
@@ -186,11 +187,9 @@ def _why(kconf: kconfiglib.Kconfig, sym: kconfiglib.Symbol, value: str) -> str:
         return (f"it has no prompt and is derived from other options ({defaults}); "
                 f"set those instead")
     if sym.visibility == 0:
-        dep = sym.direct_dep
-        state = ", ".join(f"{s.name}={s.str_value or 'n'}"
-                          for s in kconfiglib.expr_items(dep) if isinstance(s, kconfiglib.Symbol)
-                          and not s.is_constant)
-        return f"depends on {kconfiglib.expr_str(dep)}, which is not met ({state})"
+        if sym.choice is not None and sym.choice.visibility == 0:
+            return f"its choice {sym.choice.name} {_unmet(sym.choice.direct_dep)}"
+        return _unmet(sym.direct_dep)
     if sym.choice is not None:
         chosen = sym.choice.selection
         members = ", ".join(s.name for s in sym.choice.syms)
@@ -204,6 +203,15 @@ def _why(kconf: kconfiglib.Kconfig, sym: kconfiglib.Symbol, value: str) -> str:
             return f"not an integer; allowed: {' or '.join(active) or 'any integer'}"
         return f"out of range; allowed: {' or '.join(active)}"
     return "rejected by kconfiglib"
+
+
+def _unmet(dep) -> str:
+    """'depends on A && !B, which is not met (A=n, B=y)', without the <choice>
+    term that every choice member carries."""
+    text = re.sub(r"\s*&&\s*<choice \w+>|<choice \w+>\s*&&\s*", "", kconfiglib.expr_str(dep))
+    state = ", ".join(f"{s.name}={s.str_value or 'n'}" for s in kconfiglib.expr_items(dep)
+                      if isinstance(s, kconfiglib.Symbol) and not s.is_constant)
+    return f"depends on {text}, which is not met ({state})"
 
 
 def _closest(kconf: kconfiglib.Kconfig, name: str) -> str:

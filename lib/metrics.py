@@ -51,6 +51,7 @@ class RunMetrics:
         self.timed_seconds = 0.0
         self.wall_time_s = 0.0
         self.events: list[dict[str, Any]] = []
+        self.points: dict[str, dict[str, list]] = {}  # other series, e.g. sparsity
         self._steps_this_segment = 0
 
     def record_step(self, seconds: float, tokens: int) -> None:
@@ -64,6 +65,11 @@ class RunMetrics:
         for series, value in ((self.train_loss, loss), (self.lr, lr)):
             series["iters"].append(it)
             series["values"].append(value)
+
+    def record_point(self, name: str, it: int, value: float) -> None:
+        series = self.points.setdefault(name, {"iters": [], "values": []})
+        series["iters"].append(it)
+        series["values"].append(value)
 
     def record_val(self, it: int, loss: float) -> bool:
         """Record a validation loss; True when it is the best so far."""
@@ -104,6 +110,7 @@ class RunMetrics:
             "train_loss": self.train_loss,
             "val_loss": self.val_loss,
             "lr": self.lr,
+            **{f"{name}_series": series for name, series in self.points.items()},
         }
 
     def write(self, summary: dict[str, Any]) -> None:
@@ -111,7 +118,7 @@ class RunMetrics:
 
     def state_dict(self) -> dict[str, Any]:
         keys = ("train_loss", "val_loss", "lr", "best_val_loss", "timed_tokens",
-                "timed_seconds", "wall_time_s", "events")
+                "timed_seconds", "wall_time_s", "events", "points")
         return {k: getattr(self, k) for k in keys}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

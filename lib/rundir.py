@@ -25,16 +25,31 @@ def results_root(run: Any) -> Path:
     return root if root.is_absolute() else ROOT / root
 
 
+def run_tag(run: Any) -> str:
+    """The field's naming: model, optimizer, AdamWPrune variant, attention variant
+    when not vanilla, pruning method and sparsity in percent, e.g.
+    gpt2_adamwspam_magnitude_50, gpt2_adamwprune_bitter7_state_50, gpt2_adamw_none."""
+    parts = [run.MODEL, run.OPTIMIZER]
+    if run.OPTIMIZER == "adamwprune":
+        parts.append(run.ADAMWPRUNE_VARIANT)
+    variant = registry.family(run.MODEL).variant(run)
+    if variant != "vanilla":
+        parts.append(variant)
+    if run.PRUNING_MODE == "none":
+        parts.append("none")
+    else:
+        parts += [run.PRUNING_METHOD, f"{round(100 * run.PRUNING_TARGET_SPARSITY):d}"]
+    return "_".join(parts)
+
+
 def run_id(run: Any, now: float | None = None) -> str:
-    """RUN_NAME, or <model>_<optimizer>_<variant>_<timestamp> (e.g. gpt2_adamw_vanilla_...)."""
+    """RUN_NAME, or the run tag plus a timestamp."""
     if run.RUN_NAME:
         if not _NAME_OK.match(run.RUN_NAME):
             raise RunDirError(f"CONFIG_RUN_NAME=\"{run.RUN_NAME}\": allowed letters, digits, "
                               f"'.', '_' and '-', starting with a letter or digit")
         return run.RUN_NAME
-    variant = registry.family(run.MODEL).variant(run)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    return f"{run.MODEL}_{run.OPTIMIZER}_{variant}_{stamp}"
+    return f"{run_tag(run)}_{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
 
 
 def create_run_dir(run: Any) -> Path:

@@ -5,7 +5,7 @@ the step that training runs.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -15,8 +15,12 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 class TrainStep:
+    """`pruner` (optional) sees the finished gradients before the optimizer
+    step (movement scores) and masks weights and moments after it."""
+
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 precision: Precision, accumulation: int, grad_clip: float):
+                 precision: Precision, accumulation: int, grad_clip: float,
+                 pruner: Any = None):
         self.model = model
         self.forward: Callable = model  # replaced by the compiled model when compiling
         self.optimizer = optimizer
@@ -24,9 +28,11 @@ class TrainStep:
         self.scaler = precision.grad_scaler()
         self.accumulation = accumulation
         self.grad_clip = grad_clip
+        self.pruner = pruner
 
-    def __call__(self, next_batch: Callable[[], Batch], lr: float) -> float:
-        """Run one optimizer step at learning rate lr; returns the mean loss."""
+    def __call__(self, next_batch: Callable[[], Batch], lr: float, step: int = 0) -> float:
+        """Run optimizer step number `step` (1-based) at learning rate lr; returns
+        the mean loss."""
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         total = torch.zeros((), device=next(self.model.parameters()).device)
@@ -41,7 +47,11 @@ class TrainStep:
         if self.grad_clip > 0:
             self.scaler.unscale_(self.optimizer)  # clip true gradients, not scaled ones
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        if self.pruner is not None:
+            self.pruner.before_step(step)
         self.scaler.step(self.optimizer)
         self.scaler.update()
+        if self.pruner is not None:
+            self.pruner.after_step(step)
         self.optimizer.zero_grad(set_to_none=True)
         return total.item()

@@ -26,8 +26,9 @@ from lib.data import BatchLoader, load_meta
 from lib.data.prepared import ensure_prepared
 from lib.hardware import describe_device
 from lib.metrics import RunMetrics, mfu, peak_memory_mb
-from lib.optim import build_optimizer, state_bytes
+from lib.optim import build_optimizer, optimizer_stats, state_bytes
 from lib.precision import compile_model, resolve_device, resolve_precision
+from lib.prune.build import build_pruner
 from lib.schedule import lr_at
 from lib.step import TrainStep
 
@@ -45,8 +46,10 @@ class Trainer:
         self.model_config = family.from_run_config(run, self.meta["vocab_size"])
         self.model = family.build(self.model_config).to(self.device)
         self.optimizer = build_optimizer(run, self.model, self.device)
+        self.pruner = build_pruner(run, self.model, self.optimizer)
         self.train_step = TrainStep(self.model, self.optimizer, self.precision,
-                                    run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP)
+                                    run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP,
+                                    self.pruner)
         block = self.model_config.block_size
         self.loaders = {split: BatchLoader(data_dir, split, run.BATCH_SIZE, block,
                                            device=self.device, seed=run.TRAIN_SEED)
@@ -129,13 +132,13 @@ class Trainer:
         return self._finish(status, reason)
 
     def _optimizer_step(self, lr: float) -> float:
-        next_batch = self.loaders["train"].next_batch
+        next_batch, step = self.loaders["train"].next_batch, self.step + 1
         if self._compile_proven:
-            return self.train_step(next_batch, lr)
+            return self.train_step(next_batch, lr, step)
         # torch.compile is lazy: it compiles (and may fail) on this first call.
         saved = {k: loader.state_dict() for k, loader in self.loaders.items()}
         try:
-            loss = self.train_step(next_batch, lr)
+            loss = self.train_step(next_batch, lr, step)
             self._compile_proven = True
             self.log("torch.compile: compiled model is running")
             return loss
@@ -143,7 +146,7 @@ class Trainer:
             self._fall_back_to_eager(err)
             for k, loader in self.loaders.items():
                 loader.load_state_dict(saved[k])
-            return self.train_step(next_batch, lr)
+            return self.train_step(next_batch, lr, step)
 
     def _fall_back_to_eager(self, err: Exception) -> None:
         self.compile_error = f"{type(err).__name__}: {err}".strip()[:2000]
@@ -175,8 +178,15 @@ class Trainer:
         ms = 1000 * self.derived["tokens_per_iter"] / tps if tps else float("nan")
         ppl = math.exp(min(loss, 50))
         bar.set_postfix(loss=f"{loss:.4f}", ppl=f"{ppl:.1f}", lr=f"{lr:.2e}", refresh=False)
+        extra = ""
+        if self.pruner is not None:
+            sparsity = self.pruner.report()["sparsity"]
+            self.metrics.record_point("sparsity", self.step, sparsity)
+            extra += f" | sparsity {100 * sparsity:.1f}%"
+        for key, value in optimizer_stats(self.optimizer).items():
+            extra += f" | {key.replace('_', ' ')} {value}"
         self.log(f"iter {self.step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
-                 f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s")
+                 f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}")
 
     # -- evaluation, checkpoints, records ----------------------------------------
 
@@ -208,6 +218,7 @@ class Trainer:
             "model_config": asdict(self.model_config), "tokenizer": self.meta["tokenizer"],
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scaler": self.train_step.scaler.state_dict(), "rng": rng_state(),
+            "pruner": self.pruner.state_dict() if self.pruner is not None else None,
             "loaders": {k: loader.state_dict() for k, loader in self.loaders.items()},
             "metrics": self.metrics.state_dict(),
         })
@@ -216,6 +227,8 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.train_step.scaler.load_state_dict(state["scaler"])
+        if self.pruner is not None:
+            self.pruner.load_state_dict(state["pruner"])
         for k, loader in self.loaders.items():
             loader.load_state_dict(state["loaders"][k])
         self.metrics.load_state_dict(state["metrics"])
@@ -233,7 +246,25 @@ class Trainer:
             "reason": reason, "compiled": self.compiled, "compile_error": self.compile_error,
             "mfu": mfu(fpt, self.metrics.tokens_per_sec, peak_flops),
             "peak_memory_mb": peak, "peak_memory_measure": measured,
-            "optimizer_state_bytes": state_bytes(self.optimizer)})
+            **self._optimizer_summary()})
+
+    def _optimizer_summary(self) -> dict[str, Any]:
+        """Optimizer and pruning figures: state memory (the AdamWPrune claim is
+        that pruning adds only a boolean mask), sparsity, SPAM counters."""
+        optimizer_bytes = state_bytes(self.optimizer)
+        pruner_bytes = self.pruner.state_bytes() if self.pruner is not None else 0
+        out: dict[str, Any] = {
+            "optimizer_state_bytes": optimizer_bytes + pruner_bytes,
+            "optimizer_state_breakdown": {"optimizer": optimizer_bytes, "pruning": pruner_bytes},
+            **{f"spam_{k}": v for k, v in optimizer_stats(self.optimizer).items()},
+        }
+        if self.pruner is not None:
+            report = self.pruner.report()
+            out.update(pruning_method=self.run.PRUNING_METHOD,
+                       pruning_variant=self.run.get("ADAMWPRUNE_VARIANT"),
+                       sparsity=report["sparsity"], sparsity_target=self.run.PRUNING_TARGET_SPARSITY,
+                       sparsity_per_layer=report["per_layer"])
+        return out
 
     def _finish(self, status: str, reason: str | None) -> dict[str, Any]:
         if status == "stopped":

@@ -1,4 +1,5 @@
-"""Benchmark the configured model's training step: `make bench [BENCH_STEPS=N]`."""
+"""Benchmarks: `make bench` (training step vs a plain PyTorch loop) and
+`make bench-optim` (AdamWSPAM and AdamWPrune vs AdamW). [BENCH_STEPS=N]"""
 from __future__ import annotations
 
 import argparse
@@ -9,22 +10,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.atomic import write_json_atomic  # noqa: E402
-from lib.bench import run_bench  # noqa: E402
+from lib.cli import run_script  # noqa: E402
 from lib.config import load_run_config  # noqa: E402
-from lib.kconfig import ConfigError  # noqa: E402
 from lib.rundir import results_root  # noqa: E402
 
 
-def main(argv: list[str]) -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--steps", type=int, default=10, help="timed steps per round")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
-    args = p.parse_args(argv)
-    if args.steps < 1 or args.rounds < 1:
-        p.error("--steps and --rounds must be at least 1")
-    run = load_run_config(args.overrides)
-    r = run_bench(run, steps=args.steps, rounds=args.rounds)
+def print_step(r: dict) -> None:
     print(f"{r['params']:,} parameters, batch {r['batch_size']} x accumulation "
           f"{r['gradient_accumulation']} x block {r['model_config']['block_size']}, "
           f"{r['dtype']}, compile {'on' if r['compiled'] else 'off'}, {r['device']}")
@@ -35,14 +26,47 @@ def main(argv: list[str]) -> None:
         print(f"{name:<8}{m['ms_per_iter']:>12.1f}{m['tokens_per_sec']:>14,.0f}{shown:>8}")
     print(f"ours runs at {r['speed_vs_plain']:.3f}x the plain loop's speed "
           f"(>1 is faster); peak memory {r['peak_memory_mb']:.0f} MiB ({r['peak_memory_measure']})")
-    out = results_root(run) / "bench" / f"bench_{time.strftime('%Y%m%d-%H%M%S')}.json"
-    write_json_atomic(out, r)
+
+
+def print_optimizers(r: dict) -> None:
+    from lib.bench.optimizers import NAMES
+
+    print(f"{r['params']:,} parameters ({r['prunable']:,} prunable), {r['dtype']} on "
+          f"{r['device']}; masks updated every {r['frequency']} steps")
+    print(f"{'optimizer':<12}{'step ms':>10}{'vs AdamW':>10}{'opt.step ms':>13}{'vs AdamW':>10}")
+    for name in NAMES:
+        m = r[name]
+        full = f"{m.get('full_step_vs_adamw', 1):.3f}x"
+        opt = f"{m.get('optimizer_step_vs_adamw', 1):.3f}x"
+        print(f"{name:<12}{m['full_step_ms']:>10.1f}{full:>10}{m['optimizer_step_ms']:>13.2f}{opt:>10}")
+    m = r["adamwprune"]
+    print(f"AdamWPrune masks: apply {m['mask_apply_ms']:.2f} ms/step, update {m['mask_update_ms']:.1f}"
+          f" ms every {r['frequency']} steps = {100 * m['mask_update_share_of_step']:.2f}% of an "
+          f"AdamW step")
+
+
+def main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("what", choices=["step", "optimizers"])
+    p.add_argument("--steps", type=int, default=10, help="timed steps per round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
+    args = p.parse_args(argv)
+    if args.steps < 1 or args.rounds < 1:
+        p.error("--steps and --rounds must be at least 1")
+    run = load_run_config(args.overrides)
+    if args.what == "step":
+        from lib.bench.step import run_bench
+        result = run_bench(run, steps=args.steps, rounds=args.rounds)
+        print_step(result)
+    else:
+        from lib.bench.optimizers import run_optimizer_bench
+        result = run_optimizer_bench(run, steps=args.steps, rounds=args.rounds)
+        print_optimizers(result)
+    out = results_root(run) / "bench" / f"{args.what}_{time.strftime('%Y%m%d-%H%M%S')}.json"
+    write_json_atomic(out, result)
     print(f"saved {out}")
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(1)
+    run_script(main)

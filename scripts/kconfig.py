@@ -13,7 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.config import CONFIG, load_run_config, write_outputs  # noqa: E402
-from lib.kconfig import ROOT, ConfigError, load_strict, open_tree  # noqa: E402
+from lib.cli import run_script  # noqa: E402
+from lib.kconfig import ROOT, load_strict, open_tree  # noqa: E402
 
 DEFCONFIGS = ROOT / "defconfigs"
 
@@ -88,8 +89,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(1)
+    run_script(main)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lib.cli import run_script  # noqa: E402
 from lib.config import load_run_config  # noqa: E402
 from lib.data import DataError, load_meta  # noqa: E402
 from lib.data.prepared import data_dir, ensure_prepared  # noqa: E402
-from lib.kconfig import ConfigError  # noqa: E402
 
 
 def main(args: list[str]) -> None:
@@ -23,8 +23,4 @@ def main(args: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-    except (ConfigError, DataError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(1)
+    run_script(main, (DataError,))

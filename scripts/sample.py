@@ -11,6 +11,7 @@ import torch  # noqa: E402
 
 from lib import registry  # noqa: E402
 from lib.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
+from lib.cli import run_script  # noqa: E402
 from lib.data import tokenizer_from_meta  # noqa: E402
 from lib.kconfig import ROOT  # noqa: E402
 
@@ -65,8 +66,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-    except (CheckpointError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(1)
+    run_script(main, (CheckpointError, ValueError))

@@ -13,9 +13,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
+from lib.cli import run_script  # noqa: E402
 from lib.config import CONFIG, load_run_config  # noqa: E402
 from lib.data import DataError  # noqa: E402
-from lib.kconfig import ConfigError  # noqa: E402
 from lib.overrides import split_args  # noqa: E402
 from lib.rundir import RunDirError, RunLog, create_run_dir, find_run_dir, results_root  # noqa: E402
 
@@ -76,8 +76,4 @@ def _record_failure(run_dir: Path, err: Exception) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main(sys.argv[1:]))
-    except (ConfigError, RunDirError, CheckpointError, DataError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise SystemExit(2)
+    run_script(main, (RunDirError, CheckpointError, DataError), error_code=2)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.bench import run_bench
+from lib.bench.step import run_bench
 
 
 def test_bench_times_our_step_and_the_plain_loop(tiny_run):
@@ -18,3 +18,19 @@ def test_bench_times_our_step_and_the_plain_loop(tiny_run):
     assert result["speed_vs_plain"] == pytest.approx(
         result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"])
     assert result["peak_memory_mb"] > 0 and result["dtype"] == "fp32"
+
+
+def test_optimizer_bench_reports_each_optimizer_and_mask_costs(tiny_run):
+    from lib.bench.optimizers import NAMES, run_optimizer_bench
+
+    r = run_optimizer_bench(tiny_run(), steps=2, rounds=1)  # no pruning configured: every 10
+    for name in NAMES:
+        assert r[name]["full_step_ms"] > 0 and r[name]["optimizer_step_ms"] > 0
+    for name in ("adamwspam", "adamwprune"):
+        assert r[name]["full_step_vs_adamw"] == pytest.approx(
+            r[name]["full_step_ms"] / r["adamw"]["full_step_ms"])
+    prune = r["adamwprune"]
+    assert r["frequency"] == 10
+    assert prune["mask_update_amortised_ms"] == pytest.approx(prune["mask_update_ms"] / 10)
+    assert prune["mask_update_share_of_step"] == pytest.approx(
+        prune["mask_update_amortised_ms"] / r["adamw"]["full_step_ms"])

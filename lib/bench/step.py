@@ -9,6 +9,7 @@ fused AdamW where available.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 import statistics
 import time
 from typing import Any, Callable
@@ -25,7 +26,7 @@ from lib.precision import Precision, compile_model, resolve_device, resolve_prec
 from lib.step import TrainStep
 
 
-def _vocab_size(run: Any) -> int:
+def vocab_size(run: Any) -> int:
     path = data_dir(run)
     if is_prepared(path):
         return load_meta(path)["vocab_size"]
@@ -47,25 +48,57 @@ def _plain_step(model: torch.nn.Module, forward: Callable, optimizer: torch.opti
     return step
 
 
-def _time(step: Callable, next_batch: Callable, steps: int, device: torch.device) -> float:
-    """Median seconds per optimizer step over `steps` steps."""
+def median_seconds(call: Callable[[], Any], repeats: int, device: torch.device) -> float:
+    """Median wall time of call() over `repeats` calls (CUDA synchronised)."""
     times = []
-    for _ in range(steps):
+    for _ in range(repeats):
         t0 = time.perf_counter()
-        step(next_batch, 1e-4)
+        call()
         if device.type == "cuda":
             torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
-def run_bench(run: Any, steps: int = 10, warmup: int = 3, rounds: int = 3) -> dict[str, Any]:
+def synthetic_batches(vocab: int, shape: tuple[int, int], device: torch.device) -> Callable:
+    """Random token batches (targets = inputs shifted) from a fixed seed."""
+    gen = torch.Generator().manual_seed(0)
+
+    def next_batch():
+        x = torch.randint(vocab, shape, generator=gen)
+        return x.to(device), torch.roll(x, -1, dims=1).to(device)
+    return next_batch
+
+
+@dataclass
+class BenchSetup:
+    """The configured model on its device, with synthetic batches to train on."""
+    device: torch.device
+    precision: Precision
+    config: Any
+    model: torch.nn.Module
+    next_batch: Callable
+
+
+def bench_setup(run: Any) -> BenchSetup:
     device = resolve_device(run.DEVICE)
-    precision = resolve_precision(run, device)
     family = registry.family(run.MODEL)
-    config = family.from_run_config(run, _vocab_size(run))
+    config = family.from_run_config(run, vocab_size(run))
     torch.manual_seed(run.TRAIN_SEED)
-    ours_model = family.build(config).to(device)
+    model = family.build(config).to(device)
+    batches = synthetic_batches(config.vocab_size, (run.BATCH_SIZE, config.block_size), device)
+    return BenchSetup(device, resolve_precision(run, device), config, model, batches)
+
+
+def _time(step: Callable, next_batch: Callable, steps: int, device: torch.device) -> float:
+    return median_seconds(lambda: step(next_batch, 1e-4), steps, device)
+
+
+def run_bench(run: Any, steps: int = 10, warmup: int = 3, rounds: int = 3) -> dict[str, Any]:
+    setup = bench_setup(run)
+    device, precision, config, next_batch = (setup.device, setup.precision, setup.config,
+                                             setup.next_batch)
+    ours_model = setup.model
     plain_model = copy.deepcopy(ours_model)
     accum, clip = run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP
     ours = TrainStep(ours_model, build_optimizer(run, ours_model, device), precision, accum, clip)
@@ -73,15 +106,9 @@ def run_bench(run: Any, steps: int = 10, warmup: int = 3, rounds: int = 3) -> di
     if run.get("COMPILE_MODEL"):
         ours.forward = compile_model(ours_model)
         plain_forward = compile_model(plain_model)
-    plain_opt = torch.optim.AdamW(plain_model.param_groups(run.WEIGHT_DECAY), lr=1e-4,
-                                  fused=device.type == "cuda")
+    plain_opt = torch.optim.AdamW(plain_model.param_groups(run.get("WEIGHT_DECAY", 0.1)),
+                                  lr=1e-4, fused=device.type == "cuda")
     plain = _plain_step(plain_model, plain_forward, plain_opt, precision, accum, clip)
-    gen = torch.Generator().manual_seed(0)
-    shape = (run.BATCH_SIZE, config.block_size)
-
-    def next_batch():
-        x = torch.randint(config.vocab_size, shape, generator=gen)
-        return x.to(device), torch.roll(x, -1, dims=1).to(device)
 
     for step in (ours, plain):
         _time(step, next_batch, warmup, device)

@@ -1,0 +1,1 @@
+"""Benchmarks behind `make bench` (training step) and `make bench-optim` (optimizers)."""

@@ -1,0 +1,109 @@
+"""Optimizer cost: AdamW vs AdamWSPAM vs AdamWPrune on the configured model.
+
+For each optimizer, on identical copies of the model and the same synthetic
+batches (alternating rounds, warm-up excluded):
+- the full training step (forward, backward, optimizer, masks), the figure
+  that decides throughput;
+- optimizer.step() alone, on fixed gradients;
+- for AdamWPrune, applying the masks (every step) and recomputing them (every
+  PRUNING_FREQUENCY steps), amortised over the update interval.
+SPAM uses the paper's settings (theta 5000, reset every 500, warmup 150) and
+AdamWPrune the configured variant (bitter7 by default), so the figures
+describe the methods rather than one run's tuning.
+"""
+from __future__ import annotations
+
+import copy
+import statistics
+from typing import Any
+
+import torch
+
+from lib.bench.step import bench_setup, median_seconds
+from lib.optim.spam import AdamWSPAM
+from lib.prune import Pruner
+from lib.step import TrainStep
+
+NAMES = ("adamw", "adamwspam", "adamwprune")
+
+
+def _optimizer(name: str, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    groups = model.param_groups(0.1)
+    if name == "adamwspam":
+        return AdamWSPAM(groups, lr=1e-4, betas=(0.9, 0.95), theta=5000.0, interval=500,
+                         warmup_steps=150)
+    return torch.optim.AdamW(groups, lr=1e-4, betas=(0.9, 0.95), fused=device.type == "cuda")
+
+
+def _pruner(run: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+            frequency: int) -> Pruner:
+    # Warmup 0 and a far ramp end keep masks updating every `frequency` steps
+    # throughout the timed window, so the amortised cost is really measured.
+    return Pruner(model.prunable(), method="state", target=0.5, warmup=0, ramp_end=10**9,
+                  frequency=frequency, schedule="linear", scope="global", optimizer=optimizer,
+                  variant=run.get("ADAMWPRUNE_VARIANT", "bitter7"))
+
+
+def run_optimizer_bench(run: Any, steps: int = 10, rounds: int = 3) -> dict[str, Any]:
+    setup = bench_setup(run)
+    device, precision, base, next_batch = setup.device, setup.precision, setup.model, setup.next_batch
+    frequency = run.get("PRUNING_FREQUENCY", 10)
+    setups = {}
+    for name in NAMES:
+        model = copy.deepcopy(base)
+        opt = _optimizer(name, model, device)
+        pruner = _pruner(run, model, opt, frequency) if name == "adamwprune" else None
+        setups[name] = TrainStep(model, opt, precision, run.GPT2_GRADIENT_ACCUMULATION,
+                                 run.TRAIN_GRAD_CLIP, pruner)
+    counters = {name: 0 for name in NAMES}
+
+    def full_step(name: str) -> None:
+        counters[name] += 1
+        setups[name](next_batch, 1e-4, counters[name])
+
+    for name in NAMES:  # warm-up, also fills the optimizer state
+        for _ in range(2):
+            full_step(name)
+    full: dict[str, list[float]] = {name: [] for name in NAMES}
+    for _ in range(rounds):
+        for name in NAMES:
+            full[name].append(median_seconds(lambda: full_step(name), steps, device))
+    result = {"device": str(device), "dtype": precision.dtype, "frequency": frequency,
+              "params": sum(p.numel() for p in base.parameters()),
+              "prunable": sum(p.numel() for _, p in base.prunable())}
+    for name in NAMES:
+        result[name] = {"full_step_ms": 1000 * statistics.median(full[name]),
+                        "optimizer_step_ms": 1000 * _optimizer_only(setups[name], steps, device)}
+    result["adamwprune"].update(_mask_costs(setups["adamwprune"].pruner, frequency, steps, device))
+    return _ratios(result)
+
+
+def _optimizer_only(step: TrainStep, repeats: int, device: torch.device) -> float:
+    """optimizer.step() on fixed random gradients (the pruner is not involved)."""
+    gen = torch.Generator().manual_seed(1)
+    for p in step.model.parameters():
+        p.grad = (torch.randn(p.shape, generator=gen) * 1e-3).to(device)
+    seconds = median_seconds(step.optimizer.step, repeats, device)
+    step.optimizer.zero_grad(set_to_none=True)
+    return seconds
+
+
+def _mask_costs(pruner: Pruner, frequency: int, repeats: int,
+                device: torch.device) -> dict[str, float]:
+    on_cycle = frequency * 1000  # a step with a mask update (then the masks are applied)
+    update_s = median_seconds(lambda: pruner.after_step(on_cycle), max(3, repeats // 3), device)
+    # After an update some weights are pruned, so applying the masks does real work.
+    off_cycle = frequency * 1000 + 1  # a step with no mask update: apply only
+    apply_s = median_seconds(lambda: pruner.after_step(off_cycle), repeats, device)
+    return {"mask_apply_ms": 1000 * apply_s, "mask_update_ms": 1000 * update_s,
+            "mask_update_amortised_ms": 1000 * update_s / frequency}
+
+
+def _ratios(r: dict[str, Any]) -> dict[str, Any]:
+    adamw = r["adamw"]
+    for name in ("adamwspam", "adamwprune"):
+        r[name]["full_step_vs_adamw"] = r[name]["full_step_ms"] / adamw["full_step_ms"]
+        r[name]["optimizer_step_vs_adamw"] = r[name]["optimizer_step_ms"] / adamw["optimizer_step_ms"]
+    prune = r["adamwprune"]
+    prune["mask_update_share_of_step"] = prune["mask_update_amortised_ms"] / adamw["full_step_ms"]
+    return r

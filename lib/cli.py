@@ -1,0 +1,22 @@
+"""How every script ends: user errors as one 'error:' paragraph, no traceback.
+
+Imports nothing heavy: configuration commands must stay fast, so scripts
+pass the error types they can raise besides ConfigError.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+from lib.kconfig import ConfigError
+
+
+def run_script(main: Callable[[list[str]], int | None],
+               errors: tuple[type[Exception], ...] = (), error_code: int = 1) -> None:
+    """Call main(argv); exit with its return code, or print a user error and exit."""
+    try:
+        code = main(sys.argv[1:])
+    except (ConfigError, *errors) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(error_code)
+    raise SystemExit(code or 0)

@@ -1,0 +1,22 @@
+"""RunConfig -> Pruner: the PRUNING_* and ADAMWPRUNE_* symbols."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lib.prune import Pruner
+
+
+def build_pruner(run: Any, model: torch.nn.Module,
+                 optimizer: torch.optim.Optimizer) -> Pruner | None:
+    if run.PRUNING_MODE == "none":
+        return None
+    method = run.PRUNING_METHOD
+    betas = optimizer.param_groups[0]["betas"]
+    return Pruner(model.prunable(), method=method, target=run.PRUNING_TARGET_SPARSITY,
+                  warmup=run.PRUNING_WARMUP, ramp_end=run.PRUNING_RAMP_END,
+                  frequency=run.PRUNING_FREQUENCY, schedule=run.PRUNING_SCHEDULE,
+                  scope=run.PRUNING_SCOPE, optimizer=optimizer,
+                  variant=run.get("ADAMWPRUNE_VARIANT", "bitter7"), beta1=betas[0],
+                  eps=optimizer.param_groups[0]["eps"], seed=run.TRAIN_SEED)

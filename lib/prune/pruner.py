@@ -1,0 +1,247 @@
+"""Gradual pruning during training: masks, scheduled updates, checkpoints.
+
+The trainer calls, for every optimizer step (1-based count of completed steps):
+
+    pruner.before_step(step)   # after backward and clipping, before optimizer.step()
+    optimizer.step()
+    pruner.after_step(step)    # update the masks when due, then apply them
+
+Masks are torch.bool, True = kept. Pruning is monotone: at an update every
+already-pruned entry scores -inf and the pruned count never shrinks. Each
+update prunes exactly round(sparsity_at(step) * entries) (per layer for
+scope "per_layer"), choosing the lowest scores; equal scores at the
+boundary are broken by position (threshold.smallest_k), so the achieved
+sparsity is the target up to one entry per layer.
+
+Applying the masks zeroes the pruned weights and the pruned entries of the
+optimizer's exp_avg / exp_avg_sq (and max_exp_avg_sq), so pruned weights
+and their moments stay exactly zero; before_step also zeroes their
+gradients so the optimizer step itself leaves them at zero.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from lib.prune import layers, scores as score_fns
+from lib.prune.schedule import KINDS, check_schedule, sparsity_at
+from lib.prune.threshold import smallest_k
+
+METHODS: dict[str, str] = {
+    "magnitude": "|w|; the only per-weight buffer is the bool mask",
+    "movement": "Sanh et al. 2020, S = sum_t -(w * grad); one float32 score buffer per weight",
+    "state": "AdamWPrune: a VARIANTS score from the optimizer's exp_avg/exp_avg_sq; mask only",
+}
+SCOPES = ("global", "per_layer")
+MOMENT_KEYS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+STATE_VERSION = 1
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}={value!r} is invalid: it must be an integer >= {minimum}")
+
+
+class Pruner:
+    """Masks a list of named parameters on a sparsity schedule."""
+
+    def __init__(
+        self,
+        params: list[tuple[str, nn.Parameter]],
+        *,
+        method: str,
+        target: float,
+        warmup: int,
+        ramp_end: int,
+        frequency: int,
+        schedule: str,
+        scope: str,
+        optimizer: torch.optim.Optimizer | None = None,
+        variant: str = "bitter7",
+        beta1: float = 0.9,
+        eps: float = 1e-8,
+        sample_size: int = 1_000_000,
+        seed: int = 0,
+    ) -> None:
+        params = list(params)
+        if not params:
+            raise ValueError("params is empty: there is nothing to prune")
+        names = [n for n, _ in params]
+        if len(set(names)) != len(names) or len({id(p) for _, p in params}) != len(params):
+            raise ValueError("params is invalid: names and parameters must be unique")
+        if method not in METHODS:
+            raise ValueError(f"method={method!r} is invalid: it must be one of {', '.join(METHODS)}")
+        if variant not in score_fns.VARIANTS:
+            raise ValueError(f"variant={variant!r} is invalid: it must be one of "
+                             f"{', '.join(score_fns.VARIANTS)}")
+        if schedule not in KINDS:
+            raise ValueError(f"schedule={schedule!r} is invalid: it must be one of {', '.join(KINDS)}")
+        if scope not in SCOPES:
+            raise ValueError(f"scope={scope!r} is invalid: it must be one of {', '.join(SCOPES)}")
+        check_schedule(target=target, warmup=warmup, ramp_end=ramp_end, kind=schedule)
+        _check_int("frequency", frequency, 1)
+        _check_int("sample_size", sample_size, 1)
+        _check_int("seed", seed, 0)
+        if not 0.0 <= beta1 < 1.0:
+            raise ValueError(f"beta1={beta1!r} is invalid: it must satisfy 0 <= beta1 < 1")
+        if not eps >= 0.0:
+            raise ValueError(f"eps={eps!r} is invalid: it must be >= 0")
+        if method == "state" and optimizer is None:
+            raise ValueError("optimizer is required for method 'state': its moments are the scores")
+        if optimizer is not None:
+            managed = {id(p) for group in optimizer.param_groups for p in group["params"]}
+            missing = [n for n, p in params if id(p) not in managed]
+            if missing:
+                raise ValueError(f"optimizer is invalid: it does not update {', '.join(missing)}")
+        self.names = names
+        self.params = [p for _, p in params]
+        self.method, self.scope, self.variant = method, scope, variant
+        self.target, self.warmup, self.ramp_end = float(target), warmup, ramp_end
+        self.frequency, self.schedule = frequency, schedule
+        self.optimizer, self.beta1, self.eps = optimizer, beta1, eps
+        self.sample_size = sample_size
+        self.generator = torch.Generator().manual_seed(seed)
+        self.masks = [torch.ones_like(p, dtype=torch.bool) for p in self.params]
+        self.scores = ([torch.zeros_like(p, dtype=torch.float32) for p in self.params]
+                       if method == "movement" else None)
+        self.pruned = [0] * len(self.params)  # masked-out entries per parameter
+        self.step = 0  # last step seen by after_step (or restored by load_state_dict)
+
+    # ------------------------------------------------------------ schedule
+
+    def target_at(self, step: int) -> float:
+        """Scheduled sparsity after `step` optimizer steps."""
+        return sparsity_at(step, target=self.target, warmup=self.warmup,
+                           ramp_end=self.ramp_end, kind=self.schedule)
+
+    def is_update_step(self, step: int) -> bool:
+        """Masks change after step warmup + k*frequency and at ramp_end, never after it."""
+        return self.warmup < step <= self.ramp_end and (
+            (step - self.warmup) % self.frequency == 0 or step == self.ramp_end)
+
+    # ------------------------------------------------------ training hooks
+
+    @torch.no_grad()
+    def before_step(self, step: int) -> None:
+        """Accumulate movement scores (until ramp_end); zero pruned gradients.
+
+        `step` is the count after_step will receive for this optimizer step.
+        """
+        for i, p in enumerate(self.params):
+            grad = p.grad
+            if grad is None:
+                continue
+            if self.scores is not None and step <= self.ramp_end:
+                # S += score_fns.movement_increment(w, grad), i.e. -(w * grad), without a temporary
+                self.scores[i].addcmul_(p.float(), grad.float(), value=-1.0)
+            if self.pruned[i]:
+                grad.masked_fill_(~self.masks[i], 0)
+
+    @torch.no_grad()
+    def after_step(self, step: int) -> None:
+        """Update the masks when due (see is_update_step), then apply them."""
+        self.step = step
+        if self.is_update_step(step):
+            self._update(self.target_at(step))
+        self.apply_masks()
+
+    @torch.no_grad()
+    def apply_masks(self) -> None:
+        """Zero pruned weights and their optimizer moments."""
+        for i, p in enumerate(self.params):
+            if not self.pruned[i]:
+                continue
+            dropped = ~self.masks[i]
+            p.masked_fill_(dropped, 0)
+            state = self.optimizer.state.get(p, {}) if self.optimizer is not None else {}
+            for key in MOMENT_KEYS:
+                moment = state.get(key)
+                if torch.is_tensor(moment) and moment.shape == p.shape:
+                    moment.masked_fill_(dropped.to(moment.device), 0)
+
+    # ------------------------------------------------------- mask updates
+
+    def _score(self, i: int) -> Tensor:
+        """A fresh float32 score tensor for parameter i (higher = keep)."""
+        p = self.params[i].detach()
+        if self.method == "magnitude":
+            return score_fns.magnitude(p.float())
+        if self.method == "movement":
+            return self.scores[i].clone()
+        state = self.optimizer.state.get(self.params[i], {})
+        # A parameter the optimizer has not stepped yet has torch's initial moments: zeros.
+        m, v = (state[k].float() if k in state else torch.zeros_like(p, dtype=torch.float32)
+                for k in ("exp_avg", "exp_avg_sq"))
+        t = state.get("step", 0)
+        t = float(t.item() if torch.is_tensor(t) else t)
+        fn = score_fns.VARIANTS[self.variant][0]
+        return fn(p.float(), m, v, step=t, beta1=self.beta1, eps=self.eps).contiguous()
+
+    def _update(self, sparsity: float) -> None:
+        scores = [self._score(i).masked_fill_(~m, -math.inf) for i, m in enumerate(self.masks)]
+        sizes = [s.numel() for s in scores]
+        pick = dict(sample_size=self.sample_size, generator=self.generator)
+        if self.method == "state" and self.variant == "bitter4":
+            means = [float(s[torch.isfinite(s)].mean()) if n > f else 0.0
+                     for s, n, f in zip(scores, sizes, self.pruned)]
+            counts = layers.allocate(sizes, self.pruned, layers.layer_factors(means), sparsity)
+            chosen = [smallest_k([s], k, **pick)[0] for s, k in zip(scores, counts)]
+        elif self.scope == "per_layer":
+            chosen = [smallest_k([s], max(round(sparsity * n), f), **pick)[0]
+                      for s, n, f in zip(scores, sizes, self.pruned)]
+        else:
+            goal = max(round(sparsity * sum(sizes)), sum(self.pruned))
+            chosen = smallest_k(scores, goal, **pick)
+        self.masks = [m & ~c for m, c in zip(self.masks, chosen)]
+        self.pruned = [int((~m).sum()) for m in self.masks]
+
+    # ---------------------------------------------------- checkpoints, stats
+
+    def state_dict(self) -> dict[str, Any]:
+        """Copies of the masks (and movement scores) in parameter order, with their names."""
+        state: dict[str, Any] = {
+            "version": STATE_VERSION, "method": self.method, "step": self.step,
+            "names": list(self.names), "masks": [m.clone() for m in self.masks],
+        }
+        if self.scores is not None:
+            state["scores"] = [s.clone() for s in self.scores]
+        return state
+
+    @torch.no_grad()
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore masks exactly, on the parameters' devices, and re-apply them."""
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"state version {state.get('version')!r} is not {STATE_VERSION}")
+        if list(state["names"]) != self.names:
+            raise ValueError("state is invalid: its masks belong to different parameters")
+        if self.scores is not None and "scores" not in state:
+            raise ValueError(f"state is invalid: method {self.method!r} needs movement scores")
+        for name, p, mask in zip(self.names, self.params, state["masks"]):
+            if tuple(mask.shape) != tuple(p.shape):
+                raise ValueError(f"state is invalid: mask {name} has shape "
+                                 f"{tuple(mask.shape)}, not {tuple(p.shape)}")
+        self.masks = [m.to(device=p.device, dtype=torch.bool).clone()
+                      for m, p in zip(state["masks"], self.params)]
+        if self.scores is not None:
+            self.scores = [s.to(device=p.device, dtype=torch.float32).clone()
+                           for s, p in zip(state["scores"], self.params)]
+        self.pruned = [int((~m).sum()) for m in self.masks]
+        self.step = int(state["step"])
+        self.apply_masks()
+
+    def report(self) -> dict[str, Any]:
+        """Achieved global sparsity, the scheduled target now, and each layer's sparsity."""
+        total = sum(p.numel() for p in self.params)
+        return {
+            "sparsity": sum(self.pruned) / total,
+            "target": self.target_at(self.step),
+            "per_layer": {n: k / p.numel() for n, k, p in zip(self.names, self.pruned, self.params)},
+        }
+
+    def state_bytes(self) -> int:
+        """Bytes of the pruner's own per-weight buffers: masks and movement scores."""
+        buffers = self.masks + (self.scores or [])
+        return sum(t.numel() * t.element_size() for t in buffers)

@@ -1,0 +1,169 @@
+"""Global thresholds over many score tensors without sorting them all.
+
+kth_threshold returns t such that about `fraction` of all entries are < t.
+Up to `sample_size` entries in total it is exact (torch.kthvalue on the
+concatenation). Above that it draws `sample_size` flat indices uniformly
+with replacement over all entries (so each tensor is sampled in proportion
+to its size) and returns the sample quantile.
+
+Error bound (Dvoretzky-Kiefer-Wolfowitz, with Massart's constant): for n
+i.i.d. draws, with probability >= 1 - delta the empirical CDF is within
+eps = sqrt(ln(2/delta) / (2n)) of the true CDF everywhere. The sample has
+k' = round(fraction * n) entries below t, so the fraction of *all* entries
+below t differs from `fraction` by at most eps + 1/(2n) (the second term is
+the rounding of k'; it vanishes against eps). That holds for distinct
+values; with ties only the fractions the ties allow are reachable.
+
+-inf marks an entry that is already pruned. The threshold is never below
+the lowest finite value of the scores' dtype, so every -inf entry is < t
+and counts as pruned even when the requested fraction is smaller than
+the already-pruned one.
+
+smallest_k is what the pruner uses: a boolean mask of exactly k entries,
+the k smallest (ties broken by position: tensor order, then row-major).
+It needs the exact k-th smallest value, which for large inputs it finds by
+bracketing it between two sample quantiles (by the DKW bound above, with
+failure probability BRACKET_DELTA, after which it falls back to the full
+concatenation) and selecting within the entries of that narrow band only.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+BRACKET_DELTA = 1e-6  # chance that smallest_k's sampled bracket misses the k-th value
+
+
+def dkw_bound(n: int, delta: float) -> float:
+    """sqrt(ln(2/delta) / (2n)): sup-distance of an n-sample empirical CDF, w.p. >= 1-delta."""
+    if n < 1:
+        raise ValueError(f"n={n} is invalid: it must be >= 1")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta={delta} is invalid: it must satisfy 0 < delta < 1")
+    return math.sqrt(math.log(2.0 / delta) / (2.0 * n))
+
+
+def _check(scores: list[Tensor], sample_size: int) -> int:
+    if not scores:
+        raise ValueError("scores is empty: there is nothing to threshold")
+    if sample_size < 1:
+        raise ValueError(f"sample_size={sample_size} is invalid: it must be >= 1")
+    return sum(s.numel() for s in scores)
+
+
+def _flat_cat(scores: list[Tensor]) -> Tensor:
+    device = scores[0].device
+    return torch.cat([s.reshape(-1).to(device) for s in scores])
+
+
+def sample_entries(scores: list[Tensor], n: int, generator: torch.Generator | None = None) -> Tensor:
+    """n entries drawn uniformly with replacement from all tensors, as one 1-D tensor.
+
+    Flat indices over the virtual concatenation are drawn on the CPU (with
+    `generator`) and sorted, so each tensor is gathered from once.
+    """
+    sizes = torch.tensor([s.numel() for s in scores], dtype=torch.long)
+    ends = torch.cumsum(sizes, 0)
+    idx = torch.randint(int(ends[-1]), (n,), generator=generator).sort().values
+    cuts = torch.searchsorted(idx, ends).tolist()  # idx[cuts[i-1]:cuts[i]] fall in tensor i
+    device = scores[0].device
+    pieces, start, lo = [], 0, 0
+    for s, end, hi in zip(scores, ends.tolist(), cuts):
+        if hi > lo:
+            local = (idx[lo:hi] - start).to(s.device)
+            pieces.append(s.reshape(-1)[local].to(device))
+        start, lo = end, hi
+    return torch.cat(pieces)
+
+
+def _floor_finite(t: float, dtype: torch.dtype) -> float:
+    """Raise t to the lowest finite value, so that -inf entries are always < t."""
+    lowest = torch.finfo(dtype).min if dtype.is_floating_point else -math.inf
+    return max(t, float(lowest))
+
+
+def kth_threshold(
+    scores: list[Tensor],
+    fraction: float,
+    *,
+    sample_size: int = 1_000_000,
+    generator: torch.Generator | None = None,
+) -> float:
+    """t with about `fraction` of all entries < t (exact when they number <= sample_size)."""
+    total = _check(scores, sample_size)
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction={fraction} is invalid: it must satisfy 0 <= fraction <= 1")
+    dtype = scores[0].dtype
+    values = _flat_cat(scores) if total <= sample_size else sample_entries(scores, sample_size, generator)
+    k = round(fraction * values.numel())  # entries to leave below t
+    if k == 0:
+        return _floor_finite(-math.inf, dtype)
+    if k >= values.numel():
+        return math.inf
+    t = float(torch.kthvalue(values.float(), k + 1).values)  # the (k+1)-th smallest
+    return _floor_finite(t, dtype)
+
+
+def kth_smallest(
+    scores: list[Tensor],
+    k: int,
+    *,
+    sample_size: int = 1_000_000,
+    generator: torch.Generator | None = None,
+) -> float:
+    """The exact k-th smallest entry (1-based) over all tensors.
+
+    Large inputs: the sample quantiles at k/total -/+ eps (eps from
+    dkw_bound(sample_size, BRACKET_DELTA)) bracket the k-th value; only the
+    entries inside that band (about 2 * eps of them) are concatenated.
+    """
+    total = _check(scores, sample_size)
+    if not 1 <= k <= total:
+        raise ValueError(f"k={k} is invalid: it must satisfy 1 <= k <= {total}")
+    if total <= sample_size:
+        return float(torch.kthvalue(_flat_cat(scores).float(), k).values)
+    sample = sample_entries(scores, sample_size, generator).float().sort().values
+    n = sample.numel()
+    eps = dkw_bound(n, BRACKET_DELTA)
+    q = k / total
+    lo_rank = math.floor((q - eps) * n)  # 1-based ranks in the sorted sample
+    hi_rank = math.ceil((q + eps) * n)
+    lo = float(sample[lo_rank - 1]) if lo_rank >= 1 else -math.inf
+    hi = float(sample[hi_rank - 1]) if hi_rank <= n else math.inf
+    below = sum(int((s < lo).sum()) for s in scores) if lo_rank >= 1 else 0
+    band = _flat_cat([s[(s >= lo) & (s <= hi)] if lo_rank >= 1 else s[s <= hi] for s in scores])
+    if below < k <= below + band.numel():
+        return float(torch.kthvalue(band.float(), k - below).values)
+    # The bracket missed (probability <= BRACKET_DELTA): select over everything.
+    return float(torch.kthvalue(_flat_cat(scores).float(), k).values)
+
+
+def smallest_k(
+    scores: list[Tensor],
+    k: int,
+    *,
+    sample_size: int = 1_000_000,
+    generator: torch.Generator | None = None,
+) -> list[Tensor]:
+    """Boolean masks marking exactly the k smallest entries (ties: earliest position first).
+
+    NaN entries are never marked (then fewer than k are when too few others remain).
+    """
+    total = _check(scores, sample_size)
+    scores = [s.contiguous() for s in scores]  # so positions are row-major and masks viewable
+    if k <= 0:
+        return [torch.zeros_like(s, dtype=torch.bool) for s in scores]
+    if k >= total:
+        return [torch.ones_like(s, dtype=torch.bool) for s in scores]
+    v = kth_smallest(scores, k, sample_size=sample_size, generator=generator)
+    chosen = [s < v for s in scores]
+    need = k - sum(int(c.sum()) for c in chosen)
+    for s, c in zip(scores, chosen):
+        if need <= 0:
+            break
+        ties = torch.nonzero((s == v).reshape(-1)).squeeze(1)[:need]
+        c.view(-1)[ties] = True
+        need -= ties.numel()
+    return chosen
