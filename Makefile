@@ -20,9 +20,9 @@ OVERRIDES := $(foreach v,$(OVERRIDE_VARS),$(if $(filter command line,$(origin $(
 SAMPLE_ARGS := $(if $(RUN),--run '$(RUN)') $(if $(PROMPT),--prompt '$(PROMPT)') \
 	$(if $(TOKENS),--tokens $(TOKENS)) $(if $(TEMPERATURE),--temperature $(TEMPERATURE)) \
 	$(if $(TOP_K),--top-k $(TOP_K)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT))
-BENCH_ARGS := $(if $(BENCH_STEPS),--steps $(BENCH_STEPS))
+BENCH_ARGS := $(if $(BENCH_STEPS),--steps $(BENCH_STEPS)) $(if $(BENCH_VOCAB),--vocab $(BENCH_VOCAB))
 
-.PHONY: all train prepare continue sample bench bench-optim show help list-defconfigs menuconfig \
+.PHONY: all train prepare continue sample bench bench-optim bench-seqlen show help list-defconfigs menuconfig \
 	olddefconfig alldefconfig savedefconfig test clean mrproper venv
 
 all: train
@@ -59,6 +59,9 @@ bench: config.py
 
 bench-optim: config.py
 	@$(PY) scripts/bench.py optimizers $(BENCH_ARGS) $(OVERRIDES)
+
+bench-seqlen: config.py
+	@$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
 
 show: config.py
 	@$(PY) scripts/kconfig.py show $(OVERRIDES)
@@ -112,6 +115,7 @@ help:
 	@echo "  sample            generate text: RUN= PROMPT= TOKENS= TEMPERATURE= TOP_K= CHECKPOINT="
 	@echo "  bench             time the training step against a plain PyTorch loop [BENCH_STEPS=]"
 	@echo "  bench-optim       cost of AdamWSPAM and AdamWPrune against AdamW [BENCH_STEPS=]"
+	@echo "  bench-seqlen      attention variants and HAMT at 64..2048 tokens, JSON + PNG [BENCH_VOCAB=]"
 	@echo ""
 	@echo "Maintenance:"
 	@echo "  venv              create .venv with the pinned requirements (automatic)"

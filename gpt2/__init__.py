@@ -1,4 +1,4 @@
-"""GPT-2 model family: config from Kconfig (GPT2_* symbols), model builder."""
+"""GPT-2 model family: config from Kconfig, model builder, run-id variant."""
 from __future__ import annotations
 
 import re
@@ -8,17 +8,24 @@ from typing import Any
 from lib.registry import ModelFamily
 from gpt2.config import GPT2Config
 
-_PREFIX = "GPT2_"
+# GPT2Config field -> Kconfig symbol. Fields map mechanically to GPT2_<FIELD>;
+# the attention options keep the names researchers' configs already use.
+SYMBOLS = {f.name: "GPT2_" + f.name.upper() for f in fields(GPT2Config)} | {
+    "latent_dim": "RA_MLA_LATENT_DIM",
+    "rope_dim": "RA_MLA_ROPE_DIM",
+    "q_latent": "RA_MLA_PER_HEAD_Q_LATENT",
+    "v_up_per_head": "RA_MLA_PER_HEAD_V_UP",
+    "ra_alpha": "RA_MLA_RA_ALPHA",
+    "ra_window": "RA_MLA_RA_WINDOW",
+}
+# Attention choice -> run-id tag (the field writes RA+MLA as "ramla").
+VARIANT_TAGS = {"vanilla": "vanilla", "mla": "mla", "ra": "ra", "ra_mla": "ramla"}
 
 
 def from_run_config(run: Any, vocab_size: int) -> GPT2Config:
-    """GPT2_<FIELD> symbols -> GPT2Config.<field>, mechanically; a size other
-    than "custom" (the GPT2_MODEL choice) takes its shape from the preset."""
-    kwargs: dict[str, Any] = {}
-    for f in fields(GPT2Config):
-        name = _PREFIX + f.name.upper()
-        if name in run.values:
-            kwargs[f.name] = run.values[name]
+    """Kconfig symbols -> GPT2Config; a size other than "custom" (the GPT2_MODEL
+    choice) takes its shape from the preset."""
+    kwargs = {name: run.values[sym] for name, sym in SYMBOLS.items() if sym in run.values}
     if run.get("GPT2_PAD_VOCAB"):
         vocab_size = -(-vocab_size // 64) * 64
     kwargs["vocab_size"] = vocab_size
@@ -29,8 +36,8 @@ def from_run_config(run: Any, vocab_size: int) -> GPT2Config:
         return GPT2Config.from_preset(size, **kwargs)
     except ValueError as err:  # name the Kconfig symbols the user can change
         message = str(err)
-        for f in fields(GPT2Config):
-            message = re.sub(rf"\b{f.name}\b", "CONFIG_" + _PREFIX + f.name.upper(), message)
+        for name, sym in SYMBOLS.items():
+            message = re.sub(rf"\b{name}\b", "CONFIG_" + sym, message)
         raise ValueError(message) from None
 
 
@@ -40,7 +47,7 @@ def build(config: GPT2Config):
 
 
 def variant(run: Any) -> str:
-    return "vanilla"  # the only attention GPT2Config offers so far
+    return VARIANT_TAGS[run.GPT2_ATTENTION]
 
 
 FAMILY = ModelFamily(name="gpt2", config_cls=GPT2Config, from_run_config=from_run_config,

@@ -13,6 +13,7 @@ from typing import Any
 from gpt2.presets import PRESETS
 
 _POSITIVE_INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")
+ATTENTIONS = ("vanilla", "mla", "ra", "ra_mla")
 
 
 @dataclass(kw_only=True)
@@ -30,14 +31,53 @@ class GPT2Config:
     n_embd: int = 768
     dropout: float = 0.0
     bias: bool = True
+    # Attention variant: "vanilla" (GPT-2), "mla" (multi-head latent
+    # attention, DeepSeek-V2), "ra" (reciprocal attention over the vanilla
+    # projections) or "ra_mla" (reciprocal attention over MLA's q and k).
+    attention: str = "vanilla"
+    # MLA latent width d_c: the only per-token tensor MLA caches (with the
+    # RoPE key). Also the width of the query latent when q_latent is set.
+    latent_dim: int = 128
+    # MLA low-rank queries: c_Q = W_DQ h (latent_dim wide), then a per-head
+    # up-projection W_UQ. False projects queries straight from h.
+    q_latent: bool = False
+    # True: per-head value up-projection W_UV from the latent (as in the
+    # paper). False: one shared head_dim-wide value up-projection whose output
+    # every head reads, trading capacity for (n_head - 1) * head_dim * d_c
+    # fewer parameters per layer.
+    v_up_per_head: bool = True
+    # Decoupled RoPE width d_h^R per head for MLA (0 = no rotary part).
+    rope_dim: int = 0
+    # Reciprocal attention weight alpha; 0 gives the base attention exactly.
+    ra_alpha: float = 0.0
+    # The reciprocal term only covers keys with i - j <= ra_window; 0 = the
+    # whole causal context.
+    ra_window: int = 0
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_INT_FIELDS:
             _check_positive_int(name, getattr(self, name))
         _check_dropout(self.dropout)
-        if not isinstance(self.bias, bool):
-            raise ValueError(f"bias={self.bias!r} is invalid: it must be True or False")
+        for name in ("bias", "q_latent", "v_up_per_head"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} is invalid: it must be True or False")
         _check_heads_divide_width(self.n_embd, self.n_head)
+        self._check_attention()
+
+    def _check_attention(self) -> None:
+        if self.attention not in ATTENTIONS:
+            raise ValueError(
+                f"attention={self.attention!r} is invalid: it must be one of {', '.join(ATTENTIONS)}"
+            )
+        _check_int_range("latent_dim", self.latent_dim, 16, 512)
+        _check_int_range("rope_dim", self.rope_dim, 0, 256)
+        if self.rope_dim % 2:
+            # RoPE rotates pairs of coordinates.
+            raise ValueError(f"rope_dim={self.rope_dim} is invalid: it must be even (0 to 256)")
+        _check_int_range("ra_window", self.ra_window, 0, self.block_size)
+        alpha = self.ra_alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
+            raise ValueError(f"ra_alpha={alpha!r} is invalid: it must be a number in [0, 1]")
 
     @property
     def head_dim(self) -> int:
@@ -62,6 +102,11 @@ def _check_positive_int(name: str, value: object) -> None:
         raise ValueError(f"{name}={value!r} is invalid: it must be a positive integer")
     if value <= 0:
         raise ValueError(f"{name}={value} is invalid: it must be a positive integer")
+
+
+def _check_int_range(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}={value!r} is invalid: it must be an integer from {low} to {high}")
 
 
 def _check_dropout(value: object) -> None:

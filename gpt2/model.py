@@ -10,6 +10,7 @@ them and skip the checkpoint's attn.bias / attn.masked_bias buffers.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -18,8 +19,33 @@ from torch import Tensor, nn
 
 from gpt2.attention import CausalSelfAttention, KVCache
 from gpt2.config import GPT2Config
+from gpt2.mla import LatentCache, MLAttention, latent_cache_width
+from gpt2.ra import ReciprocalMLA, ReciprocalSelfAttention, new_ra_cache, ra_cache_width
 
 INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
+
+
+@dataclass(frozen=True)
+class AttentionVariant:
+    """How to build one config.attention choice: the layer, its empty
+    generation cache, and the elements that cache holds per token."""
+
+    layer: Callable[[GPT2Config], nn.Module]
+    new_cache: Callable[[GPT2Config], Any]
+    cache_width: Callable[[GPT2Config], int]
+
+
+ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
+    "vanilla": AttentionVariant(CausalSelfAttention, lambda c: KVCache(), lambda c: 2 * c.n_embd),
+    "mla": AttentionVariant(MLAttention, lambda c: LatentCache(), latent_cache_width),
+    "ra": AttentionVariant(ReciprocalSelfAttention, new_ra_cache, ra_cache_width),
+    "ra_mla": AttentionVariant(ReciprocalMLA, new_ra_cache, ra_cache_width),
+}
+
+
+def cache_elements_per_token(config: GPT2Config) -> int:
+    """Elements the generation cache holds per token, over all layers."""
+    return config.n_layer * ATTENTION_VARIANTS[config.attention].cache_width(config)
 
 
 class MLP(nn.Module):
@@ -52,7 +78,7 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, cache: Any = None) -> Tensor:
         x = x + self.attn(self.ln_1(x), cache)
         return x + self.mlp(self.ln_2(x))
 
@@ -63,12 +89,13 @@ class GPT2(nn.Module):
     def __init__(self, config: GPT2Config) -> None:
         super().__init__()
         self.config = config
+        layer = ATTENTION_VARIANTS[config.attention].layer
         self.transformer = nn.ModuleDict(
             {
                 "wte": nn.Embedding(config.vocab_size, config.n_embd),
                 "wpe": nn.Embedding(config.block_size, config.n_embd),
                 "drop": nn.Dropout(config.dropout),
-                "h": nn.ModuleList(Block(config) for _ in range(config.n_layer)),
+                "h": nn.ModuleList(Block(config, layer) for _ in range(config.n_layer)),
                 "ln_f": nn.LayerNorm(config.n_embd, bias=config.bias),
             }
         )
@@ -114,11 +141,18 @@ class GPT2(nn.Module):
         )
         return logits, loss
 
-    def new_cache(self) -> list[KVCache]:
-        """An empty key/value cache, one entry per block."""
-        return [KVCache() for _ in range(self.config.n_layer)]
+    def new_cache(self) -> list[Any]:
+        """An empty generation cache of the attention's kind, one per block."""
+        make = ATTENTION_VARIANTS[self.config.attention].new_cache
+        return [make(self.config) for _ in range(self.config.n_layer)]
 
-    def forward_cached(self, idx: Tensor, caches: list[KVCache]) -> Tensor:
+    def cache_bytes_per_token(self) -> int:
+        """Bytes the generation cache holds per token over all layers, in
+        the parameters' dtype (vanilla 2 * n_layer * n_embd elements)."""
+        element = next(self.parameters()).element_size()
+        return cache_elements_per_token(self.config) * element
+
+    def forward_cached(self, idx: Tensor, caches: list[Any]) -> Tensor:
         """Logits [B, T, V] for idx, the tokens that follow those in caches.
 
         The caches are extended in place, so calling this on a prompt and
@@ -128,7 +162,7 @@ class GPT2(nn.Module):
             raise ValueError(f"got {len(caches)} caches for {self.config.n_layer} layers")
         return self.lm_head(self._hidden(idx, caches))
 
-    def _hidden(self, idx: Tensor, caches: list[KVCache] | None) -> Tensor:
+    def _hidden(self, idx: Tensor, caches: list[Any] | None) -> Tensor:
         """Final LayerNorm output [B, T, C] for idx placed after the caches."""
         start = caches[0].pos if caches else 0
         end = start + idx.size(1)

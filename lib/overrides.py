@@ -17,7 +17,7 @@ ALIASES = {
     "TIME": "TRAIN_MAX_TIME",
     "BATCH_SIZE": "BATCH_SIZE",
     "GRAD_ACCUM": "GPT2_GRADIENT_ACCUMULATION",
-    "COMPILE": "GPT2_COMPILE",
+    "COMPILE": ("GPT2_COMPILE", "HAMT_COMPILE"),  # the chosen family's switch
     "DEVICE": "DEVICE",
     "LR": "LEARNING_RATE",
     "SEED": "TRAIN_SEED",
@@ -55,7 +55,7 @@ def apply_overrides(kconf: kconfiglib.Kconfig,
     problems = []
     for name, value in overrides:
         where = f"override {name}={value}"
-        target = ALIASES.get(name, name.removeprefix("CONFIG_"))
+        target = _target(kconf, ALIASES.get(name, name.removeprefix("CONFIG_")))
         if target in kconf.named_choices:
             member = _choice_member(kconf.named_choices[target], value, where, problems)
             if member is not None:
@@ -74,6 +74,13 @@ def apply_overrides(kconf: kconfiglib.Kconfig,
         sym.set_value(value)
         asked[sym.name] = Asked(value, where)
     return asked, problems
+
+
+def _target(kconf: kconfiglib.Kconfig, target: str | tuple[str, ...]) -> str:
+    """An alias naming several symbols means the first one that is visible."""
+    if isinstance(target, str):
+        return target
+    return next((t for t in target if kconf.syms[t].visibility), target[0])
 
 
 def _choice_member(choice: kconfiglib.Choice, value: str, where: str,

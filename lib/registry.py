@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 # MODEL choice value -> package holding FAMILY
-FAMILY_PACKAGES = {"gpt2": "gpt2"}
+FAMILY_PACKAGES = {"gpt2": "gpt2", "hamt": "hamt"}
 
 
 @dataclass(frozen=True)

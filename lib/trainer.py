@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from tqdm import tqdm
 
 from lib import registry
@@ -185,6 +186,9 @@ class Trainer:
             extra += f" | sparsity {100 * sparsity:.1f}%"
         for key, value in optimizer_stats(self.optimizer).items():
             extra += f" | {key.replace('_', ' ')} {value}"
+        for key, value in self.model.aux_metrics().items():  # e.g. HAMT slot utilisation
+            self.metrics.record_point(key, self.step, value)
+            extra += f" | {key.replace('_', ' ')} {value:.3f}"
         self.log(f"iter {self.step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
                  f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}")
 
@@ -192,13 +196,16 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self) -> float:
+        """Validation cross-entropy alone (without a family's auxiliary terms), so
+        losses and perplexities compare across model families."""
         self.model.eval()
         losses = torch.zeros(self.run.TRAIN_EVAL_ITERS)
         for i in range(self.run.TRAIN_EVAL_ITERS):
             x, y = self.loaders["val"].next_batch()
             with self.precision.autocast():
-                _, loss = self.train_step.forward(x, y)
-            losses[i] = loss.item()
+                logits, _ = self.train_step.forward(x, y)
+            losses[i] = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(),
+                                        ignore_index=-1).item()
         self.model.train()
         return losses.mean().item()
 

@@ -1,5 +1,6 @@
-"""Benchmarks: `make bench` (training step vs a plain PyTorch loop) and
-`make bench-optim` (AdamWSPAM and AdamWPrune vs AdamW). [BENCH_STEPS=N]"""
+"""Benchmarks: `make bench` (training step vs a plain PyTorch loop),
+`make bench-optim` (AdamWSPAM and AdamWPrune vs AdamW) and `make bench-seqlen`
+(attention variants and HAMT from 64 to 2048 tokens). [BENCH_STEPS=N]"""
 from __future__ import annotations
 
 import argparse
@@ -45,9 +46,23 @@ def print_optimizers(r: dict) -> None:
           f"AdamW step")
 
 
+def print_seqlen(r: dict) -> None:
+    print(f"{r['n_layer']} layers x {r['n_embd']} wide x {r['n_head']} heads, vocab "
+          f"{r['vocab_size']}, {r['device']}; parameters: "
+          + ", ".join(f"{k} {v:,}" for k, v in r["params"].items()))
+    print(f"{'variant':<9}{'T':>6}{'train tok/s':>13}{'train MiB':>11}{'gen ms/tok':>12}"
+          f"{'state bytes':>14}")
+    for row in r["rows"]:
+        print(f"{row['variant']:<9}{row['seq_len']:>6}{row['train_tokens_per_sec']:>13,.0f}"
+              f"{row['peak_memory_mb']:>11.1f}{row['gen_ms_per_token']:>12.2f}"
+              f"{row['state_bytes']:>14,}")
+
+
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("what", choices=["step", "optimizers"])
+    p.add_argument("what", choices=["step", "optimizers", "seqlen"])
+    p.add_argument("--vocab", type=int, default=0,
+                   help="seqlen: vocabulary of the synthetic tokens (default: the dataset's)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
@@ -59,13 +74,21 @@ def main(argv: list[str]) -> None:
         from lib.bench.step import run_bench
         result = run_bench(run, steps=args.steps, rounds=args.rounds)
         print_step(result)
-    else:
+    elif args.what == "optimizers":
         from lib.bench.optimizers import run_optimizer_bench
         result = run_optimizer_bench(run, steps=args.steps, rounds=args.rounds)
         print_optimizers(result)
+    else:
+        from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
+        from lib.bench.step import vocab_size
+        result = run_seqlen_bench(run, args.vocab or vocab_size(run), steps=args.steps)
+        print_seqlen(result)
     out = results_root(run) / "bench" / f"{args.what}_{time.strftime('%Y%m%d-%H%M%S')}.json"
     write_json_atomic(out, result)
     print(f"saved {out}")
+    if args.what == "seqlen":
+        plot_seqlen(result, str(out.with_suffix(".png")))
+        print(f"saved {out.with_suffix('.png')}")
 
 
 if __name__ == "__main__":

@@ -34,3 +34,24 @@ def test_optimizer_bench_reports_each_optimizer_and_mask_costs(tiny_run):
     assert prune["mask_update_amortised_ms"] == pytest.approx(prune["mask_update_ms"] / 10)
     assert prune["mask_update_share_of_step"] == pytest.approx(
         prune["mask_update_amortised_ms"] / r["adamw"]["full_step_ms"])
+
+
+def test_seqlen_bench_rows_state_sizes_and_plot(tiny_run, tmp_path):
+    from lib.bench.seqlen import VARIANTS, plot_seqlen, run_seqlen_bench
+
+    run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="2")
+    result = run_seqlen_bench(run, vocab=64, lengths=(16, 32), steps=1)
+    rows = {(r["variant"], r["seq_len"]): r for r in result["rows"]}
+    assert set(rows) == {(v, t) for v in VARIANTS for t in (16, 32)}
+    for row in rows.values():
+        assert row["train_tokens_per_sec"] > 0 and row["gen_ms_per_token"] > 0
+        assert row["peak_memory_mb"] > 0
+    # HAMT's state does not grow; attention caches grow linearly with the context.
+    assert rows["hamt", 16]["state_bytes"] == rows["hamt", 32]["state_bytes"]
+    assert rows["vanilla", 32]["state_bytes"] == 2 * rows["vanilla", 16]["state_bytes"]
+    # MLA caches latent_dim per token and layer against vanilla's 2 x n_embd.
+    latent = max(16, 32 // 4)
+    assert rows["mla", 32]["state_bytes"] * 2 * 32 == rows["vanilla", 32]["state_bytes"] * latent
+    png = tmp_path / "seqlen.png"
+    plot_seqlen(result, str(png))
+    assert png.stat().st_size > 10_000

@@ -35,7 +35,7 @@ def test_menuconfig_edit_and_save_regenerates_config_py(project):
         wait_for("Training  --->")
         tmux("send-keys", "-t", "mc", "Down", "Down", "Enter")
         wait_for("Micro-batch size")
-        tmux("send-keys", "-t", "mc", "Enter")
+        tmux("send-keys", "-t", "mc", "Down", "Enter")  # past the context length
         wait_for("Range: 1-2048")
         tmux("send-keys", "-t", "mc", "BSpace", "BSpace", "2", "4", "Enter")
         wait_for("(24) Micro-batch size")

@@ -1,0 +1,41 @@
+"""HAMT model family: config from Kconfig (HAMT_* symbols), model builder."""
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from typing import Any
+
+from lib.registry import ModelFamily
+from hamt.config import HAMTConfig
+
+# HAMTConfig field -> Kconfig symbol: HAMT_<FIELD>, except the context length,
+# which every family shares. n_head has no symbol: the memory reads whole slots,
+# so heads would be a knob that changes nothing (it stays 1).
+SYMBOLS = {f.name: "HAMT_" + f.name.upper() for f in fields(HAMTConfig) if f.name != "n_head"} | {
+    "block_size": "GPT2_BLOCK_SIZE",
+}
+
+
+def from_run_config(run: Any, vocab_size: int) -> HAMTConfig:
+    kwargs = {name: run.values[sym] for name, sym in SYMBOLS.items() if sym in run.values}
+    kwargs.update(vocab_size=vocab_size, n_head=1)
+    try:
+        return HAMTConfig(**kwargs)
+    except ValueError as err:  # name the Kconfig symbols the user can change
+        message = str(err)
+        for name, sym in SYMBOLS.items():
+            message = re.sub(rf"\b{name}\b", "CONFIG_" + sym, message)
+        raise ValueError(message) from None
+
+
+def build(config: HAMTConfig):
+    from hamt.model import HAMT  # torch import deferred: config checks stay fast
+    return HAMT(config)
+
+
+def variant(run: Any) -> str:
+    return "hamt"
+
+
+FAMILY = ModelFamily(name="hamt", config_cls=HAMTConfig, from_run_config=from_run_config,
+                     build=build, variant=variant)

@@ -1,0 +1,45 @@
+"""One HAMT block: GPT-2's pre-LayerNorm block with the holographic memory
+in place of attention."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from hamt.config import HAMTConfig
+from hamt.memory import HolographicMemory
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward layer, four times as wide as the stream."""
+
+    def __init__(self, config: HAMTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.gelu = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    """x + memory(ln_1(x)), then x + mlp(ln_2(x))."""
+
+    def __init__(self, config: HAMTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mem = HolographicMemory(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+
+    def forward(self, x: Tensor, state: Tensor | None, need_state: bool,
+                need_aux: bool) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+        y, state, stats = self.mem(self.ln_1(x), state, need_state, need_aux)
+        x = x + y
+        return x + self.mlp(self.ln_2(x)), state, stats
+
+    def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        y, state = self.mem.step(self.ln_1(x), state)
+        x = x + y
+        return x + self.mlp(self.ln_2(x)), state

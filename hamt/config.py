@@ -1,0 +1,104 @@
+"""Hyperparameters of a HAMT model (holographic associative memory transformer).
+
+Checked when created, like GPT2Config, so a bad value read from .config
+fails with one line naming the field, the value and the allowed range
+instead of a shape error deep inside the memory scan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BINDINGS = ("circular", "elementwise")
+
+
+@dataclass(kw_only=True)
+class HAMTConfig:
+    """Shape, memory and regularisation of a HAMT model.
+
+    There is no position embedding: order reaches the model only through
+    the causal memory's decays and gates, so generation can run past
+    block_size with the same constant-size state. block_size is the
+    training context (and what flops_per_token is usually asked about).
+    """
+
+    vocab_size: int
+    block_size: int = 256
+    n_layer: int = 4
+    # Not used by the memory (each layer reads with one key over all of
+    # hcm_dim); kept, and checked to divide n_embd, so a HAMT config lines
+    # up with a GPT-2 one of the same shape.
+    n_head: int = 4
+    n_embd: int = 128
+    # Memory slots per layer; the generation state is num_slots spectra.
+    num_slots: int = 16
+    # Width of the bound vectors: hcm_dim = hcm_mult * n_embd.
+    hcm_mult: int = 2
+    # "circular": real vectors bound by circular convolution (FFT);
+    # "elementwise": complex coordinates bound by unit phasors.
+    binding: str = "circular"
+    # Weight of the retrieval loss added to the language-model loss.
+    aux_weight: float = 0.1
+    # Per-slot decays are learned; they start spread around this value.
+    decay_init: float = 0.9
+    # True: half the slots start near decay_init (fast), half near
+    # 1 - (1 - decay_init) / 10 (slow, ten times the memory horizon).
+    hierarchical: bool = False
+    dropout: float = 0.0
+    bias: bool = True
+    # Tokens per chunk of the parallel scan (C x C work inside a chunk, a
+    # carried state between chunks); speed only, not results. 16 and 32
+    # were fastest on CPU at T = 2048, 64 about 15 % slower.
+    chunk_size: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "chunk_size"):
+            _check_int(name, getattr(self, name), 1, None)
+        _check_int("num_slots", self.num_slots, 4, 64)
+        _check_int("hcm_mult", self.hcm_mult, 1, 8)
+        if self.binding not in BINDINGS:
+            raise ValueError(
+                f"binding={self.binding!r} is invalid: it must be one of {', '.join(BINDINGS)}"
+            )
+        _check_float("aux_weight", self.aux_weight, 0.0, 1.0, "[0, 1]", open_high=False)
+        _check_float("decay_init", self.decay_init, 0.0, 1.0, "(0, 1)", open_low=True)
+        _check_float("dropout", self.dropout, 0.0, 1.0, "[0, 1)")
+        for name in ("hierarchical", "bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} is invalid: it must be True or False")
+        if self.n_embd % self.n_head:
+            raise ValueError(
+                f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}: "
+                "it must be a multiple of n_head"
+            )
+        if self.hcm_dim % 2:
+            # Both bindings pair real coordinates into complex ones.
+            raise ValueError(
+                f"hcm_mult={self.hcm_mult} with n_embd={self.n_embd} gives an odd hcm_dim="
+                f"{self.hcm_dim}: it must be even"
+            )
+
+    @property
+    def hcm_dim(self) -> int:
+        """Width of the bound (holographic) vectors."""
+        return self.hcm_mult * self.n_embd
+
+
+def _check_int(name: str, value: object, low: int, high: int | None) -> None:
+    # bool is a subclass of int; True as a layer count is always a mistake.
+    allowed = f"an integer from {low} to {high}" if high is not None else f"an integer >= {low}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name}={value!r} is invalid: it must be {allowed}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name}={value} is invalid: it must be {allowed}")
+
+
+def _check_float(name: str, value: object, low: float, high: float, shown: str,
+                 open_low: bool = False, open_high: bool = True) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        ok = (value > low if open_low else value >= low) and (
+            value < high if open_high else value <= high)
+    if not ok:
+        raise ValueError(f"{name}={value!r} is invalid: it must be a number in {shown}")

@@ -1,0 +1,242 @@
+"""Holographic binding (Plate 1995; Ganesan et al. 2021) and the slot memory layer.
+
+Two bindings, both exactly invertible for unit keys:
+
+* circular: real vectors of width D, a (*) v = irfft(rfft(a) * rfft(v)),
+  unbound by circular correlation irfft(conj(rfft(a)) * rfft(c)). A key is
+  made unitary by giving every Fourier coefficient magnitude 1; then
+  correlation inverts convolution exactly.
+* elementwise: the D real coordinates are read as D/2 complex numbers
+  (coordinate k is the real part, k + D/2 the imaginary part) and a key is
+  a phasor vector, every coordinate exp(i theta), obtained by dividing each
+  complex number by its modulus; binding multiplies, unbinding multiplies
+  by the conjugate. The same algebra as circular without the FFT.
+
+The layer keeps its memory as spectra, where either binding is an
+elementwise product (hamt/spectral.py), so no transform is paid per slot.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from hamt.config import HAMTConfig
+from hamt.scan import chunk_ends, chunked_scan
+from hamt.spectral import (UnitBind, Unbind, complex_bins, from_spectrum, spectral_matrices,
+                           to_spectrum)
+
+_EPS = 1e-12  # keeps a zero coefficient's division finite; far below any real magnitude
+
+
+def _phasors(x: Tensor) -> Tensor:
+    """Real [..., D] -> complex [..., D/2]: coordinate k + i * coordinate k + D/2."""
+    half = x.size(-1) // 2
+    return torch.complex(x[..., :half], x[..., half:])
+
+
+def _unphasors(z: Tensor) -> Tensor:
+    return torch.cat((z.real, z.imag), dim=-1)
+
+
+def _fourier(x: Tensor, binding: str) -> Tensor:
+    """The complex coefficients binding multiplies: rfft bins or phasor pairs."""
+    return torch.fft.rfft(x) if binding == "circular" else _phasors(x)
+
+
+def _inverse(z: Tensor, binding: str, dim: int) -> Tensor:
+    return torch.fft.irfft(z, n=dim) if binding == "circular" else _unphasors(z)
+
+
+def make_key(x: Tensor, binding: str = "circular") -> Tensor:
+    """Project real vectors [..., D] onto unit keys: every coefficient of
+    _fourier(key) gets magnitude 1 (eps-safe division by the magnitude)."""
+    z = _fourier(x, binding)
+    z = z * torch.rsqrt(z.real.square() + z.imag.square() + _EPS)
+    return _inverse(z, binding, x.size(-1))
+
+
+def unitary(x: Tensor) -> Tensor:
+    """Real key whose rfft has magnitude 1 in every bin (circular binding)."""
+    return make_key(x, "circular")
+
+
+def bind(key: Tensor, value: Tensor, binding: str = "circular") -> Tensor:
+    """Circular convolution irfft(rfft(a) rfft(v)), or the phasor product."""
+    product = _fourier(key, binding) * _fourier(value, binding)
+    return _inverse(product, binding, value.size(-1))
+
+
+def unbind(key: Tensor, trace: Tensor, binding: str = "circular") -> Tensor:
+    """Circular correlation irfft(conj(rfft(a)) rfft(c)), or the conjugate
+    phasor product: the exact inverse of bind when key is unit."""
+    product = _fourier(key, binding).conj() * _fourier(trace, binding)
+    return _inverse(product, binding, trace.size(-1))
+
+
+def parseval_weights(binding: str, dim: int) -> Tensor:
+    """Weights w [D] with sum w p^2 = |x|^2 for the packed p = to_spectrum(x).
+
+    An ortho rfft stores each conjugate pair of bins once, so the Re and Im
+    entries of a complex bin count twice, the real DC and Nyquist once.
+    """
+    if binding == "circular":
+        w = torch.full((dim,), 2.0)
+        w[2 * complex_bins(binding, dim):] = 1.0
+        return w
+    return torch.ones(dim)
+
+
+def initial_decay_logits(config: HAMTConfig) -> Tensor:
+    """Per-slot decay logits, spread around decay_init (and a slow bank).
+
+    Spreading in logit space gives each slot its own time scale while
+    staying inside (0, 1) for any decay_init. The hierarchical slow bank is
+    centred on 1 - (1 - decay_init) / 10: ten times the memory horizon.
+    Both are only initial values; the decays stay learnable.
+    """
+    def band(centre: float, n: int, width: float) -> Tensor:
+        return math.log(centre / (1 - centre)) + torch.linspace(-width, width, n)
+
+    slots = config.num_slots
+    if not config.hierarchical:
+        return band(config.decay_init, slots, 1.0)
+    slow = 1 - (1 - config.decay_init) / 10
+    return torch.cat((band(config.decay_init, slots - slots // 2, 0.5),
+                      band(slow, slots // 2, 0.5)))
+
+
+class HolographicMemory(nn.Module):
+    """A fixed set of decaying holographic slots in place of attention.
+
+    Per token x_t (the LayerNormed stream): value v_t = W_v x_t, write key
+    a_t = unitary(W_a x_t), read key q_t = unitary(W_q x_t), write gates
+    g_t = sigmoid(W_g x_t) and read weights w_t = softmax(W_r x_t).
+    M_s(t) = lambda_s M_s(t-1) + g_{t,s} bind(a_t, v_t);
+    r_t = sum_s w_{t,s} unbind(q_t, M_s(t)); output c_proj(r_t).
+    Unbinding is linear and q_t is shared by the slots, so the slot sum is
+    taken before the single unbind.
+
+    The slots hold packed spectra (hamt/spectral.py: D reals per slot).
+    c_in and c_proj hold the vector-domain weights. The DFT is linear, so
+    the parallel path multiplies it into them once per call (a cost
+    independent of T) instead of transforming every token; the one-token
+    recurrent path runs the FFT as written.
+    """
+
+    def __init__(self, config: HAMTConfig) -> None:
+        super().__init__()
+        self.binding, self.dim, self.slots = config.binding, config.hcm_dim, config.num_slots
+        self.bins = complex_bins(config.binding, self.dim)
+        self.chunk = config.chunk_size
+        # One projection for value, write key, read key, gates and read
+        # logits, so pruning and weight decay see a single matrix.
+        self.c_in = nn.Linear(config.n_embd, 3 * self.dim + 2 * self.slots, bias=config.bias)
+        self.c_proj = nn.Linear(self.dim, config.n_embd, bias=config.bias)
+        self.decay_logit = nn.Parameter(initial_decay_logits(config))
+        mats = spectral_matrices(config.binding, self.dim)
+        self.register_buffer("to_spec", None if mats is None else mats[0], persistent=False)
+        self.register_buffer("from_spec", None if mats is None else mats[1], persistent=False)
+        self.register_buffer("parseval", parseval_weights(config.binding, self.dim),
+                             persistent=False)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def log_decay(self) -> Tensor:
+        """log lambda_s, computed stably from the logits."""
+        return F.logsigmoid(self.decay_logit.float())
+
+    def _folded(self) -> tuple[Tensor, Tensor | None, Tensor]:
+        """x -> packed spectra weights [3D, C] (and bias), and c_proj's weight
+        taking a packed spectrum back [C, D]: the DFT multiplied into c_in's
+        value/key rows and into c_proj, in fp32."""
+        vec = 3 * self.dim
+        w_in, b_in, w_out = self.c_in.weight[:vec], self.c_in.bias, self.c_proj.weight
+        b_in = None if b_in is None else b_in[:vec]
+        if self.to_spec is None:
+            return w_in, b_in, w_out
+        to = self.to_spec.float()
+        w_spec = to.T @ w_in.float().unflatten(0, (3, self.dim))  # [3, D, C]
+        w_in = w_spec.flatten(0, 1).to(w_in.dtype)
+        if b_in is not None:
+            b_in = (b_in.float().view(3, self.dim) @ to).flatten().to(b_in.dtype)
+        w_out = (w_out.float() @ self.from_spec.float().T).to(w_out.dtype)
+        return w_in, b_in, w_out
+
+    def _split(self, spec: Tensor, logits: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """Packed spectra [..., 3D] and logits [..., 2S] -> bound spectrum,
+        unit read key (both [..., D]), write gates, read weights."""
+        bound, read_key = UnitBind.apply(spec.float().unflatten(-1, (3, self.dim)), self.bins)
+        gate_logits, read_logits = logits.float().chunk(2, dim=-1)
+        return bound, read_key, torch.sigmoid(gate_logits), read_logits.softmax(-1)
+
+    def forward(self, x: Tensor, state: Tensor | None = None, need_state: bool = False,
+                need_aux: bool = False) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+        """x [B, T, C] -> (output [B, T, C], final slots or None, stats).
+
+        state: slot spectra [B, S, D] before x (None: empty memory).
+        need_aux adds the retrieval loss and mean write gates to stats.
+        """
+        # The spectral maths stays in fp32: a 64-token decay product or a
+        # unit-key normalisation in bf16 loses most of its bits.
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            w_spec, b_spec, w_out = self._folded()
+        vec, bias = 3 * self.dim, self.c_in.bias
+        # Two matmuls rather than one split: each output then is contiguous
+        # and its gradient needs no concatenation (a T x 3D copy).
+        spec = F.linear(x, w_spec, b_spec)
+        logits = F.linear(x, self.c_in.weight[vec:], None if bias is None else bias[vec:])
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            bound, read_key, gates, read_w = self._split(spec, logits)
+            reads, afters = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk, state)
+            stats = self._aux(afters, bound, gates) if need_aux else {}
+            read = Unbind.apply(read_key, reads, self.bins)
+        y = self.dropout(F.linear(read.to(w_out.dtype), w_out, self.c_proj.bias))
+        return y, (afters[:, -1] if need_state else None), stats
+
+    def _aux(self, afters: Tensor, bound: Tensor, gates: Tensor) -> dict[str, Tensor]:
+        """Retrieval loss and mean write gates.
+
+        Right after writing token t, unbinding the memory with t's own write
+        key a_t (slots weighted by t's gates, normalised to sum 1) should
+        give back v_t; the loss is 1 - cosine(retrieved, v_t). Cosine rather
+        than MSE because MSE could be lowered by merely shrinking the values.
+        It is evaluated at the last token of every chunk, where the scan has
+        the per-slot memory at hand anyway (elsewhere only the read-weighted
+        sum exists): one small matmul instead of a second pass of the scan.
+        Because a_t is unit, unbinding is an isometry:
+        <unbind(a, U), v> = <U, bind(a, v)>, so no unbind or FFT is needed.
+        """
+        ends = chunk_ends(bound.size(1), self.chunk)
+        own = gates[:, ends]
+        own = own / (own.sum(-1, keepdim=True) + 1e-6)  # [B, N, S]
+        retrieved = (own.unsqueeze(-2) @ afters).squeeze(-2)  # [B, N, D]
+        target = bound[:, ends]
+        dot = (retrieved * target * self.parseval).sum(-1)
+        norms = ((retrieved.square() * self.parseval).sum(-1)
+                 * (target.square() * self.parseval).sum(-1)).sqrt()
+        cosine = dot / (norms + 1e-8)
+        return {"aux_loss": (1 - cosine).mean(), "gate_mean": gates.mean(dim=(0, 1))}
+
+    def new_state(self, batch: int, device=None) -> Tensor:
+        """Empty slots: packed spectra [B, S, D], float32."""
+        return torch.zeros(batch, self.slots, self.dim, device=device)
+
+    def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+        """Recurrent form for one token: x [B, C], state [B, S, D] -> (y [B, C], new state).
+
+        Uses c_in, the FFT and c_proj as written (nothing folded), so the
+        test that this matches the parallel form also checks the folding.
+        """
+        h = self.c_in(x)
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            vecs, logits = h.float().split((3 * self.dim, 2 * self.slots), -1)
+            spec = to_spectrum(vecs.unflatten(-1, (3, self.dim)), self.binding).flatten(-2)
+            bound, read_key, gates, read_w = self._split(spec, logits)
+            decay = torch.exp(self.log_decay()).unsqueeze(-1)
+            state = decay * state + gates.unsqueeze(-1) * bound.unsqueeze(1)
+            mixed = (read_w.unsqueeze(-1) * state).sum(1)
+            read = from_spectrum(Unbind.apply(read_key, mixed, self.bins), self.binding)
+        return self.dropout(self.c_proj(read.to(self.c_proj.weight.dtype))), state

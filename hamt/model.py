@@ -1,0 +1,247 @@
+"""HAMT: a decoder-only language model with holographic slot memories.
+
+Each block is GPT-2's pre-LayerNorm block with attention replaced by a
+HolographicMemory: a fixed number of decaying slots holding bound
+(key (*) value) superpositions. Training runs the memory as a chunked
+parallel scan; generation runs it as a recurrence whose state (the slot
+spectra of every layer) has the same size however long the text grows.
+
+The model has the trainer interface of gpt2.model.GPT2. It has no
+position embedding: order information comes from the causal, decaying
+memory itself, which is also what lets generation run past block_size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from hamt.block import Block
+from hamt.config import HAMTConfig
+
+INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
+
+
+class HAMT(nn.Module):
+    """Holographic-memory language model with the LM head tied to wte."""
+
+    def __init__(self, config: HAMTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(
+            {
+                "wte": nn.Embedding(config.vocab_size, config.n_embd),
+                "drop": nn.Dropout(config.dropout),
+                "h": nn.ModuleList(Block(config) for _ in range(config.n_layer)),
+                "ln_f": nn.LayerNorm(config.n_embd, bias=config.bias),
+            }
+        )
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight  # tied, as in GPT-2
+        self._last: dict[str, Tensor] = {}
+        self._init_weights()
+
+    @classmethod
+    def from_config(cls, config: HAMTConfig) -> HAMT:
+        return cls(config)
+
+    def _init_weights(self) -> None:
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+        # Two residual branches per block: scale their output projections so
+        # the stream's variance does not grow with depth (GPT-2, sec. 2.3).
+        residual_std = INIT_STD / math.sqrt(2 * self.config.n_layer)
+        for block in self.transformer.h:
+            for proj in (block.mem.c_proj, block.mlp.c_proj):
+                nn.init.normal_(proj.weight, mean=0.0, std=residual_std)
+
+    # ----------------------------------------------------------- forward
+
+    def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """Logits and loss = mean cross-entropy (targets of -1 ignored)
+        + aux_weight * retrieval loss. Without targets only the last
+        position's logits are computed ([B, 1, V]), as in GPT2.
+        """
+        need_aux = targets is not None
+        x, _, stats = self._run(idx, None, need_state=False, need_aux=need_aux)
+        if targets is None:
+            return self.lm_head(x[:, -1:, :]), None
+        logits = self.lm_head(x)
+        loss = F.cross_entropy(
+            logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1
+        )
+        aux = torch.stack([s["aux_loss"] for s in stats]).mean()
+        self._last = {"aux_loss": aux.detach(), "lm_loss": loss.detach(),
+                      "gate_mean": torch.stack([s["gate_mean"] for s in stats]).detach()}
+        return logits, loss + self.config.aux_weight * aux
+
+    def _run(self, idx: Tensor, states: list[Tensor] | None, need_state: bool,
+             need_aux: bool) -> tuple[Tensor, list[Tensor], list[dict[str, Tensor]]]:
+        """Final hidden states [B, T, C], new per-layer states, per-layer stats."""
+        x = self.transformer.drop(self.transformer.wte(idx))
+        new_states, stats = [], []
+        for i, block in enumerate(self.transformer.h):
+            x, state, layer_stats = block(x, states[i] if states else None, need_state, need_aux)
+            new_states.append(state)
+            stats.append(layer_stats)
+        return self.transformer.ln_f(x), new_states, stats
+
+    # ------------------------------------------------ recurrent decoding
+
+    def new_state(self, batch: int) -> list[Tensor]:
+        """Empty generation state: per layer, the slots' packed spectra [B, S, hcm_dim]."""
+        device = self.transformer.wte.weight.device
+        return [block.mem.new_state(batch, device) for block in self.transformer.h]
+
+    def prefill(self, idx: Tensor,
+                state: list[Tensor] | None = None) -> tuple[Tensor, list[Tensor]]:
+        """Run a prompt [B, T] in parallel: (logits of its last token [B, 1, V], state)."""
+        state = state if state is not None else self.new_state(idx.size(0))
+        x, state, _ = self._run(idx, state, need_state=True, need_aux=False)
+        return self.lm_head(x[:, -1:, :]), state
+
+    def forward_step(self, idx_t: Tensor, state: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        """One token per row (idx_t [B] or [B, 1]) -> (logits [B, 1, V], new state)."""
+        if len(state) != self.config.n_layer:
+            raise ValueError(
+                f"got a state for {len(state)} layers, the model has {self.config.n_layer}")
+        x = self.transformer.drop(self.transformer.wte(idx_t.reshape(-1)))
+        new_state = []
+        for block, layer_state in zip(self.transformer.h, state):
+            x, layer_state = block.step(x, layer_state)
+            new_state.append(layer_state)
+        return self.lm_head(self.transformer.ln_f(x)).unsqueeze(1), new_state
+
+    def state_bytes(self, batch: int = 1) -> int:
+        """Bytes of the generation state: n_layer * S * hcm_dim float32 per row.
+
+        The state is the slot spectra only, so this does not depend on how
+        many tokens have been seen (GPT-2's KV cache grows with each).
+        """
+        return sum(state_nbytes(s) for s in self.new_state(batch))
+
+    @torch.no_grad()
+    def generate(self, idx: Tensor, max_new_tokens: int, temperature: float = 1.0,
+                 top_k: int | None = None) -> Tensor:
+        """Append max_new_tokens sampled tokens to idx [B, T]; return [B, T + n].
+
+        The prompt is run once in parallel, then each new token updates the
+        constant-size state; there is no block_size limit. temperature 0
+        picks the most likely token. Dropout is off while generating.
+        """
+        if temperature < 0:
+            raise ValueError(f"temperature={temperature} is invalid: it must be >= 0")
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"top_k={top_k} is invalid: it must be >= 1 or None")
+        if max_new_tokens <= 0:
+            return idx
+        was_training = self.training
+        self.eval()
+        try:
+            logits, state = self.prefill(idx)
+            for i in range(max_new_tokens):
+                next_token = _sample(logits[:, -1, :], temperature, top_k)
+                idx = torch.cat((idx, next_token), dim=1)
+                if i + 1 < max_new_tokens:
+                    logits, state = self.forward_step(next_token, state)
+        finally:
+            self.train(was_training)
+        return idx
+
+    # ------------------------------------------------- trainer interface
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameter count, the tied embedding counted once.
+
+        There is no position embedding, so non_embedding changes nothing:
+        the token embedding stays in (as in GPT2) because, tied, it is also
+        the output layer's matmul.
+        """
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self, seq_len: int) -> int:
+        """Training FLOPs per token: 6N + 3 * L * (memory work per layer).
+
+        6N: forward and backward matmuls with the weights (N = num_params;
+        c_in and c_proj included). The memory's weight-free work is counted
+        per token for the forward pass and tripled like the weights'
+        (backward ~ 2x forward). Per layer, D = hcm_dim, S = slots,
+        C = min(chunk_size, seq_len):
+          unit keys, bind and unbind on packed spectra: ~ 12 D;
+          in-chunk mixing matrix, sum_s w g lambda^(i-j): 3 C S;
+          applying it (the full C x C, as computed): 2 C D;
+          reading the chunk's start state and writing its end state: 4 S D;
+          carrying the state from chunk to chunk: 2 S D / C.
+        The DFT is multiplied into c_in / c_proj once per call, a cost that
+        does not grow with tokens and is left out; so are the retrieval
+        loss (a few D per chunk) and elementwise gates, softmax, LayerNorm.
+        """
+        cfg = self.config
+        dim, slots, chunk = cfg.hcm_dim, cfg.num_slots, min(cfg.chunk_size, seq_len)
+        per_layer = 12 * dim + 3 * chunk * slots + 2 * chunk * dim + 4 * slots * dim
+        per_layer += 2 * slots * dim / chunk
+        return int(6 * self.num_params() + 3 * cfg.n_layer * per_layer)
+
+    def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
+        """Decay matrices and embeddings; not biases, norms or decay logits.
+
+        Same rule as GPT2 (dim >= 2 decays). The per-slot decay logits are
+        1-D: pulling them to 0 would drag every decay towards 0.5. The
+        Parseval weights are a fixed buffer, not a parameter.
+        """
+        decay: dict[str, nn.Parameter] = {}
+        no_decay: dict[str, nn.Parameter] = {}
+        for name, p in self.named_parameters():
+            if p.requires_grad:
+                (decay if p.dim() >= 2 else no_decay)[name] = p
+        return [
+            {"params": list(decay.values()), "weight_decay": weight_decay, "names": list(decay)},
+            {"params": list(no_decay.values()), "weight_decay": 0.0, "names": list(no_decay)},
+        ]
+
+    def prunable(self) -> list[tuple[str, nn.Parameter]]:
+        """Weights of every Linear inside the blocks, by name."""
+        return [
+            (f"{name}.weight", module.weight)
+            for name, module in self.named_modules()
+            if name.startswith("transformer.h.") and isinstance(module, nn.Linear)
+        ]
+
+    def aux_metrics(self) -> dict[str, float]:
+        """From the last forward with targets: aux_loss (mean over layers of
+        1 - cosine retrieval), lm_loss (the cross-entropy alone, comparable
+        with GPT2's loss) and slot_utilisation: the entropy of the mean
+        write-gate distribution over slots, divided by log(num_slots), then
+        averaged over layers (1 = all slots written equally, 0 = one slot).
+        """
+        if not self._last:
+            return {}
+        gate_mean = self._last["gate_mean"].float()  # [L, S]
+        p = gate_mean / gate_mean.sum(-1, keepdim=True).clamp_min(1e-12)
+        entropy = -(p * p.clamp_min(1e-12).log()).sum(-1) / math.log(self.config.num_slots)
+        return {"aux_loss": float(self._last["aux_loss"]), "lm_loss": float(self._last["lm_loss"]),
+                "slot_utilisation": float(entropy.mean())}
+
+
+def state_nbytes(state: Tensor | list[Tensor]) -> int:
+    """Bytes held by a generation state (one layer's tensor or a list)."""
+    tensors = state if isinstance(state, list) else [state]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _sample(logits: Tensor, temperature: float, top_k: int | None) -> Tensor:
+    """One token per row of logits [B, V], as [B, 1]."""
+    if temperature == 0:
+        return logits.argmax(dim=-1, keepdim=True)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)

@@ -1,0 +1,142 @@
+"""Packed real spectra and the fused bind / unbind used by the layer.
+
+Every spectrum is a real vector of P = D numbers ("packed"):
+[Re of K complex bins, Im of those K bins, E real-only bins].
+
+circular: the orthonormal rfft of a real D-vector has D/2 + 1 bins, of
+which DC and Nyquist are real, so K = D/2 - 1 complex bins and E = 2 real
+ones (the halfcomplex layout): exactly D numbers, no stored zeros.
+elementwise: coordinate k is the real part and k + D/2 the imaginary part
+of complex number k (K = D/2, E = 0); the vector already is packed.
+
+A real matrix maps a vector to its packed spectrum (or back), which lets
+the layer fold the DFT into its projections; width D rather than D + 2
+keeps the matmuls on sizes the BLAS handles well. Complex arithmetic on
+the contiguous halves is a few vectorised real products (torch's complex
+kernels, abs and sgn measured several times slower on CPU). The two
+autograd Functions do it with hand-written, mostly in-place backward
+passes: these tensors are as large as the stream, so on a CPU every
+extra elementwise pass costs about as much as a small matmul.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+_EPS = 1e-12  # keeps a zero coefficient's normalisation finite; far below real magnitudes
+
+
+def complex_bins(binding: str, dim: int) -> int:
+    """K, the number of complex bins in a packed spectrum of width dim."""
+    return dim // 2 - 1 if binding == "circular" else dim // 2
+
+
+def to_spectrum(x: Tensor, binding: str) -> Tensor:
+    """Real vectors [..., D] -> packed spectra [..., D]."""
+    if binding != "circular":
+        return x
+    # "ortho" keeps norms, up to the Parseval weights (see memory.py).
+    z = torch.fft.rfft(x, norm="ortho")
+    return torch.cat((z.real[..., 1:-1], z.imag[..., 1:-1], z.real[..., :1], z.real[..., -1:]), -1)
+
+
+def from_spectrum(p: Tensor, binding: str) -> Tensor:
+    """Packed spectra [..., D] -> real vectors [..., D] (inverse of to_spectrum)."""
+    if binding != "circular":
+        return p
+    dim = p.size(-1)
+    k = complex_bins(binding, dim)
+    zero = p.new_zeros(p.shape[:-1] + (1,))
+    re = torch.cat((p[..., 2 * k:2 * k + 1], p[..., :k], p[..., 2 * k + 1:]), -1)
+    im = torch.cat((zero, p[..., k:2 * k], zero), -1)
+    return torch.fft.irfft(torch.complex(re, im), n=dim, norm="ortho")
+
+
+def spectral_matrices(binding: str, dim: int) -> tuple[Tensor, Tensor] | None:
+    """(to, back) with to_spectrum(x) = x @ to and from_spectrum(p) = p @ back.
+
+    Built by transforming identity matrices. None for the elementwise
+    binding, whose spectrum is the vector itself.
+    """
+    if binding != "circular":
+        return None
+    eye = torch.eye(dim, dtype=torch.float64)
+    return to_spectrum(eye, binding).float(), from_spectrum(eye, binding).float()
+
+
+def _pmul_into(out: Tensor, a: Tensor, b: Tensor, k: int, conj_a: bool = False) -> Tensor:
+    """Write a * b (or conj(a) * b) of packed spectra into out: four
+    passes over the complex bins, one over the real ones, no temporaries."""
+    sign = -1 if conj_a else 1
+    torch.mul(a[..., :k], b[..., :k], out=out[..., :k]).addcmul_(
+        a[..., k:2 * k], b[..., k:2 * k], value=-sign)
+    torch.mul(a[..., :k], b[..., k:2 * k], out=out[..., k:2 * k]).addcmul_(
+        a[..., k:2 * k], b[..., :k], value=sign)
+    if out.size(-1) > 2 * k:
+        torch.mul(a[..., 2 * k:], b[..., 2 * k:], out=out[..., 2 * k:])
+    return out
+
+
+def _per_bin(squares: Tensor, k: int) -> Tensor:
+    """In place: entry-wise products -> their per-bin sum, on both the Re
+    and Im entry of each complex bin (real bins keep their own)."""
+    squares[..., :k] += squares[..., k:2 * k]
+    squares[..., k:2 * k] = squares[..., :k]
+    return squares
+
+
+class UnitBind(torch.autograd.Function):
+    """Packed spectra [..., 3, P] of (value, write key, read key) -> (bound, unit read key).
+
+    Keys are made unitary, u = k / |k| per bin (real bins become +-1), and
+    the unit write key binds the value: bound = u_a * v. Both outputs are
+    packed [..., P]. k is the number of complex bins.
+    """
+
+    @staticmethod
+    def forward(ctx, spec: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        keys = spec[..., 1:, :]
+        inv = _per_bin(keys.square(), k).add_(_EPS).rsqrt_()  # 1 / |bin|, per entry
+        units = keys * inv
+        bound = _pmul_into(torch.empty_like(spec[..., 0, :]), units[..., 0, :], spec[..., 0, :], k)
+        ctx.save_for_backward(spec, units, inv)
+        ctx.bins = k
+        return bound, units[..., 1, :]
+
+    @staticmethod
+    def backward(ctx, grad_bound: Tensor, grad_read: Tensor | None):
+        spec, units, inv = ctx.saved_tensors
+        k = ctx.bins
+        grad = torch.empty_like(spec)
+        _pmul_into(grad[..., 0, :], units[..., 0, :], grad_bound, k, conj_a=True)  # conj(u) g
+        # Write key: g conj(v) = conj(conj(g) v).
+        _pmul_into(grad[..., 1, :], grad_bound, spec[..., 0, :], k, conj_a=True)
+        grad[..., 1, k:2 * k].neg_()
+        if grad_read is None:
+            grad[..., 2, :].zero_()
+        else:
+            grad[..., 2, :].copy_(grad_read)
+        # d(k / |k|) = (I - u u^T) dk / |k| per bin: drop the radial part.
+        grad_keys = grad[..., 1:, :]
+        radial = _per_bin(grad_keys * units, k)
+        grad_keys.addcmul_(radial, units, value=-1).mul_(inv)
+        return grad, None
+
+
+class Unbind(torch.autograd.Function):
+    """conj(u) * trace for a unit key u and a trace, packed [..., P] with k complex bins."""
+
+    @staticmethod
+    def forward(ctx, units: Tensor, trace: Tensor, k: int) -> Tensor:
+        ctx.save_for_backward(units, trace)
+        ctx.bins = k
+        return _pmul_into(torch.empty_like(trace), units, trace, k, conj_a=True)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        units, trace = ctx.saved_tensors
+        k = ctx.bins
+        grad_units = _pmul_into(torch.empty_like(units), grad, trace, k, conj_a=True)  # conj(g) t
+        grad_trace = _pmul_into(torch.empty_like(trace), units, grad, k)  # u g
+        return grad_units, grad_trace, None

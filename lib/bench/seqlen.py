@@ -1,0 +1,172 @@
+"""Sequence-length benchmark: every attention variant and HAMT at equal width and depth.
+
+For each variant and length T: training throughput (forward, backward, AdamW
+step on batches of max(1, 2048 // T) sequences, so every length trains on the
+same number of tokens per step), training memory, generation time per token
+with a context of T tokens, and the generation cache or state for the whole
+sequence. Memory is CUDA's max allocated on a GPU; on a CPU, which has no
+allocator statistics, it is parameters + gradients + AdamW moments + the
+activations autograd saves for backward (counted by storage, once each).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from lib.bench.step import median_seconds
+from lib.precision import resolve_device
+
+VARIANTS = ("vanilla", "mla", "ra", "ra_mla", "hamt")
+LENGTHS = (64, 128, 256, 512, 1024, 2048)
+TOKENS_PER_STEP = 2048
+
+
+def build_models(run: Any, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
+    """The configured width and depth as every variant, with room for max_len."""
+    from gpt2.config import GPT2Config
+    from gpt2.model import GPT2
+    from hamt import SYMBOLS as HAMT_SYMBOLS
+    from hamt.config import HAMTConfig
+    from hamt.model import HAMT
+
+    shape = _shape(run)
+    models = {}
+    for variant in VARIANTS[:-1]:
+        latent = run.get("RA_MLA_LATENT_DIM", max(16, shape["n_embd"] // 4))
+        alpha = run.get("RA_MLA_RA_ALPHA") or 0.5  # RA's cost is the same for any alpha > 0
+        cfg = GPT2Config(vocab_size=vocab, block_size=max_len, attention=variant,
+                         latent_dim=latent, ra_alpha=alpha if variant.startswith("ra") else 0.0,
+                         **shape)
+        models[variant] = GPT2(cfg)
+    # HAMT options as configured where the configuration is a HAMT one, else defaults.
+    options = {f: run.values[s] for f, s in HAMT_SYMBOLS.items() if s in run.values}
+    options.update(shape, vocab_size=vocab, block_size=max_len)
+    models["hamt"] = HAMT(HAMTConfig(**options))
+    return models
+
+
+def _shape(run: Any) -> dict[str, int]:
+    """n_layer, n_head, n_embd of the configured model, whichever family."""
+    if run.MODEL == "hamt":  # HAMT has no heads: GPT-2's 64-wide heads for the others
+        n_embd = run.HAMT_N_EMBD
+        return {"n_layer": run.HAMT_N_LAYER, "n_head": max(1, n_embd // 64), "n_embd": n_embd}
+    if run.GPT2_MODEL == "custom":
+        return {"n_layer": run.GPT2_N_LAYER, "n_head": run.GPT2_N_HEAD, "n_embd": run.GPT2_N_EMBD}
+    from gpt2.presets import PRESETS
+    size = PRESETS[run.GPT2_MODEL]
+    return {"n_layer": size.n_layer, "n_head": size.n_head, "n_embd": size.n_embd}
+
+
+def saved_activation_bytes(model: torch.nn.Module, run_forward: Callable[[], torch.Tensor]
+                           ) -> tuple[torch.Tensor, int]:
+    """Run a forward pass; return its loss and the bytes autograd keeps for backward,
+    excluding the parameters themselves."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = run_forward()
+    return loss, sum(saved.values())
+
+
+def _train(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.device,
+           steps: int) -> tuple[float, float]:
+    """(tokens/s, peak MiB) of forward + backward + AdamW at this length."""
+    batch = max(1, TOKENS_PER_STEP // seq_len)
+    gen = torch.Generator().manual_seed(seq_len)
+    x = torch.randint(vocab, (batch, seq_len), generator=gen).to(device)
+    y = torch.roll(x, -1, dims=1)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    saved = 0
+
+    def step() -> None:
+        nonlocal saved
+        loss, saved = saved_activation_bytes(model, lambda: model(x, y)[1])
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    step()  # warm-up, creates the optimizer state
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    seconds = median_seconds(step, steps, device)
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device)
+    else:
+        param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+        peak = 4 * param_bytes + saved  # weights, gradients, two AdamW moments, activations
+    return batch * seq_len / seconds, peak / 2**20
+
+
+@torch.no_grad()
+def _generate(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.device,
+              steps: int) -> tuple[float, int]:
+    """(ms per generated token with a context of seq_len, cache or state bytes)."""
+    model.eval()
+    prompt = torch.randint(vocab, (1, seq_len - steps), generator=torch.Generator().manual_seed(0))
+    prompt = prompt.to(device)
+    token = prompt[:, -1:]
+    if hasattr(model, "forward_step"):  # recurrent family: constant-size state
+        _, state = model.prefill(prompt, model.new_state(1))
+        holder = [state]
+
+        def decode() -> None:
+            _, holder[0] = model.forward_step(token, holder[0])
+        size = model.state_bytes(1)
+    else:  # attention: a cache that grows with the context
+        caches = model.new_cache()
+        model.forward_cached(prompt, caches)
+
+        def decode() -> None:
+            model.forward_cached(token, caches)
+        size = model.cache_bytes_per_token() * seq_len
+    seconds = median_seconds(decode, steps, device)
+    model.train()
+    return 1000 * seconds, size
+
+
+def run_seqlen_bench(run: Any, vocab: int, lengths: tuple[int, ...] = LENGTHS,
+                     steps: int = 3) -> dict[str, Any]:
+    device = resolve_device(run.DEVICE)
+    torch.manual_seed(run.TRAIN_SEED)
+    models = {k: m.to(device) for k, m in build_models(run, vocab, max(lengths)).items()}
+    rows = []
+    for seq_len in lengths:
+        for variant, model in models.items():
+            tps, peak = _train(model, vocab, seq_len, device, steps)
+            gen_ms, state = _generate(model, vocab, seq_len, device, steps)
+            rows.append({"variant": variant, "seq_len": seq_len, "train_tokens_per_sec": tps,
+                         "peak_memory_mb": peak, "gen_ms_per_token": gen_ms,
+                         "state_bytes": state})
+    return {"device": str(device), "vocab_size": vocab, **_shape(run),
+            "params": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
+            "tokens_per_train_step": TOKENS_PER_STEP, "rows": rows}
+
+
+def plot_seqlen(result: dict[str, Any], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("train_tokens_per_sec", "training tokens/s"), ("peak_memory_mb", "training MiB"),
+              ("gen_ms_per_token", "generation ms/token"), ("state_bytes", "cache/state bytes")]
+    fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
+    for ax, (key, label) in zip(axes, panels):
+        for variant in VARIANTS:
+            rows = [r for r in result["rows"] if r["variant"] == variant]
+            ax.plot([r["seq_len"] for r in rows], [r[key] for r in rows], marker="o", label=variant)
+        ax.set(xscale="log", yscale="log", xlabel="sequence length", title=label)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(f"{result['n_layer']} layers x {result['n_embd']} wide, vocab "
+                 f"{result['vocab_size']}, {result['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,93 @@
+"""Holographic binding: exact inversion with unit keys, packed spectra, fused ops."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hamt.memory import bind, make_key, parseval_weights, unbind, unitary
+from hamt.spectral import (UnitBind, Unbind, complex_bins, from_spectrum, spectral_matrices,
+                           to_spectrum)
+
+DIM = 64
+BINDINGS = ("circular", "elementwise")
+
+
+def _vectors(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_unbind_inverts_bind_for_unit_keys(binding):
+    key = make_key(_vectors(8, DIM, seed=1), binding)
+    value = _vectors(8, DIM, seed=2)
+    restored = unbind(key, bind(key, value, binding), binding)
+    torch.testing.assert_close(restored, value, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_non_unit_key_does_not_invert(binding):
+    # The same algebra with a raw key: correlation no longer undoes
+    # convolution, which is why keys are projected.
+    key = _vectors(8, DIM, seed=1)
+    value = _vectors(8, DIM, seed=2)
+    error = (unbind(key, bind(key, value, binding), binding) - value).abs().max()
+    assert error > 0.1
+
+
+def test_unitary_keys_have_unit_fourier_magnitudes():
+    key = unitary(_vectors(16, DIM, seed=3))
+    magnitudes = torch.fft.rfft(key).abs()
+    torch.testing.assert_close(magnitudes, torch.ones_like(magnitudes), atol=1e-5, rtol=0)
+    assert torch.allclose(unitary(key), key, atol=1e-5)  # a projection: idempotent
+
+
+def test_elementwise_keys_are_phasors():
+    key = make_key(_vectors(16, DIM, seed=3), "elementwise")
+    moduli = torch.complex(key[..., : DIM // 2], key[..., DIM // 2 :]).abs()
+    torch.testing.assert_close(moduli, torch.ones_like(moduli), atol=1e-5, rtol=0)
+
+
+def test_make_key_is_safe_at_zero():
+    assert torch.isfinite(unitary(torch.zeros(DIM))).all()
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_packed_spectrum_round_trip_and_matrices(binding):
+    x = _vectors(5, DIM, seed=4)
+    packed = to_spectrum(x, binding)
+    assert packed.shape == x.shape  # D reals: no stored zero imaginary parts
+    torch.testing.assert_close(from_spectrum(packed, binding), x, atol=1e-5, rtol=0)
+    mats = spectral_matrices(binding, DIM)
+    if mats is not None:
+        to, back = mats
+        torch.testing.assert_close(x @ to, packed, atol=1e-5, rtol=0)
+        torch.testing.assert_close(packed @ back, x, atol=1e-5, rtol=0)
+    # Parseval: the weighted squared spectrum is the squared norm.
+    weighted = (packed.square() * parseval_weights(binding, DIM)).sum(-1)
+    torch.testing.assert_close(weighted, x.square().sum(-1), atol=1e-4, rtol=1e-5)
+
+
+def test_fused_bind_is_circular_convolution():
+    value, raw_key = _vectors(6, DIM, seed=5), _vectors(6, DIM, seed=6)
+    key = unitary(raw_key)
+    spec = torch.stack([to_spectrum(t, "circular") for t in (value, key, raw_key)], dim=-2)
+    bound, read_key = UnitBind.apply(spec, complex_bins("circular", DIM))
+    torch.testing.assert_close(bound, to_spectrum(bind(key, value), "circular"), atol=1e-5, rtol=0)
+    # The unit read key of raw_key is the spectrum of unitary(raw_key), up to
+    # the ortho FFT's 1/sqrt(D) scale.
+    expected = to_spectrum(unitary(raw_key), "circular") * DIM**0.5
+    torch.testing.assert_close(read_key, expected, atol=1e-5, rtol=0)
+    trace = Unbind.apply(read_key, bound, complex_bins("circular", DIM))
+    torch.testing.assert_close(from_spectrum(trace, "circular"),
+                               unbind(unitary(raw_key), bind(key, value)), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("bins", [3, 4])  # with real-only bins (circular) and without
+def test_fused_ops_gradients(bins):
+    width = 8
+    spec = _vectors(2, 3, 3, width, seed=7).double().requires_grad_()
+    assert torch.autograd.gradcheck(lambda s: UnitBind.apply(s, bins), (spec,))
+    unit_key = _vectors(2, 3, width, seed=8).double().requires_grad_()
+    trace = _vectors(2, 3, width, seed=9).double().requires_grad_()
+    assert torch.autograd.gradcheck(lambda u, t: Unbind.apply(u, t, bins), (unit_key, trace))
