@@ -48,6 +48,22 @@ def cache_elements_per_token(config: GPT2Config) -> int:
     return config.n_layer * ATTENTION_VARIANTS[config.attention].cache_width(config)
 
 
+def init_weights(model: nn.Module, residual_projections: list[tuple[nn.Linear, ...]]) -> None:
+    """GPT-2 initialisation, shared by every family built on its blocks: N(0, 0.02)
+    for Linear and Embedding weights, zero biases, and each block's residual
+    output projections scaled by 1/sqrt(2 n_layer) so the residual stream's
+    variance does not grow with depth (GPT-2 paper, section 2.3)."""
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+    residual_std = INIT_STD / math.sqrt(2 * len(residual_projections))
+    for projections in residual_projections:
+        for proj in projections:
+            nn.init.normal_(proj.weight, mean=0.0, std=residual_std)
+
+
 class MLP(nn.Module):
     """Position-wise feed-forward layer, four times as wide as the stream."""
 
@@ -110,18 +126,7 @@ class GPT2(nn.Module):
         return cls(config)
 
     def _init_weights(self) -> None:
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-        # Each block adds two branches to the residual stream; scaling their
-        # output projections by 1/sqrt(2 * n_layer) keeps the stream's
-        # variance from growing with depth (GPT-2 paper, section 2.3).
-        residual_std = INIT_STD / math.sqrt(2 * self.config.n_layer)
-        for block in self.transformer.h:
-            for proj in (block.attn.c_proj, block.mlp.c_proj):
-                nn.init.normal_(proj.weight, mean=0.0, std=residual_std)
+        init_weights(self, [(b.attn.c_proj, b.mlp.c_proj) for b in self.transformer.h])
 
     # ----------------------------------------------------------- forward
 

@@ -5,22 +5,9 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
+from gpt2.model import MLP  # the same feed-forward layer as GPT-2's blocks
 from hamt.config import HAMTConfig
 from hamt.memory import HolographicMemory
-
-
-class MLP(nn.Module):
-    """Position-wise feed-forward layer, four times as wide as the stream."""
-
-    def __init__(self, config: HAMTConfig) -> None:
-        super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        self.gelu = nn.GELU(approximate="tanh")
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
-        self.dropout = nn.Dropout(config.dropout)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):

@@ -20,10 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from gpt2.model import init_weights
 from hamt.block import Block
 from hamt.config import HAMTConfig
 
-INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
 
 
 class HAMT(nn.Module):
@@ -50,17 +50,7 @@ class HAMT(nn.Module):
         return cls(config)
 
     def _init_weights(self) -> None:
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-        # Two residual branches per block: scale their output projections so
-        # the stream's variance does not grow with depth (GPT-2, sec. 2.3).
-        residual_std = INIT_STD / math.sqrt(2 * self.config.n_layer)
-        for block in self.transformer.h:
-            for proj in (block.mem.c_proj, block.mlp.c_proj):
-                nn.init.normal_(proj.weight, mean=0.0, std=residual_std)
+        init_weights(self, [(b.mem.c_proj, b.mlp.c_proj) for b in self.transformer.h])
 
     # ----------------------------------------------------------- forward
 
