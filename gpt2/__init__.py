@@ -1,11 +1,11 @@
 """GPT-2 model family: config from Kconfig, model builder, run-id variant."""
 from __future__ import annotations
 
-import re
 from dataclasses import fields
+from functools import partial
 from typing import Any
 
-from lib.registry import ModelFamily
+from lib.registry import ModelFamily, config_from_symbols
 from gpt2.config import GPT2Config
 
 # GPT2Config field -> Kconfig symbol. Fields map mechanically to GPT2_<FIELD>;
@@ -25,20 +25,11 @@ VARIANT_TAGS = {"vanilla": "vanilla", "mla": "mla", "ra": "ra", "ra_mla": "ramla
 def from_run_config(run: Any, vocab_size: int) -> GPT2Config:
     """Kconfig symbols -> GPT2Config; a size other than "custom" (the GPT2_MODEL
     choice) takes its shape from the preset."""
-    kwargs = {name: run.values[sym] for name, sym in SYMBOLS.items() if sym in run.values}
     if run.get("GPT2_PAD_VOCAB"):
         vocab_size = -(-vocab_size // 64) * 64
-    kwargs["vocab_size"] = vocab_size
     size = run.GPT2_MODEL
-    try:
-        if size == "custom":
-            return GPT2Config(**kwargs)
-        return GPT2Config.from_preset(size, **kwargs)
-    except ValueError as err:  # name the Kconfig symbols the user can change
-        message = str(err)
-        for name, sym in SYMBOLS.items():
-            message = re.sub(rf"\b{name}\b", "CONFIG_" + sym, message)
-        raise ValueError(message) from None
+    make = GPT2Config if size == "custom" else partial(GPT2Config.from_preset, size)
+    return config_from_symbols(make, SYMBOLS, run, vocab_size=vocab_size)
 
 
 def build(config: GPT2Config):

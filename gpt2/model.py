@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lib.sampling import check_sampling, sample_token
+
 from gpt2.attention import CausalSelfAttention, KVCache
 from gpt2.config import GPT2Config
 from gpt2.mla import LatentCache, MLAttention, latent_cache_width
@@ -261,10 +263,7 @@ class GPT2(nn.Module):
         entries sit at the old positions) is dropped and every further step
         recomputes the last block_size tokens without it.
         """
-        if temperature < 0:
-            raise ValueError(f"temperature={temperature} is invalid: it must be >= 0")
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"top_k={top_k} is invalid: it must be >= 1 or None")
+        check_sampling(temperature, top_k)
         was_training = self.training
         self.eval()
         try:
@@ -276,19 +275,8 @@ class GPT2(nn.Module):
                 else:
                     caches = None
                     logits, _ = self(idx[:, -self.config.block_size :])
-                next_token = _sample(logits[:, -1, :], temperature, top_k)
+                next_token = sample_token(logits[:, -1, :], temperature, top_k)
                 idx = torch.cat((idx, next_token), dim=1)
         finally:
             self.train(was_training)
         return idx
-
-
-def _sample(logits: Tensor, temperature: float, top_k: int | None) -> Tensor:
-    """One token per row of logits [B, V], as [B, 1]."""
-    if temperature == 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None:
-        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)

@@ -1,11 +1,10 @@
 """HAMT model family: config from Kconfig (HAMT_* symbols), model builder."""
 from __future__ import annotations
 
-import re
 from dataclasses import fields
 from typing import Any
 
-from lib.registry import ModelFamily
+from lib.registry import ModelFamily, config_from_symbols
 from hamt.config import HAMTConfig
 
 # HAMTConfig field -> Kconfig symbol: HAMT_<FIELD>, except the context length,
@@ -17,15 +16,7 @@ SYMBOLS = {f.name: "HAMT_" + f.name.upper() for f in fields(HAMTConfig) if f.nam
 
 
 def from_run_config(run: Any, vocab_size: int) -> HAMTConfig:
-    kwargs = {name: run.values[sym] for name, sym in SYMBOLS.items() if sym in run.values}
-    kwargs.update(vocab_size=vocab_size, n_head=1)
-    try:
-        return HAMTConfig(**kwargs)
-    except ValueError as err:  # name the Kconfig symbols the user can change
-        message = str(err)
-        for name, sym in SYMBOLS.items():
-            message = re.sub(rf"\b{name}\b", "CONFIG_" + sym, message)
-        raise ValueError(message) from None
+    return config_from_symbols(HAMTConfig, SYMBOLS, run, vocab_size=vocab_size, n_head=1)
 
 
 def build(config: HAMTConfig):

@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lib.sampling import check_sampling, sample_token
+
 from gpt2.model import init_weights
 from hamt.block import Block
 from hamt.config import HAMTConfig
@@ -126,10 +128,7 @@ class HAMT(nn.Module):
         constant-size state; there is no block_size limit. temperature 0
         picks the most likely token. Dropout is off while generating.
         """
-        if temperature < 0:
-            raise ValueError(f"temperature={temperature} is invalid: it must be >= 0")
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"top_k={top_k} is invalid: it must be >= 1 or None")
+        check_sampling(temperature, top_k)
         if max_new_tokens <= 0:
             return idx
         was_training = self.training
@@ -137,7 +136,7 @@ class HAMT(nn.Module):
         try:
             logits, state = self.prefill(idx)
             for i in range(max_new_tokens):
-                next_token = _sample(logits[:, -1, :], temperature, top_k)
+                next_token = sample_token(logits[:, -1, :], temperature, top_k)
                 idx = torch.cat((idx, next_token), dim=1)
                 if i + 1 < max_new_tokens:
                     logits, state = self.forward_step(next_token, state)
@@ -224,14 +223,3 @@ def state_nbytes(state: Tensor | list[Tensor]) -> int:
     """Bytes held by a generation state (one layer's tensor or a list)."""
     tensors = state if isinstance(state, list) else [state]
     return sum(t.numel() * t.element_size() for t in tensors)
-
-
-def _sample(logits: Tensor, temperature: float, top_k: int | None) -> Tensor:
-    """One token per row of logits [B, V], as [B, 1]."""
-    if temperature == 0:
-        return logits.argmax(dim=-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None:
-        kth = torch.topk(logits, min(top_k, logits.size(-1))).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(F.softmax(logits, dim=-1), num_samples=1)

@@ -7,6 +7,7 @@ package exposes a FAMILY record. A new family is a folder with a FAMILY, a
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -23,6 +24,21 @@ class ModelFamily:
     from_run_config: Callable[[Any, int], Any]
     build: Callable[[Any], Any]  # family config -> nn.Module with the model interface
     variant: Callable[[Any], str]  # run config -> variant tag for run ids ("vanilla")
+
+
+def config_from_symbols(make: Callable[..., Any], symbols: dict[str, str], run: Any,
+                        **fixed: Any) -> Any:
+    """make(**fields) with each field read from its Kconfig symbol (those set in
+    run), plus `fixed`; a ValueError names the symbols, not the fields, since
+    symbols are what the user can change."""
+    kwargs = {name: run.values[sym] for name, sym in symbols.items() if sym in run.values}
+    try:
+        return make(**{**kwargs, **fixed})
+    except ValueError as err:
+        message = str(err)
+        for name, sym in symbols.items():
+            message = re.sub(rf"\b{name}\b", "CONFIG_" + sym, message)
+        raise ValueError(message) from None
 
 
 def family(name: str) -> ModelFamily:
