@@ -11,8 +11,8 @@ KCONFIGS := Kconfig $(wildcard */Kconfig */Kconfig.* */*/Kconfig)
 # Command-line overrides, passed to scripts as NAME=VALUE words. Only values
 # given on the make command line count, never ones inherited from the
 # environment (TIME, for one, is also GNU time's format variable).
-OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET \
-	DRY_RUN YES RESUME
+OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
+	PARALLEL_JOBS EXECUTOR DRY_RUN YES RESUME RETRY_FAILED
 OVERRIDES := $(foreach v,$(OVERRIDE_VARS),$(if $(filter command line,$(origin $(v))),'$(v)=$($(v))'))
 
 .DEFAULT_GOAL := all
@@ -22,7 +22,7 @@ SAMPLE_ARGS := $(if $(RUN),--run '$(RUN)') $(if $(PROMPT),--prompt '$(PROMPT)') 
 	$(if $(TOP_K),--top-k $(TOP_K)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT))
 BENCH_ARGS := $(if $(BENCH_STEPS),--steps $(BENCH_STEPS)) $(if $(BENCH_VOCAB),--vocab $(BENCH_VOCAB))
 
-.PHONY: all train prepare continue sample bench bench-optim bench-seqlen show help list-defconfigs menuconfig \
+.PHONY: all train prepare continue test-matrix test-matrix-dry-run test-rerun sweep results report compare sample watch eval eval-baseline export bench bench-optim bench-seqlen estimate show help list-defconfigs menuconfig \
 	olddefconfig alldefconfig savedefconfig test clean mrproper venv
 
 all: train
@@ -49,10 +49,57 @@ train: config.py prepare
 	@$(PY) scripts/train.py $(OVERRIDES)
 
 continue: | $(STAMP)
-	@$(PY) scripts/train.py RESUME=1 $(OVERRIDES)
+	@$(PY) scripts/continue.py $(OVERRIDES)
+
+# The test matrix: the grid the multiple-selection menus enable, one process per run.
+MATRIX_ARGS := $(if $(TARGET),--target '$(TARGET)') $(if $(MATRIX),--matrix '$(MATRIX)')
+
+test-matrix: config.py prepare
+	@$(PY) scripts/test_matrix.py run $(OVERRIDES)
+
+test-matrix-dry-run: config.py
+	@$(PY) scripts/test_matrix.py run DRY_RUN=1 $(OVERRIDES)
+
+test-rerun: config.py
+	@$(PY) scripts/test_matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
+
+# A sweep is a matrix over SWEEP's values: SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
+SWEEP_ARGS := $(if $(SWEEP),--sweep '$(SWEEP)') $(if $(SWEEP_FILE),--sweep-file '$(SWEEP_FILE)') \
+	$(if $(SWEEP_MODE),--mode '$(SWEEP_MODE)') $(if $(SWEEP_TRIALS),--trials '$(SWEEP_TRIALS)') \
+	$(if $(SWEEP_SEED),--seed '$(SWEEP_SEED)')
+
+sweep: config.py prepare
+	@$(PY) scripts/test_matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
+
+# Tables, plots and index.html of a matrix (or any folder of runs): RESULTS=<dir> BASELINE=<run-id>
+RESULTS_ARGS := $(if $(RESULTS),--dir '$(RESULTS)') $(if $(BASELINE),--baseline '$(BASELINE)')
+
+results: | $(STAMP)
+	@$(PY) scripts/results.py summary $(RESULTS_ARGS)
+
+report: | $(STAMP)
+	@$(PY) scripts/results.py report $(RESULTS_ARGS)
+
+compare: | $(STAMP)
+	@$(PY) scripts/results.py compare $(RUNS) $(if $(OUT),--out '$(OUT)')
 
 sample: | $(STAMP)
 	@$(PY) scripts/sample.py $(SAMPLE_ARGS)
+
+watch: | $(STAMP)
+	@$(PY) scripts/watch.py $(if $(RUN),'$(RUN)') $(if $(INTERVAL),--interval $(INTERVAL)) $(if $(ONCE),--once)
+
+# `make eval`, `make eval-baseline` and `make export` options (RUN=, CHECKPOINT=).
+RUN_ARGS := $(if $(RUN),--run '$(RUN)') $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT))
+
+eval: | $(STAMP)
+	@$(PY) scripts/eval.py $(RUN_ARGS) $(OVERRIDES)
+
+eval-baseline: config.py
+	@$(PY) scripts/eval.py --baseline '$(BASELINE_MODEL)' $(OVERRIDES)
+
+export: | $(STAMP)
+	@$(PY) scripts/export.py $(RUN_ARGS) $(if $(EXPORT_DIR),--out '$(EXPORT_DIR)')
 
 bench: config.py
 	@$(PY) scripts/bench.py step $(BENCH_ARGS) $(OVERRIDES)
@@ -62,6 +109,10 @@ bench-optim: config.py
 
 bench-seqlen: config.py
 	@$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
+
+# Memory and time estimate of the configuration; GPU=<name> for a known GPU (H100, L4, ...).
+estimate: config.py
+	@$(PY) scripts/estimate.py $(if $(GPU),--device '$(GPU)') $(OVERRIDES)
 
 show: config.py
 	@$(PY) scripts/kconfig.py show $(OVERRIDES)
@@ -96,7 +147,8 @@ mrproper: clean
 
 help:
 	@echo "kconfig-llm targets (overrides: MAX_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n"
-	@echo "  DEVICE=auto|cuda|cpu|mps LR= SEED= RUN_NAME= SET=\"SYMBOL=value ...\" DRY_RUN=1 YES=1)"
+	@echo "  DEVICE=auto|cuda|cpu|mps LR= SEED= RUN_NAME= SET=\"SYMBOL=value ...\" DRY_RUN=1 YES=1"
+	@echo "  TRACKER=tensorboard,wandb|none)"
 	@echo ""
 	@echo "Configuration:"
 	@echo "  defconfig-<name>  load defconfigs/<name> into .config and config.py"
@@ -111,11 +163,25 @@ help:
 	@echo "  all (default)     same as train"
 	@echo "  train             prepare the dataset if needed, then train (results/<run-id>/)"
 	@echo "  prepare           tokenize the configured dataset into data/ (once)"
-	@echo "  continue          resume results/latest (or RUN_NAME=) from its last checkpoint"
+	@echo "  continue          resume results/latest (or RUN_NAME=): a run from its last checkpoint,"
+	@echo "                    a matrix's pending/interrupted runs [RETRY_FAILED=1 retries failed]"
+	@echo "  test-matrix       train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS=]"
+	@echo "  test-matrix-dry-run  print the matrix's runs with memory and time estimates; runs nothing"
+	@echo "  test-rerun        train one matrix run again from scratch: TARGET=<run-id> [MATRIX=<dir>]"
+	@echo "  sweep             a matrix over SWEEP=\"SYM=a,b SYM2=lo..hi:log\" or SWEEP_FILE=<name>"
+	@echo "                    [SWEEP_MODE=grid|random SWEEP_TRIALS=N SWEEP_SEED=] (DRY_RUN=1 plans only)"
+	@echo "  results           summary.md/.csv/.tex and plots for results/latest [RESULTS=<dir> BASELINE=<run>]"
+	@echo "  report            index.html for results/latest: tables, plots, config diffs, logs [RESULTS= BASELINE=]"
+	@echo "  compare           compare runs from anywhere under results/: RUNS=\"a b\" [OUT=<dir>]"
 	@echo "  sample            generate text: RUN= PROMPT= TOKENS= TEMPERATURE= TOP_K= CHECKPOINT="
+	@echo "  watch             live view of the latest run or matrix: iteration, loss, ETA [RUN= INTERVAL= ONCE=1]"
+	@echo "  eval              perplexity / LAMBADA on the EVAL_* sets -> <run>/eval.json [RUN= CHECKPOINT=]"
+	@echo "  eval-baseline     the same for a Hugging Face GPT-2 folder: BASELINE_MODEL=<dir>"
+	@echo "  export            a GPT-2 run as a Hugging Face folder + model card [RUN= CHECKPOINT= EXPORT_DIR=]"
 	@echo "  bench             time the training step against a plain PyTorch loop [BENCH_STEPS=]"
 	@echo "  bench-optim       cost of AdamWSPAM and AdamWPrune against AdamW [BENCH_STEPS=]"
 	@echo "  bench-seqlen      attention variants and HAMT at 64..2048 tokens, JSON + PNG [BENCH_VOCAB=]"
+	@echo "  estimate          memory per GPU by component, which GPUs it fits, time [GPU=H100]"
 	@echo ""
 	@echo "Maintenance:"
 	@echo "  venv              create .venv with the pinned requirements (automatic)"

@@ -41,5 +41,18 @@ def variant(run: Any) -> str:
     return VARIANT_TAGS[run.GPT2_ATTENTION]
 
 
+# Attention variants a test matrix can enable -> GPT2_ATTENTION value.
+MATRIX_ATTENTION = {"GPT2_ATTENTION_ENABLE_VANILLA": "vanilla", "GPT2_ATTENTION_ENABLE_MLA": "mla",
+                    "GPT2_ATTENTION_ENABLE_RA": "ra", "GPT2_ATTENTION_ENABLE_RA_MLA": "ra_mla"}
+
+
+def matrix_variants(run: Any) -> list[list[tuple[str, str]]]:
+    """One override list per attention variant the matrix enables."""
+    if not run.get("GPT2_ATTENTION_MULTIPLE"):
+        return [[]]
+    return [[("GPT2_ATTENTION_MULTIPLE", "n"), ("GPT2_ATTENTION", value)]
+            for sym, value in MATRIX_ATTENTION.items() if run.get(sym)]
+
+
 FAMILY = ModelFamily(name="gpt2", config_cls=GPT2Config, from_run_config=from_run_config,
-                     build=build, variant=variant)
+                     build=build, variant=variant, matrix_variants=matrix_variants)

@@ -22,7 +22,8 @@ from lib.sampling import check_sampling, sample_token
 from gpt2.attention import CausalSelfAttention, KVCache
 from gpt2.config import GPT2Config
 from gpt2.mla import LatentCache, MLAttention, latent_cache_width
-from gpt2.ra import ReciprocalMLA, ReciprocalSelfAttention, new_ra_cache, ra_cache_width
+from gpt2.ra import (ReciprocalMLA, ReciprocalSelfAttention, new_ra_cache, ra_cache_width,
+                     ra_score_width)
 
 INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
 
@@ -30,18 +31,22 @@ INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
 @dataclass(frozen=True)
 class AttentionVariant:
     """How to build one config.attention choice: the layer, its empty
-    generation cache, and the elements that cache holds per token."""
+    generation cache, the elements that cache holds per token, and the
+    width of one head's query-key dot product (for flops_per_token)."""
 
     layer: Callable[[GPT2Config], nn.Module]
     new_cache: Callable[[GPT2Config], Any]
     cache_width: Callable[[GPT2Config], int]
+    score_width: Callable[[GPT2Config], int]
 
 
 ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
-    "vanilla": AttentionVariant(CausalSelfAttention, lambda c: KVCache(), lambda c: 2 * c.n_embd),
-    "mla": AttentionVariant(MLAttention, lambda c: LatentCache(), latent_cache_width),
-    "ra": AttentionVariant(ReciprocalSelfAttention, new_ra_cache, ra_cache_width),
-    "ra_mla": AttentionVariant(ReciprocalMLA, new_ra_cache, ra_cache_width),
+    "vanilla": AttentionVariant(CausalSelfAttention, lambda c: KVCache(), lambda c: 2 * c.n_embd,
+                                lambda c: c.head_dim),
+    "mla": AttentionVariant(MLAttention, lambda c: LatentCache(), latent_cache_width,
+                            lambda c: c.head_dim + c.rope_dim),
+    "ra": AttentionVariant(ReciprocalSelfAttention, new_ra_cache, ra_cache_width, ra_score_width),
+    "ra_mla": AttentionVariant(ReciprocalMLA, new_ra_cache, ra_cache_width, ra_score_width),
 }
 
 
@@ -198,13 +203,24 @@ class GPT2(nn.Module):
         return total
 
     def flops_per_token(self, seq_len: int) -> int:
-        """Training FLOPs per token, 6N + 12*L*H*Q*T (PaLM, appendix B).
+        """Training FLOPs per token: 6N + 6 L H T (w_qk + w_v) (PaLM, appendix B).
 
-        6N covers the forward and backward matmuls with the weights; the
-        second term covers attention scores and their weighted sum.
+        6N covers the forward and backward matmuls with the weights (N
+        without the position table; MLA's down and up projections are
+        weights like any other). The second term is attention's weight-free
+        work: per layer and head a token's query is scored against T keys
+        (2 T w_qk FLOPs) and T values are summed (2 T w_v), tripled for the
+        backward pass; T is the whole context, masking not subtracted:
+          vanilla: w_qk = w_v = head_dim Q, so 12 L H Q T;
+          mla: w_qk = Q + R (R = rope_dim, the decoupled rotary part), w_v = Q;
+          ra, ra_mla (alpha > 0): w_qk doubled, 2 Q or 2 (Q + R), since the
+          scores are dot products of the augmented [q, sqrt(alpha) k] and
+          [k, sqrt(alpha) q] (the banded path scores the same vectors).
+        alpha = 0 runs the base attention and counts as it.
         """
         cfg = self.config
-        attention = 12 * cfg.n_layer * cfg.n_head * cfg.head_dim * seq_len
+        qk_width = ATTENTION_VARIANTS[cfg.attention].score_width(cfg)
+        attention = 6 * cfg.n_layer * cfg.n_head * seq_len * (qk_width + cfg.head_dim)
         return 6 * self.num_params(non_embedding=True) + attention
 
     def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:

@@ -19,7 +19,8 @@ augmented vectors: q'_i = [q_i, sqrt(alpha) k_i], k'_j = [k_j, sqrt(alpha) q_j]
 give q'_i . k'_j = q_i . k_j + alpha q_j . k_i. That runs as a single
 scaled_dot_product_attention call (scale 1/sqrt(d) passed explicitly, since
 the augmented width is 2d), which torch.compile and flash kernels handle.
-A finite band needs the scores written out (_banded).
+A finite band offers each key twice, plain and augmented, and lets a mask
+pick the copy per pair (banded_reciprocal): SDPA again, in query blocks.
 
 Cache. The reciprocal term for a new token i needs q_j of every earlier
 token j, so a generation cache holds the base cache plus each token's
@@ -41,6 +42,10 @@ from torch import Tensor
 from gpt2.attention import CausalSelfAttention, KVCache, causal_mask
 from gpt2.config import GPT2Config
 from gpt2.mla import LatentCache, MLAttention, latent_cache_width
+
+# Queries per SDPA call on the banded path: larger blocks mean fewer calls
+# but more masked-out scores (up to a block's width per query).
+_BAND_BLOCK = 128
 
 
 @dataclass
@@ -80,6 +85,13 @@ def ra_cache_width(config: GPT2Config) -> int:
     return base if config.ra_alpha == 0 else base + q_width
 
 
+def ra_score_width(config: GPT2Config) -> int:
+    """Width of one head's score dot product: q and k (with MLA's rotary
+    part), doubled by the augmentation when alpha > 0."""
+    width = config.head_dim + (config.rope_dim if config.attention == "ra_mla" else 0)
+    return width if config.ra_alpha == 0 else 2 * width
+
+
 def reciprocal_attention(
     q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
     alpha: float, window: int, dropout_p: float = 0.0,
@@ -115,19 +127,42 @@ def banded_reciprocal(
     q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
     alpha: float, window: int, dropout_p: float = 0.0,
 ) -> Tensor:
-    """RA with the reciprocal term limited to i - j <= window, scores explicit."""
-    n_new, n_all = q.size(2), k.size(2)
-    scale = 1.0 / math.sqrt(q.size(-1))
-    direct = q @ k.transpose(-2, -1)  # [B, H, T, S]: q_i . k_j
-    # reverse[i, j] = k_i . q_j, i.e. S_ji before scaling.
-    reverse = k[:, :, n_past:] @ q_all.transpose(-2, -1)
-    rows = torch.arange(n_past, n_past + n_new, device=q.device).unsqueeze(1)
-    lag = rows - torch.arange(n_all, device=q.device).unsqueeze(0)  # i - j
-    band = (lag >= 0) & (lag <= window)
-    logits = (direct + alpha * reverse.masked_fill(~band, 0.0)) * scale
-    logits = logits.masked_fill(lag < 0, float("-inf"))
-    weights = F.dropout(F.softmax(logits, dim=-1), p=dropout_p, training=dropout_p > 0)
-    return weights @ v
+    """RA with the reciprocal term limited to i - j <= window, through SDPA.
+
+    Every key j is offered twice: plain, [k_j, 0], and augmented,
+    [k_j, sqrt(alpha) q_j]. Against the query [q_i, sqrt(alpha) k_i] the
+    first scores S_ij and the second S_ij + alpha S_ji. A boolean mask lets
+    query i see the plain copy when i - j > window and the augmented copy
+    when 0 <= i - j <= window, so each pair is counted once with the right
+    logit and nothing later than i is seen. Queries go in blocks of
+    _BAND_BLOCK: a block needs plain copies of the keys before its last
+    query's band and augmented copies of the keys within the window of its
+    queries, about T^2 / 2 + T (block + window) scores over the sequence,
+    none of them kept as a T x T tensor for the backward pass.
+    """
+    root = math.sqrt(alpha)
+    n_new = q.size(2)
+    q_aug = torch.cat((q, root * k[:, :, n_past:]), dim=-1)
+    plain = torch.cat((k, torch.zeros_like(k)), dim=-1)
+    recip = torch.cat((k, root * q_all), dim=-1)
+    outs = []
+    for start in range(0, n_new, _BAND_BLOCK):
+        stop = min(start + _BAND_BLOCK, n_new)
+        first, last = n_past + start, n_past + stop - 1  # absolute positions of the queries
+        far, near = max(0, last - window), max(0, first - window)
+        keys = torch.cat((plain[:, :, :far], recip[:, :, near:last + 1]), dim=2)
+        values = torch.cat((v[:, :, :far], v[:, :, near:last + 1]), dim=2)
+        rows = torch.arange(first, last + 1, device=q.device).unsqueeze(1)
+        cols = torch.cat((torch.arange(far, device=q.device),
+                          torch.arange(near, last + 1, device=q.device)))
+        lag = rows - cols  # i - j
+        in_band = (lag >= 0) & (lag <= window)
+        allowed = torch.where(torch.arange(cols.numel(), device=q.device) < far, lag > window,
+                              in_band)
+        outs.append(F.scaled_dot_product_attention(
+            q_aug[:, :, start:stop], keys, values, attn_mask=allowed, dropout_p=dropout_p,
+            scale=1.0 / math.sqrt(q.size(-1))))
+    return torch.cat(outs, dim=2)
 
 
 def _attend(module: CausalSelfAttention | MLAttention, q: Tensor, k: Tensor, v: Tensor,

@@ -47,8 +47,10 @@ class HAMTConfig:
     dropout: float = 0.0
     bias: bool = True
     # Tokens per chunk of the parallel scan (C x C work inside a chunk, a
-    # carried state between chunks); speed only, not results. 16 and 32
-    # were fastest on CPU at T = 2048, 64 about 15 % slower.
+    # carried state between chunks); speed only, not results. 32 and 64
+    # were equally fast on CPU at T = 2048, 16 about 4 % slower; at 64 the
+    # factored mixing matrix needs decays >= 0.39 (0.14 at 32), else the
+    # slower broadcast runs (hamt/scan.py).
     chunk_size: int = 32
 
     def __post_init__(self) -> None:

@@ -26,8 +26,7 @@ from torch import Tensor, nn
 
 from hamt.config import HAMTConfig
 from hamt.scan import chunk_ends, chunked_scan
-from hamt.spectral import (UnitBind, Unbind, complex_bins, from_spectrum, spectral_matrices,
-                           to_spectrum)
+from hamt.spectral import UnitBind, Unbind, complex_bins, from_spectrum, to_spectrum
 
 _EPS = 1e-12  # keeps a zero coefficient's division finite; far below any real magnitude
 
@@ -137,9 +136,6 @@ class HolographicMemory(nn.Module):
         self.c_in = nn.Linear(config.n_embd, 3 * self.dim + 2 * self.slots, bias=config.bias)
         self.c_proj = nn.Linear(self.dim, config.n_embd, bias=config.bias)
         self.decay_logit = nn.Parameter(initial_decay_logits(config))
-        mats = spectral_matrices(config.binding, self.dim)
-        self.register_buffer("to_spec", None if mats is None else mats[0], persistent=False)
-        self.register_buffer("from_spec", None if mats is None else mats[1], persistent=False)
         self.register_buffer("parseval", parseval_weights(config.binding, self.dim),
                              persistent=False)
         self.dropout = nn.Dropout(config.dropout)
@@ -151,19 +147,29 @@ class HolographicMemory(nn.Module):
     def _folded(self) -> tuple[Tensor, Tensor | None, Tensor]:
         """x -> packed spectra weights [3D, C] (and bias), and c_proj's weight
         taking a packed spectrum back [C, D]: the DFT multiplied into c_in's
-        value/key rows and into c_proj, in fp32."""
-        vec = 3 * self.dim
+        value/key rows and into c_proj, in fp32.
+
+        With to_spectrum(x) = x F and from_spectrum(p) = p F^-1, the folded
+        c_in rows are F^T W: to_spectrum of W's columns. Parseval makes
+        F^-1 = diag(w) F^T, so c_proj's folded weight W_out F^-T is
+        to_spectrum(W_out) scaled by the Parseval weights w. Both are FFTs
+        of the weights (O(D log D) per column) rather than D x D matmuls.
+        """
+        vec, width = 3 * self.dim, self.c_in.in_features  # width: the stream's C
         w_in, b_in, w_out = self.c_in.weight[:vec], self.c_in.bias, self.c_proj.weight
         b_in = None if b_in is None else b_in[:vec]
-        if self.to_spec is None:
+        if self.binding != "circular":
             return w_in, b_in, w_out
-        to = self.to_spec.float()
-        w_spec = to.T @ w_in.float().unflatten(0, (3, self.dim))  # [3, D, C]
-        w_in = w_spec.flatten(0, 1).to(w_in.dtype)
+        # c_in's columns are transformed where they lie (along dim 1 of
+        # [3, D, C]); c_proj's rows and the bias, D-long rows, in one more call.
+        w_spec = to_spectrum(w_in.float().view(3, self.dim, width), self.binding, dim=1)
+        rows = w_out.float() if b_in is None else torch.cat(
+            (w_out.float(), b_in.float().view(3, self.dim)))
+        spectra = to_spectrum(rows, self.binding)
+        w_folded = spectra[:width] * self.parseval
         if b_in is not None:
-            b_in = (b_in.float().view(3, self.dim) @ to).flatten().to(b_in.dtype)
-        w_out = (w_out.float() @ self.from_spec.float().T).to(w_out.dtype)
-        return w_in, b_in, w_out
+            b_in = spectra[width:].flatten().to(b_in.dtype)
+        return w_spec.flatten(0, 1).to(w_in.dtype), b_in, w_folded.to(w_out.dtype)
 
     def _split(self, spec: Tensor, logits: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Packed spectra [..., 3D] and logits [..., 2S] -> bound spectrum,
@@ -190,13 +196,14 @@ class HolographicMemory(nn.Module):
         logits = F.linear(x, self.c_in.weight[vec:], None if bias is None else bias[vec:])
         with torch.autocast(device_type=x.device.type, enabled=False):
             bound, read_key, gates, read_w = self._split(spec, logits)
-            reads, afters = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk, state)
-            stats = self._aux(afters, bound, gates) if need_aux else {}
+            reads, afters, lasts = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk,
+                                                state)
+            stats = self._aux(afters, lasts, gates) if need_aux else {}
             read = Unbind.apply(read_key, reads, self.bins)
         y = self.dropout(F.linear(read.to(w_out.dtype), w_out, self.c_proj.bias))
         return y, (afters[:, -1] if need_state else None), stats
 
-    def _aux(self, afters: Tensor, bound: Tensor, gates: Tensor) -> dict[str, Tensor]:
+    def _aux(self, afters: Tensor, target: Tensor, gates: Tensor) -> dict[str, Tensor]:
         """Retrieval loss and mean write gates.
 
         Right after writing token t, unbinding the memory with t's own write
@@ -208,12 +215,11 @@ class HolographicMemory(nn.Module):
         sum exists): one small matmul instead of a second pass of the scan.
         Because a_t is unit, unbinding is an isometry:
         <unbind(a, U), v> = <U, bind(a, v)>, so no unbind or FFT is needed.
+        target [B, N, D]: bound at those tokens, from chunked_scan.
         """
-        ends = chunk_ends(bound.size(1), self.chunk)
-        own = gates[:, ends]
+        own = gates[:, chunk_ends(gates.size(1), self.chunk)]
         own = own / (own.sum(-1, keepdim=True) + 1e-6)  # [B, N, S]
         retrieved = (own.unsqueeze(-2) @ afters).squeeze(-2)  # [B, N, D]
-        target = bound[:, ends]
         dot = (retrieved * target * self.parseval).sum(-1)
         norms = ((retrieved.square() * self.parseval).sum(-1)
                  * (target.square() * self.parseval).sum(-1)).sqrt()

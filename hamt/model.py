@@ -164,17 +164,20 @@ class HAMT(nn.Module):
         (backward ~ 2x forward). Per layer, D = hcm_dim, S = slots,
         C = min(chunk_size, seq_len):
           unit keys, bind and unbind on packed spectra: ~ 12 D;
-          in-chunk mixing matrix, sum_s w g lambda^(i-j): 3 C S;
+          the chunk's mixing matrix, a [C, S] x [S, C] matmul: 2 C S;
           applying it (the full C x C, as computed): 2 C D;
           reading the chunk's start state and writing its end state: 4 S D;
           carrying the state from chunk to chunk: 2 S D / C.
-        The DFT is multiplied into c_in / c_proj once per call, a cost that
-        does not grow with tokens and is left out; so are the retrieval
-        loss (a few D per chunk) and elementwise gates, softmax, LayerNorm.
+        The DFT is folded into c_in / c_proj by FFTs of the weights once per
+        call, a cost that does not grow with tokens and is left out; so are
+        the retrieval loss (a few D per chunk) and elementwise gates,
+        softmax, LayerNorm. Off the CPU, under torch.compile, or with a slot
+        forgetting faster than the factored form allows, the mixing matrix is
+        a broadcast costing about 3 C S instead (hamt/scan.py).
         """
         cfg = self.config
         dim, slots, chunk = cfg.hcm_dim, cfg.num_slots, min(cfg.chunk_size, seq_len)
-        per_layer = 12 * dim + 3 * chunk * slots + 2 * chunk * dim + 4 * slots * dim
+        per_layer = 12 * dim + 2 * chunk * slots + 2 * chunk * dim + 4 * slots * dim
         per_layer += 2 * slots * dim / chunk
         return int(6 * self.num_params() + 3 * cfg.n_layer * per_layer)
 

@@ -9,14 +9,14 @@ ones (the halfcomplex layout): exactly D numbers, no stored zeros.
 elementwise: coordinate k is the real part and k + D/2 the imaginary part
 of complex number k (K = D/2, E = 0); the vector already is packed.
 
-A real matrix maps a vector to its packed spectrum (or back), which lets
-the layer fold the DFT into its projections; width D rather than D + 2
-keeps the matmuls on sizes the BLAS handles well. Complex arithmetic on
-the contiguous halves is a few vectorised real products (torch's complex
-kernels, abs and sgn measured several times slower on CPU). The two
-autograd Functions do it with hand-written, mostly in-place backward
-passes: these tensors are as large as the stream, so on a CPU every
-extra elementwise pass costs about as much as a small matmul.
+The packing is linear, so the layer folds the DFT into its projections
+(memory.py); width D rather than D + 2 keeps the matmuls on sizes the
+BLAS handles well. Complex arithmetic on the contiguous halves is a few
+vectorised real products (torch's complex kernels, abs and sgn measured
+several times slower on CPU). The autograd Functions do it with
+hand-written, mostly in-place backward passes: these tensors are as large
+as the stream, so on a CPU every extra elementwise pass costs about as
+much as a small matmul.
 """
 
 from __future__ import annotations
@@ -32,37 +32,56 @@ def complex_bins(binding: str, dim: int) -> int:
     return dim // 2 - 1 if binding == "circular" else dim // 2
 
 
-def to_spectrum(x: Tensor, binding: str) -> Tensor:
-    """Real vectors [..., D] -> packed spectra [..., D]."""
+def to_spectrum(x: Tensor, binding: str, dim: int = -1) -> Tensor:
+    """Real vectors of width D along dim -> packed spectra of width D."""
     if binding != "circular":
         return x
+    return PackedRfft.apply(x, dim)
+
+
+def _packed_rfft(x: Tensor, dim: int) -> Tensor:
     # "ortho" keeps norms, up to the Parseval weights (see memory.py).
-    z = torch.fft.rfft(x, norm="ortho")
-    return torch.cat((z.real[..., 1:-1], z.imag[..., 1:-1], z.real[..., :1], z.real[..., -1:]), -1)
+    z = torch.fft.rfft(x, dim=dim, norm="ortho")
+    bins = z.size(dim)
+    return torch.cat((z.real.narrow(dim, 1, bins - 2), z.imag.narrow(dim, 1, bins - 2),
+                      z.real.narrow(dim, 0, 1), z.real.narrow(dim, bins - 1, 1)), dim)
 
 
-def from_spectrum(p: Tensor, binding: str) -> Tensor:
-    """Packed spectra [..., D] -> real vectors [..., D] (inverse of to_spectrum)."""
+class PackedRfft(torch.autograd.Function):
+    """to_spectrum for the circular binding, with its adjoint as backward.
+
+    The packing is p = x F for a real D x D matrix F with F diag(w) F^T = I
+    (Parseval: sum w p^2 = |x|^2, w = 2 on complex-bin entries, 1 on the
+    real bins). So the gradient g F^T is from_spectrum(g / w): one inverse
+    FFT, where autograd's rfft backward runs a full complex FFT on a
+    zero-padded copy, several times slower on CPU.
+    """
+
+    @staticmethod
+    def forward(ctx, x: Tensor, dim: int) -> Tensor:
+        ctx.dim = dim
+        return _packed_rfft(x, dim)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:
+        k = complex_bins("circular", grad.size(ctx.dim))
+        halved = grad.clone()
+        halved.narrow(ctx.dim, 0, 2 * k).mul_(0.5)
+        return from_spectrum(halved, "circular", ctx.dim), None
+
+
+def from_spectrum(p: Tensor, binding: str, dim: int = -1) -> Tensor:
+    """Packed spectra of width D along dim -> real vectors (inverse of to_spectrum)."""
     if binding != "circular":
         return p
-    dim = p.size(-1)
-    k = complex_bins(binding, dim)
-    zero = p.new_zeros(p.shape[:-1] + (1,))
-    re = torch.cat((p[..., 2 * k:2 * k + 1], p[..., :k], p[..., 2 * k + 1:]), -1)
-    im = torch.cat((zero, p[..., k:2 * k], zero), -1)
-    return torch.fft.irfft(torch.complex(re, im), n=dim, norm="ortho")
-
-
-def spectral_matrices(binding: str, dim: int) -> tuple[Tensor, Tensor] | None:
-    """(to, back) with to_spectrum(x) = x @ to and from_spectrum(p) = p @ back.
-
-    Built by transforming identity matrices. None for the elementwise
-    binding, whose spectrum is the vector itself.
-    """
-    if binding != "circular":
-        return None
-    eye = torch.eye(dim, dtype=torch.float64)
-    return to_spectrum(eye, binding).float(), from_spectrum(eye, binding).float()
+    width = p.size(dim)
+    k = complex_bins(binding, width)
+    zero = torch.zeros_like(p.narrow(dim, 0, 1))
+    re = torch.cat((p.narrow(dim, 2 * k, 1), p.narrow(dim, 0, k), p.narrow(dim, 2 * k + 1, 1)),
+                   dim)
+    im = torch.cat((zero, p.narrow(dim, k, k), zero), dim)
+    return torch.fft.irfft(torch.complex(re, im), n=width, dim=dim, norm="ortho")
 
 
 def _pmul_into(out: Tensor, a: Tensor, b: Tensor, k: int, conj_a: bool = False) -> Tensor:

@@ -44,8 +44,12 @@ class RunConfig:
         return self.values.get(name, default)
 
     def derived(self, world_size: int = 1) -> dict[str, int]:
-        """Values computed from others; the only place they are computed."""
+        """Values computed from others; the only place they are computed. With
+        HYPER_PARAM_AUTO the effective batch is TARGET_EFFECTIVE_BATCH, which the
+        micro-batch and accumulation chosen at start multiply to exactly."""
         effective = self.BATCH_SIZE * self.GPT2_GRADIENT_ACCUMULATION * world_size
+        if self.get("HYPER_PARAM") == "auto":
+            effective = self.TARGET_EFFECTIVE_BATCH
         tokens = effective * self.GPT2_BLOCK_SIZE
         return {
             "world_size": world_size,
@@ -57,8 +61,12 @@ class RunConfig:
 
     def describe(self, world_size: int = 1) -> str:
         d = self.derived(world_size)
+        split = self.BATCH_SIZE * self.GPT2_GRADIENT_ACCUMULATION * world_size
         lines = [f"effective batch {d['effective_batch_size']} = batch {self.BATCH_SIZE} x "
-                 f"accumulation {self.GPT2_GRADIENT_ACCUMULATION} x world {world_size}",
+                 f"accumulation {self.GPT2_GRADIENT_ACCUMULATION} x world {world_size}"
+                 if split == d["effective_batch_size"] else
+                 f"effective batch {d['effective_batch_size']} = TARGET_EFFECTIVE_BATCH "
+                 f"(HYPER_PARAM_AUTO: micro-batch and accumulation are chosen at start)",
                  f"tokens/iter {d['tokens_per_iter']:,} = effective batch x block "
                  f"{self.GPT2_BLOCK_SIZE}; {d['total_tokens']:,} tokens over "
                  f"{self.GPT2_MAX_ITERS} iterations, {d['evaluations']} evaluations"]
@@ -127,6 +135,18 @@ def load_run_config(args: list[str] = (), path: Path = CONFIG) -> RunConfig:
     header += (": .config with overrides " + " ".join(f"{k}={v}" for k, v in applied.items())
                if applied else ": .config as is")
     return RunConfig(values, applied, flags, config_text(kconf, header + "\n"))
+
+
+def run_config_from_defaults(settings: dict[str, str]) -> RunConfig:
+    """Every option at its default plus SYMBOL=value settings, validated like
+    overrides; needs no .config (estimate validation, tools)."""
+    from lib.kconfig import open_tree
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / ".config"
+        write_outputs(open_tree(), path, Path(tmp) / "config.py")
+        words = " ".join(f"{k}={v}" for k, v in settings.items())
+        return load_run_config([f"SET={words}"] if words else [], path)
 
 
 def render_config_py(values: dict[str, Any]) -> str:

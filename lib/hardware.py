@@ -1,9 +1,14 @@
-"""What the device can do: its name, memory and peak dense FLOP/s (for MFU).
+"""What the device can do: its name, memory, bf16 support and peak FLOP/s.
+
+Two sources: the device present (describe_device: CUDA or ROCm through
+torch.cuda, Apple MPS, or the CPU's cores and RAM), and a table of known
+GPUs (KNOWN_GPUS) that `make estimate` checks a configuration against.
 
 Peaks are dense bf16/fp16 tensor-core figures from the vendors' datasheets
 (never the 2:4-sparsity figures, which are twice these). fp32 runs on
 NVIDIA use TF32 tensor cores at half the bf16 rate when allowed; we report
-MFU only for 16-bit runs, where the peak is unambiguous.
+MFU only for 16-bit runs, where the peak is unambiguous. Memory is the total
+the driver reports (nvidia-smi / rocm-smi, MiB), before the CUDA context.
 """
 from __future__ import annotations
 
@@ -12,39 +17,108 @@ from dataclasses import dataclass
 
 import torch
 
-# Substring of torch.cuda.get_device_name() -> dense 16-bit peak FLOP/s.
-PEAK_FLOPS_16BIT = {
-    "H200": 989e12,
-    "H100": 989e12,
-    "A100": 312e12,
-    "L4": 121e12,
-    "W7900": 122e12,
-    "RTX 4090": 165e12,
-    "RTX 4080": 97e12,
-    "RTX 4070": 58e12,
-    "RTX 3060": 51e12,
-}
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class GPUProfile:
+    """A known accelerator: `match` is a substring of its device name."""
+    name: str
+    match: str
+    memory_bytes: int
+    peak_flops_16bit: float
+    bf16: bool = True
+
+
+# In the order `make estimate` prints them. A100 comes in two sizes with the
+# same name stem; describe_device tells them apart by memory.
+KNOWN_GPUS: tuple[GPUProfile, ...] = (
+    GPUProfile("A100 40GB", "A100", 40960 * MIB, 312e12),
+    GPUProfile("A100 80GB", "A100", 81920 * MIB, 312e12),
+    GPUProfile("H100 80GB", "H100", 81559 * MIB, 989e12),
+    GPUProfile("H200 141GB", "H200", 143771 * MIB, 989e12),
+    GPUProfile("L4 24GB", "L4", 23034 * MIB, 121e12),
+    GPUProfile("RTX 3060 12GB", "RTX 3060", 12288 * MIB, 51e12),
+    GPUProfile("RTX 4070 12GB", "RTX 4070", 12282 * MIB, 58e12),
+    GPUProfile("RTX 4080 16GB", "RTX 4080", 16376 * MIB, 97e12),
+    GPUProfile("RTX 4090 24GB", "RTX 4090", 24564 * MIB, 165e12),
+    GPUProfile("W7900 48GB", "W7900", 49136 * MIB, 122e12),
+)
+
+# Kept for callers that look a peak up by name.
+PEAK_FLOPS_16BIT = {p.match: p.peak_flops_16bit for p in KNOWN_GPUS}
+
+# Sustained fp32 FLOP/s per CPU core that training reaches, for time
+# estimates only (no MFU is reported on CPUs). Measured with `make bench` on
+# this project's 2-core machine: the 7.2M-parameter tiny GPT-2 at 1,437
+# tokens/s x 43.6 MFLOP/token = 62.7 GFLOP/s on 2 cores, about 30 per core.
+CPU_FLOPS_PER_CORE = 30e9
 
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    kind: str            # "cuda", "mps" or "cpu"
+    kind: str            # "cuda", "mps" or "cpu" (torch.device type; ROCm is "cuda")
     name: str
     memory_bytes: int | None
     bf16: bool
     peak_flops_16bit: float | None
+    backend: str = ""    # "cuda", "rocm", "mps" or "cpu"
+    cores: int | None = None  # CPU threads torch uses (CPU only)
+
+    @property
+    def sustained_flops(self) -> float | None:
+        """FLOP/s a CPU sustains in training (CPU_FLOPS_PER_CORE x threads)."""
+        return CPU_FLOPS_PER_CORE * self.cores if self.kind == "cpu" and self.cores else None
+
+
+def match_profile(name: str, memory_bytes: int | None = None) -> GPUProfile | None:
+    """The known GPU whose name stem is in `name`; among several (A100 40 and
+    80 GB) the one whose memory is nearest memory_bytes."""
+    found = [p for p in KNOWN_GPUS if p.match.lower() in name.lower()]
+    if not found:
+        return None
+    if memory_bytes is None:
+        return found[0]
+    return min(found, key=lambda p: abs(p.memory_bytes - memory_bytes))
+
+
+def profile(name: str) -> GPUProfile:
+    """A known GPU by its table name ("H100 80GB") or stem ("h100")."""
+    for p in KNOWN_GPUS:
+        if name.lower() in (p.name.lower(), p.name.lower().replace(" ", "")):
+            return p
+    found = match_profile(name)
+    if found is None:
+        raise ValueError(f"unknown GPU '{name}'; known: {', '.join(p.name for p in KNOWN_GPUS)}")
+    return found
+
+
+def profile_info(p: GPUProfile) -> DeviceInfo:
+    """A DeviceInfo for a known GPU that is not present (estimates, tests)."""
+    return DeviceInfo("cuda", p.name, p.memory_bytes, p.bf16, p.peak_flops_16bit, "cuda")
+
+
+def cpu_info() -> DeviceInfo:
+    threads = torch.get_num_threads()
+    name = f"CPU ({os.cpu_count()} cores, {threads} threads)"
+    return DeviceInfo("cpu", name, _ram_bytes(), True, None, "cpu", threads)
 
 
 def describe_device(device: torch.device) -> DeviceInfo:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        peak = next((v for k, v in PEAK_FLOPS_16BIT.items() if k in props.name), None)
-        return DeviceInfo("cuda", props.name, props.total_memory,
-                          torch.cuda.is_bf16_supported(), peak)
+        known = match_profile(props.name, props.total_memory)
+        backend = "rocm" if getattr(torch.version, "hip", None) else "cuda"
+        return DeviceInfo("cuda", props.name, props.total_memory, torch.cuda.is_bf16_supported(),
+                          known.peak_flops_16bit if known else None, backend)
     if device.type == "mps":
-        return DeviceInfo("mps", "Apple MPS", None, False, None)
-    name = f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
-    return DeviceInfo("cpu", name, _ram_bytes(), True, None)
+        memory = None
+        try:  # unified memory: what Metal recommends one process use
+            memory = int(torch.mps.recommended_max_memory())
+        except (AttributeError, RuntimeError):
+            pass
+        return DeviceInfo("mps", "Apple MPS", memory, False, None, "mps")
+    return cpu_info()
 
 
 def _ram_bytes() -> int | None:

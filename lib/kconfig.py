@@ -209,9 +209,14 @@ def _unmet(dep) -> str:
     """'depends on A && !B, which is not met (A=n, B=y)', without the <choice>
     term that every choice member carries."""
     text = re.sub(r"\s*&&\s*<choice \w+>|<choice \w+>\s*&&\s*", "", kconfiglib.expr_str(dep))
-    state = ", ".join(f"{s.name}={s.str_value or 'n'}" for s in kconfiglib.expr_items(dep)
-                      if isinstance(s, kconfiglib.Symbol) and not s.is_constant)
-    return f"depends on {text}, which is not met ({state})"
+    syms = [s for s in kconfiglib.expr_items(dep)
+            if isinstance(s, kconfiglib.Symbol) and not s.is_constant]
+    state = ", ".join(f"{s.name}={s.str_value or 'n'}" for s in syms)
+    # A hidden derived symbol means nothing to a user: say what sets it.
+    derived = [f"{s.name} is y if " + " or ".join(kconfiglib.expr_str(c) for _, c in s.defaults)
+               for s in syms if s.defaults and not any(n.prompt for n in s.nodes)]
+    return (f"depends on {text}, which is not met ({state})"
+            + "".join(f"; {d}" for d in derived))
 
 
 def _closest(kconf: kconfiglib.Kconfig, name: str) -> str:

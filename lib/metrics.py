@@ -40,8 +40,9 @@ def mfu(flops_per_token: float, tokens_per_sec: float, peak_flops: float | None)
 class RunMetrics:
     """Accumulates what a run measures; state_dict() lets a resumed run continue it."""
 
-    def __init__(self, path: Path, static: dict[str, Any]):
+    def __init__(self, path: Path, static: dict[str, Any], write: bool = True):
         self.path = Path(path)
+        self.enabled = write  # False on every rank but 0 of a multi-process run
         self.static = static
         self.train_loss: dict[str, list] = {"iters": [], "values": []}
         self.val_loss: dict[str, list] = {"iters": [], "values": []}
@@ -114,7 +115,8 @@ class RunMetrics:
         }
 
     def write(self, summary: dict[str, Any]) -> None:
-        write_json_atomic(self.path, summary)
+        if self.enabled:
+            write_json_atomic(self.path, summary)
 
     def state_dict(self) -> dict[str, Any]:
         keys = ("train_loss", "val_loss", "lr", "best_val_loss", "timed_tokens",

@@ -22,8 +22,12 @@ ALIASES = {
     "LR": "LEARNING_RATE",
     "SEED": "TRAIN_SEED",
     "RUN_NAME": "RUN_NAME",
+    "PARALLEL_JOBS": "MATRIX_PARALLEL_JOBS",
+    "EXECUTOR": "MATRIX_EXECUTOR",
 }
-FLAGS = ("DRY_RUN", "YES", "RESUME")
+FLAGS = ("DRY_RUN", "YES", "RESUME", "RETRY_FAILED")
+# TRACKER=tensorboard,wandb switches the named trackers on and the others off.
+TRACKERS = {"tensorboard": "TRACKER_TENSORBOARD", "wandb": "TRACKER_WANDB"}
 _TRUE, _FALSE = ("1", "y", "yes"), ("0", "n", "no", "")
 
 
@@ -38,6 +42,8 @@ def split_args(args: list[str]) -> tuple[list[tuple[str, str]], dict[str, bool],
             if value.lower() not in _TRUE + _FALSE:
                 problems.append(f"{name}={value}: allowed 1 or 0")
             flags[name] = value.lower() in _TRUE
+        elif name == "TRACKER":
+            overrides += _tracker_overrides(value, problems)
         elif name == "SET":
             more, more_flags, bad = split_args(value.split())
             overrides += more
@@ -46,6 +52,17 @@ def split_args(args: list[str]) -> tuple[list[tuple[str, str]], dict[str, bool],
         else:
             overrides.append((name, value))
     return overrides, flags, problems
+
+
+def _tracker_overrides(value: str, problems: list[str]) -> list[tuple[str, str]]:
+    """TRACKER=a,b -> each tracker symbol set to y or n; "none" (or "") turns all off."""
+    wanted = {n.strip().lower() for n in value.split(",") if n.strip()} - {"none"}
+    unknown = sorted(wanted - set(TRACKERS))
+    if unknown:
+        problems.append(f"TRACKER={value}: unknown tracker {', '.join(unknown)}; allowed "
+                        f"{', '.join(TRACKERS)} or none, comma-separated")
+        return []
+    return [(symbol, "y" if name in wanted else "n") for name, symbol in TRACKERS.items()]
 
 
 def apply_overrides(kconf: kconfiglib.Kconfig,

@@ -49,19 +49,26 @@ def resolve_device(choice: str) -> torch.device:
 
 
 def resolve_precision(run: Any, device: torch.device) -> Precision:
+    bf16 = device.type == "cuda" and describe_device(device).bf16
+    return Precision(device, *choose_dtype(run, device.type, bf16))
+
+
+def choose_dtype(run: Any, kind: str, bf16: bool) -> tuple[str, str]:
+    """(dtype, reason) for a device kind ("cuda", "cpu", "mps") and whether it
+    has bf16; shared by the trainer and the memory estimate."""
     if not run.MIXED_PRECISION:
-        return Precision(device, "fp32", "CONFIG_MIXED_PRECISION is off")
+        return "fp32", "CONFIG_MIXED_PRECISION is off"
     wanted = run.MIXED_PRECISION_DTYPE
     if wanted != "auto":
-        if device.type == "cpu" and wanted == "fp16":
+        if kind == "cpu" and wanted == "fp16":
             raise RuntimeError("fp16 autocast with a gradient scaler is not supported on the "
                                "CPU; choose bf16 or auto (CONFIG_MIXED_PRECISION_DTYPE_*)")
-        return Precision(device, wanted, "as configured")
-    if device.type != "cuda":
-        return Precision(device, "fp32", f"auto: 16-bit autocast is usually slower on {device.type}")
-    if describe_device(device).bf16:
-        return Precision(device, "bf16", "auto: the GPU supports bf16")
-    return Precision(device, "fp16", "auto: the GPU lacks bf16; fp16 with a gradient scaler")
+        return wanted, "as configured"
+    if kind != "cuda":
+        return "fp32", f"auto: 16-bit autocast is usually slower on {kind}"
+    if bf16:
+        return "bf16", "auto: the GPU supports bf16"
+    return "fp16", "auto: the GPU lacks bf16; fp16 with a gradient scaler"
 
 
 def compile_model(model: torch.nn.Module) -> torch.nn.Module:

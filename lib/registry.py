@@ -24,6 +24,9 @@ class ModelFamily:
     from_run_config: Callable[[Any, int], Any]
     build: Callable[[Any], Any]  # family config -> nn.Module with the model interface
     variant: Callable[[Any], str]  # run config -> variant tag for run ids ("vanilla")
+    # run config -> the family's variants a test matrix enabled, each as
+    # NAME=VALUE overrides that select it in a single run ([[]]: as configured)
+    matrix_variants: Callable[[Any], list[list[tuple[str, str]]]] = lambda run: [[]]
 
 
 def config_from_symbols(make: Callable[..., Any], symbols: dict[str, str], run: Any,

@@ -76,6 +76,16 @@ def find_run_dir(results: Path, name: str | None) -> Path:
     return path
 
 
+def run_folder(path: str | Path | None, results: Path) -> Path:
+    """A finished or running run to read (make sample/eval/export): the folder
+    given (RUN=<dir>), else the one results/latest points to."""
+    path = Path(path) if path else results / "latest"
+    if not (path / "config.txt").is_file():
+        raise RunDirError(f"{path} is not a run folder (no config.txt): train one with `make`, "
+                          f"or name one with RUN=<dir>")
+    return path.resolve()
+
+
 def point_latest(path: Path) -> None:
     """Atomically repoint results/latest at path (a relative symlink)."""
     link = path.parent / "latest"

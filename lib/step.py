@@ -5,6 +5,7 @@ the step that training runs.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import torch
@@ -29,6 +30,9 @@ class TrainStep:
         self.accumulation = accumulation
         self.grad_clip = grad_clip
         self.pruner = pruner
+        # sync(last) wraps each micro-batch: under DDP it skips the gradient
+        # all-reduce (no_sync) on all but the last one of an accumulation.
+        self.sync: Callable[[bool], Any] = lambda last: contextlib.nullcontext()
 
     def __call__(self, next_batch: Callable[[], Batch], lr: float, step: int = 0) -> float:
         """Run optimizer step number `step` (1-based) at learning rate lr; returns
@@ -36,13 +40,15 @@ class TrainStep:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         total = torch.zeros((), device=next(self.model.parameters()).device)
-        for _ in range(self.accumulation):
+        for i in range(self.accumulation):
             x, y = next_batch()
-            with self.precision.autocast():
-                _, loss = self.forward(x, y)
-            # Dividing makes the summed gradient equal one batch accumulation x larger.
-            loss = loss / self.accumulation
-            self.scaler.scale(loss).backward()
+            with self.sync(i == self.accumulation - 1):
+                with self.precision.autocast():
+                    # Not binding the logits frees them before backward (B x T x vocab).
+                    loss = self.forward(x, y)[1]
+                # Dividing makes the summed gradient equal one batch accumulation x larger.
+                loss = loss / self.accumulation
+                self.scaler.scale(loss).backward()
             total += loss.detach()
         if self.grad_clip > 0:
             self.scaler.unscale_(self.optimizer)  # clip true gradients, not scaled ones

@@ -22,47 +22,76 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lib import registry
+from lib.backup import Backup
 from lib.checkpoint import rng_state, save_checkpoint, set_rng_state
 from lib.data import BatchLoader, load_meta
 from lib.data.prepared import ensure_prepared
+from lib.distributed import SINGLE, DistEnv
+from lib.early_stop import EarlyStop
+from lib.estimate import estimate_memory
+from lib.estimate.fit import plan_batch
+from lib.eval.samples import SampleLog
+from lib.fallback import FirstSteps
 from lib.hardware import describe_device
 from lib.metrics import RunMetrics, mfu, peak_memory_mb
+from lib.monitor import build_monitor
 from lib.optim import build_optimizer, optimizer_stats, state_bytes
 from lib.precision import compile_model, resolve_device, resolve_precision
 from lib.prune.build import build_pruner
+from lib.recompute import enable_checkpointing
 from lib.schedule import lr_at
 from lib.step import TrainStep
+from lib.tracking import Tracker
 
 
 class Trainer:
     def __init__(self, run: Any, run_dir: Path, log: Callable[[str], None],
-                 resume: dict[str, Any] | None = None):
-        self.run, self.run_dir, self.log = run, Path(run_dir), log
+                 resume: dict[str, Any] | None = None, dist: DistEnv = SINGLE):
+        self.run_dir, self.log, self.dist = Path(run_dir), log, dist
         _seed_everything(run.TRAIN_SEED)
-        self.device = resolve_device(run.DEVICE)
+        self.device = dist.place(resolve_device(run.DEVICE))
         self.precision = resolve_precision(run, self.device)
-        data_dir = ensure_prepared(run, log)
+        data_dir = dist.main_first(lambda: ensure_prepared(run, log))
         self.meta = load_meta(data_dir)
         family = registry.family(run.MODEL)
         self.model_config = family.from_run_config(run, self.meta["vocab_size"])
+        # Micro-batch and accumulation: as configured, chosen to fit (HYPER_PARAM_AUTO),
+        # or as a resumed checkpoint ran them.
+        run, self.batch_plan = plan_batch(run, describe_device(self.device), dist.world_size,
+                                          self.meta["vocab_size"], (resume or {}).get("batch"))
+        self.run = run
         self.model = family.build(self.model_config).to(self.device)
+        dist.seed_ranks(run.TRAIN_SEED)  # different dropout masks per rank
+        if run.get("TRAIN_GRADIENT_CHECKPOINTING"):
+            enable_checkpointing(self.model)
+        self.forward_module = dist.wrap(self.model, self.device)  # DDP/FSDP, or the model
         self.optimizer = build_optimizer(run, self.model, self.device)
         self.pruner = build_pruner(run, self.model, self.optimizer)
         self.train_step = TrainStep(self.model, self.optimizer, self.precision,
                                     run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP,
                                     self.pruner)
+        self.train_step.forward = self.forward_module
+        self.train_step.sync = dist.sync(self.forward_module)
         block = self.model_config.block_size
         self.loaders = {split: BatchLoader(data_dir, split, run.BATCH_SIZE, block,
-                                           device=self.device, seed=run.TRAIN_SEED)
+                                           device=self.device, seed=run.TRAIN_SEED,
+                                           rank=dist.rank, world_size=dist.world_size)
                         for split in ("train", "val")}
-        self.derived = run.derived()
-        self.metrics = RunMetrics(self.run_dir / "metrics.json", self._static())
+        self.derived = run.derived(dist.world_size)
+        self.metrics = RunMetrics(self.run_dir / "metrics.json", self._static(),
+                                  write=dist.is_main)
+        self.monitor = build_monitor(run, self.device, self.run_dir, log, dist.is_main)
+        self.backup = Backup.from_run(run, self.run_dir, log, dist.is_main)
+        self.early_stop = EarlyStop.from_run(run)  # val loss is averaged: ranks agree
+        self.tracker = Tracker(run, self.run_dir, log, dist.is_main)  # TensorBoard / W&B; off by default
+        self.samples = SampleLog(run, self.run_dir, self.meta["tokenizer"], log, dist.is_main)
         self.step = 0
         self.compiled = bool(run.get("COMPILE_MODEL"))
         self.compile_error: str | None = None
         if self.compiled:
-            self.train_step.forward = compile_model(self.model)
+            self.train_step.forward = compile_model(self.forward_module)
         self._compile_proven = not self.compiled
+        self.first_steps = FirstSteps(self)  # compile and out-of-memory fallbacks
         if resume:
             self._restore(resume)
 
@@ -81,8 +110,22 @@ class Trainer:
             "tokens_per_iter": self.derived["tokens_per_iter"],
             "device": info.kind, "device_name": info.name,
             "dtype": self.precision.dtype, "dtype_reason": self.precision.reason,
-            "overrides": self.run.overrides,
+            "overrides": self.run.overrides, "world_size": self.dist.world_size,
+            "micro_batch_size": self.run.BATCH_SIZE,
+            "gradient_accumulation": self.run.GPT2_GRADIENT_ACCUMULATION,
+            "batch_plan": self.batch_plan.as_dict(),
+            "gradient_checkpointing": bool(self.run.get("TRAIN_GRADIENT_CHECKPOINTING")),
+            "memory_estimate_mb": self._memory_estimate(info),
         }
+
+    def _memory_estimate(self, info: Any) -> float | None:
+        """`make estimate`'s figure for this run, to compare with peak_memory_mb."""
+        try:
+            estimate = estimate_memory(self.run, self.meta["vocab_size"], device_info=info)
+            return estimate.total_bytes / 2**20
+        except Exception as err:  # an estimate must never stop a run
+            self.log(f"memory estimate unavailable: {type(err).__name__}: {err}")
+            return None
 
     def describe(self) -> None:
         s = self.metrics.static
@@ -92,7 +135,8 @@ class Trainer:
         self.log(f"data: {s['dataset']} / {s['tokenizer']}: {self.meta['train_tokens']:,} train "
                  f"and {self.meta['val_tokens']:,} val tokens")
         self.log(f"device: {s['device_name']}; precision {s['dtype']} ({s['dtype_reason']})")
-        self.log(self.run.describe())
+        self.log(self.run.describe(self.dist.world_size))
+        self.log(self.batch_plan.describe())
         self.log(f"torch.compile: {'requested; compiles on the first step' if self.compiled else 'off'}")
 
     # -- loop -------------------------------------------------------------------
@@ -103,16 +147,19 @@ class Trainer:
         end = min(total, stop_at or total)
         started, status, reason = time.monotonic(), "completed", None
         best_loss = math.inf
-        bar = tqdm(total=total, initial=self.step, desc="train", dynamic_ncols=True)
+        bar = tqdm(total=total, initial=self.step, desc="train", dynamic_ncols=True,
+                   disable=not self.dist.is_main)
+        self.monitor.start()
         try:
             while self.step < end:
-                if run.TRAIN_MAX_TIME and time.monotonic() - started >= run.TRAIN_MAX_TIME:
+                late = run.TRAIN_MAX_TIME and time.monotonic() - started >= run.TRAIN_MAX_TIME
+                if run.TRAIN_MAX_TIME and self.dist.any(late):  # every rank stops together
                     status, reason = "stopped", f"TRAIN_MAX_TIME={run.TRAIN_MAX_TIME}s reached"
                     break
                 lr = lr_at(self.step, peak=run.LEARNING_RATE, minimum=run.GPT2_MIN_LR,
                            warmup=run.GPT2_WARMUP_STEPS, total=total)
                 t0 = time.perf_counter()
-                loss = self._optimizer_step(lr)
+                loss = self.dist.mean(self.first_steps(lr))  # averaged over ranks
                 self.metrics.record_step(time.perf_counter() - t0, self.derived["tokens_per_iter"])
                 self.step += 1
                 bar.update(1)
@@ -124,42 +171,17 @@ class Trainer:
                 self._log_step(loss, lr, bar)
                 if self.step % run.GPT2_EVAL_INTERVAL == 0 or self.step == total:
                     self._evaluate_and_save()
-            if status == "completed" and self.step < total:
+                    if self.early_stop.reason and self.step < total:
+                        reason = self.early_stop.reason  # still "completed"
+                        break
+            if status == "completed" and self.step < total and not reason:
                 status, reason = "stopped", f"stopped at step {self.step} of {total}"
         except KeyboardInterrupt:
             status, reason = "stopped", "interrupted (Ctrl-C)"
         finally:
             bar.close()
+            self.monitor.stop()
         return self._finish(status, reason)
-
-    def _optimizer_step(self, lr: float) -> float:
-        next_batch, step = self.loaders["train"].next_batch, self.step + 1
-        if self._compile_proven:
-            return self.train_step(next_batch, lr, step)
-        # torch.compile is lazy: it compiles (and may fail) on this first call.
-        saved = {k: loader.state_dict() for k, loader in self.loaders.items()}
-        try:
-            loss = self.train_step(next_batch, lr, step)
-            self._compile_proven = True
-            self.log("torch.compile: compiled model is running")
-            return loss
-        except Exception as err:  # any backend failure, by design
-            self._fall_back_to_eager(err)
-            for k, loader in self.loaders.items():
-                loader.load_state_dict(saved[k])
-            return self.train_step(next_batch, lr, step)
-
-    def _fall_back_to_eager(self, err: Exception) -> None:
-        self.compile_error = f"{type(err).__name__}: {err}".strip()[:2000]
-        self.metrics.record_event(step=self.step, event="compile_failed", error=self.compile_error)
-        if self.run.get("COMPILE_STRICT"):
-            raise RuntimeError(f"torch.compile failed and CONFIG_COMPILE_STRICT is set: "
-                               f"{self.compile_error}") from err
-        banner = "!" * 72
-        self.log(f"{banner}\nWARNING: torch.compile FAILED; continuing in EAGER mode "
-                 f"(set CONFIG_COMPILE_STRICT=y to stop instead)\n{self.compile_error}\n{banner}")
-        self.optimizer.zero_grad(set_to_none=True)
-        self.train_step.forward, self.compiled, self._compile_proven = self.model, False, True
 
     def _divergence(self, loss: float, best: float) -> str | None:
         if not math.isfinite(loss):
@@ -191,6 +213,7 @@ class Trainer:
             extra += f" | {key.replace('_', ' ')} {value:.3f}"
         self.log(f"iter {self.step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
                  f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}")
+        self.tracker.log_train(self.step, self.metrics, self.device)
 
     # -- evaluation, checkpoints, records ----------------------------------------
 
@@ -207,39 +230,50 @@ class Trainer:
             losses[i] = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(),
                                         ignore_index=-1).item()
         self.model.train()
-        return losses.mean().item()
+        return self.dist.mean(losses.mean().item())
 
     def _evaluate_and_save(self) -> None:
         val = self.evaluate()
         best = self.metrics.record_val(self.step, val)
+        self.early_stop.update(val)
         self.log(f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f}"
                  f"{' (best)' if best else ''}")
+        self.tracker.log_eval(self.step, self.metrics)
+        self.samples(self.step, self.model, self.device)
         self.save("ckpt_latest.pt")
         if best:
             self.save("ckpt_best.pt")
         self.metrics.write(self._summary("running"))
+        self.backup.mirror()
 
     def save(self, name: str) -> None:
+        rngs = self.dist.gather(rng_state())  # every rank's, so a resume continues exactly
+        model, optimizer = self.dist.states(self.model, self.optimizer)
+        if not self.dist.is_main:
+            return
         save_checkpoint(self.run_dir / name, {
             "step": self.step, "family": self.run.MODEL,
             "model_config": asdict(self.model_config), "tokenizer": self.meta["tokenizer"],
-            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-            "scaler": self.train_step.scaler.state_dict(), "rng": rng_state(),
+            "model": model, "optimizer": optimizer, "rng_ranks": rngs,
+            "batch": {"batch_size": self.loaders["train"].batch_size,
+                      "accumulation": self.train_step.accumulation},
+            "scaler": self.train_step.scaler.state_dict(), "rng": rngs[0],
             "pruner": self.pruner.state_dict() if self.pruner is not None else None,
             "loaders": {k: loader.state_dict() for k, loader in self.loaders.items()},
-            "metrics": self.metrics.state_dict(),
+            "metrics": self.metrics.state_dict(), "early_stop": self.early_stop.state_dict(),
         })
 
     def _restore(self, state: dict[str, Any]) -> None:
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.dist.load_states(self.model, self.optimizer, state["model"], state["optimizer"])
         self.train_step.scaler.load_state_dict(state["scaler"])
         if self.pruner is not None:
             self.pruner.load_state_dict(state["pruner"])
         for k, loader in self.loaders.items():
             loader.load_state_dict(state["loaders"][k])
         self.metrics.load_state_dict(state["metrics"])
-        set_rng_state(state["rng"])
+        self.early_stop.load_state_dict(state.get("early_stop"))
+        ranks = state.get("rng_ranks") or []
+        set_rng_state(ranks[self.dist.rank] if len(ranks) == self.dist.world_size else state["rng"])
         self.step = state["step"]
         self.metrics.record_event(step=self.step, event="resumed", overrides=self.run.overrides)
 
@@ -251,8 +285,10 @@ class Trainer:
             peak_flops = None  # MFU is reported for 16-bit runs only (see lib/hardware.py)
         return self.metrics.summary(status, self.step, self.step * self.derived["tokens_per_iter"], {
             "reason": reason, "compiled": self.compiled, "compile_error": self.compile_error,
-            "mfu": mfu(fpt, self.metrics.tokens_per_sec, peak_flops),
-            "peak_memory_mb": peak, "peak_memory_measure": measured,
+            "mfu": mfu(fpt, self.metrics.tokens_per_sec,  # tokens/s of all ranks
+                       peak_flops and peak_flops * self.dist.world_size),
+            "peak_memory_mb": peak, "peak_memory_measure": measured, "monitor": self.monitor.write(),
+            "stopped_early": status == "completed" and self.step < self.run.GPT2_MAX_ITERS,
             **self._optimizer_summary()})
 
     def _optimizer_summary(self) -> dict[str, Any]:
@@ -278,6 +314,8 @@ class Trainer:
             self.save("ckpt_latest.pt")  # resume point; `make continue` picks it up
         summary = self._summary(status, reason)
         self.metrics.write(summary)
+        self.backup.mirror()
+        self.tracker.close()
         self.log(f"{status}{': ' + reason if reason else ''} | step {self.step} | best val loss "
                  f"{summary['best_val_loss'] or float('nan'):.4f} | {summary['tokens_per_sec']:,.0f} tok/s")
         return summary

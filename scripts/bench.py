@@ -66,7 +66,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--steps", type=int, default=10, help="timed steps per round")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)
     if args.steps < 1 or args.rounds < 1:
         p.error("--steps and --rounds must be at least 1")
     run = load_run_config(args.overrides)

@@ -2,14 +2,16 @@
 
 For each variant and length T: training throughput (forward, backward, AdamW
 step on batches of max(1, 2048 // T) sequences, so every length trains on the
-same number of tokens per step), training memory, generation time per token
-with a context of T tokens, and the generation cache or state for the whole
-sequence. Memory is CUDA's max allocated on a GPU; on a CPU, which has no
-allocator statistics, it is parameters + gradients + AdamW moments + the
-activations autograd saves for backward (counted by storage, once each).
+same number of tokens per step; the variants' timed steps are interleaved),
+training memory, generation time per token with a context of T tokens, and
+the generation cache or state for the whole sequence. Memory is CUDA's max
+allocated on a GPU; on a CPU, which has no allocator statistics, it is
+parameters + gradients + AdamW moments + the activations autograd saves for
+backward (counted by storage, once each).
 """
 from __future__ import annotations
 
+import statistics
 from typing import Any, Callable
 
 import torch
@@ -76,33 +78,60 @@ def saved_activation_bytes(model: torch.nn.Module, run_forward: Callable[[], tor
     return loss, sum(saved.values())
 
 
-def _train(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.device,
-           steps: int) -> tuple[float, float]:
-    """(tokens/s, peak MiB) of forward + backward + AdamW at this length."""
+def _train_all(models: dict[str, torch.nn.Module], vocab: int, seq_len: int,
+               device: torch.device, steps: int) -> dict[str, tuple[float, float]]:
+    """Per variant, (tokens/s, peak MiB) of forward + backward + AdamW at this length.
+
+    Every variant trains on the same batch. After a warm-up step each (it
+    creates the optimizer state) and a step that measures memory, the timed
+    steps alternate between the variants, in reverse order every other
+    round, so that a slow spell on a shared machine falls on all of them
+    alike; a variant's time is the median of its steps.
+    """
     batch = max(1, TOKENS_PER_STEP // seq_len)
     gen = torch.Generator().manual_seed(seq_len)
     x = torch.randint(vocab, (batch, seq_len), generator=gen).to(device)
     y = torch.roll(x, -1, dims=1)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    saved = 0
+    steppers = {name: _Stepper(model, x, y) for name, model in models.items()}
+    peaks = {}
+    for name, step in steppers.items():
+        step()  # warm-up
+        peaks[name] = _peak_mib(step, device)
+    names = list(models)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(steps):
+        for name in names if i % 2 == 0 else names[::-1]:
+            times[name].append(median_seconds(steppers[name], 1, device))
+    return {name: (batch * seq_len / statistics.median(times[name]), peaks[name])
+            for name in names}
 
-    def step() -> None:
-        nonlocal saved
-        loss, saved = saved_activation_bytes(model, lambda: model(x, y)[1])
+
+class _Stepper:
+    """One training step of a model (AdamW), noting the activation bytes saved."""
+
+    def __init__(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.model, self.x, self.y = model, x, y
+        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.saved = 0
+
+    def __call__(self) -> None:
+        loss, self.saved = saved_activation_bytes(self.model,
+                                                  lambda: self.model(self.x, self.y)[1])
         loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
 
-    step()  # warm-up, creates the optimizer state
+
+def _peak_mib(step: _Stepper, device: torch.device) -> float:
+    """Training memory of one step: CUDA's peak allocation, or on a CPU the
+    weights, gradients, two AdamW moments and the activations saved."""
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    seconds = median_seconds(step, steps, device)
-    if device.type == "cuda":
-        peak = torch.cuda.max_memory_allocated(device)
-    else:
-        param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
-        peak = 4 * param_bytes + saved  # weights, gradients, two AdamW moments, activations
-    return batch * seq_len / seconds, peak / 2**20
+        step()
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    step()
+    params = sum(p.numel() * p.element_size() for p in step.model.parameters())
+    return (4 * params + step.saved) / 2**20
 
 
 @torch.no_grad()
@@ -139,8 +168,9 @@ def run_seqlen_bench(run: Any, vocab: int, lengths: tuple[int, ...] = LENGTHS,
     models = {k: m.to(device) for k, m in build_models(run, vocab, max(lengths)).items()}
     rows = []
     for seq_len in lengths:
+        trained = _train_all(models, vocab, seq_len, device, steps)
         for variant, model in models.items():
-            tps, peak = _train(model, vocab, seq_len, device, steps)
+            tps, peak = trained[variant]
             gen_ms, state = _generate(model, vocab, seq_len, device, steps)
             rows.append({"variant": variant, "seq_len": seq_len, "train_tokens_per_sec": tps,
                          "peak_memory_mb": peak, "gen_ms_per_token": gen_ms,

@@ -30,6 +30,8 @@ def vocab_size(run: Any) -> int:
     path = data_dir(run)
     if is_prepared(path):
         return load_meta(path)["vocab_size"]
+    if run.DATA_TOKENIZER == "bpe":
+        return run.DATA_BPE_VOCAB_SIZE
     return 50257 if run.DATA_TOKENIZER == "gpt2" else 256
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from lib.data.bpe import bpe_streams
 from lib.data.sources import DataError, Source, open_source
 from lib.data.tokenizer import BATCH_CHARS, TOKENIZERS, Tokenizer, build_tokenizer, encode_documents
 
@@ -34,8 +35,12 @@ def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size <= 65535 else np.uint32)
 
 
-def dataset_dir_name(dataset: str, tokenizer: str, token_cap: int = 0) -> str:
-    """Folder name for a prepared dataset, e.g. "shakespeare-gpt2" or "finewebedu-gpt2-cap1000000"."""
+def dataset_dir_name(dataset: str, tokenizer: str, token_cap: int = 0,
+                     bpe_vocab_size: int | None = None) -> str:
+    """Folder name for a prepared dataset, e.g. "shakespeare-gpt2", "shakespeare-bpe8192"
+    or "finewebedu-gpt2-cap1000000"."""
+    if tokenizer == "bpe":
+        tokenizer = f"bpe{bpe_vocab_size}"
     return f"{dataset}-{tokenizer}" + (f"-cap{token_cap}" if token_cap else "")
 
 
@@ -109,21 +114,30 @@ def _streams(source: Source, tokenizer: str, cap: int, val_cap: int) -> tuple[To
 # --- prepare -------------------------------------------------------------------
 
 
-def _check_args(dataset: str, tokenizer: str, token_cap: int, val_fraction: float) -> None:
+def _check_args(dataset: str, tokenizer: str, token_cap: int, val_fraction: float,
+                bpe_vocab_size: int | None) -> None:
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; allowed: {', '.join(TOKENIZERS)}")
+    if tokenizer == "bpe" and not bpe_vocab_size:
+        raise ValueError("the bpe tokenizer needs bpe_vocab_size")
     if token_cap < 0:
         raise ValueError(f"token_cap must be >= 0 (0 = no cap), not {token_cap}")
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be between 0 and 1 (exclusive), not {val_fraction}")
 
 
-def _write_splits(source: Source, tokenizer: str, tmp: Path, token_cap: int, val_fraction: float) -> dict[str, Any]:
+def _write_splits(source: Source, tokenizer: str, tmp: Path, token_cap: int, val_fraction: float,
+                  bpe_vocab_size: int | None = None) -> dict[str, Any]:
     """Write train.bin and val.bin into tmp; returns the meta fields they determine."""
     # With its own validation split a dataset's val part is capped in
     # proportion, so a capped run does not stream a whole validation set.
     val_cap = max(1, int(token_cap * val_fraction)) if token_cap else 0
-    tok, streams = _streams(source, tokenizer, token_cap, val_cap)
+    val_from = "dataset validation split"
+    if tokenizer == "bpe":  # trained first, on the training text only
+        tok, streams, val_from = bpe_streams(source, bpe_vocab_size, token_cap, val_fraction)
+    else:
+        tok, streams = _streams(source, tokenizer, token_cap, val_cap)
+    tok.save_files(tmp)
     dtype = token_dtype(tok.vocab_size)
     train, val = tmp / SPLIT_FILES["train"], tmp / SPLIT_FILES["val"]
     desc = f"{source.name}/{tok.name}"
@@ -132,7 +146,6 @@ def _write_splits(source: Source, tokenizer: str, tmp: Path, token_cap: int, val
         n_val = write_tokens(streams["val"], tok, val, val_cap, f"{desc} val")
         if n_train < 1 or n_val < 1:
             raise DataError(f"{source.name}: empty split (train {n_train}, val {n_val} tokens).")
-        val_from = "dataset validation split"
     else:
         n_train, n_val = split_tail(train, val, dtype, val_fraction)
         val_from = f"last {val_fraction} of the tokens"
@@ -195,6 +208,7 @@ def prepare(
     token_cap: int = 0,
     val_fraction: float = 0.1,
     custom_path: str | None = None,
+    bpe_vocab_size: int | None = None,
 ) -> Path:
     """Tokenize dataset into out_dir (train.bin, val.bin, meta.json); returns out_dir.
 
@@ -202,16 +216,19 @@ def prepare(
     at token_cap * val_fraction tokens when token_cap is set), else the last
     val_fraction of the tokens. token_cap > 0 stops reading once the train
     split (or, when splitting by fraction, the whole stream) has that many
-    tokens. GPT-2 streams end every document with <|endoftext|>.
+    tokens. GPT-2 and BPE streams end every document with <|endoftext|>. The
+    bpe tokenizer (bpe_vocab_size tokens) is trained first, on the training
+    text only; without a dataset split the split is then made in text (see
+    lib/data/bpe.py).
     """
-    _check_args(dataset, tokenizer, token_cap, val_fraction)
+    _check_args(dataset, tokenizer, token_cap, val_fraction, bpe_vocab_size)
     out_dir = Path(out_dir).resolve()
     source = open_source(dataset, custom_path)  # fails before any file is made
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_partials(out_dir)
     tmp = _make_partial(out_dir)
     try:
-        fields = _write_splits(source, tokenizer, tmp, token_cap, val_fraction)
+        fields = _write_splits(source, tokenizer, tmp, token_cap, val_fraction, bpe_vocab_size)
         meta = {
             "format_version": FORMAT_VERSION,
             "dataset": dataset,

@@ -5,6 +5,11 @@ split's token array: x = data[i:i+T], y = data[i+1:i+T+1] (int64).
 Offsets come from the loader's own torch.Generator, seeded from the seed and
 the split, so batches are reproducible, differ between train and val, do not
 disturb (or depend on) the global RNG, and can be resumed via state_dict().
+
+Several processes (rank r of world_size) draw the offsets of the whole
+global micro-batch, batch_size x world_size, from the same generator and
+read only their slice r: together the ranks see exactly the batch one
+process would with a world_size times larger batch_size.
 """
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ class BatchLoader:
         block_size: int,
         device: str | torch.device = "cpu",
         seed: int = 1337,
+        rank: int = 0,
+        world_size: int = 1,
     ) -> None:
         if split not in SPLIT_FILES:
             raise ValueError(f"split must be one of {', '.join(SPLIT_FILES)}, not {split!r}")
@@ -55,6 +62,7 @@ class BatchLoader:
                 f"size or use a larger dataset or validation fraction."
             )
         self.seed = seed
+        self.rank, self.world_size = rank, world_size
         self.generator = torch.Generator().manual_seed(_split_seed(seed, split))
         self.batches_drawn = 0
         self._offsets = np.arange(block_size + 1)
@@ -66,7 +74,9 @@ class BatchLoader:
 
     def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The next (x, y) pair, int64, on the loader's device."""
-        ix = torch.randint(self.num_tokens - self.block_size, (self.batch_size,), generator=self.generator)
+        ix = torch.randint(self.num_tokens - self.block_size, (self.batch_size * self.world_size,),
+                           generator=self.generator)
+        ix = ix[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]
         # One fancy-indexing read of all windows: (B, T+1) tokens.
         windows = self._data()[ix.numpy()[:, None] + self._offsets].astype(np.int64)
         self.batches_drawn += 1

@@ -15,14 +15,16 @@ def _under_root(path: str) -> Path:
 
 
 def data_dir(run: Any) -> Path:
-    """DATA_DIR/<dataset>-<tokenizer>[-cap<N>]; a custom corpus is keyed by its path too,
-    so two custom corpora never share a folder."""
+    """DATA_DIR/<dataset>-<tokenizer>[-cap<N>] (a BPE's vocabulary size is part of
+    <tokenizer>: bpe8192); a custom corpus is keyed by its path too, so two custom
+    corpora never share a folder."""
     dataset = run.GPT2_DATASET
     if dataset == "custom":
         digest = hashlib.sha1(str(_under_root(run.DATA_CUSTOM_PATH)).encode()).hexdigest()[:8]
         dataset = f"custom_{digest}"
     return _under_root(run.DATA_DIR) / dataset_dir_name(dataset, run.DATA_TOKENIZER,
-                                                        run.DATA_TOKEN_CAP)
+                                                        run.DATA_TOKEN_CAP,
+                                                        run.get("DATA_BPE_VOCAB_SIZE"))
 
 
 def ensure_prepared(run: Any, log: Callable[[str], None] = print) -> Path:
@@ -34,4 +36,5 @@ def ensure_prepared(run: Any, log: Callable[[str], None] = print) -> Path:
         f"into {path} (once)")
     custom = str(_under_root(run.DATA_CUSTOM_PATH)) if run.GPT2_DATASET == "custom" else None
     return prepare(run.GPT2_DATASET, run.DATA_TOKENIZER, path, token_cap=run.DATA_TOKEN_CAP,
-                   val_fraction=run.DATA_VAL_FRACTION, custom_path=custom)
+                   val_fraction=run.DATA_VAL_FRACTION, custom_path=custom,
+                   bpe_vocab_size=run.get("DATA_BPE_VOCAB_SIZE"))

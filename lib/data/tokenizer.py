@@ -9,6 +9,8 @@ Two tokenizers are offered:
 * ``char``: one id per character of the training text, as nanoGPT's
   shakespeare_char. The vocabulary is stored in meta.json so the same ids come
   back when the tokenizer is rebuilt from it.
+* ``bpe``: a byte-level BPE trained on the dataset's training split
+  (lib/data/bpe.py), embedded in meta.json likewise.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import tiktoken.load
 
 from lib.data.sources import DataError
 
-TOKENIZERS: tuple[str, ...] = ("gpt2", "char")
+TOKENIZERS: tuple[str, ...] = ("gpt2", "char", "bpe")
 
 # The hashes tiktoken pins for OpenAI's published GPT-2 files
 # (tiktoken_ext/openai_public.py); matching them means identical ids.
@@ -70,6 +72,9 @@ class Tokenizer(abc.ABC):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """Encode several texts; subclasses may parallelise."""
         return [self.encode(t) for t in texts]
+
+    def save_files(self, folder: Path) -> None:
+        """Write files the tokenizer needs beside the prepared data (BPE: tokenizer.json)."""
 
 
 class TokenizerFilesError(DataError):
@@ -229,13 +234,21 @@ def _check_name(name: str) -> None:
         raise ValueError(f"unknown tokenizer {name!r}; allowed: {', '.join(TOKENIZERS)}")
 
 
-def build_tokenizer(name: str, text_for_vocab: str | None = None) -> Tokenizer:
-    """A tokenizer by name; "char" needs the text its vocabulary is made of."""
+def build_tokenizer(name: str, text_for_vocab: str | None = None,
+                    vocab_size: int | None = None) -> Tokenizer:
+    """A tokenizer by name; "char" and "bpe" need the text their vocabulary is
+    made of, "bpe" also its vocab_size."""
     _check_name(name)
     if name == "gpt2":
         return GPT2Tokenizer()
     if not text_for_vocab:
-        raise ValueError("the char tokenizer needs text_for_vocab (the training text)")
+        raise ValueError(f"the {name} tokenizer needs text_for_vocab (the training text)")
+    if name == "bpe":
+        from lib.data.bpe import BPETokenizer
+
+        if vocab_size is None:
+            raise ValueError("the bpe tokenizer needs vocab_size")
+        return BPETokenizer.train([text_for_vocab], vocab_size)
     return CharTokenizer.from_text(text_for_vocab)
 
 
@@ -247,6 +260,10 @@ def tokenizer_from_meta(meta: dict[str, Any]) -> Tokenizer:
     _check_name(str(name))
     if name == "gpt2":
         return GPT2Tokenizer()
+    if name == "bpe":
+        from lib.data.bpe import BPETokenizer
+
+        return BPETokenizer.from_meta(meta)
     if "chars" not in meta:
         raise ValueError("char tokenizer meta has no 'chars' list")
     return CharTokenizer(meta["chars"])

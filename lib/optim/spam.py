@@ -13,7 +13,9 @@ Global step t (1-based, counted by this optimizer, shared by all params):
    m = (1-b1) g_t, v = (1-b2) g_t^2.
 2. Spike-aware clipping (paper): with v_prev the raw (not bias-corrected)
    second moment before this step's update, entries with g^2 > theta * v_prev
-   become sign(g) * sqrt(theta * v_prev).  Choice: entries with v_prev == 0
+   become sign(g) * sqrt(theta * v_prev); the test is made as
+   |g| > sqrt(theta * v_prev), so that both code paths (item 6) decide alike
+   to the last bit.  Choice: entries with v_prev == 0
    (first step, right after a reset, never-seen coordinates) are left alone.
    Because v_prev is raw, the threshold is low in the first steps after the
    start or a reset (v ~ (1-b2^k) E[g^2]): with theta=5000, b2=0.999 and k=1,
@@ -37,6 +39,13 @@ Global step t (1-based, counted by this optimizer, shared by all params):
    to ~6.5x near k=10 for betas (0.9, 0.999)) as with a non-restarted count.
    state["step"] is a float32 0-dim CPU tensor like torch's and counts steps
    since the last reset (equals the global step until the first reset).
+6. Two code paths compute the above: a per-parameter loop (foreach=False,
+   the reference, written for reading) and a multi-tensor one (foreach=True,
+   lib/optim/spam_foreach.py: a few torch._foreach_* kernels per step instead
+   of about a dozen kernels per parameter).  foreach=None, the default, picks
+   the multi-tensor path when all parameters are on one device type, as
+   torch's optimizers do.  Both give the same results and counters; on CPU,
+   where their kernels are the same, to the bit.
 
 State uses torch's names (exp_avg, exp_avg_sq, step).  The global step, the
 last reset step and the counters of stats() live on the optimizer and are
@@ -53,6 +62,8 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from lib.optim.spam_foreach import step_group
+
 _FLOOR = 0.01  # warmup starts from about 1% of the update, not zero
 
 
@@ -67,7 +78,8 @@ class AdamWSPAM(torch.optim.Optimizer):
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, *, theta: float = 5000.0, interval: int = 500,
-                 warmup_steps: int = 150, clip: bool = True, reset: bool = True) -> None:
+                 warmup_steps: int = 150, clip: bool = True, reset: bool = True,
+                 foreach: bool | None = None) -> None:
         _check("lr", lr > 0, "lr > 0", lr)
         _check("betas", len(betas) == 2, "a pair (beta1, beta2)", betas)
         _check("betas[0]", 0 <= betas[0] < 1, "0 <= beta1 < 1", betas[0])
@@ -85,6 +97,7 @@ class AdamWSPAM(torch.optim.Optimizer):
         self.interval = int(interval)
         self.warmup_steps = int(warmup_steps)
         self.reset = bool(reset)
+        self.foreach = foreach  # None: decided at each step (item 6)
         self._global_step = 0
         self._last_reset = 0  # global step of the latest reset; 0: none yet
         self._resets = 0
@@ -125,44 +138,58 @@ class AdamWSPAM(torch.optim.Optimizer):
             self._last_reset = t
             self._resets += 1
         scale = self.update_scale(t)
+        foreach = self.uses_foreach()
         for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            lr, eps, wd, theta = group["lr"], group["eps"], group["weight_decay"], group["theta"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad
-                if grad.is_sparse:
+            params = [p for p in group["params"] if p.grad is not None]
+            for p in params:
+                if p.grad.is_sparse:
                     raise RuntimeError("AdamWSPAM does not support sparse gradients")
                 state = self.state[p]
                 if not state:
                     state["step"] = torch.tensor(0.0, dtype=torch.float32)
                     state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                     state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-                if group["clip"] and step_t.item() > 0:  # v_prev is all zero otherwise
-                    grad = self._clip(grad, exp_avg_sq, theta)
-                step_t += 1
-                if wd != 0:
-                    p.mul_(1 - lr * wd)
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                step = step_t.item()
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1) * scale)
+            if foreach:
+                step_group(group, params, self.state, scale, self._spikes_dev)
+            else:
+                for p in params:
+                    self._step_param(p, group, scale)
         return loss
 
+    def uses_foreach(self) -> bool:
+        """Whether step() takes the multi-tensor path (item 6)."""
+        if self.foreach is not None:
+            return bool(self.foreach)
+        return len({p.device.type for g in self.param_groups for p in g["params"]}) <= 1
+
+    def _step_param(self, p: torch.Tensor, group: dict[str, Any], scale: float) -> None:
+        """The reference: one parameter, items 2 and 3 of the module doc."""
+        beta1, beta2 = group["betas"]
+        lr, eps, wd, theta = group["lr"], group["eps"], group["weight_decay"], group["theta"]
+        grad, state = p.grad, self.state[p]
+        exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+        if group["clip"] and step_t.item() > 0:  # v_prev is all zero otherwise
+            grad = self._clip(grad, exp_avg_sq, theta)
+        step_t += 1
+        if wd != 0:
+            p.mul_(1 - lr * wd)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step = step_t.item()
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        p.addcdiv_(exp_avg, denom, value=-(lr / bias_correction1) * scale)
+
     def _clip(self, grad: torch.Tensor, exp_avg_sq: torch.Tensor, theta: float) -> torch.Tensor:
-        """sign(g)*sqrt(theta*v) where g^2 > theta*v and v > 0; a new tensor."""
-        limit = exp_avg_sq * theta
-        mask = grad.square() > limit
+        """copysign(sqrt(theta*v), g) where |g| > sqrt(theta*v) > 0, else g; a new tensor."""
+        limit = (exp_avg_sq * theta).sqrt_()
+        mask = grad.abs() > limit
         mask.logical_and_(limit > 0)
         acc = self._spikes_dev.get(grad.device)
         count = mask.sum()
         self._spikes_dev[grad.device] = count if acc is None else acc.add_(count)
-        return torch.where(mask, limit.sqrt_().copysign_(grad), grad)
+        return torch.where(mask, limit.copysign_(grad), grad)
 
     # -- counters and checkpoints ----------------------------------------
     def _flush(self) -> None:

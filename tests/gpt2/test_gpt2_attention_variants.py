@@ -137,17 +137,18 @@ def test_ra_with_alpha_zero_is_exactly_its_base(ra: str, base: str) -> None:
     assert ra_model.cache_bytes_per_token() == base_model.cache_bytes_per_token()
 
 
-def test_fused_path_equals_the_explicit_scores() -> None:
+def test_fused_path_equals_the_banded_path_with_a_wide_band() -> None:
+    # A band covering every earlier token is the whole-context reciprocal term.
     torch.manual_seed(2)
     q, k, q_all = (torch.randn(2, 3, 10, 8) for _ in range(3))
     v = torch.randn(2, 3, 10, 5)
     fused = fused_reciprocal(q, k, v, q, 0, alpha=0.7)
-    explicit = banded_reciprocal(q, k, v, q, 0, alpha=0.7, window=10)
-    torch.testing.assert_close(fused, explicit, rtol=0, atol=1e-5)
+    banded = banded_reciprocal(q, k, v, q, 0, alpha=0.7, window=10)
+    torch.testing.assert_close(fused, banded, rtol=0, atol=1e-5)
     # The same after a cache: the last 4 of 10 tokens are new.
     fused = fused_reciprocal(q[:, :, 6:], k, v, q_all, 6, alpha=0.7)
-    explicit = banded_reciprocal(q[:, :, 6:], k, v, q_all, 6, alpha=0.7, window=10)
-    torch.testing.assert_close(fused, explicit, rtol=0, atol=1e-5)
+    banded = banded_reciprocal(q[:, :, 6:], k, v, q_all, 6, alpha=0.7, window=10)
+    torch.testing.assert_close(fused, banded, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("window", [0, 1])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hamt.memory import bind, make_key, parseval_weights, unbind, unitary
-from hamt.spectral import (UnitBind, Unbind, complex_bins, from_spectrum, spectral_matrices,
-                           to_spectrum)
+from hamt.config import HAMTConfig
+from hamt.memory import HolographicMemory, bind, make_key, parseval_weights, unbind, unitary
+from hamt.spectral import UnitBind, Unbind, complex_bins, from_spectrum, to_spectrum
 
 DIM = 64
 BINDINGS = ("circular", "elementwise")
@@ -53,19 +53,48 @@ def test_make_key_is_safe_at_zero():
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_packed_spectrum_round_trip_and_matrices(binding):
+def test_packed_spectrum_round_trip(binding):
     x = _vectors(5, DIM, seed=4)
     packed = to_spectrum(x, binding)
     assert packed.shape == x.shape  # D reals: no stored zero imaginary parts
     torch.testing.assert_close(from_spectrum(packed, binding), x, atol=1e-5, rtol=0)
-    mats = spectral_matrices(binding, DIM)
-    if mats is not None:
-        to, back = mats
-        torch.testing.assert_close(x @ to, packed, atol=1e-5, rtol=0)
-        torch.testing.assert_close(packed @ back, x, atol=1e-5, rtol=0)
     # Parseval: the weighted squared spectrum is the squared norm.
     weighted = (packed.square() * parseval_weights(binding, DIM)).sum(-1)
     torch.testing.assert_close(weighted, x.square().sum(-1), atol=1e-4, rtol=1e-5)
+
+
+def test_spectrum_backward_is_the_adjoint():
+    # The hand-written backward (from_spectrum of the Parseval-scaled
+    # gradient) against finite differences.
+    x = _vectors(3, 16, 8, seed=5).double().requires_grad_()
+    for dim in (-1, 1):  # along the last dimension or one before it
+        assert torch.autograd.gradcheck(lambda t: to_spectrum(t, "circular", dim), (x,))
+    columns = to_spectrum(x, "circular", dim=1)
+    torch.testing.assert_close(columns, to_spectrum(x.transpose(1, 2), "circular").transpose(1, 2))
+    torch.testing.assert_close(from_spectrum(columns, "circular", dim=1), x)
+
+
+def test_folded_weights_are_the_dft_matrices_multiplied_in():
+    """to_spectrum(x) = x F and from_spectrum(p) = p G for matrices F, G (the
+    transforms of identity rows); the layer folds them into its weights with
+    FFTs, which must equal multiplying by F and G."""
+    torch.manual_seed(0)
+    layer = HolographicMemory(HAMTConfig(vocab_size=11, n_embd=16, num_slots=4, hcm_mult=2))
+    dim = layer.dim
+    eye = torch.eye(dim, dtype=torch.float64)
+    to, back = to_spectrum(eye, "circular"), from_spectrum(eye, "circular")
+    with torch.no_grad():
+        layer.c_in.bias.normal_()
+        layer.c_proj.weight.normal_()
+        w_spec, b_spec, w_out = layer._folded()
+    w_in = layer.c_in.weight[:3 * dim].double().unflatten(0, (3, dim))
+    expected = (to.T @ w_in).flatten(0, 1)  # rows of F^T W
+    torch.testing.assert_close(w_spec.double(), expected, atol=1e-5, rtol=0)
+    b_in = layer.c_in.bias[:3 * dim].double().view(3, dim)
+    torch.testing.assert_close(b_spec.double(), (b_in @ to).flatten(), atol=1e-5, rtol=0)
+    # c_proj reads a packed spectrum: W_out applied to from_spectrum(p) = p G.
+    torch.testing.assert_close(w_out.double(), layer.c_proj.weight.double() @ back.T,
+                               atol=1e-5, rtol=0)
 
 
 def test_fused_bind_is_circular_convolution():

@@ -157,6 +157,19 @@ def test_trainer_interface():
     assert isinstance(fpt, int) and fpt > 6 * model.num_params()
 
 
+def test_flops_per_token_matches_hand_count():
+    model = _model()  # 2 layers x 32 wide, 4 slots of D = 64, chunk 32, vocab 101
+    # wte 101*32 = 3232; per block LayerNorms 2*64, c_in 32*200+200 = 6600
+    # (3 D + 2 S = 200 outputs), c_proj 64*32+32 = 2080, 4 decay logits,
+    # MLP 32*128+128 + 128*32+32 = 8352; ln_f 64.
+    assert model.num_params() == 3232 + 2 * (128 + 6600 + 2080 + 4 + 8352) + 64 == 37_624
+    # Per layer 12 D + 2 C S + 2 C D + 4 S D + 2 S D / C, tripled, for 2 layers.
+    per_layer = 12 * 64 + 2 * 32 * 4 + 2 * 32 * 64 + 4 * 4 * 64 + 2 * 4 * 64 // 32  # 6160
+    assert model.flops_per_token(64) == 6 * 37_624 + 3 * 2 * per_layer == 262_704
+    # A sequence shorter than the chunk: C = 16.
+    assert model.flops_per_token(16) == 6 * 37_624 + 6 * (768 + 128 + 2048 + 1024 + 32)
+
+
 def test_init_scales_residual_projections():
     model = HAMT(_config(n_layer=4, n_embd=128, num_slots=16))
     target = 0.02 / math.sqrt(2 * 4)
@@ -206,4 +219,17 @@ def test_bf16_autocast_forward_and_backward():
         _, loss = model(idx, idx)
     loss.backward()
     assert torch.isfinite(loss)
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.slow
+def test_compiled_model_matches_eager():
+    # Under torch.compile the scan takes the broadcast mixing matrix (no
+    # data-dependent branch); it must give the eager model's outputs.
+    model = _model(chunk_size=16)
+    idx = _tokens(2, 40)
+    eager, _ = model(idx, idx)
+    compiled, loss = torch.compile(model)(idx, idx)
+    torch.testing.assert_close(compiled, eager, atol=1e-5, rtol=0)
+    loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())

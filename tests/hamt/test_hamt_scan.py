@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hamt.scan import chunk_ends, chunked_scan, decay_powers
+from hamt.scan import (broadcast_mix, chunk_ends, chunked_scan, decay_powers, factored_mix,
+                       mixing_matrix)
 
 
 def _inputs(length: int = 23, slots: int = 3, width: int = 6, batch: int = 2, seed: int = 0):
@@ -33,15 +34,17 @@ def _reference(bound, gates, readers, log_decay, state):
 @pytest.mark.parametrize("chunk", [1, 4, 8, 23, 64])
 def test_scan_matches_recurrence(chunk):
     bound, gates, readers, log_decay, state = _inputs()
-    reads, afters = chunked_scan(bound, gates, readers, log_decay, chunk, state)
+    reads, afters, lasts = chunked_scan(bound, gates, readers, log_decay, chunk, state)
     expected, history = _reference(bound, gates, readers, log_decay, state)
     torch.testing.assert_close(reads, expected)
-    torch.testing.assert_close(afters, history[:, chunk_ends(bound.size(1), chunk)])
+    ends = chunk_ends(bound.size(1), chunk)
+    torch.testing.assert_close(afters, history[:, ends])
+    assert torch.equal(lasts, bound[:, ends])  # the items written at the chunk ends
 
 
 def test_scan_without_initial_state():
     bound, gates, readers, log_decay, state = _inputs()
-    reads, _ = chunked_scan(bound, gates, readers, log_decay, 8)
+    reads, _, _ = chunked_scan(bound, gates, readers, log_decay, 8)
     expected, _ = _reference(bound, gates, readers, log_decay, torch.zeros_like(state))
     torch.testing.assert_close(reads, expected)
 
@@ -50,8 +53,7 @@ def test_scan_gradients():
     inputs = [t.requires_grad_() for t in _inputs(length=11, slots=2, width=4)]
 
     def run(bound, gates, readers, log_decay, state):
-        reads, afters = chunked_scan(bound, gates, readers, log_decay, 4, state)
-        return reads, afters
+        return chunked_scan(bound, gates, readers, log_decay, 4, state)
 
     assert torch.autograd.gradcheck(run, tuple(inputs))
 
@@ -60,7 +62,7 @@ def test_tiny_decays_stay_finite():
     # lambda = e^-50: no lambda^-t factor anywhere, so nothing overflows.
     bound, gates, readers, _, state = _inputs()
     log_decay = torch.full((3,), -50.0, dtype=torch.float64)
-    reads, afters = chunked_scan(bound, gates, readers, log_decay, 16, state)
+    reads, afters, _ = chunked_scan(bound, gates, readers, log_decay, 16, state)
     assert torch.isfinite(reads).all() and torch.isfinite(afters).all()
     expected, _ = _reference(bound, gates, readers, log_decay, state)
     torch.testing.assert_close(reads, expected)
@@ -71,3 +73,35 @@ def test_decay_powers_zero_for_negative_exponents():
     assert powers[0].eq(0).all()
     torch.testing.assert_close(powers[1], torch.ones(2))
     torch.testing.assert_close(powers[2], torch.exp(torch.tensor([-0.3, -3.0])))
+
+
+def _mix_by_hand(gates, readers, log_decay):
+    """mix[n, i, j] = sum_s w[n, i, s] g[n, j, s] lambda_s^(i - j) for j <= i, by loops."""
+    n, size, _ = gates.shape
+    mix = torch.zeros(n, size, size, dtype=gates.dtype)
+    for i in range(size):
+        for j in range(i + 1):
+            mix[:, i, j] = (readers[:, i] * gates[:, j] * torch.exp((i - j) * log_decay)).sum(-1)
+    return mix
+
+
+@pytest.mark.parametrize("size", [1, 7, 32])
+def test_factored_and_broadcast_mix_match_the_definition(size):
+    _, gates, readers, _, _ = _inputs(length=size, slots=3, batch=4)
+    # Decays from 0.2 to 0.99: within the factored form's range at C = 32.
+    log_decay = torch.log(torch.tensor([0.2, 0.7, 0.99], dtype=torch.float64))
+    expected = _mix_by_hand(gates, readers, log_decay)
+    torch.testing.assert_close(factored_mix(gates, readers, log_decay), expected)
+    torch.testing.assert_close(broadcast_mix(gates, readers, log_decay), expected)
+    assert torch.equal(mixing_matrix(gates, readers, log_decay),
+                       factored_mix(gates, readers, log_decay))
+
+
+def test_fast_forgetting_slots_take_the_broadcast():
+    _, gates, readers, _, _ = _inputs(length=32, slots=3, batch=2)
+    log_decay = torch.log(torch.tensor([0.1, 0.7, 0.99], dtype=torch.float64))  # 0.1 < 0.14
+    factored = factored_mix(gates.float(), readers.float(), log_decay.float() * 30)
+    assert not torch.isfinite(factored).all()  # why it is not used here: it overflows
+    mix = mixing_matrix(gates, readers, log_decay)
+    assert torch.equal(mix, broadcast_mix(gates, readers, log_decay))
+    torch.testing.assert_close(mix, _mix_by_hand(gates, readers, log_decay))

@@ -36,7 +36,12 @@ def tiny_run(tmp_path):
             "LEARNING_RATE": "3e-3", "GPT2_MIN_LR": "3e-4", "DEVICE_CPU": "y"}
 
     def build(**overrides: str):
-        settings = {**base, **{k: str(v) for k, v in overrides.items()}}
+        # A choice member the test sets (DEVICE_CUDA=y) replaces the base's member
+        # of the same choice (DEVICE_CPU=y): members share the name up to the last "_".
+        chosen = {k.rsplit("_", 1)[0] for k, v in overrides.items() if str(v) == "y"}
+        defaults = {k: v for k, v in base.items()
+                    if not (v == "y" and k.rsplit("_", 1)[0] in chosen and k not in overrides)}
+        settings = {**defaults, **{k: str(v) for k, v in overrides.items()}}
         return load_run_config([f"SET={' '.join(f'{k}={v}' for k, v in settings.items())}"],
                                config)
     return build

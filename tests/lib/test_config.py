@@ -61,7 +61,7 @@ def test_bad_overrides_are_rejected_naming_the_value(dot_config, arg, expect):
 
 def test_flags_are_parsed(dot_config):
     run = load_run_config(["DRY_RUN=1", "YES=1"], dot_config)
-    assert run.flags == {"DRY_RUN": True, "YES": True, "RESUME": False}
+    assert run.flags == {"DRY_RUN": True, "YES": True, "RESUME": False, "RETRY_FAILED": False}
 
 
 def test_override_of_symbol_with_unmet_dependency_is_rejected(dot_config):

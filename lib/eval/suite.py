@@ -1,0 +1,211 @@
+"""`make eval` and `make eval-baseline`: the configured sets, one model, eval.json.
+
+The EVAL_* symbols say which sets to run and how (lib/eval/Kconfig). A run is
+evaluated from its checkpoint with its own tokenizer, and its validation split
+is found through the configuration it recorded (config.txt); a pretrained
+baseline is a Hugging Face GPT-2 folder read by gpt2/hf.py, with GPT-2's BPE.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from lib.data.sources import DataError
+from lib.data.tokenizer import Tokenizer
+from lib.eval import sets as eval_sets
+from lib.eval.lambada import last_word_accuracy
+from lib.eval.perplexity import sliding_window_nll
+from lib.eval.record import now_iso, write_eval
+from lib.precision import Precision, resolve_device, resolve_precision
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """What to evaluate and how, from the EVAL_* symbols."""
+
+    stride: int  # 0: half the model's context
+    batch_size: int
+    max_tokens: int  # 0: whole sets
+    val: bool
+    wikitext2: bool
+    wikitext103: bool
+    lambada: bool
+    text_file: str
+    detokenize: bool
+
+    @classmethod
+    def from_run(cls, run: Any) -> EvalPlan:
+        return cls(stride=run.EVAL_STRIDE, batch_size=run.EVAL_BATCH_SIZE,
+                   max_tokens=run.EVAL_MAX_TOKENS, val=run.EVAL_VAL,
+                   wikitext2=run.EVAL_WIKITEXT2, wikitext103=run.EVAL_WIKITEXT103,
+                   lambada=run.EVAL_LAMBADA, text_file=run.EVAL_TEXT_FILE,
+                   detokenize=run.get("EVAL_WIKITEXT_DETOKENIZE", False))
+
+    def stride_for(self, block: int) -> int:
+        stride = self.stride or max(1, block // 2)
+        if stride > block:
+            raise ValueError(f"CONFIG_EVAL_STRIDE={stride} exceeds the model's context of "
+                             f"{block} tokens: allowed 1 to {block}, or 0 for half of it")
+        return stride
+
+
+def gather(plan: EvalPlan, tokenizer: Tokenizer, val: Path | str | None) -> list[eval_sets.EvalSet]:
+    """Fetch and tokenize every requested set before any is evaluated; all
+    problems together in one DataError. val: the run's prepared dataset
+    folder, or a string saying why the validation split does not apply."""
+    loaders: list[tuple[str, Callable[[], eval_sets.EvalSet]]] = []
+    if plan.val and isinstance(val, Path):
+        loaders.append(("val", lambda: eval_sets.validation_split(val)))
+    for name, wanted in (("wikitext-2", plan.wikitext2), ("wikitext-103", plan.wikitext103)):
+        if wanted:
+            loaders.append((name, lambda name=name: eval_sets.wikitext(name, plan.detokenize)))
+    if plan.text_file:
+        loaders.append(("text", lambda: eval_sets.text_file(plan.text_file)))
+    if plan.lambada:
+        loaders.append(("lambada", eval_sets.lambada))
+    found, problems = [], []
+    for name, load in loaders:
+        try:
+            s = load()
+            if s.text is not None:
+                eot = [tokenizer.eot_token] if tokenizer.eot_token is not None else []
+                s.ids = np.asarray(eot + tokenizer.encode(s.text), dtype=np.int64)
+            found.append(s)
+        except (DataError, ValueError) as err:
+            problems.append(f"{name}: {err}")
+    if problems:
+        raise DataError("cannot evaluate:\n  " + "\n  ".join(problems))
+    return found
+
+
+def evaluate_sets(model: nn.Module, tokenizer: Tokenizer, found: list[eval_sets.EvalSet],
+                  plan: EvalPlan, block: int, precision: Precision, log: Log) -> dict[str, Any]:
+    """{set name: eval.json entry} for each gathered set."""
+    stride, device = plan.stride_for(block), precision.device
+    entries: dict[str, Any] = {}
+    model.eval()
+    for s in found:
+        started = time.perf_counter()
+        if s.passages:
+            entry = {"kind": "last_word", "source": s.source,
+                     **last_word_accuracy(model, tokenizer, s.passages, block, plan.batch_size,
+                                          device, precision.autocast())}
+            summary = f"accuracy {entry['accuracy']:.4f} over {entry['examples']} passages"
+        else:
+            cut = 0 < plan.max_tokens < len(s.ids)
+            ids = torch.from_numpy(np.asarray(s.ids[:plan.max_tokens] if cut else s.ids,
+                                              dtype=np.int64))
+            result = sliding_window_nll(model, ids, block, stride, plan.batch_size, device,
+                                        precision.autocast())
+            entry = {"kind": "perplexity", "source": s.source, **result.as_dict(),
+                     "truncated": cut}
+            if s.text is not None and not cut:
+                n_bytes = len(s.text.encode("utf-8"))
+                entry.update(words=s.words, word_perplexity=math.exp(min(result.nll / s.words, 700)),
+                             bytes=n_bytes, bits_per_byte=result.nll / n_bytes / math.log(2),
+                             detokenized=s.detokenized)
+            summary = (f"ppl {entry['perplexity']:.3f} over {entry['tokens']:,} tokens "
+                       f"(context {block}, stride {stride})")
+            if "word_perplexity" in entry:
+                summary += f"; word ppl {entry['word_perplexity']:.3f}"
+        entry["seconds"] = round(time.perf_counter() - started, 3)
+        entries[s.name] = entry
+        log(f"eval {s.name}: {summary} in {entry['seconds']:.1f}s")
+    return entries
+
+
+def _evaluate(model: nn.Module, tokenizer: Tokenizer, val: Path | str | None, eval_cfg: Any,
+              model_info: dict[str, Any], out_dir: Path, log: Log) -> dict[str, Any]:
+    plan = EvalPlan.from_run(eval_cfg)
+    block = model_info["block_size"]
+    plan.stride_for(block)  # a bad stride fails before any download
+    found = gather(plan, tokenizer, val)
+    device = resolve_device(eval_cfg.DEVICE)
+    precision = resolve_precision(eval_cfg, device)
+    model.to(device)
+    started = time.perf_counter()
+    entries = evaluate_sets(model, tokenizer, found, plan, block, precision, log)
+    if plan.val and isinstance(val, str):
+        entries["val"] = {"skipped": val}
+    record = {"created": now_iso(), "run_id": out_dir.name, "model": model_info,
+              "device": device.type, "dtype": precision.dtype,
+              "settings": {"stride": plan.stride_for(block), "batch_size": plan.batch_size,
+                           "max_tokens": plan.max_tokens},
+              "seconds": round(time.perf_counter() - started, 3), "sets": entries}
+    path = write_eval(out_dir, record)
+    log(f"wrote {path}")
+    return record
+
+
+def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print) -> dict[str, Any]:
+    """Evaluate results/<run>'s ckpt_<checkpoint>.pt; writes <run>/eval.json."""
+    from lib import registry
+    from lib.checkpoint import load_checkpoint
+    from lib.data.tokenizer import tokenizer_from_meta
+
+    run_dir = Path(run_dir).resolve()
+    state = load_checkpoint(run_dir / f"ckpt_{checkpoint}.pt")
+    family = registry.family(state["family"])
+    config = family.config_cls(**state["model_config"])
+    model = family.build(config)
+    model.load_state_dict(state["model"])
+    tokens_seen = None
+    metrics = run_dir / "metrics.json"
+    if metrics.is_file():
+        try:
+            tokens_seen = json.loads(metrics.read_text()).get("tokens_seen")
+        except ValueError:
+            pass
+    info = {"family": state["family"], "source": "run", "path": str(run_dir),
+            "checkpoint": checkpoint, "step": state["step"], "tokens_seen": tokens_seen,
+            "params": sum(p.numel() for p in model.parameters()), "block_size": config.block_size}
+    return _evaluate(model, tokenizer_from_meta(state["tokenizer"]), _run_val_dir(run_dir),
+                     eval_cfg, info, run_dir, log)
+
+
+def _run_val_dir(run_dir: Path) -> Path | str:
+    from lib.config import load_run_config
+    from lib.data.prepared import data_dir
+    from lib.kconfig import ConfigError
+
+    try:
+        return data_dir(load_run_config([], path=run_dir / "config.txt"))
+    except ConfigError as err:
+        return f"the run's config.txt no longer loads, so its dataset is unknown: {err}"
+
+
+def evaluate_baseline(model_dir: Path, eval_cfg: Any, log: Log = print) -> dict[str, Any]:
+    """Evaluate a Hugging Face GPT-2 folder; writes <results>/baseline-<name>/eval.json."""
+    from gpt2.hf import load_pretrained
+    from lib.data.prepared import ensure_prepared
+    from lib.data.tokenizer import GPT2_VOCAB_SIZE, GPT2Tokenizer
+    from lib.rundir import results_root
+
+    model, hf_config = load_pretrained(model_dir)
+    if model.config.vocab_size < GPT2_VOCAB_SIZE:
+        raise ValueError(f"{model_dir}: vocabulary of {model.config.vocab_size} tokens is "
+                         f"smaller than GPT-2's BPE ({GPT2_VOCAB_SIZE}); not a GPT-2 model")
+    val: Path | str = ("the configured dataset uses the char tokenizer; a GPT-2 baseline "
+                       "reads GPT-2 BPE (CONFIG_DATA_TOKENIZER_GPT2)")
+    if eval_cfg.EVAL_VAL and eval_cfg.DATA_TOKENIZER == "gpt2":
+        val = ensure_prepared(eval_cfg, log)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(model_dir).resolve().name)
+    out_dir = results_root(eval_cfg) / f"baseline-{name}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    info = {"family": "gpt2", "source": "pretrained", "path": str(Path(model_dir).resolve()),
+            "checkpoint": hf_config["weights"], "step": None, "tokens_seen": None,
+            "params": sum(p.numel() for p in model.parameters()),
+            "block_size": model.config.block_size}
+    log(f"baseline {model_dir}: {info['params']:,} parameters, context {info['block_size']}")
+    return _evaluate(model, GPT2Tokenizer(), val, eval_cfg, info, out_dir, log)

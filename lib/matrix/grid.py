@@ -1,0 +1,201 @@
+"""The test matrix's grid: what the multiple-selection menus enable, expanded.
+
+The grid is the product of model families (MATRIX_MODELS), each family's
+variants (GPT-2's enabled attention variants), optimizers, pruning methods x
+sparsities x AdamWPrune score variants, and the ablation list
+(MATRIX_ABLATION), with the pairs Kconfig forbids in a single run removed:
+state pruning runs with AdamWPrune only; dense, magnitude and movement runs
+with AdamW and AdamWSPAM only. Each run is a list of NAME=VALUE overrides on
+the base .config; lib/config.load_run_config validates every one of them
+exactly as `make` would, before anything trains.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lib import registry
+from lib.config import CONFIG, RunConfig, load_run_config
+from lib.kconfig import ConfigError
+from lib.rundir import run_tag
+
+# Multiple-selection symbols -> the value a single run uses. Written out (not
+# built from strings) so each symbol's reader is plain to see.
+OPTIMIZERS = {"OPTIMIZER_ENABLE_ADAMW": "adamw", "OPTIMIZER_ENABLE_ADAMWSPAM": "adamwspam",
+              "OPTIMIZER_ENABLE_ADAMWPRUNE": "adamwprune"}
+METHODS = {"PRUNING_ENABLE_NONE": "none", "PRUNING_ENABLE_MAGNITUDE": "magnitude",
+           "PRUNING_ENABLE_MOVEMENT": "movement", "PRUNING_ENABLE_STATE": "state"}
+SPARSITIES = {"PRUNING_SPARSITY_50": "0.5", "PRUNING_SPARSITY_70": "0.7",
+              "PRUNING_SPARSITY_90": "0.9", "PRUNING_SPARSITY_95": "0.95",
+              "PRUNING_SPARSITY_99": "0.99"}
+SCORE_VARIANTS = {
+    "ADAMWPRUNE_ENABLE_BITTER0": "bitter0", "ADAMWPRUNE_ENABLE_BITTER1": "bitter1",
+    "ADAMWPRUNE_ENABLE_BITTER2": "bitter2", "ADAMWPRUNE_ENABLE_BITTER3": "bitter3",
+    "ADAMWPRUNE_ENABLE_BITTER4": "bitter4", "ADAMWPRUNE_ENABLE_BITTER5": "bitter5",
+    "ADAMWPRUNE_ENABLE_BITTER6": "bitter6", "ADAMWPRUNE_ENABLE_BITTER7": "bitter7",
+    "ADAMWPRUNE_ENABLE_BITTER8": "bitter8", "ADAMWPRUNE_ENABLE_BITTER9": "bitter9"}
+Overrides = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the matrix: its id, overrides on the base config, its config."""
+    run_id: str
+    overrides: Overrides
+    config: RunConfig
+
+    @property
+    def args(self) -> list[str]:
+        return [f"{k}={v}" for k, v in self.overrides]
+
+
+def is_multiple(run: RunConfig) -> bool:
+    """Whether a configuration asks for several runs (only the matrix runs it)."""
+    return (run.get("OPTIMIZER_MODE") == "multiple" or run.get("PRUNING_MODE") == "multiple"
+            or bool(run.get("GPT2_ATTENTION_MULTIPLE")) or bool(run.get("MATRIX_MODELS"))
+            or bool(run.get("MATRIX_ABLATION")))
+
+
+def _enabled(run: RunConfig, table: dict[str, str]) -> list[str]:
+    return [value for sym, value in table.items() if run.get(sym)]
+
+
+def optimizer_axis(run: RunConfig) -> list[Overrides]:
+    if run.get("OPTIMIZER_MODE") != "multiple":
+        return [[("OPTIMIZER", run.OPTIMIZER)]]
+    return [[("OPTIMIZER_MODE", "single"), ("OPTIMIZER", o)] for o in _enabled(run, OPTIMIZERS)]
+
+
+def pruning_axis(run: RunConfig) -> list[Overrides]:
+    """Each pruning setting as overrides; the method is the value of PRUNING_METHOD."""
+    mode = run.PRUNING_MODE
+    if mode == "none":
+        return [[("PRUNING_MODE", "none")]]
+    if mode == "single":
+        single = [("PRUNING_MODE", "single"), ("PRUNING_METHOD", run.PRUNING_METHOD),
+                  ("PRUNING_TARGET_SPARSITY", repr(run.PRUNING_TARGET_SPARSITY))]
+        if run.PRUNING_METHOD == "state":
+            single.append(("ADAMWPRUNE_VARIANT", run.ADAMWPRUNE_VARIANT))
+        return [single]
+    out: list[Overrides] = []
+    for method in _enabled(run, METHODS):
+        if method == "none":
+            out.append([("PRUNING_MODE", "none")])
+            continue
+        variants = _enabled(run, SCORE_VARIANTS) if method == "state" else [None]
+        for sparsity in _enabled(run, SPARSITIES):
+            for variant in variants:
+                o = [("PRUNING_MODE", "single"), ("PRUNING_METHOD", method),
+                     ("PRUNING_TARGET_SPARSITY", sparsity)]
+                out.append(o + ([("ADAMWPRUNE_VARIANT", variant)] if variant else []))
+    return out
+
+
+def compatible(optimizer: str, pruning: Overrides) -> bool:
+    """The rule Kconfig enforces for one run: state pruning iff AdamWPrune."""
+    method = dict(pruning).get("PRUNING_METHOD", "none")
+    return (method == "state") == (optimizer == "adamwprune")
+
+
+def parse_ablation(text: str) -> list[tuple[str, list[str]]]:
+    """"SYM=a,b SYM2=c" -> [("SYM", ["a", "b"]), ("SYM2", ["c"])]."""
+    axes = []
+    for word in text.split():
+        name, sep, values = word.partition("=")
+        items = [v for v in values.split(",") if v]
+        if not sep or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name) or not items:
+            raise ConfigError([f"CONFIG_MATRIX_ABLATION: '{word}' is not SYMBOL=value1,value2,..."])
+        axes.append((name, items))
+    return axes
+
+
+def _ablation_suffix(overrides: Overrides) -> str:
+    return "".join(f"_{k.lower()}{re.sub(r'[^A-Za-z0-9.-]', '', v)}" for k, v in overrides)
+
+
+def combinations(base: RunConfig, points: list[Overrides] | None = None
+                 ) -> list[tuple[Overrides, Overrides]]:
+    """Every valid run as (overrides, its ablation part), in a stable order
+    (model, variant, optimizer, pruning, ablation). An enabled value that ends
+    up in no run is an error: nothing the user enabled is dropped silently.
+    points (a sweep's) multiply the ablation product and name runs like it."""
+    models = base.get("MATRIX_MODELS", "").split() or [base.MODEL]
+    ablation = parse_ablation(base.get("MATRIX_ABLATION", ""))
+    ablation_runs = [list(zip([n for n, _ in ablation], values)) + point
+                     for values in itertools.product(*[v for _, v in ablation])
+                     for point in (points if points is not None else [[]])]
+    optimizers, prunings = optimizer_axis(base), pruning_axis(base)
+    if not optimizers:
+        raise ConfigError(["CONFIG_OPTIMIZER_MODE_MULTIPLE is set but no "
+                           "CONFIG_OPTIMIZER_ENABLE_* is enabled"])
+    if not prunings:
+        raise ConfigError(["CONFIG_PRUNING_MODE_MULTIPLE is set but no pruning method, "
+                           "sparsity or AdamWPrune score variant is enabled"])
+    out = []
+    for model in models:
+        family = registry.family(model)
+        model_o = [] if model == base.MODEL else [("MODEL", model)]
+        for variant_o in family.matrix_variants(base):
+            for opt_o in optimizers:
+                for prune_o in prunings:
+                    if compatible(dict(opt_o)["OPTIMIZER"], prune_o):
+                        out += [(model_o + variant_o + opt_o + prune_o + a, a)
+                                for a in ablation_runs]
+    _check_every_choice_used(optimizers, prunings, [o for o, _ in out])
+    return out
+
+
+def _check_every_choice_used(optimizers: list[Overrides], prunings: list[Overrides],
+                             runs: list[Overrides]) -> None:
+    used = [set(r) for r in runs]
+    problems = []
+    for opt_o in optimizers:
+        if not any(set(opt_o) <= r for r in used):
+            name = dict(opt_o)["OPTIMIZER"]
+            need = "state pruning" if name == "adamwprune" else "dense, magnitude or movement"
+            problems.append(f"optimizer {name} is enabled but no run uses it: it needs {need}")
+    for prune_o in prunings:
+        if not any(set(prune_o) <= r for r in used):
+            method = dict(prune_o).get("PRUNING_METHOD", "none (dense)")
+            need = "AdamWPrune" if method == "state" else "AdamW or AdamWSPAM"
+            problems.append(f"pruning {method} is enabled but no run uses it: it needs {need}")
+    if problems:
+        raise ConfigError(problems, "test matrix")
+
+
+def expand(cli_args: list[str] = (), path: Path = CONFIG,
+           points: list[Overrides] | None = None) -> tuple[RunConfig, list[PlannedRun]]:
+    """(base config, planned runs). The command-line overrides apply to the base
+    (where they are checked once); each run is then its own overrides on that
+    base, validated like `make` before anything trains."""
+    base = load_run_config(list(cli_args), path)
+    planned, problems, seen = [], [], set()
+    failing: dict[str, list[str]] = {}  # problem -> the runs it stops
+    with tempfile.TemporaryDirectory() as tmp:
+        base_path = Path(tmp) / "base.config"
+        base_path.write_text(base.config_text)
+        for overrides, ablated in combinations(base, points):
+            try:
+                run = load_run_config([f"{k}={v}" for k, v in overrides], base_path)
+            except ConfigError as err:
+                where = " ".join(f"{k}={v}" for k, v in overrides)
+                for problem in err.problems:
+                    failing.setdefault(problem, []).append(where)
+                continue
+            run_id = run_tag(run) + _ablation_suffix(ablated)
+            if run_id in seen:
+                problems.append(f"two runs would share the id {run_id}")
+            seen.add(run_id)
+            planned.append(PlannedRun(run_id, overrides, run))
+    problems += [f"{problem} (in {len(runs)} run{'s' * (len(runs) > 1)}, e.g. {runs[0]})"
+                 for problem, runs in failing.items()]
+    if problems:
+        raise ConfigError(problems, "test matrix")
+    if not planned:
+        raise ConfigError(["the matrix is empty: enable at least one value in each "
+                           "multiple-selection menu"], "test matrix")
+    return base, planned

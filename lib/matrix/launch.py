@@ -1,0 +1,168 @@
+"""`make test-matrix`, `make continue` (of a matrix) and `make test-rerun`.
+
+start(): plan the grid from .config, create results/<matrix-id>/ with
+base.config, matrix.json and one folder per run holding the config.txt it
+trains with, then train them. resume(): train what is pending or was
+interrupted. rerun(): train one run again from scratch, keeping the old
+folder beside it.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from lib.atomic import write_text_atomic
+from lib.config import CONFIG, load_run_config
+from lib.matrix import slurm
+from lib.matrix.grid import PlannedRun, expand
+from lib.matrix.runner import Runner
+from lib.matrix.state import MatrixError, MatrixState, is_matrix
+from lib.overrides import split_args
+from lib.rundir import point_latest, results_root
+
+
+def gpu_count(run: Any) -> int:
+    if run.DEVICE == "cpu":
+        return 0
+    import torch  # only here: planning and dry runs stay fast
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def ddp_processes(run: Any) -> int:
+    """Processes one run uses: GPT2_NUM_GPUS under DDP, else 1."""
+    return int(run.get("GPT2_NUM_GPUS", 1)) if run.get("GPT2_USE_DDP") else 1
+
+
+def slots(run: Any, planned_nproc: int) -> list[dict[str, str]]:
+    """One environment per concurrent job. PARALLEL_JOBS (MATRIX_PARALLEL_JOBS)
+    0 means one run per GPU, or one at a time on a CPU; DDP runs take all GPUs."""
+    gpus = gpu_count(run)
+    jobs = run.MATRIX_PARALLEL_JOBS or max(1, gpus)
+    if planned_nproc > 1 or gpus == 0:
+        return [{} for _ in range(1 if planned_nproc > 1 else jobs)]
+    return [{"CUDA_VISIBLE_DEVICES": str(i % gpus)} for i in range(jobs)]
+
+
+def create(base: Any, planned: list[PlannedRun], cli_args: list[str],
+           now: float | None = None, sweep: dict | None = None) -> MatrixState:
+    """The matrix folder, its records and each run's folder with config.txt."""
+    kind = "sweep" if sweep else "matrix"
+    matrix_id = f"{kind}_" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    root = results_root(base) / matrix_id
+    if root.exists():
+        raise MatrixError(f"{root} already exists; wait a second and start again")
+    root.mkdir(parents=True)
+    write_text_atomic(root / "base.config", base.config_text)  # .config + matrix-wide overrides
+    for p in planned:
+        (root / p.run_id).mkdir()
+        write_text_atomic(root / p.run_id / "config.txt", p.config.config_text)
+    overrides, _, _ = split_args(cli_args)
+    state = MatrixState.create(root, matrix_id, {p.run_id: p.args for p in planned},
+                               dict(overrides), base.MATRIX_PARALLEL_JOBS)
+    if sweep:
+        state.data["sweep"] = sweep
+        state.save()
+    point_latest(root)
+    return state
+
+
+def start(cli_args: list[str], confirm: Callable[[str], bool],
+          show: Callable[[Any, list[PlannedRun]], None], sweep: Any = None,
+          path: Path = CONFIG) -> int:
+    """Plan, confirm, create and train a matrix (a sweep when `sweep` is given)."""
+    base, planned = expand(cli_args, path, points=sweep.points() if sweep else None)
+    show(base, planned)
+    slurm_dry = base.flags["DRY_RUN"] and base.MATRIX_EXECUTOR == "slurm"
+    if base.flags["DRY_RUN"] and not slurm_dry:
+        return 0
+    if slurm_dry:  # write the matrix and its scripts, print them, submit nothing
+        state = create(base, planned, cli_args, sweep=sweep.record() if sweep else None)
+        slurm.submit(state, [p.run_id for p in planned], {p.run_id: p.config for p in planned},
+                     dry_run=True)
+        print(f"[slurm] scripts written under {state.root}; `make continue` submits them")
+        return 0
+    if not base.flags["YES"] and not confirm(f"Start {len(planned)} runs? [y/N] "):
+        print("nothing started")
+        return 1
+    state = create(base, planned, cli_args, sweep=sweep.record() if sweep else None)
+    print(f"matrix {state.root}")
+    return train(state, base, [p.run_id for p in planned], cli_args=[])
+
+
+def train(state: MatrixState, base: Any, run_ids: list[str], cli_args: list[str]) -> int:
+    """Train run_ids here, or submit them as Slurm jobs (MATRIX_EXECUTOR_SLURM)."""
+    configs = {r: load_run_config(list(cli_args), state.root / r / "config.txt")
+               for r in run_ids}
+    if base.MATRIX_EXECUTOR == "slurm":
+        slurm.submit(state, run_ids, configs)
+        print(f"[slurm] `make watch` follows them; `make continue` resubmits interrupted runs")
+        return 0
+    nproc = {r: ddp_processes(c) for r, c in configs.items()}
+    runner = Runner(state, slots(base, max(nproc.values(), default=1)), extra_args=cli_args)
+    runner.run_all(run_ids)
+    counts = state.counts()
+    print("[matrix] " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+          + f" ({state.root})")
+    if runner.interrupted:
+        print("[matrix] interrupted: `make continue` resumes it")
+        return 130
+    return 0 if counts["failed"] == counts["diverged"] == 0 else 1
+
+
+def find(results: Path, name: str | None = None) -> Path:
+    path = (results / name) if name else (results / "latest")
+    if not is_matrix(path):
+        what = f"'{name}'" if name else "results/latest"
+        raise MatrixError(f"{what} under {results} is not a test matrix (no matrix.json); "
+                          f"start one with `make test-matrix`")
+    return path.resolve()
+
+
+def resume(root: Path, cli_args: list[str], retry_failed: bool) -> int:
+    state = MatrixState.load(root)
+    base = load_run_config([], root / "base.config")
+    todo = state.to_run(retry_failed)
+    skipped = [r for r, v in state.runs.items() if v["state"] in ("failed", "diverged")
+               and r not in todo]
+    print(f"[matrix] {root.name}: {len(todo)} to run, "
+          f"{state.counts()['completed']} completed and skipped"
+          + (f", {len(skipped)} failed/diverged kept (RETRY_FAILED=1 retries them)"
+             if skipped else ""))
+    if cli_args:
+        state.data.setdefault("continue_overrides", []).append(cli_args)
+        state.save()
+    return train(state, base, todo, cli_args)
+
+
+def rerun(root: Path, run_id: str, cli_args: list[str]) -> int:
+    """Train run_id again from scratch; the old folder becomes <run_id>.prev-<time>."""
+    state = MatrixState.load(root)
+    if run_id not in state.runs:
+        raise MatrixError(f"no run '{run_id}' in {root.name}; its runs: {', '.join(state.runs)}")
+    old = root / run_id
+    if old.exists():
+        old.rename(root / f"{run_id}.prev-{time.strftime('%Y%m%d-%H%M%S')}")
+    run = load_run_config(state.runs[run_id]["overrides"] + cli_args, root / "base.config")
+    old.mkdir()
+    write_text_atomic(old / "config.txt", run.config_text)
+    state.update(run_id, state="pending", attempts=0)
+    base = load_run_config([], root / "base.config")
+    return train(state, base, [run_id], cli_args=[])
+
+
+def job(run_dir: Path, launcher: list[str], cli_args: list[str]) -> int:
+    """A cluster job's body: train one run and record its state like a local run."""
+    run_dir = run_dir.resolve()
+    state = MatrixState.load(run_dir.parent)
+    runner = Runner(state, [{}], extra_args=cli_args, launcher=launcher)
+    result = runner.run_one(run_dir.name, {})
+    return 0 if result["state"] in ("completed", "pending") else 1
+
+
+def ask(prompt: str) -> bool:
+    if not sys.stdin.isatty():
+        print(f"{prompt}no terminal to answer; add YES=1 to start without asking")
+        return False
+    return input(prompt).strip().lower() in ("y", "yes")

@@ -1,0 +1,48 @@
+"""The plan a test matrix prints before it runs (and all DRY_RUN=1 prints):
+every run with its overrides, estimated peak memory and estimated time."""
+from __future__ import annotations
+
+from typing import Any
+
+from lib.matrix.grid import PlannedRun
+
+
+def _estimates(run: Any) -> tuple[float | None, float | None]:
+    """(GiB, seconds) from lib/estimate; None where it cannot say."""
+    from lib.estimate import estimate_memory, estimate_seconds
+
+    try:
+        gib = estimate_memory(run).total_bytes / 2**30
+    except (ValueError, KeyError) as err:  # an estimator gap must not block a plan
+        print(f"  (memory estimate unavailable for {run.RUN_NAME or 'a run'}: {err})")
+        gib = None
+    return gib, estimate_seconds(run)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
+def show(base: Any, planned: list[PlannedRun]) -> None:
+    """Print the grid as a table, the run count and the totals."""
+    rows, total_s, unknown = [], 0.0, False
+    for p in planned:
+        gib, seconds = _estimates(p.config)
+        unknown |= seconds is None
+        total_s += seconds or 0.0
+        what = " ".join(f"{k}={v}" for k, v in p.overrides if k not in ("OPTIMIZER_MODE",))
+        rows.append((p.run_id, "?" if gib is None else f"{gib:.2f}", _duration(seconds), what))
+    width = max([len(r[0]) for r in rows] + [6])
+    print(f"{'run':<{width}}  {'mem GiB':>8}  {'time':>9}  overrides on .config")
+    for run_id, mem, time_, what in rows:
+        print(f"{run_id:<{width}}  {mem:>8}  {time_:>9}  {what}")
+    common = " ".join(f"{k}={v}" for k, v in base.overrides.items())
+    print(f"{len(planned)} runs, about {_duration(total_s)} one after another"
+          f"{' (some unknown)' if unknown else ''}"
+          f"{'; every run also gets ' + common if common else ''}")
+    print("memory: estimated training peak per device (`make estimate` explains one run)")

@@ -1,0 +1,109 @@
+"""matrix.json: every run's state, rewritten atomically on each change.
+
+A matrix folder holds base.config (the .config the matrix was planned from),
+matrix.json, and one run folder per run. Run states: pending (not started,
+or interrupted and to be resumed from its checkpoint), running, completed,
+failed, diverged. A run left "running" by a matrix that was killed is
+resumed by `make continue` like a pending one.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from lib.atomic import write_json_atomic
+
+STATES = ("pending", "running", "completed", "failed", "diverged")
+FILE = "matrix.json"
+
+
+class MatrixError(Exception):
+    pass
+
+
+def is_matrix(path: Path) -> bool:
+    return (Path(path) / FILE).is_file()
+
+
+class MatrixState:
+    """The in-memory matrix.json; every update is written through at once."""
+
+    def __init__(self, root: Path, data: dict[str, Any]):
+        self.root = Path(root)
+        self.data = data
+        self._lock = threading.Lock()  # parallel runs report from worker threads
+
+    @classmethod
+    def create(cls, root: Path, matrix_id: str, runs: dict[str, list[str]],
+               cli_overrides: dict[str, str], parallel_jobs: int) -> "MatrixState":
+        data = {
+            "matrix_id": matrix_id, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "base_config": "base.config", "overrides": cli_overrides,
+            "parallel_jobs": parallel_jobs,
+            "runs": {run_id: {"state": "pending", "overrides": args, "attempts": 0}
+                     for run_id, args in runs.items()},
+        }
+        state = cls(root, data)
+        state.save()
+        return state
+
+    @classmethod
+    def load(cls, root: Path) -> "MatrixState":
+        path = Path(root) / FILE
+        try:
+            data = json.loads(path.read_text())
+            runs = data["runs"]
+            bad = [r for r, v in runs.items() if v.get("state") not in STATES]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise MatrixError(f"{path} is not a readable matrix record ({err}); "
+                              f"nothing was changed") from None
+        if bad:
+            raise MatrixError(f"{path}: runs with an unknown state: {', '.join(bad)}")
+        return cls(root, data)
+
+    @property
+    def runs(self) -> dict[str, dict[str, Any]]:
+        return self.data["runs"]
+
+    def save(self) -> None:
+        with self._locked():
+            write_json_atomic(self.root / FILE, self.data)
+
+    @contextlib.contextmanager
+    def _locked(self):
+        """This process's threads, and other processes (cluster jobs of the same
+        matrix on a shared filesystem), update matrix.json one at a time."""
+        with self._lock, open(self.root / ".matrix.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def update(self, run_id: str, **fields: Any) -> None:
+        """Change one run's entry; other runs' entries are re-read first, since
+        other processes may have changed them."""
+        with self._locked():
+            try:
+                self.data["runs"] = json.loads((self.root / FILE).read_text())["runs"]
+            except (OSError, ValueError, KeyError):
+                pass  # keep ours: a damaged file is rewritten whole below
+            self.runs[run_id].update(fields)
+            write_json_atomic(self.root / FILE, self.data)
+
+    def counts(self) -> dict[str, int]:
+        counts = {s: 0 for s in STATES}
+        for run in self.runs.values():
+            counts[run["state"]] += 1
+        return counts
+
+    def to_run(self, retry_failed: bool = False) -> list[str]:
+        """Runs `make continue` trains: pending and interrupted ones, and failed
+        or diverged ones when asked to retry them."""
+        wanted = {"pending", "running"} | ({"failed", "diverged"} if retry_failed else set())
+        return [r for r, v in self.runs.items() if v["state"] in wanted]

@@ -1,0 +1,1 @@
+"""`make results` and `make compare`: tables and plots from run folders."""

@@ -1,0 +1,186 @@
+"""Read run folders into rows for tables and plots, whatever state they are in.
+
+A run folder may be complete, still running, failed, never started (only
+config.txt), or damaged (metrics.json missing or malformed): every case gives
+a row with a status and, where something is wrong, a problem that says what.
+Nothing here raises on a bad file.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lib import registry
+from lib.config import load_run_config
+from lib.eval.record import load_eval
+from lib.kconfig import ConfigError
+from lib.matrix.state import FILE as MATRIX_FILE, MatrixError, MatrixState
+
+
+@dataclass
+class RunRow:
+    """One run as the summary shows it; None where a value is unknown."""
+    run_id: str
+    path: Path
+    status: str
+    model: str | None = None
+    optimizer: str | None = None
+    pruning: str = "none"
+    sparsity_target: float | None = None
+    sparsity: float | None = None
+    variant: str | None = None
+    best_ppl: float | None = None
+    final_ppl: float | None = None
+    tokens_per_sec: float | None = None
+    peak_memory_mb: float | None = None
+    params: int | None = None
+    wall_time_s: float | None = None
+    delta_pct: float | None = None  # best perplexity vs the baseline run, in %
+    problems: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evals: dict[str, float] = field(default_factory=dict)  # set name -> perplexity
+    overrides: dict[str, str] = field(default_factory=dict)  # a matrix run's, from matrix.json
+
+    @property
+    def memory_x_weights(self) -> float | None:
+        """Peak memory as a multiple of the fp32 weights' size."""
+        if not self.peak_memory_mb or not self.params:
+            return None
+        return self.peak_memory_mb * 2**20 / (4 * self.params)
+
+    @property
+    def label(self) -> str:
+        return self.run_id
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def _from_config(row: RunRow) -> None:
+    """Model, optimizer, pruning and variant from the run's config.txt."""
+    try:
+        run = load_run_config([], row.path / "config.txt")
+    except (ConfigError, OSError) as err:
+        row.problems.append(f"config.txt unreadable: {str(err).splitlines()[0]}")
+        return
+    row.model, row.optimizer = run.MODEL, run.get("OPTIMIZER")
+    if run.get("PRUNING_MODE") == "single":
+        row.pruning = run.PRUNING_METHOD
+        row.sparsity_target = run.PRUNING_TARGET_SPARSITY
+    variants = [registry.family(run.MODEL).variant(run)]
+    if run.get("OPTIMIZER") == "adamwprune":
+        variants.insert(0, run.ADAMWPRUNE_VARIANT)
+    row.variant = "+".join(v for v in variants if v != "vanilla") or "vanilla"
+
+
+def _from_metrics(row: RunRow) -> None:
+    path = row.path / "metrics.json"
+    if not path.exists():
+        row.problems.append("no metrics.json (never reached its first evaluation)")
+        return
+    try:
+        m = json.loads(path.read_text())
+        if not isinstance(m, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as err:
+        row.problems.append(f"metrics.json malformed: {err}")
+        return
+    row.metrics = m
+    row.best_ppl, row.final_ppl = (_finite(m.get("best_val_perplexity")),
+                                   _finite(m.get("final_val_perplexity")))
+    row.tokens_per_sec = _finite(m.get("tokens_per_sec")) or None
+    row.peak_memory_mb = _finite(m.get("peak_memory_mb"))
+    row.params, row.wall_time_s = m.get("params"), _finite(m.get("wall_time_s"))
+    row.sparsity = _finite(m.get("sparsity"))
+    if row.status == "unknown":
+        row.status = m.get("status", "unknown")
+    if m.get("error"):
+        row.problems.append(str(m["error"]).splitlines()[0][:200])
+
+
+def _from_eval(row: RunRow) -> None:
+    record = load_eval(row.path)
+    if record is None:
+        return
+    if "error" in record and "sets" not in record:
+        row.problems.append(record["error"])
+        return
+    for name, entry in (record.get("sets") or {}).items():
+        ppl = _finite(entry.get("perplexity")) if isinstance(entry, dict) else None
+        if ppl is not None and entry.get("kind", "perplexity") == "perplexity":
+            row.evals[name] = ppl
+
+
+def read_run(path: Path, status: str = "unknown") -> RunRow:
+    row = RunRow(path.name, path, status)
+    if not path.is_dir():
+        row.problems.append("no run folder")
+        return row
+    if not (path / "config.txt").exists() and (path / "eval.json").exists():
+        return _pretrained(row)  # `make eval-baseline`: evaluated, never trained here
+    _from_config(row)
+    _from_metrics(row)
+    _from_eval(row)
+    return row
+
+
+def _pretrained(row: RunRow) -> RunRow:
+    record = load_eval(row.path) or {}
+    model = record.get("model") or {}
+    row.status, row.model = "pretrained", model.get("family", "gpt2")
+    row.optimizer, row.params = "-", model.get("params")
+    _from_eval(row)
+    return row
+
+
+def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
+    """Rows for a matrix folder (in matrix order, states from matrix.json) or for
+    any folder of run folders; plus the matrix record ({} for plain folders)."""
+    root = Path(root)
+    if (root / MATRIX_FILE).exists():
+        try:
+            state = MatrixState.load(root)
+        except MatrixError as err:
+            raise FileNotFoundError(str(err)) from None
+        rows = []
+        for run_id, entry in state.runs.items():
+            row = read_run(root / run_id, entry["state"])
+            row.overrides = dict(a.partition("=")[::2] for a in entry.get("overrides", []))
+            error = str(entry.get("error") or "")
+            if error and not any(error.startswith(p) or p.startswith(error) for p in row.problems):
+                row.problems.append(error)
+            rows.append(row)
+        return rows, state.data
+    runs = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+                  and ".prev-" not in p.name
+                  and ((p / "config.txt").exists() or (p / "eval.json").exists()))
+    return [read_run(p) for p in runs], {}
+
+
+def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
+    """Baseline per model: the run named `name`, else the first dense AdamW
+    run with vanilla attention (else the first dense AdamW run)."""
+    out: dict[str, RunRow] = {}
+    if name:
+        named = [r for r in rows if r.run_id == name]
+        if not named:
+            raise ValueError(f"BASELINE={name}: no such run here; runs: "
+                             f"{', '.join(r.run_id for r in rows)}")
+        return {r.model or "?": named[0] for r in rows}
+    for pref in (lambda r: r.variant == "vanilla", lambda r: True):
+        for r in rows:
+            if (r.model not in out and r.optimizer == "adamw" and r.pruning == "none"
+                    and pref(r) and r.best_ppl is not None):
+                out[r.model] = r
+    return out
+
+
+def apply_baseline(rows: list[RunRow], baselines: dict[str, RunRow]) -> None:
+    for r in rows:
+        base = baselines.get(r.model or "?")
+        if base is not None and base.best_ppl and r.best_ppl is not None:
+            r.delta_pct = 100 * (r.best_ppl / base.best_ppl - 1)

@@ -1,0 +1,215 @@
+"""`make report`: one self-contained index.html for a matrix or folder of runs.
+
+The page holds the summary tables (the columns of lib/results/tables.py), every
+plot (lib/results/plots.py, embedded as base64 data URIs), each run's
+configuration against its model's baseline run (typed values from the two
+config.txt files) and relative links to each run's logs. It needs nothing
+beside it but the run folders those links point to.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import quote
+
+from lib.atomic import write_text_atomic
+from lib.config import load_run_config
+from lib.kconfig import ConfigError, open_tree
+from lib.results import plots, tables
+from lib.results.collect import RunRow, apply_baseline, collect, pick_baseline
+
+FILE = "index.html"
+LOGS = ("output.log", "console.log", "metrics.json")
+PLOTS = {"val_loss.png": "Validation loss of every run",
+         "ppl_vs_sparsity.png": "Best perplexity against sparsity (baselines dashed)",
+         "memory.png": "Peak memory per run", "throughput.png": "Training tokens/s per run"}
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
+.wide { overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
+td.status { min-width: 16em; }
+td.logs { white-space: nowrap; }
+th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr:nth-child(even) td { background: #fafafa; }
+.missing { color: #999; }
+figure { display: inline-block; width: 47%; min-width: 420px; margin: 0 1em 1em 0;
+         vertical-align: top; }
+img { width: 100%; border: 1px solid #ddd; }
+code { background: #f4f4f4; padding: 0 3px; }
+"""
+_UNSET = object()
+Diff = list[tuple[str, Any, Any]]
+
+
+def config_values(run_dir: Path) -> dict[str, Any] | str:
+    """A run's typed configuration from its config.txt, or why it cannot be read."""
+    try:
+        return load_run_config([], run_dir / "config.txt").values
+    except (ConfigError, OSError) as err:
+        return f"config.txt unreadable: {str(err).splitlines()[0]}"
+
+
+def settable(kconf: Any) -> set[str]:
+    """Names a diff shows: named choices and prompted symbols, less the members of
+    named choices (the choice's own row says which one is on). Hidden helpers
+    (OPTIM_USES_*) follow from these and are left out."""
+    members = {s.name for c in kconf.named_choices.values() for s in c.syms}
+    prompted = {s.name for s in kconf.unique_defined_syms if any(n.prompt for n in s.nodes)}
+    return (prompted - members) | set(kconf.named_choices)
+
+
+def config_diff(base: dict[str, Any], run: dict[str, Any], shown: set[str] | None = None,
+                first: Iterable[str] = ()) -> Diff:
+    """(symbol, baseline value, run value) for each symbol in `shown` (all when None)
+    whose typed value differs, the symbols in `first` (the run's overrides)
+    leading; _UNSET where a side has no value."""
+    names = list(run) + [n for n in base if n not in run]
+    changed = [n for n in names if base.get(n, _UNSET) != run.get(n, _UNSET)
+               and (shown is None or n in shown)]
+    first = list(first)
+    changed.sort(key=lambda n: first.index(n) if n in first else len(first))
+    return [(n, base.get(n, _UNSET), run.get(n, _UNSET)) for n in changed]
+
+
+def _shown(value: Any) -> str:
+    if value is _UNSET:
+        return "(not set)"
+    if isinstance(value, bool):
+        return "y" if value else "n"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _table(headers: list[str], rows: list[list[tuple[str, str]]], cls: str) -> str:
+    """rows of (cell HTML, css class) under escaped headers."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "\n".join("<tr>" + "".join(f'<td class="{c}">{cell}</td>' if c else f"<td>{cell}</td>"
+                                      for cell, c in row) + "</tr>" for row in rows)
+    return (f'<table class="{cls}">\n<thead><tr>{head}</tr></thead>\n'
+            f"<tbody>\n{body}\n</tbody></table>")
+
+
+def _href(root: Path, path: Path) -> str:
+    try:
+        return quote(path.relative_to(root).as_posix())
+    except ValueError:
+        return path.resolve().as_uri()
+
+
+def _anchor(run_id: str) -> str:
+    return "run-" + quote(run_id, safe="")
+
+
+def _logs(root: Path, r: RunRow) -> str:
+    links = [f'<a href="{_href(root, r.path / name)}">{name}</a>' if (r.path / name).is_file()
+             else f'<span class="missing">no {name}</span>' for name in LOGS]
+    return " ".join(links)
+
+
+def summary_section(root: Path, rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
+    parts = ["<h2>Summary</h2>",
+             "<p>Delta % is the best validation perplexity relative to the model's baseline; "
+             "sparsity is the final measured value (the target where a run has none).</p>"]
+    for model, group in tables.by_model(rows).items():
+        cols = tables.columns(group)
+        base = baselines.get(model)
+        parts.append(f"<h3>{html.escape(model)}</h3><p>Baseline: "
+                     f"{html.escape(base.run_id) if base else 'none (no dense AdamW run)'}</p>")
+        body = []
+        for r in group:
+            cells = [(html.escape(tables.format_value(f(r), spec)),
+                      "num" if spec else "status" if h == "status" else "")
+                     for h, f, spec in cols]
+            cells[0] = (f'<a href="#{_anchor(r.run_id)}">{html.escape(r.run_id)}</a>', "")
+            body.append(cells + [(_logs(root, r), "logs")])
+        table = _table([h for h, _, _ in cols] + ["logs"], body, "summary")
+        parts.append(f'<div class="wide">{table}</div>')
+    return "\n".join(parts)
+
+
+def plots_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
+    """Every plot plots.write_all makes, drawn afresh and embedded as a data URI."""
+    figures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in plots.write_all(rows, baselines, Path(tmp)):
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            caption = html.escape(PLOTS.get(path.name, path.stem))
+            figures.append(f'<figure><img src="data:image/png;base64,{data}" alt="{caption}">'
+                           f"<figcaption>{caption}</figcaption></figure>")
+    body = "\n".join(figures) or "<p>No plots: no run has recorded metrics yet.</p>"
+    return "<h2>Plots</h2>\n" + body
+
+
+def _overridden(matrix: dict[str, Any], run_id: str) -> list[str]:
+    args = (matrix.get("runs") or {}).get(run_id, {}).get("overrides") or []
+    return [str(a).partition("=")[0] for a in args]
+
+
+def config_section(rows: list[RunRow], baselines: dict[str, RunRow],
+                   matrix: dict[str, Any]) -> str:
+    """Per run, the symbols whose value differs from its model's baseline run (the
+    first run of the model whose config reads, where no baseline was found)."""
+    values = {r.run_id: config_values(r.path) for r in rows}
+    shown = settable(open_tree())
+    parts = ["<h2>Configuration against the baseline</h2>"]
+    for model, group in tables.by_model(rows).items():
+        readable = [r for r in group if isinstance(values[r.run_id], dict)]
+        ref = baselines.get(model) or (readable[0] if readable else None)
+        for r in group:
+            parts.append(f'<h3 id="{_anchor(r.run_id)}">{html.escape(r.run_id)}</h3>')
+            mine, ref_values = values[r.run_id], values[ref.run_id] if ref else None
+            if isinstance(mine, str):
+                parts.append(f'<p class="missing">{html.escape(mine)}</p>')
+            elif ref is None or not isinstance(ref_values, dict):
+                parts.append('<p class="missing">no baseline configuration to compare with</p>')
+            elif ref.run_id == r.run_id:
+                parts.append("<p>The baseline run.</p>")
+            else:
+                diff = config_diff(ref_values, mine, shown, _overridden(matrix, r.run_id))
+                count = ("1 symbol differs" if len(diff) == 1
+                         else f"{len(diff) or 'no'} symbols differ")
+                parts.append(f"<p>Against <code>{html.escape(ref.run_id)}</code>: {count}.</p>")
+                if diff:
+                    parts.append(_table(["symbol", "baseline", "this run"], [
+                        [(html.escape(n), ""), (html.escape(_shown(b)), ""),
+                         (html.escape(_shown(v)), "")] for n, b, v in diff], "config-diff"))
+    return "\n".join(parts)
+
+
+def render(root: Path, rows: list[RunRow], matrix: dict[str, Any],
+           baselines: dict[str, RunRow]) -> str:
+    title = f"Results: {matrix.get('matrix_id', root.name)}"
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    state = ", ".join(f"{n} {s}" for s, n in counts.items())
+    intro = (f"<p>{len(rows)} runs: {html.escape(state)}. Written "
+             f"{time.strftime('%Y-%m-%d %H:%M')} by <code>make report</code> from "
+             f"<code>{html.escape(str(root))}</code>.</p>")
+    if matrix.get("overrides"):
+        shown = " ".join(f"{k}={v}" for k, v in matrix["overrides"].items())
+        intro += f"<p>Overrides on every run: <code>{html.escape(shown)}</code></p>"
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>", intro, summary_section(root, rows, baselines),
+        plots_section(rows, baselines), config_section(rows, baselines, matrix),
+        "</body></html>", ""])
+
+
+def write_report(root: Path, baseline: str | None = None) -> Path:
+    """index.html in root (a matrix, or any folder of run folders); returns its path."""
+    root = Path(root)
+    rows, matrix = collect(root)
+    if not rows:
+        raise FileNotFoundError(f"{root} holds no runs (no matrix.json and no run folders)")
+    baselines = pick_baseline(rows, baseline)
+    apply_baseline(rows, baselines)
+    path = root / FILE
+    write_text_atomic(path, render(root, rows, matrix, baselines))
+    return path

@@ -1,0 +1,71 @@
+"""Write a folder's summary: summary.md, summary.csv, summary.tex and plots."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from lib.atomic import write_text_atomic
+from lib.results import plots, tables
+from lib.results.collect import RunRow, apply_baseline, collect, pick_baseline, read_run
+
+
+def write_summary(rows: list[RunRow], out: Path, baseline: str | None = None,
+                  header: str = "") -> tuple[str, list[Path]]:
+    """Tables and plots of rows into out; returns (markdown, files written)."""
+    baselines = pick_baseline(rows, baseline)
+    apply_baseline(rows, baselines)
+    md = tables.markdown(rows, baselines)
+    files = [out / "summary.md", out / "summary.csv", out / "summary.tex"]
+    write_text_atomic(files[0], header + md)
+    write_text_atomic(files[1], tables.csv_text(rows))
+    write_text_atomic(files[2], tables.latex(rows, baselines))
+    return md, files + plots.write_all(rows, baselines, out)
+
+
+def summarize(root: Path, baseline: str | None = None) -> tuple[str, list[Path], list[RunRow]]:
+    """`make results` for a matrix (or any folder of runs)."""
+    rows, matrix = collect(root)
+    if not rows:
+        raise FileNotFoundError(f"{root} holds no runs (no matrix.json and no run folders)")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    state = ", ".join(f"{n} {s}" for s, n in counts.items())
+    header = (f"# Results: {matrix.get('matrix_id', root.name)}\n\n{len(rows)} runs: {state}. "
+              f"Written {time.strftime('%Y-%m-%d %H:%M')} by `make results`.\n\n")
+    md, files = write_summary(rows, root, baseline, header)
+    if matrix.get("sweep"):
+        from lib.results import sweep
+
+        params = matrix["sweep"]["params"]
+        md += "\n" + sweep.ranking(rows, params)
+        write_text_atomic(root / "summary.md", header + md)
+        files += sweep.plots(rows, params, matrix["sweep"].get("log", []), root)
+    return md, files, rows
+
+
+def resolve_run(results: Path, name: str) -> Path:
+    """A run named by path, or by folder name anywhere under results/."""
+    path = Path(name)
+    if (path / "config.txt").exists() or (path / "eval.json").exists():
+        return path
+    found = sorted({p.parent for pattern in ("config.txt", "eval.json")
+                    for p in results.rglob(pattern) if p.parent.name == name})
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise FileNotFoundError(f"no run named '{name}' under {results}")
+    raise FileNotFoundError(f"'{name}' names several runs; give one of these paths: "
+                            + ", ".join(str(p) for p in found))
+
+
+def compare(results: Path, names: list[str], out: Path | None,
+            baseline: str | None = None) -> tuple[str, list[Path]]:
+    """`make compare RUNS="a b"`: the summary of runs from anywhere under results/."""
+    if len(names) < 2:
+        raise ValueError("compare needs two or more runs: RUNS=\"run-a run-b\"")
+    rows = [read_run(resolve_run(results, n)) for n in names]
+    out = out or results / f"compare_{time.strftime('%Y%m%d-%H%M%S')}"
+    out.mkdir(parents=True, exist_ok=True)
+    header = "# Comparison\n\n" + "\n".join(f"- {r.run_id}: {r.path}" for r in rows) + "\n\n"
+    return write_summary(rows, out, baseline, header)

@@ -1,0 +1,100 @@
+"""The summary table as Markdown (one table per model), CSV and LaTeX (booktabs)."""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Callable
+
+from lib.results.collect import RunRow
+
+Column = tuple[str, Callable[[RunRow], Any], str]  # header, value, format
+
+
+def format_value(value: Any, spec: str) -> str:
+    """A table cell: "-" for unknown, else the value in the column's format."""
+    if value is None:
+        return "-"
+    return format(value, spec) if spec else str(value)
+
+
+def _status(r: RunRow) -> str:
+    return r.status + (f" ({'; '.join(r.problems)})" if r.problems else "")
+
+
+def columns(rows: list[RunRow]) -> list[Column]:
+    cols: list[Column] = [
+        ("run", lambda r: r.run_id, ""),
+        ("optimizer", lambda r: r.optimizer, ""),
+        ("pruning", lambda r: r.pruning, ""),
+        ("sparsity", lambda r: (100 * r.sparsity if r.sparsity is not None else
+                                (100 * r.sparsity_target if r.sparsity_target else None)), ".1f"),
+        ("variant", lambda r: r.variant, ""),
+        ("best ppl", lambda r: r.best_ppl, ".2f"),
+        ("final ppl", lambda r: r.final_ppl, ".2f"),
+        ("delta %", lambda r: r.delta_pct, "+.1f"),
+        ("tokens/s", lambda r: r.tokens_per_sec, ",.0f"),
+        ("peak GiB", lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None, ".2f"),
+        ("mem x weights", lambda r: r.memory_x_weights, ".1f"),
+        ("wall min", lambda r: r.wall_time_s / 60 if r.wall_time_s is not None else None, ".1f"),
+    ]
+    for name in sorted({k for r in rows for k in r.evals}):
+        cols.append((f"{name} ppl", lambda r, n=name: r.evals.get(n), ".2f"))
+    cols.append(("status", _status, ""))
+    return cols
+
+
+def by_model(rows: list[RunRow]) -> dict[str, list[RunRow]]:
+    out: dict[str, list[RunRow]] = {}
+    for r in rows:
+        out.setdefault(r.model or "unknown", []).append(r)
+    return out
+
+
+def markdown(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
+    parts = []
+    for model, group in by_model(rows).items():
+        cols = columns(group)
+        base = baselines.get(model)
+        parts.append(f"### {model}\n\nBaseline: {base.run_id if base else 'none (no dense AdamW run)'}"
+                     f"; delta % is best perplexity relative to it; sparsity is the final "
+                     f"measured value (target where the run has none).\n")
+        parts.append("| " + " | ".join(h for h, _, _ in cols) + " |")
+        parts.append("|" + "|".join("---" for _ in cols) + "|")
+        for r in group:
+            cells = (format_value(f(r), s).replace("|", "/") for _, f, s in cols)
+            parts.append("| " + " | ".join(cells) + " |")
+        parts.append("")
+    return "\n".join(parts)
+
+
+def csv_text(rows: list[RunRow]) -> str:
+    cols = [("model", lambda r: r.model, "")] + columns(rows)
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow([h for h, _, _ in cols])
+    for r in rows:
+        writer.writerow(["" if (v := f(r)) is None else (f"{v:.6g}" if isinstance(v, float) else v)
+                         for _, f, _ in cols])
+    return buf.getvalue()
+
+
+_TEX = str.maketrans({"_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "$": r"\$"})
+
+
+def latex(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
+    """One booktabs table per model (\\usepackage{booktabs})."""
+    parts = []
+    for model, group in by_model(rows).items():
+        cols = [c for c in columns(group) if c[0] != "status"]
+        cols.append(("status", lambda r: r.status, ""))
+        base = baselines.get(model)
+        parts += [r"\begin{table}[t]", r"\centering", r"\small",
+                  r"\begin{tabular}{l" + "r" * (len(cols) - 1) + "}", r"\toprule",
+                  " & ".join(h.translate(_TEX) for h, _, _ in cols) + r" \\", r"\midrule"]
+        for r in group:
+            cells = (format_value(f(r), s).translate(_TEX) for _, f, s in cols)
+            parts.append(" & ".join(cells) + r" \\")
+        caption = (f"{model}: validation perplexity and cost per run; delta vs "
+                   f"{base.run_id if base else 'no baseline'}").translate(_TEX)
+        parts += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}", r"\end{table}", ""]
+    return "\n".join(parts)

@@ -1,0 +1,32 @@
+"""Save a trained GPT-2 run in the Hugging Face layout with a model card:
+`make export [RUN=<dir>] [CHECKPOINT=best|latest] [EXPORT_DIR=<dir>]` (default <run>/hf/)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lib.checkpoint import CheckpointError  # noqa: E402
+from lib.cli import run_script  # noqa: E402
+from lib.config import CONFIG, load_run_config  # noqa: E402
+from lib.kconfig import ROOT  # noqa: E402
+from lib.rundir import RunDirError, results_root, run_folder  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--run", help="run folder (default: results/latest)")
+    p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
+    p.add_argument("--out", help="output folder (default: <run>/hf)")
+    args = p.parse_args(argv)
+    from lib.export import export_run  # torch import after arg checks
+
+    results = results_root(load_run_config([])) if CONFIG.exists() else ROOT / "results"
+    export_run(run_folder(args.run, results), args.checkpoint, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    run_script(main, (RunDirError, CheckpointError, ValueError))

@@ -1,0 +1,56 @@
+"""`make test-matrix` (plan and train the grid .config enables),
+`make test-matrix-dry-run`, `make test-rerun TARGET=<run-id>` and `make sweep`.
+
+Arguments are NAME=VALUE overrides applied to every run (MAX_ITERS=, TIME=,
+PARALLEL_JOBS=, DRY_RUN=1, YES=1); `rerun` takes the run id first.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lib.cli import run_script  # noqa: E402
+from lib.config import load_run_config  # noqa: E402
+from lib.matrix import launch, plan, sweep  # noqa: E402
+from lib.matrix.state import MatrixError  # noqa: E402
+from lib.rundir import results_root  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("command", choices=["run", "rerun", "sweep", "job"])
+    p.add_argument("--launcher", default="", help="job: command words that start the ranks")
+    p.add_argument("--sweep", default="", help="sweep: SYMBOL=v1,v2 or SYMBOL=lo..hi[:log] words")
+    p.add_argument("--sweep-file", help="sweep: sweeps/<name> or a path")
+    p.add_argument("--mode", default="grid", help="sweep: grid or random")
+    p.add_argument("--trials", type=int, default=0, help="sweep: runs to draw in random mode")
+    p.add_argument("--seed", type=int, default=0, help="sweep: random mode's seed")
+    p.add_argument("--target", help="rerun: the run id to train again")
+    p.add_argument("--matrix", help="rerun: the matrix folder name (default: results/latest)")
+    p.add_argument("overrides", nargs="*", help="NAME=VALUE overrides for every run")
+    args = p.parse_intermixed_args(argv)
+    if args.command == "run":
+        return launch.start(args.overrides, launch.ask, plan.show)
+    if args.command == "sweep":
+        if bool(args.sweep) == bool(args.sweep_file):
+            p.error("sweep needs SWEEP=\"SYMBOL=v1,v2 ...\" or SWEEP_FILE=<name>, not both")
+        plan_ = (sweep.from_file(args.sweep_file) if args.sweep_file else
+                 sweep.parse(args.sweep, args.mode, args.trials, args.seed))
+        return launch.start(args.overrides, launch.ask, plan.show, plan_)
+    if args.command == "job":  # inside a cluster job: RUN_DIR=<run folder>
+        run_dirs = [a.partition("=")[2] for a in args.overrides if a.startswith("RUN_DIR=")]
+        if not run_dirs:
+            p.error("job needs RUN_DIR=<run folder>")
+        rest = [a for a in args.overrides if not a.startswith("RUN_DIR=")]
+        return launch.job(Path(run_dirs[0]), args.launcher.split(), rest)
+    if not args.target:
+        p.error("rerun needs TARGET=<run-id>")
+    root = launch.find(results_root(load_run_config([])), args.matrix)
+    return launch.rerun(root, args.target, args.overrides)
+
+
+if __name__ == "__main__":
+    run_script(main, (MatrixError,), error_code=2)

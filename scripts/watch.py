@@ -1,0 +1,41 @@
+"""Live state of the latest run or matrix: `make watch [RUN=<dir>] [INTERVAL=2]`.
+
+Refreshes every INTERVAL seconds until Ctrl-C; --once prints one view and exits.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lib.kconfig import ROOT  # noqa: E402
+from lib.progress import render  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("path", nargs="?", default=str(ROOT / "results" / "latest"),
+                   help="a run folder or a matrix folder (default: results/latest)")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    p.add_argument("--once", action="store_true", help="print once and exit")
+    args = p.parse_args(argv)
+    if args.interval <= 0:
+        p.error("--interval must be > 0")
+    if args.once:
+        print(render(Path(args.path)))
+        return 0
+    try:
+        while True:
+            view = render(Path(args.path))
+            sys.stdout.write("\033[H\033[2J" + view + f"\n\n(every {args.interval:g}s; Ctrl-C to quit)\n")
+            sys.stdout.flush()
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,100 @@
+"""The grid: what the multiple-selection menus expand to, and what is refused."""
+from __future__ import annotations
+
+import pytest
+
+from lib.config import load_run_config
+from lib.kconfig import ConfigError, open_tree
+from lib.matrix.grid import expand, is_multiple
+
+OPT3 = {"OPTIMIZER_MODE": "multiple", "OPTIMIZER_ENABLE_ADAMW": "y",
+        "OPTIMIZER_ENABLE_ADAMWSPAM": "y", "OPTIMIZER_ENABLE_ADAMWPRUNE": "y"}
+
+
+def ids(path, *args):
+    return [p.run_id for p in expand(list(args), path)[1]]
+
+
+def test_field_run_ids_and_invalid_pairs_removed(matrix_config):
+    path = matrix_config(**OPT3, PRUNING_MODE="multiple")
+    assert ids(path) == ["gpt2_adamw_none", "gpt2_adamw_magnitude_50", "gpt2_adamwspam_none",
+                         "gpt2_adamwspam_magnitude_50", "gpt2_adamwprune_bitter7_state_50"]
+
+
+def test_sparsities_variants_and_methods_multiply(matrix_config):
+    path = matrix_config(**{**OPT3, "OPTIMIZER_ENABLE_ADAMWSPAM": "n"}, PRUNING_MODE="multiple",
+                         PRUNING_ENABLE_MOVEMENT="y", PRUNING_SPARSITY_90="y",
+                         ADAMWPRUNE_ENABLE_BITTER0="y")
+    runs = ids(path)
+    # adamw: dense + 2 methods x 2 sparsities; adamwprune: 2 variants x 2 sparsities
+    assert len(runs) == 1 + 4 + 4 and len(set(runs)) == len(runs)
+    assert "gpt2_adamw_movement_90" in runs and "gpt2_adamwprune_bitter0_state_90" in runs
+    assert not any("adamwprune" in r and ("magnitude" in r or "movement" in r) for r in runs)
+    assert not any(r.startswith("gpt2_adamw_") and "state" in r for r in runs)
+
+
+def test_each_run_is_a_valid_single_configuration(matrix_config):
+    path = matrix_config(**OPT3, PRUNING_MODE="multiple")
+    for planned in expand([], path)[1]:
+        run = planned.config
+        assert not is_multiple(run) and run.OPTIMIZER_MODE == "single"
+        assert (run.PRUNING_MODE == "single") == ("_none" not in planned.run_id)
+        if run.OPTIMIZER == "adamwprune":
+            assert run.PRUNING_METHOD == "state" and run.ADAMWPRUNE_VARIANT == "bitter7"
+
+
+def test_attention_variants_are_a_dimension(matrix_config):
+    path = matrix_config(GPT2_ATTENTION_MULTIPLE="y", GPT2_ATTENTION_ENABLE_MLA="y",
+                         GPT2_ATTENTION_ENABLE_RA_MLA="y", RA_MLA_LATENT_DIM="16")
+    assert ids(path) == ["gpt2_adamw_none", "gpt2_adamw_mla_none", "gpt2_adamw_ramla_none"]
+
+
+def test_ablation_values_are_checked_and_named(matrix_config):
+    path = matrix_config(MATRIX_ABLATION="LEARNING_RATE=1e-3,3e-3 GPT2_N_LAYER=1,2")
+    runs = ids(path)
+    assert len(runs) == 4 and "gpt2_adamw_none_learning_rate3e-3_gpt2_n_layer2" in runs
+    bad = matrix_config(MATRIX_ABLATION="GPT2_N_LAYER=1,999")
+    with pytest.raises(ConfigError, match=r"GPT2_N_LAYER=999.*range"):
+        expand([], bad)
+
+
+def test_an_enabled_value_that_no_run_uses_is_an_error(matrix_config):
+    # AdamWPrune enabled, but only magnitude pruning: AdamWPrune would get no run.
+    path = matrix_config(**OPT3, PRUNING_MODE="multiple", PRUNING_ENABLE_STATE="n",
+                         PRUNING_ENABLE_MAGNITUDE="y")
+    with pytest.raises(ConfigError, match="optimizer adamwprune is enabled but no run uses it"):
+        expand([], path)
+
+
+def test_command_line_overrides_apply_to_every_run(matrix_config):
+    path = matrix_config(**OPT3, PRUNING_MODE="multiple")
+    base, planned = expand(["MAX_ITERS=10"], path)
+    assert base.overrides == {"MAX_ITERS": "10"}
+    assert {p.config.GPT2_MAX_ITERS for p in planned} == {10}
+    with pytest.raises(ConfigError, match="PRUNING_RAMP_END=8 is past CONFIG_GPT2_MAX_ITERS=6"):
+        expand(["MAX_ITERS=6"], path)
+
+
+def test_menuconfig_never_offers_an_invalid_pair():
+    kconf = open_tree()
+    kconf.syms["OPTIMIZER_MODE_MULTIPLE"].set_value(2)
+    kconf.syms["OPTIMIZER_ENABLE_ADAMWPRUNE"].set_value(0)
+    kconf.syms["PRUNING_MODE_MULTIPLE"].set_value(2)
+    assert kconf.syms["PRUNING_ENABLE_STATE"].visibility == 0
+    assert kconf.syms["PRUNING_ENABLE_MAGNITUDE"].visibility == 2
+    kconf.syms["OPTIMIZER_ENABLE_ADAMW"].set_value(0)
+    kconf.syms["OPTIMIZER_ENABLE_ADAMWPRUNE"].set_value(2)
+    assert kconf.syms["PRUNING_ENABLE_STATE"].visibility == 2
+    assert kconf.syms["PRUNING_ENABLE_MAGNITUDE"].visibility == 0
+    assert kconf.syms["PRUNING_MODE_NONE"].visibility == 0  # AdamWPrune always prunes
+
+
+def test_make_refuses_a_multiple_selection(matrix_config):
+    import scripts.train as train
+
+    path = matrix_config(**OPT3, PRUNING_MODE="multiple")
+    assert is_multiple(load_run_config([], path))
+    with pytest.raises(ConfigError, match="make test-matrix"):
+        train.refuse_multiple(load_run_config([], path))
+    single = matrix_config(OPTIMIZER_MODE="single")
+    assert train.refuse_multiple(load_run_config([], single)).OPTIMIZER == "adamw"

@@ -1,0 +1,60 @@
+"""Hand-made run folders and a five-run matrix for the results tests."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from lib.config import write_outputs
+from lib.kconfig import open_tree
+from lib.matrix.state import MatrixState
+
+
+def write_run_config(folder: Path, optimizer: str = "adamw", method: str | None = None,
+                     sparsity: str = "0.5") -> None:
+    kconf = open_tree()
+    kconf.syms[f"OPTIMIZER_{optimizer.upper()}"].set_value(2)
+    if method:
+        kconf.syms["PRUNING_MODE_SINGLE"].set_value(2)
+        kconf.syms[f"PRUNING_METHOD_{method.upper()}"].set_value(2)
+        kconf.syms["PRUNING_TARGET_SPARSITY"].set_value(sparsity)
+    folder.mkdir(parents=True)
+    write_outputs(kconf, folder / "config.txt", folder / "config.py")
+
+
+def make_run(root: Path, name: str, best: float | None, *, optimizer="adamw", method=None,
+             sparsity="0.5", metrics: str | None = None, **extra) -> Path:
+    """A run folder: config.txt, and metrics.json with best perplexity `best`
+    (or the raw text `metrics`; none when both are None)."""
+    folder = root / name
+    write_run_config(folder, optimizer, method, sparsity)
+    if metrics is not None:
+        (folder / "metrics.json").write_text(metrics)
+    elif best is not None:
+        loss = math.log(best)
+        (folder / "metrics.json").write_text(json.dumps({
+            "status": "completed", "best_val_perplexity": best, "final_val_perplexity": best + 1,
+            "tokens_per_sec": 1000.0, "peak_memory_mb": 512.0, "params": 2**25,
+            "wall_time_s": 120.0, "val_loss": {"iters": [10, 20], "values": [loss + 1, loss]},
+            **extra}))
+    return folder
+
+
+@pytest.fixture
+def matrix(tmp_path) -> Path:
+    """Dense, two magnitude runs, a malformed metrics.json (failed), one never started."""
+    root = tmp_path / "matrix_x"
+    make_run(root, "gpt2_adamw_none", 100.0)
+    make_run(root, "gpt2_adamw_magnitude_50", 110.0, method="magnitude", sparsity=0.5001)
+    make_run(root, "gpt2_adamw_magnitude_90", 150.0, method="magnitude", sparsity="0.9")
+    make_run(root, "gpt2_adamwspam_none", None, optimizer="adamwspam", metrics="{broken")
+    make_run(root, "gpt2_adamwprune_bitter7_state_50", None, optimizer="adamwprune",
+             method="state")
+    MatrixState.create(root, "matrix_x", {p.name: [] for p in sorted(root.iterdir())}, {}, 0)
+    state = MatrixState.load(root)
+    for name, st in [("gpt2_adamw_none", "completed"), ("gpt2_adamw_magnitude_50", "completed"),
+                     ("gpt2_adamw_magnitude_90", "completed"), ("gpt2_adamwspam_none", "failed")]:
+        state.update(name, state=st)
+    return root
