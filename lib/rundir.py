@@ -33,7 +33,7 @@ def run_tag(run: Any) -> str:
     if run.OPTIMIZER == "adamwprune":
         parts.append(run.ADAMWPRUNE_VARIANT)
     variant = registry.family(run.MODEL).variant(run)
-    if variant != "vanilla":
+    if variant not in ("vanilla", run.MODEL):  # HAMT is its own variant: "hamt_adamw_none"
         parts.append(variant)
     if run.PRUNING_MODE == "none":
         parts.append("none")

@@ -43,7 +43,7 @@ def test_ablation_expands_to_one_run_per_value(prefix, ablation, tmp_path):
     assert first.startswith("# ") and f"{len(values)} runs" in first
     base, runs = expand([], _as_make_defconfig_writes(name, tmp_path))
     assert base.MODEL == "hamt" and base.MATRIX_ABLATION.startswith(f"{symbol}=")
-    assert [r.run_id for r in runs] == [f"hamt_adamw_hamt_none_{symbol.lower()}{v}"
+    assert [r.run_id for r in runs] == [f"hamt_adamw_none_{symbol.lower()}{v}"
                                         for v in values]
     assert [r.config.get(symbol) for r in runs] == values
     reference = load_run_config([], DEFCONFIGS / SIZES[prefix]).values
