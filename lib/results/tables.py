@@ -8,6 +8,15 @@ from typing import Any, Callable
 from lib.results.collect import RunRow
 
 Column = tuple[str, Callable[[RunRow], Any], str]  # header, value, format
+MONITOR_COLUMNS = [("gpu_util_mean", "GPU util % mean"), ("gpu_util_max", "GPU util % max"),
+                   ("power_w_mean", "power W mean"), ("power_w_max", "power W max"),
+                   ("cpu_percent_mean", "CPU % mean"), ("rss_mb_max", "RSS MiB max")]
+
+
+def _monitor(r: RunRow, key: str) -> float | None:
+    monitor = r.metrics.get("monitor")
+    value = monitor.get(key) if isinstance(monitor, dict) else None
+    return value if isinstance(value, (int, float)) else None
 
 
 def format_value(value: Any, spec: str) -> str:
@@ -37,6 +46,11 @@ def columns(rows: list[RunRow]) -> list[Column]:
         ("mem x weights", lambda r: r.memory_x_weights, ".1f"),
         ("wall min", lambda r: r.wall_time_s / 60 if r.wall_time_s is not None else None, ".1f"),
     ]
+    # The run monitor's summary (metrics.json "monitor"), where any run has one.
+    for key, header in MONITOR_COLUMNS:
+        if any(isinstance(r.metrics.get("monitor"), dict) and key in r.metrics["monitor"]
+               for r in rows):
+            cols.append((header, lambda r, k=key: _monitor(r, k), ".0f"))
     for name in sorted({k for r in rows for k in r.evals}):
         cols.append((f"{name} ppl", lambda r, n=name: r.evals.get(n), ".2f"))
     cols.append(("status", _status, ""))

@@ -69,3 +69,17 @@ def test_pretrained_baseline_folder_compares_with_runs(tmp_path):
          "sets": {"wikitext-2": {"kind": "perplexity", "perplexity": 30.0}}}))
     md, _ = compare(tmp_path / "results", ["gpt2_adamw_none", "baseline-gpt2"], tmp_path / "o")
     assert "| baseline-gpt2 | - | none |" in md and "| 30.00 | pretrained |" in md
+
+
+def test_monitor_summary_becomes_columns(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "gpt2_adamw_none", 80.0,
+             monitor={"backend": "nvml", "gpu_util_mean": 51.4, "gpu_util_max": 96.0,
+                      "power_w_mean": 406.7, "power_w_max": 658.8, "cpu_percent_mean": 84.9,
+                      "rss_mb_max": 1470.0})
+    make_run(root, "gpt2_adamw_magnitude_50", 88.0, method="magnitude")
+    md, _, _ = summarize(root)
+    header = next(line for line in md.splitlines() if line.startswith("| run |"))
+    assert "GPU util % mean | GPU util % max | power W mean | power W max" in header
+    row = next(line for line in md.splitlines() if line.startswith("| gpt2_adamw_none |"))
+    assert "| 51 | 96 | 407 | 659 | 85 | 1470 |" in row
