@@ -25,6 +25,14 @@ def results_root(run: Any) -> Path:
     return root if root.is_absolute() else ROOT / root
 
 
+def configured_results_root() -> Path:
+    """Where runs are: .config's RESULTS_DIR, or results/ when there is no .config
+    (commands that read runs work without one)."""
+    from lib.config import CONFIG, load_run_config  # lib.config is the .config reader
+
+    return results_root(load_run_config([])) if CONFIG.exists() else ROOT / "results"
+
+
 def run_tag(run: Any) -> str:
     """The field's naming: model, optimizer, AdamWPrune variant, attention variant
     when not vanilla, pruning method and sparsity in percent, e.g.

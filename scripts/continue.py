@@ -9,15 +9,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.config import CONFIG, load_run_config  # noqa: E402
 from lib.matrix.state import MatrixError, is_matrix  # noqa: E402
 from lib.overrides import split_args  # noqa: E402
-from lib.rundir import results_root  # noqa: E402
+from lib.rundir import configured_results_root  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     overrides, flags, _ = split_args(argv)
-    results = results_root(load_run_config([])) if CONFIG.exists() else Path("results")
+    results = configured_results_root()
     name = dict(overrides).get("RUN_NAME")
     target = results / (name or "latest")
     if is_matrix(target):

@@ -18,8 +18,7 @@ from lib.checkpoint import CheckpointError  # noqa: E402
 from lib.cli import run_script  # noqa: E402
 from lib.config import CONFIG, load_run_config  # noqa: E402
 from lib.data import DataError  # noqa: E402
-from lib.kconfig import ROOT  # noqa: E402
-from lib.rundir import RunDirError, results_root, run_folder  # noqa: E402
+from lib.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -32,7 +31,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def results_dir() -> Path:
-    return results_root(load_run_config([])) if CONFIG.exists() else ROOT / "results"
+    return configured_results_root()
 
 
 def main(argv: list[str]) -> int:

@@ -10,9 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.checkpoint import CheckpointError  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.config import CONFIG, load_run_config  # noqa: E402
-from lib.kconfig import ROOT  # noqa: E402
-from lib.rundir import RunDirError, results_root, run_folder  # noqa: E402
+from lib.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -23,7 +21,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from lib.export import export_run  # torch import after arg checks
 
-    results = results_root(load_run_config([])) if CONFIG.exists() else ROOT / "results"
+    results = configured_results_root()
     export_run(run_folder(args.run, results), args.checkpoint, args.out)
     return 0
 

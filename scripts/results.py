@@ -10,10 +10,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.config import CONFIG, load_run_config  # noqa: E402
 from lib.results.report import write_report  # noqa: E402
 from lib.results.summary import compare, summarize  # noqa: E402
-from lib.rundir import results_root  # noqa: E402
+from lib.rundir import configured_results_root  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -25,7 +24,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--baseline", help="run id the delta column compares against")
     p.add_argument("--out", help="compare: output folder")
     args = p.parse_intermixed_args(argv)
-    results = results_root(load_run_config([])) if CONFIG.exists() else Path("results")
+    results = configured_results_root()
     if args.command == "compare":
         md, files = compare(results, args.runs, Path(args.out) if args.out else None,
                             args.baseline)

@@ -13,10 +13,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.config import load_run_config  # noqa: E402
 from lib.matrix import launch, plan, sweep  # noqa: E402
 from lib.matrix.state import MatrixError  # noqa: E402
-from lib.rundir import results_root  # noqa: E402
+from lib.rundir import configured_results_root  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -48,7 +47,7 @@ def main(argv: list[str]) -> int:
         return launch.job(Path(run_dirs[0]), args.launcher.split(), rest)
     if not args.target:
         p.error("rerun needs TARGET=<run-id>")
-    root = launch.find(results_root(load_run_config([])), args.matrix)
+    root = launch.find(configured_results_root(), args.matrix)
     return launch.rerun(root, args.target, args.overrides)
 
 

@@ -15,12 +15,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.config import CONFIG, load_run_config  # noqa: E402
+from lib.config import load_run_config  # noqa: E402
 from lib.kconfig import ConfigError  # noqa: E402
 from lib.matrix.grid import is_multiple  # noqa: E402
 from lib.data import DataError  # noqa: E402
 from lib.overrides import split_args  # noqa: E402
-from lib.rundir import RunDirError, RunLog, create_run_dir, find_run_dir, results_root  # noqa: E402
+from lib.rundir import RunDirError, RunLog, configured_results_root, create_run_dir, find_run_dir  # noqa: E402
 
 EXIT = {"completed": 0, "stopped": 0, "diverged": 3, "failed": 1}
 
@@ -55,7 +55,7 @@ def open_run(args: list[str], create: bool = True):
             return run, None, None
         return run, create_run_dir(run), None
     name = dict(overrides).get("RUN_NAME")
-    results = results_root(load_run_config([])) if CONFIG.exists() else Path("results")
+    results = configured_results_root()
     run_dir = find_run_dir(results, name)
     run = load_run_config(args, path=run_dir / "config.txt")
     return run, run_dir, load_checkpoint(run_dir / "ckpt_latest.pt")

@@ -16,7 +16,6 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lib import registry
 from lib.config import CONFIG, RunConfig, load_run_config

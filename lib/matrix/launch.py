@@ -30,18 +30,16 @@ def gpu_count(run: Any) -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def ddp_processes(run: Any) -> int:
-    """Processes one run uses: GPT2_NUM_GPUS under DDP, else 1."""
-    return int(run.get("GPT2_NUM_GPUS", 1)) if run.get("GPT2_USE_DDP") else 1
-
-
-def slots(run: Any, planned_nproc: int) -> list[dict[str, str]]:
+def slots(run: Any, ddp: bool) -> list[dict[str, str]]:
     """One environment per concurrent job. PARALLEL_JOBS (MATRIX_PARALLEL_JOBS)
-    0 means one run per GPU, or one at a time on a CPU; DDP runs take all GPUs."""
+    0 means one run per GPU, or one at a time on a CPU; DDP runs take every GPU,
+    so they go one at a time."""
+    if ddp:
+        return [{}]
     gpus = gpu_count(run)
     jobs = run.MATRIX_PARALLEL_JOBS or max(1, gpus)
-    if planned_nproc > 1 or gpus == 0:
-        return [{} for _ in range(1 if planned_nproc > 1 else jobs)]
+    if gpus == 0:
+        return [{} for _ in range(jobs)]
     return [{"CUDA_VISIBLE_DEVICES": str(i % gpus)} for i in range(jobs)]
 
 
@@ -99,8 +97,8 @@ def train(state: MatrixState, base: Any, run_ids: list[str], cli_args: list[str]
         slurm.submit(state, run_ids, configs)
         print(f"[slurm] `make watch` follows them; `make continue` resubmits interrupted runs")
         return 0
-    nproc = {r: ddp_processes(c) for r, c in configs.items()}
-    runner = Runner(state, slots(base, max(nproc.values(), default=1)), extra_args=cli_args)
+    ddp = any(c.get("GPT2_USE_DDP") for c in configs.values())
+    runner = Runner(state, slots(base, ddp), extra_args=cli_args)
     runner.run_all(run_ids)
     counts = state.counts()
     print("[matrix] " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)

@@ -51,10 +51,6 @@ class RunRow:
             return None
         return self.peak_memory_mb * 2**20 / (4 * self.params)
 
-    @property
-    def label(self) -> str:
-        return self.run_id
-
 
 def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
@@ -159,6 +155,18 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
                   and ".prev-" not in p.name
                   and ((p / "config.txt").exists() or (p / "eval.json").exists()))
     return [read_run(p) for p in runs], {}
+
+
+def load_rows(root: Path, baseline: str | None = None
+              ) -> tuple[list[RunRow], dict[str, Any], dict[str, RunRow]]:
+    """A folder's rows with their delta against the baseline applied, its matrix
+    record, and the baseline per model: what `make results` and `make report` show."""
+    rows, matrix = collect(root)
+    if not rows:
+        raise FileNotFoundError(f"{root} holds no runs (no matrix.json and no run folders)")
+    baselines = pick_baseline(rows, baseline)
+    apply_baseline(rows, baselines)
+    return rows, matrix, baselines
 
 
 def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:

@@ -20,7 +20,7 @@ from lib.atomic import write_text_atomic
 from lib.config import load_run_config
 from lib.kconfig import ConfigError, open_tree
 from lib.results import plots, tables
-from lib.results.collect import RunRow, apply_baseline, collect, pick_baseline
+from lib.results.collect import RunRow, load_rows
 
 FILE = "index.html"
 LOGS = ("output.log", "console.log", "metrics.json")
@@ -205,11 +205,7 @@ def render(root: Path, rows: list[RunRow], matrix: dict[str, Any],
 def write_report(root: Path, baseline: str | None = None) -> Path:
     """index.html in root (a matrix, or any folder of run folders); returns its path."""
     root = Path(root)
-    rows, matrix = collect(root)
-    if not rows:
-        raise FileNotFoundError(f"{root} holds no runs (no matrix.json and no run folders)")
-    baselines = pick_baseline(rows, baseline)
-    apply_baseline(rows, baselines)
+    rows, matrix, baselines = load_rows(root, baseline)
     path = root / FILE
     write_text_atomic(path, render(root, rows, matrix, baselines))
     return path

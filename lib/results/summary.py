@@ -6,15 +6,15 @@ from pathlib import Path
 
 from lib.atomic import write_text_atomic
 from lib.results import plots, tables
-from lib.results.collect import RunRow, apply_baseline, collect, pick_baseline, read_run
+from lib.results.collect import RunRow, apply_baseline, load_rows, pick_baseline, read_run
 
 
-def write_summary(rows: list[RunRow], out: Path, baseline: str | None = None,
-                  header: str = "") -> tuple[str, list[Path]]:
-    """Tables and plots of rows into out; returns (markdown, files written)."""
-    baselines = pick_baseline(rows, baseline)
-    apply_baseline(rows, baselines)
-    md = tables.markdown(rows, baselines)
+def write_summary(rows: list[RunRow], baselines: dict[str, RunRow], out: Path,
+                  header: str = "", extra_md: str = "") -> tuple[str, list[Path]]:
+    """Tables and plots of rows (baseline deltas applied) into out; returns
+    (markdown, files written). extra_md is appended to the table, e.g. a sweep's
+    ranking."""
+    md = tables.markdown(rows, baselines) + extra_md
     files = [out / "summary.md", out / "summary.csv", out / "summary.tex"]
     write_text_atomic(files[0], header + md)
     write_text_atomic(files[1], tables.csv_text(rows))
@@ -24,24 +24,22 @@ def write_summary(rows: list[RunRow], out: Path, baseline: str | None = None,
 
 def summarize(root: Path, baseline: str | None = None) -> tuple[str, list[Path], list[RunRow]]:
     """`make results` for a matrix (or any folder of runs)."""
-    rows, matrix = collect(root)
-    if not rows:
-        raise FileNotFoundError(f"{root} holds no runs (no matrix.json and no run folders)")
+    rows, matrix, baselines = load_rows(root, baseline)
     counts: dict[str, int] = {}
     for r in rows:
         counts[r.status] = counts.get(r.status, 0) + 1
     state = ", ".join(f"{n} {s}" for s, n in counts.items())
     header = (f"# Results: {matrix.get('matrix_id', root.name)}\n\n{len(rows)} runs: {state}. "
               f"Written {time.strftime('%Y-%m-%d %H:%M')} by `make results`.\n\n")
-    md, files = write_summary(rows, root, baseline, header)
-    if matrix.get("sweep"):
-        from lib.results import sweep
+    sweep_record = matrix.get("sweep")
+    if not sweep_record:
+        md, files = write_summary(rows, baselines, root, header)
+        return md, files, rows
+    from lib.results import sweep
 
-        params = matrix["sweep"]["params"]
-        md += "\n" + sweep.ranking(rows, params)
-        write_text_atomic(root / "summary.md", header + md)
-        files += sweep.plots(rows, params, matrix["sweep"].get("log", []), root)
-    return md, files, rows
+    params = sweep_record["params"]
+    md, files = write_summary(rows, baselines, root, header, "\n" + sweep.ranking(rows, params))
+    return md, files + sweep.plots(rows, params, sweep_record.get("log", []), root), rows
 
 
 def resolve_run(results: Path, name: str) -> Path:
@@ -65,7 +63,9 @@ def compare(results: Path, names: list[str], out: Path | None,
     if len(names) < 2:
         raise ValueError("compare needs two or more runs: RUNS=\"run-a run-b\"")
     rows = [read_run(resolve_run(results, n)) for n in names]
+    baselines = pick_baseline(rows, baseline)
+    apply_baseline(rows, baselines)
     out = out or results / f"compare_{time.strftime('%Y%m%d-%H%M%S')}"
     out.mkdir(parents=True, exist_ok=True)
     header = "# Comparison\n\n" + "\n".join(f"- {r.run_id}: {r.path}" for r in rows) + "\n\n"
-    return write_summary(rows, out, baseline, header)
+    return write_summary(rows, baselines, out, header)
