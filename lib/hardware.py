@@ -27,26 +27,41 @@ class GPUProfile:
     match: str
     memory_bytes: int
     peak_flops_16bit: float
+    source: str  # where the peak comes from: the vendor document and its row
     bf16: bool = True
 
 
-# In the order `make estimate` prints them. A100 comes in two sizes with the
-# same name stem; describe_device tells them apart by memory.
-KNOWN_GPUS: tuple[GPUProfile, ...] = (
-    GPUProfile("A100 40GB", "A100", 40960 * MIB, 312e12),
-    GPUProfile("A100 80GB", "A100", 81920 * MIB, 312e12),
-    GPUProfile("H100 80GB", "H100", 81559 * MIB, 989e12),
-    GPUProfile("H200 141GB", "H200", 143771 * MIB, 989e12),
-    GPUProfile("L4 24GB", "L4", 23034 * MIB, 121e12),
-    GPUProfile("RTX 3060 12GB", "RTX 3060", 12288 * MIB, 51e12),
-    GPUProfile("RTX 4070 12GB", "RTX 4070", 12282 * MIB, 58e12),
-    GPUProfile("RTX 4080 16GB", "RTX 4080", 16376 * MIB, 97e12),
-    GPUProfile("RTX 4090 24GB", "RTX 4090", 24564 * MIB, 165e12),
-    GPUProfile("W7900 48GB", "W7900", 49136 * MIB, 122e12),
-)
+_AMPERE = "NVIDIA A100 datasheet, BF16 Tensor Core (dense)"
+_HOPPER = "NVIDIA H100 datasheet, BF16 Tensor Core, {} column, halved (the table quotes 2:4 sparsity)"
+_H200 = "NVIDIA H200 datasheet, BF16 Tensor Core, {} column, halved (the table quotes 2:4 sparsity)"
+_ADA = ("NVIDIA Ada Lovelace whitepaper, appendix table, Peak FP16 Tensor TFLOPS with FP32 "
+        "Accumulate (dense; BF16 runs at the same rate)")
+_GA10X = ("NVIDIA Ampere GA102 whitepaper, Peak FP16 Tensor TFLOPS with FP32 Accumulate: "
+          "GA106 (28 SMs x 1777 MHz boost x 512 FLOP/clk/SM), as the Ada rows use")
 
-# Kept for callers that look a peak up by name.
-PEAK_FLOPS_16BIT = {p.match: p.peak_flops_16bit for p in KNOWN_GPUS}
+# In the order `make estimate` prints them. A name stem can cover several
+# cards (A100 40/80 GB; every H100): describe_device takes the longest stem
+# that the driver's name contains ("H100 PCIe" before "H100"), then the
+# nearest memory. Every GeForce row uses the FP32-accumulate figure, which
+# is what PyTorch's bf16/fp16 matmuls use (the FP16-accumulate figure is
+# twice it and no training run reaches it).
+KNOWN_GPUS: tuple[GPUProfile, ...] = (
+    GPUProfile("A100 40GB", "A100", 40960 * MIB, 312e12, _AMPERE),
+    GPUProfile("A100 80GB", "A100", 81920 * MIB, 312e12, _AMPERE),
+    GPUProfile("H100 SXM 80GB", "H100", 81559 * MIB, 989e12, _HOPPER.format("H100 SXM")),
+    GPUProfile("H100 PCIe 80GB", "H100 PCIe", 81559 * MIB, 756e12, _HOPPER.format("H100 PCIe")),
+    GPUProfile("H100 NVL 94GB", "H100 NVL", 95830 * MIB, 835e12, _HOPPER.format("H100 NVL")),
+    GPUProfile("H200 SXM 141GB", "H200", 143771 * MIB, 989e12, _H200.format("H200 SXM")),
+    GPUProfile("H200 NVL 141GB", "H200 NVL", 143771 * MIB, 835e12, _H200.format("H200 NVL")),
+    GPUProfile("L4 24GB", "L4", 23034 * MIB, 121e12,
+               "NVIDIA L4 datasheet, BF16 Tensor Core, halved (the table quotes 2:4 sparsity)"),
+    GPUProfile("RTX 3060 12GB", "RTX 3060", 12288 * MIB, 25.5e12, _GA10X),
+    GPUProfile("RTX 4070 12GB", "RTX 4070", 12282 * MIB, 58e12, _ADA),
+    GPUProfile("RTX 4080 16GB", "RTX 4080", 16376 * MIB, 97e12, _ADA),
+    GPUProfile("RTX 4090 24GB", "RTX 4090", 24564 * MIB, 165e12, _ADA),
+    GPUProfile("W7900 48GB", "W7900", 49136 * MIB, 122e12,
+               "AMD Radeon PRO W7900 specifications, Peak Half Precision (FP16)"),
+)
 
 # Sustained fp32 FLOP/s per CPU core that training reaches, for time
 # estimates only (no MFU is reported on CPUs). Measured with `make bench` on
@@ -72,11 +87,14 @@ class DeviceInfo:
 
 
 def match_profile(name: str, memory_bytes: int | None = None) -> GPUProfile | None:
-    """The known GPU whose name stem is in `name`; among several (A100 40 and
-    80 GB) the one whose memory is nearest memory_bytes."""
+    """The known GPU whose name stem is in `name`: the longest such stem (the
+    card variant, "H100 NVL" before "H100"), and among equal stems (A100 40
+    and 80 GB) the one whose memory is nearest memory_bytes."""
     found = [p for p in KNOWN_GPUS if p.match.lower() in name.lower()]
     if not found:
         return None
+    longest = max(len(p.match) for p in found)
+    found = [p for p in found if len(p.match) == longest]
     if memory_bytes is None:
         return found[0]
     return min(found, key=lambda p: abs(p.memory_bytes - memory_bytes))

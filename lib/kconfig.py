@@ -16,10 +16,13 @@ import contextlib
 import math
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import kconfiglib
+
+from lib.renames import rewrite
 
 ROOT = Path(__file__).resolve().parent.parent
 KCONFIG = ROOT / "Kconfig"
@@ -91,19 +94,19 @@ def parse_float(sym: kconfiglib.Symbol, text: str) -> float:
     return value
 
 
-def assignment_lines(path: Path) -> dict[str, int]:
-    """Symbol name -> line of its last assignment in a .config-style file."""
+def assignment_lines(text: str) -> dict[str, int]:
+    """Symbol name -> line of its last assignment in a .config-style text."""
     lines: dict[str, int] = {}
-    for no, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for no, line in enumerate(text.splitlines(), 1):
         m = _ASSIGN.match(line)
         if m:
             lines[m.group(1) or m.group(2)] = no
     return lines
 
 
-def asked_in_file(kconf: kconfiglib.Kconfig, path: Path, shown: str) -> dict[str, Asked]:
+def asked_in_file(kconf: kconfiglib.Kconfig, text: str, shown: str) -> dict[str, Asked]:
     """What a loaded file asked for, symbol by symbol, with file:line."""
-    lines = assignment_lines(path)
+    lines = assignment_lines(text)
     asked = {}
     for sym in kconf.unique_defined_syms:
         if sym.user_value is None or sym.name not in lines:
@@ -116,20 +119,26 @@ def asked_in_file(kconf: kconfiglib.Kconfig, path: Path, shown: str) -> dict[str
 
 
 def load_strict(path: Path) -> kconfiglib.Kconfig:
-    """Load `path` (a .config or defconfig) and raise ConfigError on any problem."""
+    """Load `path` (a .config or defconfig) and raise ConfigError on any problem.
+
+    Old and the original project's symbol names load as the current ones
+    (lib/renames.py); kconfiglib reads the rewritten text, line for line."""
     path = Path(path).resolve()
     shown = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     if not path.is_file():
         raise ConfigError([f"{shown}: no such file"])
+    text, problems = rewrite(path.read_text(), shown)
     kconf = open_tree()
-    with _in_root():
-        kconf.load_config(shown)
-    problems = list(kconf.warnings)
-    lines = assignment_lines(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        current = Path(tmp) / "config"
+        current.write_text(text)
+        kconf.load_config(str(current))
+    problems += [w.replace(str(current), shown) for w in kconf.warnings]
+    lines = assignment_lines(text)
     for name, value in kconf.missing_syms:
         problems.append(f"{shown}:{lines.get(name, '?')}: CONFIG_{name}={value}: "
                         f"unknown symbol{_closest(kconf, name)}")
-    asked = asked_in_file(kconf, path, shown)
+    asked = asked_in_file(kconf, text, shown)
     problems += check_asked(kconf, asked) + check_floats(kconf, asked)
     if problems:
         raise ConfigError(problems, shown)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import kconfiglib
 
 from lib.kconfig import Asked
+from lib.renames import current_name
 
 # Short names researchers type on the make command line -> Kconfig symbol.
 ALIASES = {
@@ -17,7 +18,7 @@ ALIASES = {
     "TIME": "TRAIN_MAX_TIME",
     "BATCH_SIZE": "BATCH_SIZE",
     "GRAD_ACCUM": "GPT2_GRADIENT_ACCUMULATION",
-    "COMPILE": ("GPT2_COMPILE", "HAMT_COMPILE"),  # the chosen family's switch
+    "COMPILE": "COMPILE_MODEL",
     "DEVICE": "DEVICE",
     "LR": "LEARNING_RATE",
     "SEED": "TRAIN_SEED",
@@ -72,7 +73,7 @@ def apply_overrides(kconf: kconfiglib.Kconfig,
     problems = []
     for name, value in overrides:
         where = f"override {name}={value}"
-        target = _target(kconf, ALIASES.get(name, name.removeprefix("CONFIG_")))
+        target = ALIASES.get(name, current_name(name.removeprefix("CONFIG_")))
         if target in kconf.named_choices:
             member = _choice_member(kconf.named_choices[target], value, where, problems)
             if member is not None:
@@ -91,13 +92,6 @@ def apply_overrides(kconf: kconfiglib.Kconfig,
         sym.set_value(value)
         asked[sym.name] = Asked(value, where)
     return asked, problems
-
-
-def _target(kconf: kconfiglib.Kconfig, target: str | tuple[str, ...]) -> str:
-    """An alias naming several symbols means the first one that is visible."""
-    if isinstance(target, str):
-        return target
-    return next((t for t in target if kconf.syms[t].visibility), target[0])
 
 
 def _choice_member(choice: kconfiglib.Choice, value: str, where: str,

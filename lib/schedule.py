@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+from functools import partial
+from typing import Any, Callable
 
 
 def lr_at(step: int, *, peak: float, minimum: float, warmup: int, total: int) -> float:
@@ -17,3 +19,9 @@ def lr_at(step: int, *, peak: float, minimum: float, warmup: int, total: int) ->
         return minimum
     progress = (step - warmup) / max(1, total - warmup)
     return minimum + 0.5 * (1.0 + math.cos(math.pi * progress)) * (peak - minimum)
+
+
+def lr_schedule(run: Any) -> Callable[[int], float]:
+    """The run's LR as a function of the 0-based optimizer step."""
+    return partial(lr_at, peak=run.LEARNING_RATE, minimum=run.GPT2_MIN_LR,
+                   warmup=run.GPT2_WARMUP_STEPS, total=run.GPT2_MAX_ITERS)

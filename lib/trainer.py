@@ -39,7 +39,7 @@ from lib.optim import build_optimizer, optimizer_stats, state_bytes
 from lib.precision import compile_model, resolve_device, resolve_precision
 from lib.prune.build import build_pruner
 from lib.recompute import enable_checkpointing
-from lib.schedule import lr_at
+from lib.schedule import lr_schedule
 from lib.step import TrainStep
 from lib.tracking import Tracker
 
@@ -146,7 +146,7 @@ class Trainer:
         run, total = self.run, self.run.GPT2_MAX_ITERS
         end = min(total, stop_at or total)
         started, status, reason = time.monotonic(), "completed", None
-        best_loss = math.inf
+        best_loss, schedule = math.inf, lr_schedule(run)
         bar = tqdm(total=total, initial=self.step, desc="train", dynamic_ncols=True,
                    disable=not self.dist.is_main)
         self.monitor.start()
@@ -156,8 +156,7 @@ class Trainer:
                 if run.TRAIN_MAX_TIME and self.dist.any(late):  # every rank stops together
                     status, reason = "stopped", f"TRAIN_MAX_TIME={run.TRAIN_MAX_TIME}s reached"
                     break
-                lr = lr_at(self.step, peak=run.LEARNING_RATE, minimum=run.GPT2_MIN_LR,
-                           warmup=run.GPT2_WARMUP_STEPS, total=total)
+                lr = schedule(self.step)
                 t0 = time.perf_counter()
                 loss = self.dist.mean(self.first_steps(lr))  # averaged over ranks
                 self.metrics.record_step(time.perf_counter() - t0, self.derived["tokens_per_iter"])

@@ -47,7 +47,7 @@ def test_modules_stay_under_the_line_ceiling():
 
 
 def _read_by_kconfig(kconf) -> set[str]:
-    """Symbols other symbols' defaults or dependencies read (e.g. GPT2_COMPILE)."""
+    """Symbols other symbols' defaults or dependencies read (e.g. MODEL_GPT2)."""
     names: set[str] = set()
     for sym in kconf.unique_defined_syms:
         exprs = [sym.direct_dep] + [c for _, c in sym.defaults] + [v for v, _ in sym.defaults]

@@ -23,6 +23,14 @@ def synthetic_corpus(path: Path, lines: int = 1500, seed: int = 0) -> Path:
 
 
 @pytest.fixture
+def dot_config(tmp_path):
+    """A .config with every option at its default."""
+    path = tmp_path / ".config"
+    write_outputs(open_tree(), path, tmp_path / "config.py")
+    return path
+
+
+@pytest.fixture
 def tiny_run(tmp_path):
     """Build a RunConfig for a 2-layer char model on a synthetic corpus in tmp_path."""
     corpus = synthetic_corpus(tmp_path / "corpus.txt")

@@ -17,7 +17,7 @@ from lib.estimate.validate import GPU_CASES
 from lib.hardware import cpu_info, profile, profile_info
 from tests.conftest import ROOT
 
-H100 = profile_info(profile("H100 80GB"))
+H100 = profile_info(profile("H100 SXM 80GB"))
 GPT2_124M = dict(GPT2_MODEL_124M="y", GPT2_BLOCK_SIZE=1024, BATCH_SIZE=8, GPT2_PAD_VOCAB="y",
                  MIXED_PRECISION_DTYPE_BF16="y")
 TINY = dict(GPT2_N_LAYER=2, GPT2_N_HEAD=4, GPT2_N_EMBD=64, GPT2_BLOCK_SIZE=128, BATCH_SIZE=8,
@@ -141,7 +141,7 @@ def test_report_lists_components_and_known_devices():
         assert word in text, word
     rows = {m[1].strip(): (m[2], int(m[3])) for m in
             re.finditer(r"^  (.{16}).* G  (yes|no) +(\d+)", text, re.M)}
-    assert rows["RTX 3060 12GB"][0] == "no" and rows["H100 80GB"][0] == "yes"  # 16 x 1024
+    assert rows["RTX 3060 12GB"][0] == "no" and rows["H100 SXM 80GB"][0] == "yes"  # 16 x 1024
     # The largest micro-batch that fits a 12 GB card, as the same estimate finds it.
     info = profile_info(profile("RTX 3060"))
     fitting = rows["RTX 3060 12GB"][1]

@@ -56,7 +56,7 @@ def memory_limit(monkeypatch):
 
 
 def test_ladder_ends_in_a_working_run_and_records_each_step(tiny_run, memory_limit):
-    trainer, summary = train(tiny_run(RUN_NAME="ladder", BATCH_SIZE=8, GPT2_COMPILE="y",
+    trainer, summary = train(tiny_run(RUN_NAME="ladder", BATCH_SIZE=8, COMPILE_MODEL="y",
                                       **SETTINGS))
     assert summary["status"] == "completed" and summary["iterations"] == 6
     steps = [(e["event"], e.get("action"), e.get("batch_size"), e.get("accumulation"))

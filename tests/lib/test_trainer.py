@@ -79,7 +79,7 @@ def test_compile_failure_falls_back_to_eager_and_is_recorded(tiny_run, monkeypat
     monkeypatch.setattr("lib.trainer.compile_model", failing_compile)
     settings = dict(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3)
     _, eager, _ = train(tiny_run(RUN_NAME="eager", **settings))
-    _, fell_back, run_dir = train(tiny_run(RUN_NAME="compiled", GPT2_COMPILE="y", **settings))
+    _, fell_back, run_dir = train(tiny_run(RUN_NAME="compiled", COMPILE_MODEL="y", **settings))
     assert fell_back["status"] == "completed" and fell_back["compiled"] is False
     assert "backend exploded" in fell_back["compile_error"]
     assert fell_back["events"][0]["event"] == "compile_failed"
@@ -89,14 +89,14 @@ def test_compile_failure_falls_back_to_eager_and_is_recorded(tiny_run, monkeypat
 
 def test_compile_failure_stops_the_run_when_strict(tiny_run, monkeypatch):
     monkeypatch.setattr("lib.trainer.compile_model", failing_compile)
-    run = tiny_run(GPT2_MAX_ITERS=3, GPT2_COMPILE="y", COMPILE_STRICT="y", RUN_NAME="strict")
+    run = tiny_run(GPT2_MAX_ITERS=3, COMPILE_MODEL="y", COMPILE_STRICT="y", RUN_NAME="strict")
     with pytest.raises(RuntimeError, match="COMPILE_STRICT"):
         train(run)
 
 
 @pytest.mark.slow
 def test_torch_compile_really_runs_on_cpu(tiny_run):
-    run = tiny_run(GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=4, GPT2_COMPILE="y", RUN_NAME="inductor")
+    run = tiny_run(GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=4, COMPILE_MODEL="y", RUN_NAME="inductor")
     _, summary, _ = train(run)
     assert summary["compiled"] is True and summary["compile_error"] is None
     assert summary["status"] == "completed"

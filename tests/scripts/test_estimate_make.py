@@ -14,7 +14,7 @@ def test_make_estimate_prints_the_table_for_the_configuration(project):
     assert out.returncode == 0, out.stderr
     assert "Memory estimate per device: gpt2, micro-batch 12 x 64 tokens" in out.stdout
     for word in ("parameters", "activations", "logits", "total (peak:", "A100 40GB",
-                 "H100 80GB", "RTX 4090 24GB", "CPU RAM (here)"):
+                 "H100 SXM 80GB", "RTX 4090 24GB", "CPU RAM (here)"):
         assert word in out.stdout, word
     gpu = make(project, "estimate", "GPU=L4", "BATCH_SIZE=32")
     assert gpu.returncode == 0 and "micro-batch 32 x 64 tokens" in gpu.stdout

@@ -1,0 +1,65 @@
+"""Old and the original project's symbol names load as the current symbols."""
+from __future__ import annotations
+
+import pytest
+
+from lib.config import load_run_config, write_outputs
+from lib.kconfig import ConfigError, load_strict
+from lib.renames import RENAMED, rewrite
+
+# The three configuration blocks of the original project's GPT-2 baseline
+# guide (knlp docs/gpt2_baseline.md, "Option 1-3"), line for line as written.
+BASELINE_OPTIONS = {
+    "option1": ["CONFIG_BATCH_SIZE=32", "CONFIG_GPT2_GRADIENT_ACCUMULATION=4",
+                "CONFIG_GPT2_COMPILE=y", "CONFIG_COMPILE_MODEL=y"],
+    "option2": ["CONFIG_BATCH_SIZE=32", "CONFIG_GPT2_GRADIENT_ACCUMULATION=4",
+                "CONFIG_GPT2_COMPILE=n", "CONFIG_COMPILE_MODEL=n"],
+    "option3": ["CONFIG_BATCH_SIZE=16",
+                "CONFIG_GPT2_GRADIENT_ACCUMULATION=8  # Keep effective batch = 128",
+                "CONFIG_GPT2_COMPILE=n"],
+}
+EXPECTED = {"option1": (32, 4, True), "option2": (32, 4, False), "option3": (16, 8, False)}
+
+
+@pytest.mark.parametrize("option", sorted(BASELINE_OPTIONS))
+def test_original_baseline_blocks_load_as_written(tmp_path, write_config, option):
+    path = write_config("CONFIG_MODEL_GPT2=y", "CONFIG_GPT2_MODEL_124M=y",
+                        *BASELINE_OPTIONS[option])
+    write_outputs(load_strict(path), tmp_path / ".config", tmp_path / "config.py")
+    run = load_run_config([], tmp_path / ".config")
+    assert (run.BATCH_SIZE, run.GPT2_GRADIENT_ACCUMULATION, run.COMPILE_MODEL) == EXPECTED[option]
+    assert "GPT2_COMPILE" not in (tmp_path / ".config").read_text()  # saved under the new name
+
+
+def test_two_names_with_different_values_name_both_lines(write_config):
+    path = write_config("CONFIG_COMPILE_MODEL=y", "CONFIG_BATCH_SIZE=8", "CONFIG_GPT2_COMPILE=n")
+    with pytest.raises(ConfigError) as info:
+        load_strict(path)
+    [problem] = info.value.problems
+    assert "test.config:3" in problem and "CONFIG_COMPILE_MODEL=y on line 1" in problem
+
+
+def test_errors_after_a_renamed_line_keep_their_line_numbers(write_config):
+    path = write_config("# CONFIG_HAMT_COMPILE is not set", "CONFIG_BATCH_SIZE=99999")
+    with pytest.raises(ConfigError) as info:
+        load_strict(path)
+    assert "test.config:2" in str(info.value)
+
+
+def test_trailing_comment_is_dropped_only_after_unquoted_values():
+    text, problems = rewrite('CONFIG_A=8  # note\nCONFIG_B="x # y"\nCONFIG_C="z"  # note\n', "f")
+    assert problems == [] and text.splitlines() == ["CONFIG_A=8", 'CONFIG_B="x # y"',
+                                                    'CONFIG_C="z"  # note']
+
+
+# A value other than the default for each symbol an old name stands for.
+OTHER_VALUE = {"COMPILE_MODEL": ("y", True)}
+
+
+@pytest.mark.parametrize("old", sorted(RENAMED))
+def test_every_old_name_works_as_an_override(dot_config, old):
+    new = RENAMED[old]
+    text, want = OTHER_VALUE[new]
+    assert load_run_config([], dot_config).get(new) != want
+    run = load_run_config([f"SET={old}={text}"], dot_config)
+    assert run.get(new) == pytest.approx(want)
