@@ -20,13 +20,13 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x: Tensor, state: Tensor | None, need_state: bool,
-                need_aux: bool) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
-        y, state, stats = self.mem(self.ln_1(x), state, need_state, need_aux)
+    def forward(self, x: Tensor, state: Tensor | None, need_state: bool, need_aux: bool,
+                offset: int = 0) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+        y, state, stats = self.mem(self.ln_1(x), state, need_state, need_aux, offset)
         x = x + y
         return x + self.mlp(self.ln_2(x)), state, stats
 
-    def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
-        y, state = self.mem.step(self.ln_1(x), state)
+    def step(self, x: Tensor, state: Tensor, position: int) -> tuple[Tensor, Tensor]:
+        y, state = self.mem.step(self.ln_1(x), state, position)
         x = x + y
         return x + self.mlp(self.ln_2(x)), state

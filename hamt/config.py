@@ -39,11 +39,17 @@ class HAMTConfig:
     binding: str = "circular"
     # Weight of the retrieval loss added to the language-model loss.
     aux_weight: float = 0.1
+    # The retrieval loss asks for an item written 1 .. aux_max_lag tokens
+    # earlier (hamt/retrieval.py).
+    aux_max_lag: int = 32
     # Per-slot decays are learned; they start spread around this value.
     decay_init: float = 0.9
-    # True: half the slots start near decay_init (fast), half near
-    # 1 - (1 - decay_init) / 10 (slow, ten times the memory horizon).
+    # True: half the slots (the slow bank) tick, i.e. decay and take a
+    # write, only every slow_every tokens, and start with ten times the
+    # fast bank's memory horizon (hamt/memory.py). slow_every = 1 leaves
+    # only that initialisation.
     hierarchical: bool = False
+    slow_every: int = 8
     dropout: float = 0.0
     bias: bool = True
     # Tokens per chunk of the parallel scan (C x C work inside a chunk, a
@@ -54,7 +60,8 @@ class HAMTConfig:
     chunk_size: int = 32
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "chunk_size"):
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "chunk_size",
+                     "aux_max_lag", "slow_every"):
             _check_int(name, getattr(self, name), 1, None)
         _check_int("num_slots", self.num_slots, 4, 64)
         _check_int("hcm_mult", self.hcm_mult, 1, 8)

@@ -14,6 +14,9 @@ Two bindings, both exactly invertible for unit keys:
 
 The layer keeps its memory as spectra, where either binding is an
 elementwise product (hamt/spectral.py), so no transform is paid per slot.
+Its retrieval auxiliary loss is defined in hamt/retrieval.py; the chunked
+scan that trains it, and its hierarchical slow bank's ticks, in
+hamt/scan.py.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hamt.config import HAMTConfig
-from hamt.scan import chunk_ends, chunked_scan
+from hamt.retrieval import retrieval_loss, sample_sources
+from hamt.scan import chunked_scan
 from hamt.spectral import UnitBind, Unbind, complex_bins, from_spectrum, to_spectrum
 
 _EPS = 1e-12  # keeps a zero coefficient's division finite; far below any real magnitude
@@ -90,12 +94,14 @@ def parseval_weights(binding: str, dim: int) -> Tensor:
 
 
 def initial_decay_logits(config: HAMTConfig) -> Tensor:
-    """Per-slot decay logits, spread around decay_init (and a slow bank).
+    """Per-slot decay logits (per tick), spread around decay_init (and a slow bank).
 
     Spreading in logit space gives each slot its own time scale while
-    staying inside (0, 1) for any decay_init. The hierarchical slow bank is
-    centred on 1 - (1 - decay_init) / 10: ten times the memory horizon.
-    Both are only initial values; the decays stay learnable.
+    staying inside (0, 1) for any decay_init. The hierarchical slow bank
+    starts with ten times the fast bank's memory horizon: a per-token decay
+    of 1 - (1 - decay_init) / 10, i.e. that to the power slow_every per tick
+    (with slow_every = 1 exactly the per-token value). The decays stay
+    learnable; the slow bank's slowness in ticks does not (slot_periods).
     """
     def band(centre: float, n: int, width: float) -> Tensor:
         return math.log(centre / (1 - centre)) + torch.linspace(-width, width, n)
@@ -103,9 +109,19 @@ def initial_decay_logits(config: HAMTConfig) -> Tensor:
     slots = config.num_slots
     if not config.hierarchical:
         return band(config.decay_init, slots, 1.0)
-    slow = 1 - (1 - config.decay_init) / 10
+    slow = (1 - (1 - config.decay_init) / 10) ** config.slow_every
     return torch.cat((band(config.decay_init, slots - slots // 2, 0.5),
                       band(slow, slots // 2, 0.5)))
+
+
+def slot_periods(config: HAMTConfig) -> Tensor:
+    """Tokens per tick of each slot [S]: 1 for the fast bank (the first
+    num_slots - num_slots // 2, or all without HAMT_HIERARCHICAL),
+    slow_every for the slow bank."""
+    periods = torch.ones(config.num_slots, dtype=torch.long)
+    if config.hierarchical:
+        periods[config.num_slots - config.num_slots // 2:] = config.slow_every
+    return periods
 
 
 class HolographicMemory(nn.Module):
@@ -119,6 +135,14 @@ class HolographicMemory(nn.Module):
     Unbinding is linear and q_t is shared by the slots, so the slot sum is
     taken before the single unbind.
 
+    With HAMT_HIERARCHICAL the slow bank ticks once every slow_every tokens,
+    at the tokens t with (t + 1) % slow_every == 0 (t counted from the start
+    of the stream, across generation calls): there it decays once and takes
+    t's write, M_s(t) = lambda_s M_s(t-1) + g_{t,s} bind(a_t, v_t); at every
+    other token it holds still, M_s(t) = M_s(t-1), and its gate is 0. It is
+    read at every token. So its state changes only every slow_every tokens,
+    whatever the decays learn, and lambda_s is a decay per tick.
+
     The slots hold packed spectra (hamt/spectral.py: D reals per slot).
     c_in and c_proj hold the vector-domain weights. The DFT is linear, so
     the parallel path multiplies it into them once per call (a cost
@@ -130,7 +154,7 @@ class HolographicMemory(nn.Module):
         super().__init__()
         self.binding, self.dim, self.slots = config.binding, config.hcm_dim, config.num_slots
         self.bins = complex_bins(config.binding, self.dim)
-        self.chunk = config.chunk_size
+        self.chunk, self.aux_max_lag = config.chunk_size, config.aux_max_lag
         # One projection for value, write key, read key, gates and read
         # logits, so pruning and weight decay see a single matrix.
         self.c_in = nn.Linear(config.n_embd, 3 * self.dim + 2 * self.slots, bias=config.bias)
@@ -138,6 +162,10 @@ class HolographicMemory(nn.Module):
         self.decay_logit = nn.Parameter(initial_decay_logits(config))
         self.register_buffer("parseval", parseval_weights(config.binding, self.dim),
                              persistent=False)
+        # Else every slot ticks at every token. From the config, not the
+        # buffer: a model may be built on the meta device (lib/resolved.py).
+        self.ticking = config.hierarchical and config.slow_every > 1
+        self.register_buffer("periods", slot_periods(config), persistent=False)
         self.dropout = nn.Dropout(config.dropout)
 
     def log_decay(self) -> Tensor:
@@ -178,11 +206,21 @@ class HolographicMemory(nn.Module):
         gate_logits, read_logits = logits.float().chunk(2, dim=-1)
         return bound, read_key, torch.sigmoid(gate_logits), read_logits.softmax(-1)
 
+    def clock(self, offset: int, length: int) -> tuple[Tensor, Tensor]:
+        """Ticks of each slot from before token `offset` of the stream through
+        each of the next `length` tokens, [T, S], and whether it ticks at
+        each, [T, S] bool."""
+        upto = torch.arange(offset + 1, offset + length + 1, device=self.periods.device)
+        upto = upto.unsqueeze(-1)  # tokens seen through each position
+        return upto // self.periods - offset // self.periods, upto % self.periods == 0
+
     def forward(self, x: Tensor, state: Tensor | None = None, need_state: bool = False,
-                need_aux: bool = False) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+                need_aux: bool = False,
+                offset: int = 0) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
         """x [B, T, C] -> (output [B, T, C], final slots or None, stats).
 
         state: slot spectra [B, S, D] before x (None: empty memory).
+        offset: tokens of the stream before x (the slow bank's clock).
         need_aux adds the retrieval loss and mean write gates to stats.
         """
         # The spectral maths stays in fp32: a 64-token decay product or a
@@ -196,42 +234,36 @@ class HolographicMemory(nn.Module):
         logits = F.linear(x, self.c_in.weight[vec:], None if bias is None else bias[vec:])
         with torch.autocast(device_type=x.device.type, enabled=False):
             bound, read_key, gates, read_w = self._split(spec, logits)
-            reads, afters, lasts = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk,
-                                                state)
-            stats = self._aux(afters, lasts, gates) if need_aux else {}
+            clock = None
+            if self.ticking:
+                clock, ticks = self.clock(offset, x.size(1))
+                gates = gates * ticks
+            reads, afters = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk,
+                                         state, clock)
+            stats = self._aux(afters, bound, gates) if need_aux else {}
             read = Unbind.apply(read_key, reads, self.bins)
         y = self.dropout(F.linear(read.to(w_out.dtype), w_out, self.c_proj.bias))
         return y, (afters[:, -1] if need_state else None), stats
 
-    def _aux(self, afters: Tensor, target: Tensor, gates: Tensor) -> dict[str, Tensor]:
-        """Retrieval loss and mean write gates.
-
-        Right after writing token t, unbinding the memory with t's own write
-        key a_t (slots weighted by t's gates, normalised to sum 1) should
-        give back v_t; the loss is 1 - cosine(retrieved, v_t). Cosine rather
-        than MSE because MSE could be lowered by merely shrinking the values.
-        It is evaluated at the last token of every chunk, where the scan has
-        the per-slot memory at hand anyway (elsewhere only the read-weighted
-        sum exists): one small matmul instead of a second pass of the scan.
-        Because a_t is unit, unbinding is an isometry:
-        <unbind(a, U), v> = <U, bind(a, v)>, so no unbind or FFT is needed.
-        target [B, N, D]: bound at those tokens, from chunked_scan.
-        """
-        own = gates[:, chunk_ends(gates.size(1), self.chunk)]
-        own = own / (own.sum(-1, keepdim=True) + 1e-6)  # [B, N, S]
-        retrieved = (own.unsqueeze(-2) @ afters).squeeze(-2)  # [B, N, D]
-        dot = (retrieved * target * self.parseval).sum(-1)
-        norms = ((retrieved.square() * self.parseval).sum(-1)
-                 * (target.square() * self.parseval).sum(-1)).sqrt()
-        cosine = dot / (norms + 1e-8)
-        return {"aux_loss": (1 - cosine).mean(), "gate_mean": gates.mean(dim=(0, 1))}
+    def _aux(self, afters: Tensor, bound: Tensor, gates: Tensor) -> dict[str, Tensor]:
+        """Retrieval loss (hamt/retrieval.py: an item written a random lag
+        earlier, unbound from the memory at each chunk's end) and the mean
+        write gates."""
+        batch, length, _ = bound.shape
+        sources = sample_sources(length, self.chunk, batch, self.aux_max_lag, self.training,
+                                 bound.device)
+        loss = retrieval_loss(afters, bound, gates, sources, self.parseval)
+        return {"aux_loss": loss, "gate_mean": gates.mean(dim=(0, 1))}
 
     def new_state(self, batch: int, device=None) -> Tensor:
         """Empty slots: packed spectra [B, S, D], float32."""
         return torch.zeros(batch, self.slots, self.dim, device=device)
 
-    def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
+    def step(self, x: Tensor, state: Tensor, position: int = 0) -> tuple[Tensor, Tensor]:
         """Recurrent form for one token: x [B, C], state [B, S, D] -> (y [B, C], new state).
+
+        position: the token's place in the stream (0 = first), for the slow
+        bank's ticks.
 
         Uses c_in, the FFT and c_proj as written (nothing folded), so the
         test that this matches the parallel form also checks the folding.
@@ -241,7 +273,11 @@ class HolographicMemory(nn.Module):
             vecs, logits = h.float().split((3 * self.dim, 2 * self.slots), -1)
             spec = to_spectrum(vecs.unflatten(-1, (3, self.dim)), self.binding).flatten(-2)
             bound, read_key, gates, read_w = self._split(spec, logits)
-            decay = torch.exp(self.log_decay()).unsqueeze(-1)
+            log_decay = self.log_decay()
+            if self.ticking:  # a slow slot that does not tick neither decays nor writes
+                ticks = (position + 1) % self.periods == 0
+                log_decay, gates = log_decay * ticks, gates * ticks
+            decay = torch.exp(log_decay).unsqueeze(-1)
             state = decay * state + gates.unsqueeze(-1) * bound.unsqueeze(1)
             mixed = (read_w.unsqueeze(-1) * state).sum(1)
             read = from_spectrum(Unbind.apply(read_key, mixed, self.bins), self.binding)

@@ -14,6 +14,7 @@ memory itself, which is also what lets generation run past block_size.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -26,6 +27,15 @@ from gpt2.model import init_weights
 from hamt.block import Block
 from hamt.config import HAMTConfig
 
+
+@dataclass
+class GenerationState:
+    """What generation carries from call to call: per layer the slots'
+    packed spectra [B, S, hcm_dim], and how many tokens of the stream they
+    have seen (the slow bank ticks at fixed positions of the stream)."""
+
+    slots: list[Tensor]
+    position: int = 0
 
 
 class HAMT(nn.Module):
@@ -74,50 +84,57 @@ class HAMT(nn.Module):
                       "gate_mean": torch.stack([s["gate_mean"] for s in stats]).detach()}
         return logits, loss + self.config.aux_weight * aux
 
-    def _run(self, idx: Tensor, states: list[Tensor] | None, need_state: bool,
-             need_aux: bool) -> tuple[Tensor, list[Tensor], list[dict[str, Tensor]]]:
-        """Final hidden states [B, T, C], new per-layer states, per-layer stats."""
+    def _run(self, idx: Tensor, states: list[Tensor] | None, need_state: bool, need_aux: bool,
+             offset: int = 0) -> tuple[Tensor, list[Tensor], list[dict[str, Tensor]]]:
+        """Final hidden states [B, T, C], new per-layer states, per-layer stats.
+        offset: tokens of the stream before idx (0 for a fresh sequence)."""
         x = self.transformer.drop(self.transformer.wte(idx))
         new_states, stats = [], []
         for i, block in enumerate(self.transformer.h):
-            x, state, layer_stats = block(x, states[i] if states else None, need_state, need_aux)
+            x, state, layer_stats = block(x, states[i] if states else None, need_state, need_aux,
+                                          offset)
             new_states.append(state)
             stats.append(layer_stats)
         return self.transformer.ln_f(x), new_states, stats
 
     # ------------------------------------------------ recurrent decoding
 
-    def new_state(self, batch: int) -> list[Tensor]:
+    def new_state(self, batch: int) -> GenerationState:
         """Empty generation state: per layer, the slots' packed spectra [B, S, hcm_dim]."""
         device = self.transformer.wte.weight.device
-        return [block.mem.new_state(batch, device) for block in self.transformer.h]
+        return GenerationState([block.mem.new_state(batch, device) for block in self.transformer.h])
 
-    def prefill(self, idx: Tensor,
-                state: list[Tensor] | None = None) -> tuple[Tensor, list[Tensor]]:
-        """Run a prompt [B, T] in parallel: (logits of its last token [B, 1, V], state)."""
+    def prefill(self, idx: Tensor, state: GenerationState | None = None
+                ) -> tuple[Tensor, GenerationState]:
+        """Run a prompt [B, T] in parallel: (logits of its last token [B, 1, V], state).
+        With a state, idx continues the stream that state has seen."""
         state = state if state is not None else self.new_state(idx.size(0))
-        x, state, _ = self._run(idx, state, need_state=True, need_aux=False)
-        return self.lm_head(x[:, -1:, :]), state
+        x, slots, _ = self._run(idx, state.slots, need_state=True, need_aux=False,
+                                offset=state.position)
+        return self.lm_head(x[:, -1:, :]), GenerationState(slots, state.position + idx.size(1))
 
-    def forward_step(self, idx_t: Tensor, state: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+    def forward_step(self, idx_t: Tensor,
+                     state: GenerationState) -> tuple[Tensor, GenerationState]:
         """One token per row (idx_t [B] or [B, 1]) -> (logits [B, 1, V], new state)."""
-        if len(state) != self.config.n_layer:
+        if len(state.slots) != self.config.n_layer:
             raise ValueError(
-                f"got a state for {len(state)} layers, the model has {self.config.n_layer}")
+                f"got a state for {len(state.slots)} layers, the model has {self.config.n_layer}")
         x = self.transformer.drop(self.transformer.wte(idx_t.reshape(-1)))
-        new_state = []
-        for block, layer_state in zip(self.transformer.h, state):
-            x, layer_state = block.step(x, layer_state)
-            new_state.append(layer_state)
-        return self.lm_head(self.transformer.ln_f(x)).unsqueeze(1), new_state
+        slots = []
+        for block, layer_state in zip(self.transformer.h, state.slots):
+            x, layer_state = block.step(x, layer_state, state.position)
+            slots.append(layer_state)
+        logits = self.lm_head(self.transformer.ln_f(x)).unsqueeze(1)
+        return logits, GenerationState(slots, state.position + 1)
 
     def state_bytes(self, batch: int = 1) -> int:
         """Bytes of the generation state: n_layer * S * hcm_dim float32 per row.
 
-        The state is the slot spectra only, so this does not depend on how
-        many tokens have been seen (GPT-2's KV cache grows with each).
+        The state is the slot spectra (and one position count, left out), so
+        this does not depend on how many tokens have been seen (GPT-2's KV
+        cache grows with each).
         """
-        return sum(state_nbytes(s) for s in self.new_state(batch))
+        return state_nbytes(self.new_state(batch))
 
     @torch.no_grad()
     def generate(self, idx: Tensor, max_new_tokens: int, temperature: float = 1.0,
@@ -208,7 +225,7 @@ class HAMT(nn.Module):
 
     def aux_metrics(self) -> dict[str, float]:
         """From the last forward with targets: aux_loss (mean over layers of
-        1 - cosine retrieval), lm_loss (the cross-entropy alone, comparable
+        1 - cosine retrieval of earlier items, hamt/retrieval.py), lm_loss (the cross-entropy alone, comparable
         with GPT2's loss) and slot_utilisation: the entropy of the mean
         write-gate distribution over slots, divided by log(num_slots), then
         averaged over layers (1 = all slots written equally, 0 = one slot).
@@ -222,7 +239,9 @@ class HAMT(nn.Module):
                 "slot_utilisation": float(entropy.mean())}
 
 
-def state_nbytes(state: Tensor | list[Tensor]) -> int:
-    """Bytes held by a generation state (one layer's tensor or a list)."""
+def state_nbytes(state: GenerationState | Tensor | list[Tensor]) -> int:
+    """Bytes held by a generation state's slots (or one layer's tensor, or a list)."""
+    if isinstance(state, GenerationState):
+        state = state.slots
     tensors = state if isinstance(state, list) else [state]
     return sum(t.numel() * t.element_size() for t in tensors)

@@ -20,6 +20,12 @@ overflow; a slot that forgets too fast for that (lambda < 0.14 at C = 32)
 switches the layer to a broadcast whose exponents are never negative (as
 do accelerators and torch.compile, see mixing_matrix).
 
+A slot may also tick more rarely than every token (the hierarchical slow
+bank, hamt/memory.py): it then decays and takes a write only at its ticks
+and holds still in between. The exponents above become tick counts,
+lambda_s^(ticks of s in (tau, t]), and the gates are 0 between ticks; the
+matrices keep their form (clock= of chunked_scan).
+
 Spectra are real rows of P numbers (packed, see spectral.py): the mixing
 weights are real, so the scan is plain real arithmetic over P columns.
 """
@@ -39,9 +45,10 @@ _FACTOR_LOG = 30.0
 
 
 def decay_powers(log_decay: Tensor, exponents: Tensor) -> Tensor:
-    """lambda_s ** e for e >= 0 (elsewhere 0): shape exponents.shape + [S]."""
-    logs = exponents.clamp(min=0).unsqueeze(-1).to(log_decay) * log_decay
-    keep = (exponents >= 0).unsqueeze(-1) & (logs > _LOG_FLOOR)
+    """lambda_s ** e for e >= 0 (elsewhere 0). exponents broadcast against
+    log_decay [S] along their last dimension ([..., 1] or [..., S])."""
+    logs = exponents.clamp(min=0).to(log_decay) * log_decay
+    keep = (exponents >= 0) & (logs > _LOG_FLOOR)
     return torch.exp(logs) * keep
 
 
@@ -57,20 +64,21 @@ def chunked_scan(
     log_decay: Tensor,
     chunk: int,
     state: Tensor | None = None,
-) -> tuple[Tensor, Tensor, Tensor]:
+    clock: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """Reads of the slot memory at every position, in parallel.
 
     bound [B, T, P]: what each token writes (the same for every slot).
     gates [B, T, S]: write gates. readers [B, T, S]: read weights.
     log_decay [S]. state [B, S, P]: slots before the first token (None:
-    empty).
+    empty). clock [T, S]: ticks of each slot from before the first token
+    through token t (None: every slot ticks at every token, clock[t] =
+    t + 1). A slot decays once per tick; where its clock does not advance
+    its gate must be 0 (HolographicMemory zeroes it), so it holds still.
 
-    Returns reads [B, T, P] (memory read after token t is written), the
+    Returns reads [B, T, P] (memory read after token t is written) and the
     slots after the last token of every chunk, [B, N, S, P] (positions
-    chunk_ends(T, chunk)), the last of them the final state, and what
-    those last tokens wrote, [B, N, P] (bound at chunk_ends, for the
-    retrieval loss, taken without a gather whose gradient would be a
-    zero-filled tensor of bound's size).
+    chunk_ends(T, chunk)), the last of them the final state.
     """
     batch, length, width = bound.shape
     slots = gates.size(-1)
@@ -79,106 +87,132 @@ def chunked_scan(
     pad = n_chunks * size - length
     if pad:  # zero gates and writes on the padding add nothing to any read
         bound, gates, readers = (F.pad(t, (0, 0, 0, pad)) for t in (bound, gates, readers))
-    bound_c = bound.reshape(batch * n_chunks, size, width)
-    gates_c = gates.reshape(batch * n_chunks, size, slots)
-    readers_c = readers.reshape(batch * n_chunks, size, slots)
+    bound_c = bound.reshape(batch, n_chunks, size, width)
+    gates_c = gates.reshape(batch, n_chunks, size, slots)
+    readers_c = readers.reshape(batch, n_chunks, size, slots)
 
-    pos = torch.arange(size, device=bound.device)
-    mix = mixing_matrix(gates_c, readers_c, log_decay)  # [BN, C, C]
-
-    starts, afters, lasts = _chunk_states(bound_c.view(batch, n_chunks, size, width),
-                                          gates_c.view(batch, n_chunks, size, slots), log_decay,
-                                          length, state)
-    # A reader at chunk offset i sees the chunk's start state decayed i + 1 times.
-    from_start = readers_c * decay_powers(log_decay, pos + 1)
-    reads = (from_start @ starts.view(-1, slots, width)).baddbmm_(mix, bound_c)  # in place
+    ticks, ends = chunk_ticks(clock, n_chunks, size, length, log_decay)
+    mix = mixing_matrix(gates_c, readers_c, log_decay, ticks)  # [B, N, C, C]
+    starts, afters = _chunk_states(bound_c, gates_c, log_decay, ticks, ends, state)
+    # A reader at chunk offset i sees the chunk's start state decayed by the
+    # ticks up to i (i + 1 of them when every token ticks).
+    from_start = readers_c * decay_powers(log_decay, ticks)
+    flat = batch * n_chunks
+    reads = (from_start.view(flat, size, slots) @ starts.view(flat, slots, width)).baddbmm_(
+        mix.view(flat, size, size), bound_c.view(flat, size, width))  # in place
     reads = reads.view(batch, n_chunks * size, width)
-    return (reads[:, :length] if pad else reads), afters, lasts
+    return (reads[:, :length] if pad else reads), afters
 
 
-def mixing_matrix(gates: Tensor, readers: Tensor, log_decay: Tensor) -> Tensor:
-    """mix[n, i, j] = sum_s w[n, i, s] g[n, j, s] lambda_s^(i - j) for j <= i, else 0.
+def chunk_ticks(clock: Tensor | None, n_chunks: int, size: int, length: int,
+                like: Tensor) -> tuple[Tensor, Tensor]:
+    """Ticks from each chunk's start through offset i, [N or 1, C, S or 1],
+    and through the chunk's last real token, [N, S or 1], in like's dtype.
 
-    gates, readers [BN, C, S] -> [BN, C, C]: factored_mix where every decay
-    allows it, (C - 1) / 2 * |log lambda| <= _FACTOR_LOG (lambda >= 0.14
-    per token at C = 32), else broadcast_mix. Both compute the same matrix.
-    The check reads the decays on the host, so it runs on CPU tensors only:
-    on an accelerator it would stall the queue of kernels each layer, and
-    under torch.compile it would break the graph. There the broadcast is
-    used (memory traffic is cheap on a GPU, and a compiler fuses its
-    product and sum into one loop).
+    Without a clock every token ticks: i + 1 for every chunk, and the
+    chunk's length at its end (so padding lies past the end: a negative
+    exponent, weight 0). With one, the padding repeats the last tick count.
     """
-    span = (gates.size(-2) - 1) / 2
+    if clock is None:
+        ticks = per_token_ticks(size, like).unsqueeze(0)
+        ends = torch.full((n_chunks, 1), size, device=like.device).to(like)
+        ends[-1] = length - (n_chunks - 1) * size
+        return ticks, ends
+    clock = clock.to(like)
+    if n_chunks * size > length:
+        clock = torch.cat((clock, clock[-1:].expand(n_chunks * size - length, -1)))
+    clock = clock.view(n_chunks, size, -1)
+    before = F.pad(clock[:-1, -1], (0, 0, 1, 0)).unsqueeze(1)  # at each chunk's start
+    ticks = clock - before
+    return ticks, ticks[:, -1]
+
+
+def per_token_ticks(size: int, like: Tensor) -> Tensor:
+    """[C, 1]: i + 1 ticks by chunk offset i when every token ticks."""
+    return torch.arange(1, size + 1, device=like.device).to(like).unsqueeze(-1)
+
+
+def mixing_matrix(gates: Tensor, readers: Tensor, log_decay: Tensor,
+                  ticks: Tensor | None = None) -> Tensor:
+    """mix[..., i, j] = sum_s w[i, s] g[j, s] lambda_s^(ticks[i, s] - ticks[j, s])
+    for j <= i, else 0.
+
+    gates, readers [..., C, S]; ticks [..., C, S or 1] (None: i + 1, every
+    token ticks) -> [..., C, C]: factored_mix where every decay allows it,
+    span_s * |log lambda_s| <= _FACTOR_LOG with span_s half a chunk's ticks
+    of slot s (per token: lambda >= 0.14 at C = 32), else broadcast_mix.
+    Both compute the same matrix. The check reads the decays on the host,
+    so it runs on CPU tensors only: on an accelerator it would stall the
+    queue of kernels each layer, and under torch.compile it would break the
+    graph. There the broadcast is used (memory traffic is cheap on a GPU,
+    and a compiler fuses its product and sum into one loop).
+    """
+    if ticks is None:
+        ticks = per_token_ticks(gates.size(-2), log_decay)
     if gates.device.type != "cpu" or torch.compiler.is_compiling():
-        return broadcast_mix(gates, readers, log_decay)
-    if span * -float(log_decay.detach().min()) <= _FACTOR_LOG:
-        return factored_mix(gates, readers, log_decay)
-    return broadcast_mix(gates, readers, log_decay)
+        return broadcast_mix(gates, readers, log_decay, ticks)
+    span = (ticks[..., -1, :] - ticks[..., 0, :]).reshape(-1, ticks.size(-1)).amax(0) / 2
+    if float((span * -log_decay.detach()).max()) <= _FACTOR_LOG:
+        return factored_mix(gates, readers, log_decay, ticks)
+    return broadcast_mix(gates, readers, log_decay, ticks)
 
 
-def factored_mix(gates: Tensor, readers: Tensor, log_decay: Tensor) -> Tensor:
+def factored_mix(gates: Tensor, readers: Tensor, log_decay: Tensor,
+                 ticks: Tensor | None = None) -> Tensor:
     """The mixing matrix as one batched [C, S] x [S, C] matmul.
 
-    Centred on the chunk's middle r, lambda^(i - j) = lambda^(i - r)
-    lambda^(r - j), so the slot sum is a matrix product of w lambda^(i - r)
-    and g lambda^(r - j), then masked to j <= i. The factors are at most
-    e^_FACTOR_LOG only while (C - 1) / 2 * |log lambda| <= _FACTOR_LOG;
-    past that they overflow, hence mixing_matrix's check.
+    Centred on the chunk's middle tick count r, lambda^(n_i - n_j) =
+    lambda^(n_i - r) lambda^(r - n_j), so the slot sum is a matrix product
+    of w lambda^(n_i - r) and g lambda^(r - n_j), then masked to j <= i.
+    The factors are at most e^_FACTOR_LOG only while half a chunk's ticks
+    times |log lambda| stays within _FACTOR_LOG; past that they overflow,
+    hence mixing_matrix's check.
     """
-    size = gates.size(-2)
-    offsets = torch.arange(size, device=gates.device).to(log_decay) - (size - 1) / 2
-    centred = offsets.unsqueeze(-1) * log_decay  # (i - r) log lambda_s, [C, S]
+    ticks = per_token_ticks(gates.size(-2), log_decay) if ticks is None else ticks
+    middle = (ticks[..., :1, :] + ticks[..., -1:, :]) / 2
+    centred = (ticks - middle) * log_decay  # (n_i - r) log lambda_s, [..., C, S]
     left = readers * torch.exp(centred)
     right = gates * torch.exp(-centred)
     return torch.tril(left @ right.transpose(-2, -1))
 
 
-def broadcast_mix(gates: Tensor, readers: Tensor, log_decay: Tensor) -> Tensor:
-    """The mixing matrix from a [BN, C, C, S] broadcast product summed over
+def broadcast_mix(gates: Tensor, readers: Tensor, log_decay: Tensor,
+                  ticks: Tensor | None = None) -> Tensor:
+    """The mixing matrix from a [..., C, C, S] broadcast product summed over
     slots: C times the memory traffic of factored_mix, but every exponent
-    is i - j >= 0, so any decay, however small, is safe."""
-    pos = torch.arange(gates.size(-2), device=gates.device)
-    lags = decay_powers(log_decay, pos.unsqueeze(1) - pos.unsqueeze(0))  # [C(i), C(j), S]
-    return (gates.unsqueeze(1) * lags * readers.unsqueeze(2)).sum(-1)
+    is a tick count >= 0, so any decay, however small, is safe."""
+    size = gates.size(-2)
+    ticks = per_token_ticks(size, log_decay) if ticks is None else ticks
+    later = torch.ones(size, size, dtype=torch.bool, device=gates.device).tril().unsqueeze(-1)
+    lags = torch.where(later, ticks.unsqueeze(-2) - ticks.unsqueeze(-3), -1)  # [.., C(i), C(j), S]
+    return (gates.unsqueeze(-3) * decay_powers(log_decay, lags) * readers.unsqueeze(-2)).sum(-1)
 
 
-def _chunk_states(bound_c: Tensor, gates_c: Tensor, log_decay: Tensor, length: int,
-                  state: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+def _chunk_states(bound_c: Tensor, gates_c: Tensor, log_decay: Tensor, ticks: Tensor,
+                  ends: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor]:
     """Slots before each chunk and after each chunk's last real token,
-    both [B, N, S, P], and the item written at that token [B, N, P]."""
-    batch, n_chunks, size, width = bound_c.shape
-    lens = torch.full((n_chunks,), size, device=bound_c.device)
-    lens[-1] = length - (n_chunks - 1) * size
-    pos = torch.arange(size, device=bound_c.device)
-    # What each chunk leaves in the slots by its last token; padding has a
-    # negative exponent, hence weight 0.
-    to_end = gates_c * decay_powers(log_decay, lens.unsqueeze(1) - 1 - pos)  # [B, N, C, S]
-    # One more row selects the chunk's last real token: the same matmul
-    # then also yields the item it wrote.
-    last = (pos == lens.unsqueeze(1) - 1).to(to_end).expand(batch, -1, -1).unsqueeze(-1)
-    writes = torch.cat((to_end, last), -1).transpose(2, 3) @ bound_c  # [B, N, S + 1, P]
-    carry = decay_powers(log_decay, lens)  # lambda^len, [N, S]
-    first = state if state is not None else bound_c.new_zeros(writes[:, 0, :-1].shape)
-    return ChunkRecurrence.apply(writes, carry, first)
+    both [B, N, S, P]."""
+    # What each chunk leaves in the slots by its last token.
+    to_end = gates_c * decay_powers(log_decay, ends.unsqueeze(-2) - ticks)  # [B, N, C, S]
+    written = to_end.transpose(2, 3) @ bound_c  # [B, N, S, P]
+    carry = decay_powers(log_decay, ends)  # lambda^(ticks in the chunk), [N, S]
+    first = state if state is not None else bound_c.new_zeros(written[:, 0].shape)
+    return ChunkRecurrence.apply(written, carry, first)
 
 
 class ChunkRecurrence(torch.autograd.Function):
     """h_0 = first; h_{n+1} = carry_n * h_n + written_n (per slot).
 
-    writes [B, N, S + 1, P]: written_n in rows 0..S-1; row S is an extra
-    item per chunk, passed through as `lasts` [B, N, P].
-    Returns starts = h_0 .. h_{N-1} and afters = h_1 .. h_N, each
-    [B, N, S, P], as separate tensors so that neither gradient needs a
-    zero-filled buffer of the other's size, and lasts. A loop over chunks
-    with a hand-written backward (the reverse loop): under plain autograd
-    each of the T / C steps would add graph nodes and temporaries, which
-    cost more than the arithmetic.
+    written [B, N, S, P]. Returns starts = h_0 .. h_{N-1} and afters =
+    h_1 .. h_N, each [B, N, S, P], as separate tensors so that neither
+    gradient needs a zero-filled buffer of the other's size. A loop over
+    chunks with a hand-written backward (the reverse loop): under plain
+    autograd each of the T / C steps would add graph nodes and temporaries,
+    which cost more than the arithmetic.
     """
 
     @staticmethod
-    def forward(ctx, writes: Tensor, carry: Tensor,
-                first: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        written = writes[:, :, :-1]
+    def forward(ctx, written: Tensor, carry: Tensor, first: Tensor) -> tuple[Tensor, Tensor]:
         afters = torch.empty_like(written)
         before = first
         # Views made once: indexing inside the loop costs more than the maths.
@@ -187,25 +221,18 @@ class ChunkRecurrence(torch.autograd.Function):
             before = torch.addcmul(part, decay, before, out=after)
         starts = torch.cat((first.unsqueeze(1), afters[:, :-1]), dim=1)
         ctx.save_for_backward(carry, starts)
-        return starts, afters, writes[:, :, -1].clone()
+        return starts, afters
 
     @staticmethod
-    def backward(ctx, grad_starts: Tensor, grad_afters: Tensor,
-                 grad_lasts: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
+    def backward(ctx, grad_starts: Tensor, grad_afters: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         carry, starts = ctx.saved_tensors
         decay = carry.unsqueeze(-1).unbind(0)
-        grad_writes = grad_afters.new_empty(starts.shape[:2] + (starts.size(2) + 1,)
-                                            + starts.shape[3:])
-        if grad_lasts is None:
-            grad_writes[:, :, -1].zero_()
-        else:
-            grad_writes[:, :, -1].copy_(grad_lasts)
         # grad[:, n]: the total gradient on h_{n+1} (= on written_n).
-        grad = grad_writes[:, :, :-1].copy_(grad_afters)
+        grad = grad_afters.clone()
         grad[:, :-1] += grad_starts[:, 1:]
         parts = grad.unbind(1)
         for n in range(len(parts) - 1, 0, -1):
             parts[n - 1].addcmul_(decay[n], parts[n])
         grad_first = torch.addcmul(grad_starts[:, 0], decay[0], parts[0])
         grad_carry = (grad * starts).sum(dim=(0, 3))
-        return grad_writes, grad_carry, grad_first
+        return grad, grad_carry, grad_first

@@ -22,6 +22,12 @@ RENAMED: dict[str, str] = {
     # one torch.compile switch for every family
     "GPT2_COMPILE": "COMPILE_MODEL",
     "HAMT_COMPILE": "COMPILE_MODEL",
+    # one set of Adam hyper-parameters for AdamW, AdamWSPAM and AdamWPrune
+    "ADAMW_BETA1": "ADAM_BETA1", "SPAM_BETA1": "ADAM_BETA1",
+    "ADAMW_BETA2": "ADAM_BETA2", "SPAM_BETA2": "ADAM_BETA2",
+    "ADAMW_EPS": "ADAM_EPSILON", "ADAMW_EPSILON": "ADAM_EPSILON", "SPAM_EPS": "ADAM_EPSILON",
+    "SPAM_WEIGHT_DECAY": "WEIGHT_DECAY", "ADAMW_WEIGHT_DECAY": "WEIGHT_DECAY",
+    "ADAM_WEIGHT_DECAY": "WEIGHT_DECAY",
 }
 
 _SET = re.compile(r"^(\s*)CONFIG_(\w+)=(.*)$")

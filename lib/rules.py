@@ -7,12 +7,20 @@ from typing import Any
 
 
 def check_optimizer(run: Any) -> list[str]:
-    """SPAM's warmup must fit between two resets."""
-    if run.get("SPAM_ENABLE_RESET") and run.SPAM_WARMUP_STEPS >= run.SPAM_INTERVAL:
-        return [f"CONFIG_SPAM_WARMUP_STEPS={run.SPAM_WARMUP_STEPS} must be below "
-                f"CONFIG_SPAM_INTERVAL={run.SPAM_INTERVAL}: the update would never reach "
-                f"full scale between resets"]
-    return []
+    """SPAM's no-clipping window must fit between two resets, and clipping must
+    not start while the second moment is still zero. A warmup longer than the
+    reset interval is allowed, as in the authors' code: the update then never
+    reaches full scale again after the first reset."""
+    problems = []
+    reset, clip = run.get("SPAM_ENABLE_RESET"), run.get("SPAM_ENABLE_CLIP")
+    if reset and clip and run.SPAM_CLIP_SKIP_STEPS >= run.SPAM_INTERVAL:
+        problems.append(f"CONFIG_SPAM_CLIP_SKIP_STEPS={run.SPAM_CLIP_SKIP_STEPS} must be below "
+                        f"CONFIG_SPAM_INTERVAL={run.SPAM_INTERVAL}: no call would ever be clipped")
+    if clip and run.SPAM_CLIP_SKIP_STEPS < 2 and not run.get("SPAM_CLIP_SPARE_UNSEEN"):
+        problems.append(f"CONFIG_SPAM_CLIP_SKIP_STEPS={run.SPAM_CLIP_SKIP_STEPS} clips call 1 "
+                        f"against a zero second moment, which sets every gradient entry to 0; "
+                        f"use 2 or more, or set CONFIG_SPAM_CLIP_SPARE_UNSEEN=y")
+    return problems
 
 
 def check_pruning(run: Any) -> list[str]:

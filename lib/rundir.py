@@ -40,6 +40,8 @@ def run_tag(run: Any) -> str:
     parts = [run.MODEL, run.OPTIMIZER]
     if run.OPTIMIZER == "adamwprune":
         parts.append(run.ADAMWPRUNE_VARIANT)
+        if run.get("ADAMWPRUNE_BITTER4_RANK_BUDGET"):  # ours, not the original's depth ramp
+            parts[-1] += "rank"
     variant = registry.family(run.MODEL).variant(run)
     if variant not in ("vanilla", run.MODEL):  # HAMT is its own variant: "hamt_adamw_none"
         parts.append(variant)

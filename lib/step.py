@@ -16,8 +16,9 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 
 
 class TrainStep:
-    """`pruner` (optional) sees the finished gradients before the optimizer
-    step (movement scores) and masks weights and moments after it."""
+    """`pruner` (optional) sees the finished, unscaled gradients before the
+    optimizer step (movement scores; told when the GradScaler will skip the
+    step) and masks weights and moments after it."""
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  precision: Precision, accumulation: int, grad_clip: float,
@@ -50,14 +51,27 @@ class TrainStep:
                 loss = loss / self.accumulation
                 self.scaler.scale(loss).backward()
             total += loss.detach()
+        if self.grad_clip > 0 or self.pruner is not None:
+            self.scaler.unscale_(self.optimizer)  # clip and score true gradients, not scaled ones
         if self.grad_clip > 0:
-            self.scaler.unscale_(self.optimizer)  # clip true gradients, not scaled ones
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
         if self.pruner is not None:
-            self.pruner.before_step(step)
+            self.pruner.before_step(step, skipped=self._will_skip())
         self.scaler.step(self.optimizer)
         self.scaler.update()
         if self.pruner is not None:
             self.pruner.after_step(step)
         self.optimizer.zero_grad(set_to_none=True)
         return total.item()
+
+    def _will_skip(self) -> bool:
+        """Whether scaler.step will skip this step: unscale_ found inf/NaN gradients.
+
+        Read from the scaler's own record (a private but long-stable
+        method), so the decision is exactly the one scaler.step makes; it
+        syncs the device once, as scaler.step itself does.
+        """
+        if not self.scaler.is_enabled():
+            return False
+        found = self.scaler._found_inf_per_device(self.optimizer)
+        return any(bool(v.item()) for v in found.values())

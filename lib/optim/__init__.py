@@ -19,17 +19,20 @@ def base_optimizer(run: Any) -> str:
 
 
 def build_optimizer(run: Any, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
+    """The configured optimizer; betas, epsilon and weight decay are shared by the Adam family."""
     base = base_optimizer(run)
+    adam = dict(lr=run.LEARNING_RATE, betas=(run.ADAM_BETA1, run.ADAM_BETA2), eps=run.ADAM_EPSILON)
+    groups = model.param_groups(run.WEIGHT_DECAY)
     if base == "adamw":
-        return torch.optim.AdamW(model.param_groups(run.WEIGHT_DECAY), lr=run.LEARNING_RATE,
-                                 betas=(run.ADAMW_BETA1, run.ADAMW_BETA2), eps=run.ADAMW_EPS,
-                                 fused=device.type == "cuda")
+        return torch.optim.AdamW(groups, **adam, fused=device.type == "cuda")
     if base == "adamwspam":
-        return AdamWSPAM(model.param_groups(run.SPAM_WEIGHT_DECAY), lr=run.LEARNING_RATE,
-                         betas=(run.SPAM_BETA1, run.SPAM_BETA2), eps=run.SPAM_EPS,
-                         theta=run.get("SPAM_THETA", 5000.0), clip=run.SPAM_ENABLE_CLIP,
-                         reset=run.SPAM_ENABLE_RESET, interval=run.get("SPAM_INTERVAL", 0),
-                         warmup_steps=run.get("SPAM_WARMUP_STEPS", 0))
+        return AdamWSPAM(groups, **adam, theta=run.get("SPAM_THETA", 5000.0),
+                         clip=run.SPAM_ENABLE_CLIP, reset=run.SPAM_ENABLE_RESET,
+                         interval=run.get("SPAM_INTERVAL", 0),
+                         warmup_steps=run.get("SPAM_WARMUP_STEPS", 0),
+                         clip_skip_steps=run.get("SPAM_CLIP_SKIP_STEPS", 0),
+                         spare_unseen=run.get("SPAM_CLIP_SPARE_UNSEEN", False),
+                         restart_bias_correction=run.get("SPAM_RESTART_BIAS_CORRECTION", False))
     raise ValueError(f"optimizer '{base}' has no implementation")
 
 

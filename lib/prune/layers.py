@@ -1,23 +1,38 @@
-"""Per-layer pruning budgets, used by the state variant bitter4.
+"""Per-layer pruning budgets for the state variant bitter4.
 
-bitter4 prunes layers unevenly. Its factor for a layer comes from the rank
-of the layer's mean score (over the entries not yet pruned): the layer with
-the lowest mean gets 1.3, the highest 0.7, the others linearly in rank
-between (ties keep parameter order; a single layer gets 1.0). Layer i's
-sparsity is then clip(c * factor_i * target, already_pruned_i, cap) with
-cap = max(0.95, target), and the one scale c is chosen (by bisection) so the
-layers together prune round(target * total) entries: the global count
-matches the global target, while the ratio between layers follows the
-factors wherever neither bound binds. (AdamWPrune itself spreads 0.7x..1.3x
-by depth; ranking by score uses what the network learned instead.)
+Depth ramp (the reference's, and bitter4's default): layer i of L, in the
+order model.prunable() lists them (input to output), gets sparsity
+min(0.95, s * (0.7 + 0.6 * i / (L - 1))) at scheduled sparsity s, as
+AdamWPrune's compute_layer_sparsity does (mcgrof/knlp 041ec5f2). Early
+layers keep more weights. The global sparsity then depends on the layer
+sizes and the cap: it is near s, not s exactly.
+
+Score rank (ours, ADAMWPRUNE_BITTER4_RANK_BUDGET): the factor comes from
+the rank of the layer's mean score (over the entries not yet pruned): the
+layer with the lowest mean gets 1.3, the highest 0.7, the others linearly
+in rank between (ties keep parameter order; a single layer gets 1.0).
+Layer i's sparsity is then clip(c * factor_i * target, already_pruned_i,
+cap) with cap = max(0.95, target), and the one scale c is chosen (by
+bisection) so the layers together prune round(target * total) entries: the
+global count matches the global target, while the ratio between layers
+follows the factors wherever neither bound binds.
 """
 from __future__ import annotations
 
 import math
 
-FACTOR_HIGH = 1.3  # factor of the layer with the lowest mean score
-FACTOR_LOW = 0.7  # factor of the layer with the highest mean score
-CAP = 0.95  # no layer is pruned beyond this (unless the target itself is higher)
+FACTOR_HIGH = 1.3  # last layer (depth ramp) / lowest mean score (rank)
+FACTOR_LOW = 0.7  # first layer (depth ramp) / highest mean score (rank)
+CAP = 0.95  # no layer is pruned beyond this (rank: unless the target itself is higher)
+
+
+def depth_ramp(n_layers: int, sparsity: float) -> list[float]:
+    """The reference's per-layer sparsities: 0.7x for the first layer to 1.3x for the last."""
+    if n_layers < 1:
+        raise ValueError(f"n_layers={n_layers} is invalid: it must be >= 1")
+    span = max(n_layers - 1, 1)
+    # 0.6 written out (1.3 - 0.7 is 0.6000000000000001): the same floats as the reference.
+    return [min(CAP, sparsity * (FACTOR_LOW + 0.6 * (i / span))) for i in range(n_layers)]
 
 
 def layer_factors(means: list[float]) -> list[float]:

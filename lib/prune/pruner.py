@@ -2,16 +2,21 @@
 
 The trainer calls, for every optimizer step (1-based count of completed steps):
 
-    pruner.before_step(step)   # after backward and clipping, before optimizer.step()
+    pruner.before_step(step, skipped)  # after backward, unscaling and clipping
     optimizer.step()
-    pruner.after_step(step)    # update the masks when due, then apply them
+    pruner.after_step(step)            # update the masks when due, then apply them
+
+Under fp16 loss scaling the trainer unscales the gradients first, so
+movement scores accumulate true gradients, and passes skipped=True when the
+GradScaler found inf/NaN and will skip the step: such a step adds nothing.
 
 Masks are torch.bool, True = kept. Pruning is monotone: at an update every
 already-pruned entry scores -inf and the pruned count never shrinks. Each
 update prunes exactly round(sparsity_at(step) * entries) (per layer for
-scope "per_layer"), choosing the lowest scores; equal scores at the
-boundary are broken by position (threshold.smallest_k), so the achieved
-sparsity is the target up to one entry per layer.
+scope "per_layer"; bitter4 gives each layer its own sparsity, layers.py),
+choosing the lowest scores; equal scores at the boundary are broken by
+position (threshold.smallest_k), so the achieved sparsity is the target up
+to one entry per layer.
 
 Applying the masks zeroes the pruned weights and the pruned entries of the
 optimizer's exp_avg / exp_avg_sq (and max_exp_avg_sq), so pruned weights
@@ -40,6 +45,7 @@ METHODS: dict[str, str] = {
     "state": "AdamWPrune: a VARIANTS score from the optimizer's exp_avg/exp_avg_sq; mask only",
 }
 SCOPES = ("global", "per_layer")
+BITTER4_BUDGETS = ("depth", "rank")  # layers.py: the reference's depth ramp, or ours
 MOMENT_KEYS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 STATE_VERSION = 1
 
@@ -65,8 +71,7 @@ class Pruner:
         scope: str,
         optimizer: torch.optim.Optimizer | None = None,
         variant: str = "bitter7",
-        beta1: float = 0.9,
-        eps: float = 1e-8,
+        bitter4_budget: str = "depth",
         sample_size: int = 1_000_000,
         seed: int = 0,
     ) -> None:
@@ -81,6 +86,9 @@ class Pruner:
         if variant not in score_fns.VARIANTS:
             raise ValueError(f"variant={variant!r} is invalid: it must be one of "
                              f"{', '.join(score_fns.VARIANTS)}")
+        if bitter4_budget not in BITTER4_BUDGETS:
+            raise ValueError(f"bitter4_budget={bitter4_budget!r} is invalid: it must be one of "
+                             f"{', '.join(BITTER4_BUDGETS)}")
         if schedule not in KINDS:
             raise ValueError(f"schedule={schedule!r} is invalid: it must be one of {', '.join(KINDS)}")
         if scope not in SCOPES:
@@ -89,10 +97,6 @@ class Pruner:
         _check_int("frequency", frequency, 1)
         _check_int("sample_size", sample_size, 1)
         _check_int("seed", seed, 0)
-        if not 0.0 <= beta1 < 1.0:
-            raise ValueError(f"beta1={beta1!r} is invalid: it must satisfy 0 <= beta1 < 1")
-        if not eps >= 0.0:
-            raise ValueError(f"eps={eps!r} is invalid: it must be >= 0")
         if method == "state" and optimizer is None:
             raise ValueError("optimizer is required for method 'state': its moments are the scores")
         if optimizer is not None:
@@ -105,7 +109,7 @@ class Pruner:
         self.method, self.scope, self.variant = method, scope, variant
         self.target, self.warmup, self.ramp_end = float(target), warmup, ramp_end
         self.frequency, self.schedule = frequency, schedule
-        self.optimizer, self.beta1, self.eps = optimizer, beta1, eps
+        self.optimizer, self.bitter4_budget = optimizer, bitter4_budget
         self.sample_size = sample_size
         self.generator = torch.Generator().manual_seed(seed)
         self.masks = [torch.ones_like(p, dtype=torch.bool) for p in self.params]
@@ -129,13 +133,14 @@ class Pruner:
     # ------------------------------------------------------ training hooks
 
     @torch.no_grad()
-    def before_step(self, step: int) -> None:
+    def before_step(self, step: int, skipped: bool = False) -> None:
         """Accumulate movement scores (until ramp_end); zero pruned gradients.
 
-        `step` is the count after_step will receive for this optimizer step.
+        `step` is the count after_step will receive for this optimizer step;
+        skipped=True (the GradScaler will skip it) leaves the scores alone.
         """
         live = [i for i, p in enumerate(self.params) if p.grad is not None]
-        if self.scores is not None and step <= self.ramp_end and live:
+        if self.scores is not None and step <= self.ramp_end and live and not skipped:
             # S += score_fns.movement_increment(w, grad), i.e. -(w * grad), without a temporary
             torch._foreach_addcmul_([self.scores[i] for i in live],
                                     [self.params[i].float() for i in live],
@@ -192,22 +197,27 @@ class Pruner:
         if self.method == "movement":
             return self.scores[i].clone()
         state = self.optimizer.state.get(self.params[i], {})
-        # A parameter the optimizer has not stepped yet has torch's initial moments: zeros.
+        variant = score_fns.VARIANTS[self.variant]
+        if not all(torch.is_tensor(state.get(k)) for k in variant.needs):
+            # Not stepped yet (no moments): |w|, as the reference falls back.
+            return score_fns.magnitude(p.float())
         m, v = (state[k].float() if k in state else torch.zeros_like(p, dtype=torch.float32)
                 for k in ("exp_avg", "exp_avg_sq"))
-        t = state.get("step", 0)
-        t = float(t.item() if torch.is_tensor(t) else t)
-        fn = score_fns.VARIANTS[self.variant][0]
-        return fn(p.float(), m, v, step=t, beta1=self.beta1, eps=self.eps).contiguous()
+        return variant.fn(p.float(), m, v).contiguous()
 
     def _update(self, sparsity: float) -> None:
         scores = [self._score(i).masked_fill_(~m, -math.inf) for i, m in enumerate(self.masks)]
         sizes = [s.numel() for s in scores]
         pick = dict(sample_size=self.sample_size, generator=self.generator)
-        if self.method == "state" and self.variant == "bitter4":
+        if self.method == "state" and self.variant == "bitter4" and self.bitter4_budget == "rank":
             means = [float(s[torch.isfinite(s)].mean()) if n > f else 0.0
                      for s, n, f in zip(scores, sizes, self.pruned)]
             counts = layers.allocate(sizes, self.pruned, layers.layer_factors(means), sparsity)
+            chosen = [smallest_k([s], k, **pick)[0] for s, k in zip(scores, counts)]
+        elif self.method == "state" and self.variant == "bitter4":
+            ramp = layers.depth_ramp(len(scores), sparsity)
+            # int(), not round(): the reference truncates the per-layer count.
+            counts = [max(int(r * n), f) for r, n, f in zip(ramp, sizes, self.pruned)]
             chosen = [smallest_k([s], k, **pick)[0] for s, k in zip(scores, counts)]
         elif self.scope == "per_layer":
             chosen = [smallest_k([s], max(round(sparsity * n), f), **pick)[0]

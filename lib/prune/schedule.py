@@ -9,14 +9,13 @@ Nothing is pruned up to `warmup`; sparsity then ramps to `target` at
   with initial sparsity 0). It prunes fastest at the start of the ramp,
   while the network is still plastic enough to recover, and slows down as
   fewer redundant weights remain.
-
-Some projects (e.g. AdamWPrune's bitter3/bitter4) call target * p^3 "cubic";
-that is the mirror image, pruning slowly first and fastest at the end of the
-ramp. It is not offered here: this module's "cubic" is the Zhu & Gupta form.
+* "cubic_late": s = target * p^3, what AdamWPrune calls "cubic" and uses
+  for every state variant (mcgrof/knlp 041ec5f2, update_adamprune_masks):
+  the mirror image, pruning slowly first and fastest at the end of the ramp.
 """
 from __future__ import annotations
 
-KINDS = ("linear", "cubic")
+KINDS = ("linear", "cubic", "cubic_late")
 
 
 def check_schedule(*, target: float, warmup: int, ramp_end: int, kind: str) -> None:
@@ -44,4 +43,6 @@ def sparsity_at(step: int, *, target: float, warmup: int, ramp_end: int, kind: s
     progress = (step - warmup) / (ramp_end - warmup)
     if kind == "linear":
         return target * progress
+    if kind == "cubic_late":
+        return target * progress ** 3
     return target * (1.0 - (1.0 - progress) ** 3)

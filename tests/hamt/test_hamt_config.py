@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import hamt
 from hamt.config import HAMTConfig
+from lib.config import run_config_from_defaults
+from lib.kconfig import ConfigError
 
 
 def test_defaults():
@@ -25,6 +28,8 @@ def test_vocab_size_is_required():
         ("vocab_size", 0, ">= 1"),
         ("n_layer", True, ">= 1"),
         ("chunk_size", 0, ">= 1"),
+        ("slow_every", 0, ">= 1"),
+        ("aux_max_lag", 0, ">= 1"),
         ("num_slots", 3, "4 to 64"),
         ("num_slots", 65, "4 to 64"),
         ("hcm_mult", 0, "1 to 8"),
@@ -61,3 +66,12 @@ def test_width_must_divide_into_heads():
 def test_odd_hcm_dim_is_rejected():
     with pytest.raises(ValueError, match="hcm_dim=9"):
         HAMTConfig(vocab_size=101, n_embd=9, n_head=1, hcm_mult=1)
+
+
+def test_slow_every_is_read_only_with_the_hierarchical_memory():
+    run = run_config_from_defaults({"MODEL_HAMT": "y", "HAMT_HIERARCHICAL": "y",
+                                    "HAMT_SLOW_EVERY": "4", "HAMT_AUX_MAX_LAG": "64"})
+    cfg = hamt.from_run_config(run, 101)
+    assert (cfg.hierarchical, cfg.slow_every, cfg.aux_max_lag) == (True, 4, 64)
+    with pytest.raises(ConfigError, match="HAMT_SLOW_EVERY"):  # hidden without the banks
+        run_config_from_defaults({"MODEL_HAMT": "y", "HAMT_SLOW_EVERY": "4"})

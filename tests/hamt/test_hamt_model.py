@@ -56,19 +56,22 @@ def test_eval_forward_is_deterministic():
 
 
 @pytest.mark.parametrize("binding", ["circular", "elementwise"])
-@pytest.mark.parametrize("hierarchical", [False, True])
-def test_parallel_matches_recurrent(binding, hierarchical):
-    model = _model(binding=binding, hierarchical=hierarchical, chunk_size=16)
+@pytest.mark.parametrize("hierarchical, slow_every", [(False, 8), (True, 1), (True, 3)])
+def test_parallel_matches_recurrent(binding, hierarchical, slow_every):
+    # Chunks of 16 against a slow period of 3: boundaries off the period.
+    model = _model(binding=binding, hierarchical=hierarchical, slow_every=slow_every,
+                   chunk_size=16)
     idx = _tokens(2, 40)
     with torch.no_grad():
-        x, final, _ = model._run(idx, model.new_state(2), need_state=True, need_aux=False)
+        x, final, _ = model._run(idx, None, need_state=True, need_aux=False)
         parallel = model.lm_head(x)
         state, steps = model.new_state(2), []
         for t in range(idx.size(1)):
             logits, state = model.forward_step(idx[:, t], state)
             steps.append(logits)
     torch.testing.assert_close(torch.cat(steps, 1), parallel, atol=1e-5, rtol=0)
-    for a, b in zip(final, state):
+    assert state.position == 40
+    for a, b in zip(final, state.slots):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
 
@@ -182,8 +185,15 @@ def test_init_scales_residual_projections():
 def test_decay_initialisation():
     decays = torch.sigmoid(_model(num_slots=8).transformer.h[0].mem.decay_logit)
     assert decays.min() < 0.9 < decays.max() and decays.max() < 0.99
-    banks = torch.sigmoid(_model(num_slots=8, hierarchical=True).transformer.h[0].mem.decay_logit)
-    assert (banks[:4] < 0.95).all() and (banks[4:] > 0.98).all()  # fast, then slow (~0.99)
+    # Fast, then slow: ~0.99 per token, i.e. 0.99^8 ~ 0.923 per tick of 8 tokens.
+    every_token = _model(num_slots=8, hierarchical=True, slow_every=1).transformer.h[0].mem
+    banks = torch.sigmoid(every_token.decay_logit)
+    assert (banks[:4] < 0.95).all() and (banks[4:] > 0.98).all()
+    ticking = _model(num_slots=8, hierarchical=True, slow_every=8).transformer.h[0].mem
+    assert torch.equal(ticking.decay_logit[:4], every_token.decay_logit[:4])
+    per_token = torch.sigmoid(ticking.decay_logit[4:]) ** (1 / 8)
+    assert (per_token > 0.98).all() and (per_token < 0.995).all()
+    assert ticking.periods.tolist() == [1, 1, 1, 1, 8, 8, 8, 8]
 
 
 def test_generate_is_greedy_and_deterministic_at_temperature_zero():

@@ -53,7 +53,9 @@ def test_trailing_comment_is_dropped_only_after_unquoted_values():
 
 
 # A value other than the default for each symbol an old name stands for.
-OTHER_VALUE = {"COMPILE_MODEL": ("y", True)}
+OTHER_VALUE = {"COMPILE_MODEL": ("y", True), "ADAM_BETA1": ("0.8", 0.8),
+               "ADAM_BETA2": ("0.999", 0.999), "ADAM_EPSILON": ("1e-6", 1e-6),
+               "WEIGHT_DECAY": ("0.05", 0.05)}
 
 
 @pytest.mark.parametrize("old", sorted(RENAMED))

@@ -42,6 +42,21 @@ def test_pruned_run_ends_at_target_sparsity_with_zero_weights(tiny_run, method, 
     assert summary["sparsity_series"]["values"][0] == 0.0  # dense during warmup
 
 
+@pytest.mark.parametrize("extra, variant, budget, schedule", [
+    ({"ADAMWPRUNE_VARIANT_BITTER4": "y"}, "bitter4", "depth", "cubic"),
+    ({"ADAMWPRUNE_VARIANT_BITTER4": "y", "ADAMWPRUNE_BITTER4_RANK_BUDGET": "y",
+      "PRUNING_SCHEDULE_CUBIC_LATE": "y"}, "bitter4", "rank", "cubic_late"),
+    ({"ADAMWPRUNE_VARIANT_OBD": "y"}, "obd", "depth", "cubic"),
+    ({"ADAMWPRUNE_VARIANT_TOWARD_ZERO": "y"}, "toward_zero", "depth", "cubic"),
+])
+def test_kconfig_picks_the_state_score_and_bitter4_budget(tiny_run, extra, variant, budget,
+                                                          schedule):
+    run = tiny_run(**PRUNE, OPTIMIZER_ADAMWPRUNE="y", PRUNING_METHOD_STATE="y", **extra,
+                   RUN_NAME=f"pick-{variant}-{budget}")
+    pruner = Trainer(run, create_run_dir(run), log=lambda _: None).pruner
+    assert (pruner.variant, pruner.bitter4_budget, pruner.schedule) == (variant, budget, schedule)
+
+
 def test_adamwprune_adds_only_a_boolean_mask(tiny_run):
     _, dense, _ = train(tiny_run(GPT2_MAX_ITERS=3, RUN_NAME="dense"))
     trainer, pruned, _ = train(tiny_run(**PRUNE, OPTIMIZER_ADAMWPRUNE="y", RUN_NAME="awp"))
@@ -66,6 +81,7 @@ def test_resume_keeps_masks_and_matches_uninterrupted_run(tiny_run):
 
 def test_spam_run_counts_resets_and_logs_them(tiny_run):
     run = tiny_run(OPTIMIZER_ADAMWSPAM="y", SPAM_INTERVAL=10, SPAM_WARMUP_STEPS=3,
+                   SPAM_CLIP_SKIP_STEPS=3,  # below the interval, as the loader requires
                    GPT2_MAX_ITERS=25, GPT2_EVAL_INTERVAL=25, RUN_NAME="spam")
     lines: list[str] = []
     trainer = Trainer(run, create_run_dir(run), log=lines.append)

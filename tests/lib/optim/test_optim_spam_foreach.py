@@ -13,13 +13,14 @@ SHAPES = [(24, 16), (16,), (3, 4, 5), (), (5, 7), (0,)]
 LAGGING, UNSEEN = 2, 4  # parameter without a gradient on some steps; one with v == 0 rows
 
 
-def make(params, foreach, eps=1e-8):
+def make(params, foreach, eps=1e-8, spare_unseen=False):
     groups = [{"params": params[:3], "weight_decay": 0.1},
               {"params": params[3:], "weight_decay": 0.0}]
     # theta 4.3 clips often (and, like 1 - lr * wd, is not exact in 16 bits); a reset
-    # every 9 steps with a 4-step warmup.
+    # every 9 steps with a 4-step warmup; no clipping in the 2 calls from each reset.
     return AdamWSPAM(groups, lr=1e-2, betas=(0.9, 0.99), eps=eps, theta=4.3, interval=9,
-                     warmup_steps=4, foreach=foreach)
+                     warmup_steps=4, clip_skip_steps=2, spare_unseen=spare_unseen,
+                     foreach=foreach)
 
 
 def gradients(steps, spike=30.0):
@@ -31,19 +32,19 @@ def gradients(steps, spike=30.0):
         for i, shape in enumerate(SHAPES):
             g = torch.randn(shape, generator=gen)
             g = g * (1 + spike * (torch.rand(shape, generator=gen) < 0.05))
-            if i == UNSEEN:  # row 0 is zero for 3 steps after each reset, then a spike
+            if i == UNSEEN:  # row 0 is zero for 3 calls from each reset, then a spike
                 g[0] = 0.0 if t % 9 < 3 else 50 * g[0]
             row.append(None if i == LAGGING and t % 5 == 3 else g)
         out.append(row)
     return out
 
 
-def train(foreach, dtypes, grads, eps=1e-8, opt=None, params=None):
+def train(foreach, dtypes, grads, eps=1e-8, opt=None, params=None, spare_unseen=False):
     if params is None:
         gen = torch.Generator().manual_seed(0)
         params = [torch.randn(s, generator=gen).to(d).requires_grad_()
                   for s, d in zip(SHAPES, dtypes)]
-        opt = make(params, foreach, eps)
+        opt = make(params, foreach, eps, spare_unseen)
     history = []
     for row in grads:
         for p, g in zip(params, row):
@@ -66,43 +67,45 @@ def assert_same(params_a, opt_a, params_b, opt_b):
 MIXED = [torch.float32, torch.bfloat16, torch.float32, torch.float64, torch.bfloat16, torch.float32]
 
 
-@pytest.mark.parametrize("dtypes", [[torch.float32] * 6, [torch.float64] * 6,
-                                    [torch.bfloat16] * 6, [torch.float16] * 6, MIXED],
-                         ids=["fp32", "fp64", "bf16", "fp16", "mixed"])
-def test_foreach_matches_per_parameter_path_exactly(dtypes):
+@pytest.mark.parametrize("dtypes, spare_unseen", [
+    ([torch.float32] * 6, False), ([torch.float64] * 6, False), ([torch.bfloat16] * 6, False),
+    ([torch.float16] * 6, False), (MIXED, False), ([torch.float32] * 6, True), (MIXED, True)],
+    ids=["fp32", "fp64", "bf16", "fp16", "mixed", "fp32-spare", "mixed-spare"])
+def test_foreach_matches_per_parameter_path_exactly(dtypes, spare_unseen):
     half = torch.float16 in dtypes
     grads = gradients(50, spike=5.0 if half else 30.0)  # fp16: keep g^2 finite
     eps = 1e-4 if half else 1e-8  # 1e-8 is 0 in fp16
-    a, opt_a, hist_a = train(True, dtypes, grads, eps)
-    b, opt_b, hist_b = train(False, dtypes, grads, eps)
+    a, opt_a, hist_a = train(True, dtypes, grads, eps, spare_unseen=spare_unseen)
+    b, opt_b, hist_b = train(False, dtypes, grads, eps, spare_unseen=spare_unseen)
     assert opt_a.uses_foreach() and not opt_b.uses_foreach()
     assert_same(a, opt_a, b, opt_b)  # on CPU both paths run the same kernels: to the bit
     assert hist_a == hist_b  # spike and reset counts, step by step
     assert hist_a[-1]["resets"] == 5 and hist_a[-1]["spikes_clipped"] > 100
-    # Since the reset at step 45 the lagging parameter missed step 48, so steps 49 and
-    # 50 ran two buckets with different bias corrections.
-    assert float(opt_a.state[a[LAGGING]]["step"]) == 5.0
-    assert float(opt_a.state[a[0]]["step"]) == 6.0
+    # The lagging parameter missed 10 of the 50 calls, so from call 4 on the group
+    # ran two buckets with different bias corrections.
+    assert float(opt_a.state[a[LAGGING]]["step"]) == 40.0
+    assert float(opt_a.state[a[0]]["step"]) == 50.0
 
 
 @pytest.mark.parametrize("foreach", [True, False])
-def test_entries_with_zero_second_moment_are_not_clipped(foreach):
+@pytest.mark.parametrize("spare_unseen", [False, True], ids=["authors", "spare"])
+def test_entries_with_zero_second_moment(foreach, spare_unseen):
     b1, b2, theta = 0.9, 0.999, 5000.0
     p = torch.zeros(3, requires_grad=True)
     opt = AdamWSPAM([p], lr=1e-3, betas=(b1, b2), weight_decay=0.0, theta=theta, reset=False,
-                    foreach=foreach)
-    for _ in range(2):
-        p.grad = torch.tensor([1.0, 0.0, 1.0])  # entry 1 keeps v == 0
-        opt.step()
-    assert float(opt.state[p]["exp_avg_sq"][1]) == 0.0
+                    clip_skip_steps=2, spare_unseen=spare_unseen, foreach=foreach)
+    p.grad = torch.tensor([1.0, 0.0, 1.0])  # entry 1 keeps v == 0
+    opt.step()
     v_prev = float(opt.state[p]["exp_avg_sq"][2])
     p.grad = torch.tensor([1.0, 1e6, 1e6])
     opt.step()
     m = opt.state[p]["exp_avg"]
-    assert opt.stats()["spikes_clipped"] == 1  # entry 2 only
-    torch.testing.assert_close(m[1], torch.tensor(1e5), rtol=1e-6, atol=0)  # (1-b1) * 1e6
-    clipped = (theta * v_prev) ** 0.5  # entry 2: sqrt(theta * v_prev) = sqrt(5000 * 1.999e-3)
-    want = b1 * 0.19 + (1 - b1) * clipped  # m was 0.1, then 0.19
+    # The authors' code clips entry 1 to sign(g) sqrt(theta * 0) = 0; spare_unseen keeps it.
+    assert opt.stats()["spikes_clipped"] == (1 if spare_unseen else 2)
+    want_m1 = 1e5 if spare_unseen else 0.0  # (1 - b1) * 1e6
+    torch.testing.assert_close(m[1], torch.tensor(want_m1), rtol=1e-6, atol=0)
+    clipped = (theta * v_prev) ** 0.5  # entry 2: sqrt(theta * v_prev) = sqrt(5000 * 1e-3)
+    want = b1 * 0.1 + (1 - b1) * clipped  # m was 0.1
     torch.testing.assert_close(m[2], torch.tensor(want), rtol=1e-6, atol=0)
 
 

@@ -10,6 +10,7 @@ import torch
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
 from lib.prune import METHODS, VARIANTS, Pruner
+from lib.prune.layers import depth_ramp
 
 STEPS = 40
 SCHEDULE = dict(target=0.5, warmup=5, ramp_end=30, frequency=5)
@@ -108,12 +109,64 @@ def test_every_variant_prunes_to_target(variant):
                     scope="global", optimizer=optimizer, **schedule)
     train(model, optimizer, pruner, batches(10), 1, 10)
     report = pruner.report()
-    assert abs(report["sparsity"] - 0.6) <= 0.005
     for (_, p), mask in zip(model.prunable(), pruner.masks):
         assert bool((p[~mask] == 0).all()) and torch.isfinite(p).all()
+    if variant == "bitter4":  # the reference's depth ramp, layer by layer
+        sizes = [p.numel() for _, p in model.prunable()]
+        ramp = depth_ramp(len(sizes), 0.6)
+        assert list(report["per_layer"].values()) == [int(r * n) / n for r, n in zip(ramp, sizes)]
+        assert abs(report["sparsity"] - 0.6) > 0.005  # depth ramp: near the target, not on it
+    else:
+        assert abs(report["sparsity"] - 0.6) <= 0.005
+
+
+def test_bitter4_rank_budget_hits_the_global_target_with_uneven_layers():
+    model, optimizer = make_model()
+    pruner = Pruner(model.prunable(), method="state", variant="bitter4", bitter4_budget="rank",
+                    schedule="cubic", scope="global", optimizer=optimizer,
+                    target=0.6, warmup=2, ramp_end=8, frequency=2)
+    train(model, optimizer, pruner, batches(10), 1, 10)
+    report = pruner.report()
     per_layer = list(report["per_layer"].values())
-    if variant == "bitter4":  # uneven by design, within 0.6 * [0.7, 1.3] before renormalising
-        assert max(per_layer) - min(per_layer) > 0.1 and max(per_layer) <= 0.95
+    assert abs(report["sparsity"] - 0.6) <= 0.005
+    assert max(per_layer) - min(per_layer) > 0.1 and max(per_layer) <= 0.95
+    assert per_layer != [int(r * p.numel()) / p.numel()
+                         for r, (_, p) in zip(depth_ramp(len(per_layer), 0.6), model.prunable())]
+
+
+def _pruned_with_state(variant: str, w: list[float], m: list[float], v: list[float],
+                       stepped: bool = True) -> list[bool]:
+    """Masks after one update to 50 % of one parameter whose Adam moments are m, v."""
+    p = torch.nn.Parameter(torch.tensor(w))
+    optimizer = torch.optim.AdamW([p])
+    if stepped:
+        optimizer.state[p] = {"step": torch.tensor(5.0), "exp_avg": torch.tensor(m),
+                              "exp_avg_sq": torch.tensor(v)}
+    pruner = Pruner([("w", p)], method="state", variant=variant, target=0.5, warmup=0,
+                    ramp_end=1, frequency=1, schedule="linear", scope="global",
+                    optimizer=optimizer)
+    pruner.after_step(1)
+    return pruner.masks[0].tolist()
+
+
+def test_bitter5_masks_follow_the_reference_codes_sign():
+    # sign(w) m > 0: Adam moves w toward zero. The reference's code scores
+    # sign(w) m / sqrt(v) + 0.1|w|, so those weights are KEPT; toward_zero prunes them.
+    w = [1.0, -1.0, 1.0, -1.0, 2.0, -2.0]
+    m = [0.5, -0.5, -0.5, 0.5, 0.1, 0.1]
+    v = [1.0] * 6
+    moving_to_zero = [True, True, False, False, True, False]
+    assert _pruned_with_state("bitter5", w, m, v) == moving_to_zero
+    assert _pruned_with_state("toward_zero", w, m, v) == [not k for k in moving_to_zero]
+
+
+def test_state_scores_fall_back_to_magnitude_before_the_first_step():
+    w, zeros = [0.1, -3.0, 0.2, 4.0], [0.0] * 4
+    assert _pruned_with_state("bitter3", w, [9.0, 0.0, 9.0, 0.0], [1.0] * 4) == \
+        [True, False, True, False]  # with moments: |w| sqrt|m| keeps the small weights
+    for variant in ("bitter0", "bitter3", "bitter7", "obd"):
+        assert _pruned_with_state(variant, w, zeros, zeros, stepped=False) == \
+            [False, True, False, True], variant
 
 
 def test_magnitude_prunes_the_smallest_weights():
@@ -197,6 +250,8 @@ def test_report_before_training():
 @pytest.mark.parametrize("overrides, name", [
     (dict(method="state"), "optimizer"),
     (dict(method="state", optimizer="opt", variant="bitter10"), "variant"),
+    (dict(method="state", optimizer="opt", variant="bitter4", bitter4_budget="size"),
+     "bitter4_budget"),
     (dict(method="random"), "method"),
     (dict(target=1.0), "target"),
     (dict(target=1.5), "target"),
@@ -254,7 +309,7 @@ def test_multi_tensor_masking_holds_masks_exactly_every_step(method):
     for cls in (Pruner, MaskedFillPruner):
         model, _ = make_model()
         optimizer = AdamWSPAM(model.parameters(), lr=3e-3, theta=50.0, interval=7,
-                              warmup_steps=3)
+                              warmup_steps=3, clip_skip_steps=2)  # clipping from call 2 on
         pruner = cls(model.prunable(), method=method, schedule="linear", scope="global",
                      optimizer=optimizer, target=0.5, warmup=2, ramp_end=12, frequency=2)
         runs.append((model, optimizer, pruner))

@@ -1,72 +1,109 @@
-"""Importance scores against hand-computed values; bitter4's per-layer budgets."""
+"""Importance scores against formulas evaluated independently in float64 (Python
+math and NumPy's float16 rounding, not torch); bitter4's per-layer budgets."""
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from lib.prune import VARIANTS
 from lib.prune import scores as S
-from lib.prune.layers import allocate, layer_factors
+from lib.prune.layers import allocate, depth_ramp, layer_factors
 
-W = torch.tensor([-2.0, 0.5, 3.0])
-M = torch.tensor([0.25, -1.0, 4.0])  # sqrt|m| = [0.5, 1, 2]
-V = torch.tensor([0.0625, 4.0, 16.0])  # sqrt(v) = [0.25, 2, 4], v^0.25 = [0.5, sqrt 2, 2]
+# Fixed moments: the last two columns have v too small for float16 (1e-9 reads
+# as 0, 3e-8 as a subnormal) and a w that float16 rounds (1.0001 -> 1.0).
+W = [-2.0, 0.5, 3.0, -0.25, 1.0001]
+M = [0.25, -1.0, 4.0, 0.5, -0.003]
+V = [0.0625, 4.0, 16.0, 1e-9, 3e-8]
 
-# Worked by hand with eps = 0, beta1 = 0.9, t = 1 unless a variant needs otherwise.
-EXPECTED = {
-    "bitter0": [0.5 * 2 / 0.25, 0.5 * 0.5 / 2, 12 * 3 / 4],  # |w m| |w| / sqrt(v)
-    "bitter1": [2.0, 0.5, 3.0],
-    "bitter2": [2.0, 0.5, 3.0],
-    "bitter3": [1.0, 0.5, 6.0],  # |w| sqrt|m|
-    "bitter4": [1.0, 0.5, 6.0],
-    "bitter5": [1.0 + 0.2, 0.5 + 0.05, -1.0 + 0.3],  # -sign(w) m / sqrt(v) + 0.1|w|
-    "bitter6": [1.0 * 1.0, 0.5 * 0.5, 6.0 * 1.0],  # bitter3 * sqrt(m^2/v) = * [1, 0.5, 1]
-    "bitter7": [2 * 0.5, 0.5 * math.sqrt(2), 3 * 2.0],  # |w| v^0.25 (+1e-8 inside)
-    "bitter9": [0.5 * 4 * 0.0625, 0.5 * 0.25 * 4, 0.5 * 9 * 16],  # 0.5 w^2 v
+
+def f16(x: float) -> float:
+    return float(np.float16(x))
+
+
+def sign(x: float) -> float:
+    return math.copysign(1.0, x) if x else 0.0
+
+
+def bitter8_by_hand(w: float, v: float) -> float:
+    # Each float16 operation rounds its exact result to float16.
+    floor = f16(abs(f16(v)) + 1e-5)
+    root4 = f16(1.0 / math.sqrt(f16(1.0 / math.sqrt(floor))))
+    return f16(abs(f16(w)) * root4)
+
+
+E = 1e-8
+FORMULAS = {
+    "bitter0": lambda w, m, v: abs(w * m) * abs(w) / (math.sqrt(v) + E),
+    "bitter1": lambda w, m, v: abs(w),
+    "bitter2": lambda w, m, v: abs(w),
+    "bitter3": lambda w, m, v: abs(w) * math.sqrt(abs(m) + E),
+    "bitter4": lambda w, m, v: abs(w) * math.sqrt(abs(m) + E),
+    "bitter5": lambda w, m, v: sign(w) * m / (math.sqrt(v) + E) + 0.1 * abs(w),
+    "bitter6": lambda w, m, v: abs(w) * math.sqrt(abs(m) + E) * math.sqrt(m * m / (v + E)),
+    "bitter7": lambda w, m, v: abs(w) * (abs(v) + E) ** 0.25,
+    "bitter8": lambda w, m, v: bitter8_by_hand(w, v),
+    "bitter9": lambda w, m, v: abs(w) * (abs(v) + 1e-5) ** 0.25,
+    "obd": lambda w, m, v: 0.5 * w * w * v,
+    "toward_zero": lambda w, m, v: -sign(w) * m / (math.sqrt(v) + E) + 0.1 * abs(w),
 }
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", sorted(FORMULAS))
 def test_variant_matches_its_formula(name):
-    fn, description = VARIANTS[name]
-    got = fn(W, M, V, step=1, beta1=0.9, eps=0.0)
-    assert got.tolist() == pytest.approx(EXPECTED[name], rel=1e-6)
-    assert description and fn.__doc__
+    variant = VARIANTS[name]
+    got = variant.fn(torch.tensor(W), torch.tensor(M), torch.tensor(V))
+    expected = [FORMULAS[name](w, m, v) for w, m, v in zip(W, M, V)]
+    assert got.dtype == torch.float32
+    # float32 arithmetic against float64: a few ulps (bitter8: equal float16 values).
+    assert got.tolist() == pytest.approx(expected, rel=1e-6, abs=1e-12)
+    assert variant.summary and variant.fn.__doc__
+    assert variant.ours == (not name.startswith("bitter"))
 
 
-def test_bitter8_uses_bias_corrected_momentum():
-    m = torch.tensor([0.1875, -0.75, 3.0])  # 0.75 * M, and 1 - 0.5^2 = 0.75
-    got = S.bitter8(W, m, V, step=torch.tensor(2.0), beta1=0.5, eps=0.0)
-    assert got.tolist() == pytest.approx([1.0, 0.5, 6.0], rel=1e-6)
-    # Step 0 (no update yet) is treated as step 1: 1 - 0.5 = 0.5, m_hat = 2 m.
-    got0 = S.bitter8(W, m, V, step=0, beta1=0.5, eps=0.0)
-    assert got0.tolist() == pytest.approx([2 * math.sqrt(0.375), 0.5 * math.sqrt(1.5),
-                                           3 * math.sqrt(6.0)], rel=1e-6)
+def test_bitter8_and_bitter9_differ_from_bitter7_where_float16_bites():
+    w, m, v = torch.tensor(W), torch.tensor(M), torch.tensor(V)
+    b7, b8, b9 = S.bitter7(w, m, v), S.bitter8(w, m, v), S.bitter9(w, m, v)
+    assert b8[3] / b7[3] > 5  # v = 1e-9: 1e-5 floor instead of 1e-8
+    assert b8[4] != b9[4] and float(b8[4]) == f16(float(b8[4]))  # float16-rounded, bitter9 not
+    assert b9[:3].tolist() == pytest.approx(b7[:3].tolist(), rel=1e-4)  # large v: near
 
 
-def test_eps_guards_zero_second_moment():
-    zeros = torch.zeros(3)
-    for name, (fn, _) in VARIANTS.items():
-        out = fn(W, M, zeros, step=1, beta1=0.9, eps=1e-8)
-        assert torch.isfinite(out).all(), name
-    assert S.bitter0(W, M, V, step=1, beta1=0.9, eps=1e-8).tolist() == pytest.approx(
-        EXPECTED["bitter0"], rel=1e-6)
+def test_bitter5_keeps_what_adam_moves_toward_zero_and_toward_zero_is_its_opposite():
+    w, m, v = torch.tensor(W), torch.tensor(M), torch.tensor(V)
+    toward = (torch.sign(w) * m) > 0  # Adam's update -m/sqrt(v) shrinks |w|
+    high = S.bitter5(w, m, v) > 0.1 * w.abs() + 1e-3
+    assert torch.equal(high, toward) and toward.any() and (~toward).any()
+    movement = S.bitter5(w, m, v) - 0.1 * w.abs()
+    assert (0.1 * w.abs() - S.toward_zero(w, m, v)).tolist() == pytest.approx(movement.tolist())
 
 
 def test_variant_table_is_complete_and_returns_new_tensors():
-    assert sorted(VARIANTS) == [f"bitter{i}" for i in range(10)]
-    for name, (fn, _) in VARIANTS.items():
-        w = W.clone()
-        out = fn(w, M, V, step=3, beta1=0.9, eps=1e-8)
-        assert out.data_ptr() != w.data_ptr() and torch.equal(w, W), name
+    assert sorted(VARIANTS) == sorted([f"bitter{i}" for i in range(10)] + ["obd", "toward_zero"])
+    for name, variant in VARIANTS.items():
+        w = torch.tensor(W)
+        out = variant.fn(w, torch.tensor(M), torch.tensor(V))
+        assert out.data_ptr() != w.data_ptr() and torch.equal(w, torch.tensor(W)), name
+        assert torch.isfinite(variant.fn(w, torch.zeros(5), torch.zeros(5))).all(), name
 
 
 def test_magnitude_and_movement_increment():
-    assert S.magnitude(W).tolist() == [2.0, 0.5, 3.0]
+    w = torch.tensor([-2.0, 0.5, 3.0])
+    assert S.magnitude(w).tolist() == [2.0, 0.5, 3.0]
     grad = torch.tensor([1.0, -2.0, 0.5])
-    assert S.movement_increment(W, grad).tolist() == [2.0, 1.0, -1.5]  # -(w * grad)
+    assert S.movement_increment(w, grad).tolist() == [2.0, 1.0, -1.5]  # -(w * grad)
+
+
+def test_depth_ramp_is_the_references_per_layer_sparsity():
+    # min(0.95, s * (0.7 + 0.6 i / (L - 1))) for layer i of L.
+    assert depth_ramp(5, 0.5) == pytest.approx([0.35, 0.425, 0.5, 0.575, 0.65])
+    assert depth_ramp(4, 0.9) == pytest.approx([0.63, 0.81, 0.95, 0.95])  # 0.99, 1.17 capped
+    assert depth_ramp(1, 0.5) == pytest.approx([0.35])  # a lone layer is "layer 0"
+    assert depth_ramp(48, 0.0) == [0.0] * 48
+    with pytest.raises(ValueError, match="n_layers"):
+        depth_ramp(0, 0.5)
 
 
 def test_layer_factors_rank_by_mean_score():

@@ -10,16 +10,18 @@ from lib.prune import dkw_bound, kth_threshold, sparsity_at
 from lib.prune.threshold import kth_smallest, sample_entries, smallest_k
 
 
-@pytest.mark.parametrize("step, linear, cubic", [
-    (0, 0.0, 0.0), (10, 0.0, 0.0),
-    (15, 0.2, 0.4625),  # progress 0.25: 0.8 * 0.25; 0.8 * (1 - 0.75^3) = 0.8 * 0.578125
-    (20, 0.4, 0.7),  # progress 0.5: 0.8 * 0.5; 0.8 * (1 - 0.125)
-    (30, 0.8, 0.8), (1000, 0.8, 0.8),
+@pytest.mark.parametrize("step, linear, cubic, late", [
+    (0, 0.0, 0.0, 0.0), (10, 0.0, 0.0, 0.0),
+    # progress 0.25: 0.8 * 0.25; 0.8 * (1 - 0.75^3) = 0.8 * 0.578125; 0.8 * 0.25^3
+    (15, 0.2, 0.4625, 0.0125),
+    (20, 0.4, 0.7, 0.1),  # progress 0.5: 0.8 * 0.5; 0.8 * (1 - 0.125); 0.8 * 0.125
+    (30, 0.8, 0.8, 0.8), (1000, 0.8, 0.8, 0.8),
 ])
-def test_sparsity_at(step, linear, cubic):
+def test_sparsity_at(step, linear, cubic, late):
     kw = dict(target=0.8, warmup=10, ramp_end=30)
     assert sparsity_at(step, kind="linear", **kw) == pytest.approx(linear)
     assert sparsity_at(step, kind="cubic", **kw) == pytest.approx(cubic)
+    assert sparsity_at(step, kind="cubic_late", **kw) == pytest.approx(late)  # AdamWPrune's
 
 
 @pytest.mark.parametrize("kwargs, name", [
