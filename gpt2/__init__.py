@@ -17,9 +17,13 @@ SYMBOLS = {f.name: "GPT2_" + f.name.upper() for f in fields(GPT2Config)} | {
     "v_up_per_head": "RA_MLA_PER_HEAD_V_UP",
     "ra_alpha": "RA_MLA_RA_ALPHA",
     "ra_window": "RA_MLA_RA_WINDOW",
+    "ra_alpha_learned": "RA_MLA_RA_ALPHA_LEARNED",
 }
-# Attention choice -> run-id tag (the field writes RA+MLA as "ramla").
-VARIANT_TAGS = {"vanilla": "vanilla", "mla": "mla", "ra": "ra", "ra_mla": "ramla"}
+# Attention choice -> run-id tag (the field writes RA+MLA as "ramla"; no
+# underscores, so a tag stays one word of the id). The two RA forms get
+# different tags so one results table never mixes them.
+VARIANT_TAGS = {"vanilla": "vanilla", "sdpa_gate": "sdpagate", "mla": "mla",
+                "ra_logit": "ralogit", "ra_mla": "ramla", "ra_gated": "ragated"}
 
 
 def from_run_config(run: Any, vocab_size: int) -> GPT2Config:
@@ -42,8 +46,12 @@ def variant(run: Any) -> str:
 
 
 # Attention variants a test matrix can enable -> GPT2_ATTENTION value.
-MATRIX_ATTENTION = {"GPT2_ATTENTION_ENABLE_VANILLA": "vanilla", "GPT2_ATTENTION_ENABLE_MLA": "mla",
-                    "GPT2_ATTENTION_ENABLE_RA": "ra", "GPT2_ATTENTION_ENABLE_RA_MLA": "ra_mla"}
+MATRIX_ATTENTION = {"GPT2_ATTENTION_ENABLE_VANILLA": "vanilla",
+                    "GPT2_ATTENTION_ENABLE_SDPA_GATE": "sdpa_gate",
+                    "GPT2_ATTENTION_ENABLE_MLA": "mla",
+                    "GPT2_ATTENTION_ENABLE_RA_LOGIT": "ra_logit",
+                    "GPT2_ATTENTION_ENABLE_RA_MLA": "ra_mla",
+                    "GPT2_ATTENTION_ENABLE_RA_GATED": "ra_gated"}
 
 
 def matrix_variants(run: Any) -> list[list[tuple[str, str]]]:

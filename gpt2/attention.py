@@ -81,15 +81,22 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
-        batch, n_new, width = x.shape
+        return self.resid_dropout(self.c_proj(self.heads_output(x, cache)))
+
+    def heads_output(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
+        """The heads' outputs, merged to [B, T, C], before the output projection."""
         q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
         q, k, v = (self._split_heads(t) for t in (q, k, v))
         n_past = 0
         if cache is not None:
             n_past = cache.pos
             k, v = cache.append(k, v)
-        mask, is_causal = causal_mask(n_new, n_past, x.device)
-        y = F.scaled_dot_product_attention(
+        return merge_heads(self.attend(q, k, v, n_past))
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, n_past: int) -> Tensor:
+        """Causal SDPA of the new queries q over all keys k and values v."""
+        mask, is_causal = causal_mask(q.size(2), n_past, q.device)
+        return F.scaled_dot_product_attention(
             q,
             k,
             v,
@@ -98,10 +105,14 @@ class CausalSelfAttention(nn.Module):
             dropout_p=self.dropout if self.training else 0.0,
             is_causal=is_causal,
         )
-        y = y.transpose(1, 2).contiguous().view(batch, n_new, width)
-        return self.resid_dropout(self.c_proj(y))
 
     def _split_heads(self, t: Tensor) -> Tensor:
         """[B, T, C] -> [B, H, T, D]."""
         batch, seq, width = t.shape
         return t.view(batch, seq, self.n_head, width // self.n_head).transpose(1, 2)
+
+
+def merge_heads(y: Tensor) -> Tensor:
+    """[B, H, T, D] -> [B, T, H * D]."""
+    batch, heads, seq, width = y.shape
+    return y.transpose(1, 2).contiguous().view(batch, seq, heads * width)

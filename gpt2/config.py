@@ -13,7 +13,9 @@ from typing import Any
 from gpt2.presets import PRESETS
 
 _POSITIVE_INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")
-ATTENTIONS = ("vanilla", "mla", "ra", "ra_mla")
+ATTENTIONS = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated")
+# Names earlier versions wrote into configs and checkpoints -> today's name.
+LEGACY_ATTENTIONS = {"ra": "ra_logit"}
 
 
 @dataclass(kw_only=True)
@@ -31,9 +33,11 @@ class GPT2Config:
     n_embd: int = 768
     dropout: float = 0.0
     bias: bool = True
-    # Attention variant: "vanilla" (GPT-2), "mla" (multi-head latent
-    # attention, DeepSeek-V2), "ra" (reciprocal attention over the vanilla
-    # projections) or "ra_mla" (reciprocal attention over MLA's q and k).
+    # Attention variant: "vanilla" (GPT-2), "sdpa_gate" (vanilla with a
+    # sigmoid output gate, Qwen-style), "mla" (multi-head latent attention,
+    # DeepSeek-V2), "ra_logit" and "ra_mla" (the logit form of reciprocal
+    # attention over the vanilla or MLA projections, gpt2/ra.py) or
+    # "ra_gated" (the gated reverse-SDPA form, gpt2/ra_gated.py).
     attention: str = "vanilla"
     # MLA latent width d_c: the only per-token tensor MLA caches (with the
     # RoPE key). Also the width of the query latent when q_latent is set.
@@ -53,18 +57,28 @@ class GPT2Config:
     # The reciprocal term only covers keys with i - j <= ra_window; 0 = the
     # whole causal context.
     ra_window: int = 0
+    # Logit forms: alpha becomes a learned per-head parameter, initialised at
+    # ra_alpha and free to leave [0, 1] in training.
+    ra_alpha_learned: bool = False
+    # Gated form: the reverse branch runs on this many middle layers ...
+    ra_gated_layers: int = 3
+    # ... on this many heads of each (the last ones) ...
+    ra_gated_heads: int = 1
+    # ... and joins through tanh(g), g a learned scalar starting here.
+    ra_gated_gate_init: float = 0.0
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_INT_FIELDS:
             _check_positive_int(name, getattr(self, name))
         _check_dropout(self.dropout)
-        for name in ("bias", "q_latent", "v_up_per_head"):
+        for name in ("bias", "q_latent", "v_up_per_head", "ra_alpha_learned"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: it must be True or False")
         _check_heads_divide_width(self.n_embd, self.n_head)
         self._check_attention()
 
     def _check_attention(self) -> None:
+        self.attention = LEGACY_ATTENTIONS.get(self.attention, self.attention)
         if self.attention not in ATTENTIONS:
             raise ValueError(
                 f"attention={self.attention!r} is invalid: it must be one of {', '.join(ATTENTIONS)}"
@@ -78,6 +92,15 @@ class GPT2Config:
         alpha = self.ra_alpha
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
             raise ValueError(f"ra_alpha={alpha!r} is invalid: it must be a number in [0, 1]")
+        # Checked against the shape only where they apply: the defaults (3
+        # layers) must not stop a 2-layer model of another variant.
+        limits = (self.n_layer, self.n_head) if self.attention == "ra_gated" else (128, 128)
+        _check_int_range("ra_gated_layers", self.ra_gated_layers, 1, limits[0])
+        _check_int_range("ra_gated_heads", self.ra_gated_heads, 1, limits[1])
+        init = self.ra_gated_gate_init
+        if isinstance(init, bool) or not isinstance(init, (int, float)) or not -5 <= init <= 5:
+            raise ValueError(f"ra_gated_gate_init={init!r} is invalid: it must be a number "
+                             f"in [-5, 5]")
 
     @property
     def head_dim(self) -> int:

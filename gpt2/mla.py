@@ -73,11 +73,15 @@ def rotary(x: Tensor, start: int) -> Tensor:
 
     Pairs coordinate i with i + R/2 (the "rotate half" layout). Positions
     are absolute so that a token rotated during prefill and one rotated
-    alone during generation get the same angle.
+    alone during generation get the same angle. Angles are computed in
+    float32, or in float64 for a float64 x: float32 angles at position
+    1000 are off by up to 2e-5 rad, far above a float64 model's precision
+    (16-bit x still gets float32 angles, cast after cos and sin).
     """
     half = x.size(-1) // 2
-    inv_freq = ROPE_BASE ** (-torch.arange(half, dtype=torch.float32, device=x.device) / half)
-    pos = torch.arange(start, start + x.size(-2), dtype=torch.float32, device=x.device)
+    dtype = torch.promote_types(x.dtype, torch.float32)
+    inv_freq = ROPE_BASE ** (-torch.arange(half, dtype=dtype, device=x.device) / half)
+    pos = torch.arange(start, start + x.size(-2), dtype=dtype, device=x.device)
     angles = torch.outer(pos, inv_freq)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     x1, x2 = x[..., :half], x[..., half:]

@@ -24,35 +24,53 @@ from gpt2.config import GPT2Config
 from gpt2.mla import LatentCache, MLAttention, latent_cache_width
 from gpt2.ra import (ReciprocalMLA, ReciprocalSelfAttention, new_ra_cache, ra_cache_width,
                      ra_score_width)
+from gpt2.ra_gated import gated_cache, gated_cache_width, gated_layer, gated_pair_width
+from gpt2.sdpa_gate import OutputGatedAttention
 
 INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
 
 
 @dataclass(frozen=True)
 class AttentionVariant:
-    """How to build one config.attention choice: the layer, its empty
-    generation cache, the elements that cache holds per token, and the
-    width of one head's query-key dot product (for flops_per_token)."""
+    """How to build one config.attention choice, layer by layer (each callable
+    takes the config and the layer index, since the gated RA form differs
+    between layers): the layer, its empty generation cache, the elements that
+    cache holds per token, and for flops_per_token the sum over the layer's
+    heads of w_qk + w_v, the widths of a query-key and a weight-value product."""
 
-    layer: Callable[[GPT2Config], nn.Module]
-    new_cache: Callable[[GPT2Config], Any]
-    cache_width: Callable[[GPT2Config], int]
-    score_width: Callable[[GPT2Config], int]
+    layer: Callable[[GPT2Config, int], nn.Module]
+    new_cache: Callable[[GPT2Config, int], Any]
+    cache_width: Callable[[GPT2Config, int], int]
+    pair_width: Callable[[GPT2Config, int], int]
+
+
+def _same_every_layer(layer: Callable[[GPT2Config], nn.Module], new_cache: Callable[[GPT2Config], Any],
+                      cache_width: Callable[[GPT2Config], int],
+                      score_width: Callable[[GPT2Config], int]) -> AttentionVariant:
+    """A variant whose layers are all alike, from per-head score widths."""
+    return AttentionVariant(lambda c, i: layer(c), lambda c, i: new_cache(c),
+                            lambda c, i: cache_width(c),
+                            lambda c, i: c.n_head * (score_width(c) + c.head_dim))
 
 
 ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
-    "vanilla": AttentionVariant(CausalSelfAttention, lambda c: KVCache(), lambda c: 2 * c.n_embd,
-                                lambda c: c.head_dim),
-    "mla": AttentionVariant(MLAttention, lambda c: LatentCache(), latent_cache_width,
-                            lambda c: c.head_dim + c.rope_dim),
-    "ra": AttentionVariant(ReciprocalSelfAttention, new_ra_cache, ra_cache_width, ra_score_width),
-    "ra_mla": AttentionVariant(ReciprocalMLA, new_ra_cache, ra_cache_width, ra_score_width),
+    "vanilla": _same_every_layer(CausalSelfAttention, lambda c: KVCache(),
+                                 lambda c: 2 * c.n_embd, lambda c: c.head_dim),
+    "sdpa_gate": _same_every_layer(OutputGatedAttention, lambda c: KVCache(),
+                                   lambda c: 2 * c.n_embd, lambda c: c.head_dim),
+    "mla": _same_every_layer(MLAttention, lambda c: LatentCache(), latent_cache_width,
+                             lambda c: c.head_dim + c.rope_dim),
+    "ra_logit": _same_every_layer(ReciprocalSelfAttention, new_ra_cache, ra_cache_width,
+                                  ra_score_width),
+    "ra_mla": _same_every_layer(ReciprocalMLA, new_ra_cache, ra_cache_width, ra_score_width),
+    "ra_gated": AttentionVariant(gated_layer, gated_cache, gated_cache_width, gated_pair_width),
 }
 
 
 def cache_elements_per_token(config: GPT2Config) -> int:
     """Elements the generation cache holds per token, over all layers."""
-    return config.n_layer * ATTENTION_VARIANTS[config.attention].cache_width(config)
+    width = ATTENTION_VARIANTS[config.attention].cache_width
+    return sum(width(config, i) for i in range(config.n_layer))
 
 
 def init_weights(model: nn.Module, residual_projections: list[tuple[nn.Linear, ...]]) -> None:
@@ -90,14 +108,10 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
 
-    def __init__(
-        self,
-        config: GPT2Config,
-        attention: Callable[[GPT2Config], nn.Module] = CausalSelfAttention,
-    ) -> None:
+    def __init__(self, config: GPT2Config, attention: nn.Module | None = None) -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.attn = attention(config)
+        self.attn = CausalSelfAttention(config) if attention is None else attention
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
@@ -118,7 +132,7 @@ class GPT2(nn.Module):
                 "wte": nn.Embedding(config.vocab_size, config.n_embd),
                 "wpe": nn.Embedding(config.block_size, config.n_embd),
                 "drop": nn.Dropout(config.dropout),
-                "h": nn.ModuleList(Block(config, layer) for _ in range(config.n_layer)),
+                "h": nn.ModuleList(Block(config, layer(config, i)) for i in range(config.n_layer)),
                 "ln_f": nn.LayerNorm(config.n_embd, bias=config.bias),
             }
         )
@@ -156,7 +170,7 @@ class GPT2(nn.Module):
     def new_cache(self) -> list[Any]:
         """An empty generation cache of the attention's kind, one per block."""
         make = ATTENTION_VARIANTS[self.config.attention].new_cache
-        return [make(self.config) for _ in range(self.config.n_layer)]
+        return [make(self.config, i) for i in range(self.config.n_layer)]
 
     def cache_bytes_per_token(self) -> int:
         """Bytes the generation cache holds per token over all layers, in
@@ -203,24 +217,28 @@ class GPT2(nn.Module):
         return total
 
     def flops_per_token(self, seq_len: int) -> int:
-        """Training FLOPs per token: 6N + 6 L H T (w_qk + w_v) (PaLM, appendix B).
+        """Training FLOPs per token: 6N + 6 T sum over layers and heads of
+        (w_qk + w_v) (PaLM, appendix B).
 
         6N covers the forward and backward matmuls with the weights (N
-        without the position table; MLA's down and up projections are
-        weights like any other). The second term is attention's weight-free
-        work: per layer and head a token's query is scored against T keys
-        (2 T w_qk FLOPs) and T values are summed (2 T w_v), tripled for the
-        backward pass; T is the whole context, masking not subtracted:
-          vanilla: w_qk = w_v = head_dim Q, so 12 L H Q T;
+        without the position table; MLA's down and up projections, the
+        output gate and the gated RA's ra_proj are weights like any other).
+        The second term is attention's weight-free work: per head a token's
+        query is scored against T keys (2 T w_qk FLOPs) and T values are
+        summed (2 T w_v), tripled for the backward pass; T is the whole
+        context, masking not subtracted:
+          vanilla, sdpa_gate: w_qk = w_v = head_dim Q, so 12 L H Q T;
           mla: w_qk = Q + R (R = rope_dim, the decoupled rotary part), w_v = Q;
-          ra, ra_mla (alpha > 0): w_qk doubled, 2 Q or 2 (Q + R), since the
-          scores are dot products of the augmented [q, sqrt(alpha) k] and
-          [k, sqrt(alpha) q] (the banded path scores the same vectors).
-        alpha = 0 runs the base attention and counts as it.
+          ra_logit, ra_mla (alpha > 0 or learned): w_qk doubled, 2 Q or
+          2 (Q + R), since the scores are dot products of the augmented
+          [q, sqrt(alpha) k] and [k, sqrt(alpha) q] (the banded path scores
+          the same vectors); a fixed alpha = 0 runs the base attention;
+          ra_gated: each reverse head of a reverse layer is one more head
+          (w_qk = w_v = Q), 12 T Q per reverse head.
         """
         cfg = self.config
-        qk_width = ATTENTION_VARIANTS[cfg.attention].score_width(cfg)
-        attention = 6 * cfg.n_layer * cfg.n_head * seq_len * (qk_width + cfg.head_dim)
+        width = ATTENTION_VARIANTS[cfg.attention].pair_width
+        attention = 6 * seq_len * sum(width(cfg, i) for i in range(cfg.n_layer))
         return 6 * self.num_params(non_embedding=True) + attention
 
     def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:

@@ -1,4 +1,6 @@
-"""Reciprocal attention (RA): each score also hears the reverse direction.
+"""Reciprocal attention, logit form (ra_logit, ra_mla): each score also
+hears the reverse direction. (The gated form, a separately softmaxed
+reverse branch, is gpt2/ra_gated.py.)
 
 Definition. With S_ij = q_i . k_j / sqrt(d) (query i, key j, d the q/k
 head width), the logit of query i for key j is
@@ -14,9 +16,15 @@ L as a whole, and S_ji is only ever used for j <= i. The band restricts
 only the reciprocal term; S_ij covers the whole causal context as usual.
 alpha = 0 short-circuits to the base attention, bit for bit.
 
+Learned alpha (ra_alpha_learned, our option): alpha becomes one parameter
+per head, initialised at ra_alpha and unconstrained in training (it may
+leave [0, 1] or turn negative); the reciprocal path then always runs, even
+from alpha = 0, so the gradient can move it.
+
 Fused path. Without a band, S + alpha * S^T is one dot product of
 augmented vectors: q'_i = [q_i, sqrt(alpha) k_i], k'_j = [k_j, sqrt(alpha) q_j]
-give q'_i . k'_j = q_i . k_j + alpha q_j . k_i. That runs as a single
+give q'_i . k'_j = q_i . k_j + alpha q_j . k_i (a learned alpha, which may
+be negative, goes wholly on the query side: [q_i, alpha k_i], [k_j, q_j]). That runs as a single
 scaled_dot_product_attention call (scale 1/sqrt(d) passed explicitly, since
 the augmented width is 2d), which torch.compile and flash kernels handle.
 A finite band offers each key twice, plain and augmented, and lets a mask
@@ -27,7 +35,8 @@ token j, so a generation cache holds the base cache plus each token's
 per-head queries: 3 * n_embd elements per token and layer over vanilla
 projections (k, v, q), latent_dim + rope_dim + n_head * (head_dim +
 rope_dim) over MLA. Storing q undoes much of MLA's saving; that is the
-price of the reciprocal term. With alpha = 0 the plain base cache is used.
+price of the reciprocal term. With a fixed alpha = 0 the plain base cache
+is used.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from gpt2.attention import CausalSelfAttention, KVCache, causal_mask
 from gpt2.config import GPT2Config
@@ -69,10 +78,15 @@ class ReciprocalCache:
         return self.q
 
 
+def reciprocal_on(config: GPT2Config) -> bool:
+    """Whether the reciprocal term runs: alpha > 0, or alpha learned."""
+    return config.ra_alpha != 0 or config.ra_alpha_learned
+
+
 def new_ra_cache(config: GPT2Config) -> KVCache | LatentCache | ReciprocalCache:
-    """Empty cache for one RA layer; alpha = 0 needs only the base cache."""
+    """Empty cache for one RA layer; a fixed alpha = 0 needs only the base cache."""
     base = LatentCache() if config.attention == "ra_mla" else KVCache()
-    return base if config.ra_alpha == 0 else ReciprocalCache(base)
+    return ReciprocalCache(base) if reciprocal_on(config) else base
 
 
 def ra_cache_width(config: GPT2Config) -> int:
@@ -82,24 +96,35 @@ def ra_cache_width(config: GPT2Config) -> int:
         q_width = config.n_head * (config.head_dim + config.rope_dim)
     else:
         base, q_width = 2 * config.n_embd, config.n_embd
-    return base if config.ra_alpha == 0 else base + q_width
+    return base + q_width if reciprocal_on(config) else base
 
 
 def ra_score_width(config: GPT2Config) -> int:
     """Width of one head's score dot product: q and k (with MLA's rotary
-    part), doubled by the augmentation when alpha > 0."""
+    part), doubled by the augmentation when the reciprocal term runs."""
     width = config.head_dim + (config.rope_dim if config.attention == "ra_mla" else 0)
-    return width if config.ra_alpha == 0 else 2 * width
+    return 2 * width if reciprocal_on(config) else width
+
+
+def _sides(alpha: float | Tensor) -> tuple[float | Tensor, float]:
+    """(query-side, key-side) factors of the augmentation, whose product is
+    alpha: sqrt(alpha) on each side for a fixed alpha >= 0; a learned alpha
+    (a tensor broadcasting over [B, H, T, D], any sign) on the query side."""
+    if isinstance(alpha, Tensor):
+        return alpha, 1.0
+    root = math.sqrt(alpha)
+    return root, root
 
 
 def reciprocal_attention(
     q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
-    alpha: float, window: int, dropout_p: float = 0.0,
+    alpha: float | Tensor, window: int, dropout_p: float = 0.0,
 ) -> Tensor:
     """RA output [B, H, T, Dv] for T new queries after n_past cached tokens.
 
     q: [B, H, T, D] new queries; k, q_all: [B, H, S, D] keys and queries of
-    all S = n_past + T tokens; v: [B, H, S, Dv]. Scale is 1/sqrt(D).
+    all S = n_past + T tokens; v: [B, H, S, Dv]. Scale is 1/sqrt(D). alpha:
+    a number, or a learned per-head tensor of shape [H, 1, 1].
     """
     if window == 0 or window >= k.size(2):
         return fused_reciprocal(q, k, v, q_all, n_past, alpha, dropout_p)
@@ -108,13 +133,12 @@ def reciprocal_attention(
 
 def fused_reciprocal(
     q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
-    alpha: float, dropout_p: float = 0.0,
+    alpha: float | Tensor, dropout_p: float = 0.0,
 ) -> Tensor:
     """Whole-context RA as one SDPA call on augmented queries and keys."""
-    root = math.sqrt(alpha)
-    k_new = k[:, :, n_past:]
-    q_aug = torch.cat((q, root * k_new), dim=-1)
-    k_aug = torch.cat((k, root * q_all), dim=-1)
+    q_side, k_side = _sides(alpha)
+    q_aug = torch.cat((q, q_side * k[:, :, n_past:]), dim=-1)
+    k_aug = torch.cat((k, k_side * q_all), dim=-1)
     mask, is_causal = causal_mask(q.size(2), n_past, q.device)
     return F.scaled_dot_product_attention(
         q_aug, k_aug, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal,
@@ -125,7 +149,7 @@ def fused_reciprocal(
 
 def banded_reciprocal(
     q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
-    alpha: float, window: int, dropout_p: float = 0.0,
+    alpha: float | Tensor, window: int, dropout_p: float = 0.0,
 ) -> Tensor:
     """RA with the reciprocal term limited to i - j <= window, through SDPA.
 
@@ -140,11 +164,11 @@ def banded_reciprocal(
     queries, about T^2 / 2 + T (block + window) scores over the sequence,
     none of them kept as a T x T tensor for the backward pass.
     """
-    root = math.sqrt(alpha)
+    q_side, k_side = _sides(alpha)
     n_new = q.size(2)
-    q_aug = torch.cat((q, root * k[:, :, n_past:]), dim=-1)
+    q_aug = torch.cat((q, q_side * k[:, :, n_past:]), dim=-1)
     plain = torch.cat((k, torch.zeros_like(k)), dim=-1)
-    recip = torch.cat((k, root * q_all), dim=-1)
+    recip = torch.cat((k, k_side * q_all), dim=-1)
     outs = []
     for start in range(0, n_new, _BAND_BLOCK):
         stop = min(start + _BAND_BLOCK, n_new)
@@ -169,10 +193,27 @@ def _attend(module: CausalSelfAttention | MLAttention, q: Tensor, k: Tensor, v: 
             n_past: int, cache: ReciprocalCache | None) -> Tensor:
     """Store the new queries in the cache, then run RA for them."""
     q_all = q if cache is None else cache.append_q(q)
+    alpha = module.alpha
+    if module.ra_alpha is not None:  # learned: [H] -> [H, 1, 1], in q's dtype under autocast
+        alpha = module.ra_alpha.view(-1, 1, 1).to(q.dtype)
     return reciprocal_attention(
-        q, k, v, q_all, n_past, module.alpha, module.window,
+        q, k, v, q_all, n_past, alpha, module.window,
         dropout_p=module.dropout if module.training else 0.0,
     )
+
+
+def _set_alpha(module: nn.Module, config: GPT2Config) -> None:
+    """module.alpha, the fixed alpha (0.0 when learned), and module.ra_alpha,
+    the learned per-head alpha or None."""
+    module.window = config.ra_window
+    module.alpha = 0.0 if config.ra_alpha_learned else float(config.ra_alpha)
+    module.ra_alpha = (nn.Parameter(torch.full((config.n_head,), float(config.ra_alpha)))
+                       if config.ra_alpha_learned else None)
+
+
+def _base_only(module: nn.Module) -> bool:
+    """A fixed alpha of 0: the base attention, bit for bit, with its cache."""
+    return module.alpha == 0 and module.ra_alpha is None
 
 
 class ReciprocalSelfAttention(CausalSelfAttention):
@@ -181,12 +222,11 @@ class ReciprocalSelfAttention(CausalSelfAttention):
 
     def __init__(self, config: GPT2Config) -> None:
         super().__init__(config)
-        self.alpha = float(config.ra_alpha)
-        self.window = config.ra_window
+        _set_alpha(self, config)
 
     def forward(self, x: Tensor, cache: ReciprocalCache | KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
-        if self.alpha == 0:
+        if _base_only(self):
             return super().forward(x, cache)  # type: ignore[arg-type]
         batch, n_new, width = x.shape
         q, k, v = (self._split_heads(t) for t in self.c_attn(x).split(self.n_embd, dim=2))
@@ -205,12 +245,11 @@ class ReciprocalMLA(MLAttention):
 
     def __init__(self, config: GPT2Config) -> None:
         super().__init__(config)
-        self.alpha = float(config.ra_alpha)
-        self.window = config.ra_window
+        _set_alpha(self, config)
 
     def forward(self, x: Tensor, cache: ReciprocalCache | LatentCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
-        if self.alpha == 0:
+        if _base_only(self):
             return super().forward(x, cache)  # type: ignore[arg-type]
         base = None if cache is None else cache.base  # type: ignore[union-attr]
         q, k, v, n_past = self.project(x, base)  # type: ignore[arg-type]

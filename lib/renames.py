@@ -28,6 +28,12 @@ RENAMED: dict[str, str] = {
     "ADAMW_EPS": "ADAM_EPSILON", "ADAMW_EPSILON": "ADAM_EPSILON", "SPAM_EPS": "ADAM_EPSILON",
     "SPAM_WEIGHT_DECAY": "WEIGHT_DECAY", "ADAMW_WEIGHT_DECAY": "WEIGHT_DECAY",
     "ADAM_WEIGHT_DECAY": "WEIGHT_DECAY",
+    # two reciprocal-attention forms: the old "RA" is the logit form
+    "GPT2_ATTENTION_RA": "GPT2_ATTENTION_RA_LOGIT",
+    "GPT2_ATTENTION_ENABLE_RA": "GPT2_ATTENTION_ENABLE_RA_LOGIT",
+    # the original project's (knlp gpt2/Kconfig) names for the gated form and its control
+    "GPT2_KNLP_RA": "GPT2_ATTENTION_RA_GATED", "GPT2_KNLP_SDPA_GATE": "GPT2_ATTENTION_SDPA_GATE",
+    "GPT2_KNLP_RA_LAYERS": "GPT2_RA_GATED_LAYERS", "GPT2_KNLP_RA_HEADS": "GPT2_RA_GATED_HEADS",
 }
 
 _SET = re.compile(r"^(\s*)CONFIG_(\w+)=(.*)$")

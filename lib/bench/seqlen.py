@@ -19,7 +19,7 @@ import torch
 from lib.bench.step import median_seconds
 from lib.precision import resolve_device
 
-VARIANTS = ("vanilla", "mla", "ra", "ra_mla", "hamt")
+VARIANTS = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_gated", "ra_mla", "hamt")
 LENGTHS = (64, 128, 256, 512, 1024, 2048)
 TOKENS_PER_STEP = 2048
 
@@ -37,9 +37,11 @@ def build_models(run: Any, vocab: int, max_len: int) -> dict[str, torch.nn.Modul
     for variant in VARIANTS[:-1]:
         latent = run.get("RA_MLA_LATENT_DIM", max(16, shape["n_embd"] // 4))
         alpha = run.get("RA_MLA_RA_ALPHA") or 0.5  # RA's cost is the same for any alpha > 0
+        gated = dict(ra_gated_layers=min(run.get("GPT2_RA_GATED_LAYERS", 3), shape["n_layer"]),
+                     ra_gated_heads=min(run.get("GPT2_RA_GATED_HEADS", 1), shape["n_head"]))
         cfg = GPT2Config(vocab_size=vocab, block_size=max_len, attention=variant,
                          latent_dim=latent, ra_alpha=alpha if variant.startswith("ra") else 0.0,
-                         **shape)
+                         **gated, **shape)
         models[variant] = GPT2(cfg)
     # HAMT options as configured where the configuration is a HAMT one, else defaults.
     options = {f: run.values[s] for f, s in HAMT_SYMBOLS.items() if s in run.values}

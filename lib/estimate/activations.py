@@ -19,7 +19,9 @@ B sequences of T tokens (N = B T), width C:
 * Dropout keeps a mask per site: one byte on CUDA, a full-width tensor on
   the CPU (its kernel multiplies by a scaled noise tensor).
 * MLA keeps the latent c_KV (a N d_c) and, with low-rank queries, the query
-  latent; HAMT keeps the fp32 spectra of values and keys, the chunks' C x C
+  latent; the SDPA output gate its sigmoid and the gated output (2 a N C);
+  gated RA, per reverse layer, the reverse SDPA's output over its heads,
+  ra_norm's input and output and c_proj's new input; HAMT keeps the fp32 spectra of values and keys, the chunks' C x C
   mixing matrices (N x chunk) and the slot states at chunk boundaries
   (N / chunk x slots x hcm_dim, twice). Slots that forget faster than about
   0.14 per token take hamt/scan.py's explicit path, which also keeps
@@ -71,9 +73,10 @@ class Activations:
 
 
 def _attention_core(cfg: Any, s: Shape, q_width: int, v_width: int,
-                    fused: bool) -> dict[str, int]:
-    """What SDPA keeps beyond its inputs, for per-head widths q/k and v."""
-    n, h = s.tokens, cfg.n_head
+                    fused: bool, heads: int | None = None) -> dict[str, int]:
+    """What SDPA keeps beyond its inputs, for per-head widths q/k and v
+    (over all heads, or `heads` of them)."""
+    n, h = s.tokens, heads or cfg.n_head
     out = {"attn_out": s.act * n * h * v_width}
     if fused:
         out["attn_lse"] = 4 * s.batch * h * s.seq
@@ -100,7 +103,8 @@ def _fused_possible(s: Shape, q_width: int, v_width: int) -> bool:
 def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
     """Saved bytes of one attention layer (from its input LayerNorm's output)."""
     n, c, a, d, h = s.tokens, cfg.n_embd, s.act, cfg.head_dim, cfg.n_head
-    reciprocal = cfg.attention in ("ra", "ra_mla") and cfg.ra_alpha > 0
+    reciprocal = cfg.attention in ("ra_logit", "ra_mla") and (cfg.ra_alpha > 0
+                                                              or cfg.ra_alpha_learned)
     parts: dict[str, int] = {}
     if cfg.attention in ("mla", "ra_mla"):
         rope = cfg.rope_dim
@@ -123,16 +127,42 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
         parts.update(inputs, ra_band_scores=(4 + (a if a < 4 else 0)) * scores,
                      attn_out=a * n * c)
         return parts, False
+    learned_k = {}
     if reciprocal:
         # q' = [q, sqrt(alpha) k] and k' = [k, sqrt(alpha) q]: twice as wide.
         inputs["ra_augmented"] = 2 * a * n * h * 2 * q_width
+        if cfg.ra_alpha_learned:  # alpha * k keeps k: MLA's own, or c_attn's output
+            learned_k = {"k": inputs["k"]} if "k" in inputs else {"qkv": inputs["qkv"]}
         inputs.pop("q", None), inputs.pop("k", None)  # MLA's q, k live on only in q', k'
         q_width *= 2
     fused = _fused_possible(s, q_width, d)
     if fused:
         parts.update(inputs)
+    parts.update(learned_k)
     parts.update(_attention_core(cfg, s, q_width, d, fused))
+    if cfg.attention == "sdpa_gate":
+        # The gate's sigmoid output and the gated heads' output (c_proj's
+        # input); under autocast the gate Linear keeps its own copy of ln_1's.
+        parts["output_gate"] = (2 + (1 if a < 4 else 0)) * a * n * c
+    if cfg.attention == "ra_gated":
+        parts["ra_gated_branch"] = _gated_branch(cfg, s, fused) * cfg.ra_gated_layers // cfg.n_layer
     return parts, fused
+
+
+def _gated_branch(cfg: Any, s: Shape, fused: bool) -> int:
+    """Bytes one reverse layer of gated RA keeps beyond vanilla attention: the
+    reverse SDPA's own (its inputs are views of c_attn's output), ra_norm's
+    input, statistics and output (fp32 on CUDA, where autocast runs
+    LayerNorm in fp32), and with a fused kernel c_proj's input, now a new
+    sum where vanilla's shares the SDPA output's storage. Without one, the
+    math path keeps a view of v and with it c_attn's whole output. Spread
+    over the blocks (per_layer is one average block's)."""
+    n, c, a, d, heads = s.tokens, cfg.n_embd, s.act, cfg.head_dim, cfg.ra_gated_heads
+    norm = 4 if s.device == "cuda" else a
+    core = _attention_core(cfg, s, d, d, fused, heads)
+    if not fused:
+        core["attn_v_copy"] = 3 * a * n * c
+    return sum(core.values()) + 2 * norm * n * c + 8 * n + (a * n * c if fused else 0)
 
 
 def gpt2_activations(cfg: Any, s: Shape) -> Activations:

@@ -1,4 +1,5 @@
-"""Attention variants: MLA, reciprocal attention (RA) and RA over MLA."""
+"""Attention variants: MLA, the SDPA output gate, reciprocal attention in its
+logit form (RA, RA over MLA, learned alpha) and its gated form."""
 
 from __future__ import annotations
 
@@ -24,10 +25,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "mla": dict(attention="mla", **MLA),
     "mla_rope_qlatent": dict(attention="mla", rope_dim=8, q_latent=True, **MLA),
     "mla_shared_v": dict(attention="mla", v_up_per_head=False, **MLA),
-    "ra": dict(attention="ra", ra_alpha=0.5),
-    "ra_window3": dict(attention="ra", ra_alpha=0.5, ra_window=3),
+    "ra": dict(attention="ra_logit", ra_alpha=0.5),
+    "ra_window3": dict(attention="ra_logit", ra_alpha=0.5, ra_window=3),
     "ra_mla": dict(attention="ra_mla", ra_alpha=0.5, rope_dim=8, **MLA),
     "ra_mla_window3": dict(attention="ra_mla", ra_alpha=0.5, ra_window=3, q_latent=True, **MLA),
+    # Learned alpha starts from 0.5 here; the tests below move it per head.
+    "ra_learned": dict(attention="ra_logit", ra_alpha=0.5, ra_alpha_learned=True),
+    "ra_mla_learned_window3": dict(attention="ra_mla", ra_alpha=0.5, ra_alpha_learned=True,
+                                   ra_window=3, rope_dim=8, **MLA),
+    "sdpa_gate": dict(attention="sdpa_gate"),
+    # An open gate (tanh 0.8 = 0.66) on both layers and 2 of 4 heads, so the
+    # reverse branch shows in every test; at gate 0 it would add exactly 0.
+    "ra_gated": dict(attention="ra_gated", ra_gated_layers=2, ra_gated_heads=2,
+                     ra_gated_gate_init=0.8),
 }
 
 
@@ -56,7 +66,8 @@ def sharp(seed: int = 0, **overrides: Any) -> GPT2:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("attention", "flash", "attention='flash' is invalid: it must be one of vanilla, mla, ra, ra_mla"),
+        ("attention", "flash", "attention='flash' is invalid: it must be one of vanilla, "
+                               "sdpa_gate, mla, ra_logit, ra_mla, ra_gated"),
         ("latent_dim", 8, "latent_dim=8 is invalid: it must be an integer from 16 to 512"),
         ("latent_dim", 1024, "latent_dim=1024 is invalid"),
         ("rope_dim", 7, "rope_dim=7 is invalid: it must be even"),
@@ -66,6 +77,9 @@ def sharp(seed: int = 0, **overrides: Any) -> GPT2:
         ("ra_window", -1, "ra_window=-1 is invalid: it must be an integer from 0 to 32"),
         ("q_latent", 1, "q_latent=1 is invalid: it must be True or False"),
         ("v_up_per_head", "yes", "v_up_per_head='yes' is invalid"),
+        ("ra_alpha_learned", 0, "ra_alpha_learned=0 is invalid: it must be True or False"),
+        ("ra_gated_gate_init", 6.0, r"ra_gated_gate_init=6.0 is invalid: .* \[-5, 5\]"),
+        ("ra_gated_layers", 0, "ra_gated_layers=0 is invalid: it must be an integer from 1"),
     ],
 )
 def test_bad_attention_options_name_the_field(field: str, value: Any, message: str) -> None:
@@ -76,6 +90,21 @@ def test_bad_attention_options_name_the_field(field: str, value: Any, message: s
 def test_defaults_keep_vanilla_gpt2() -> None:
     cfg = GPT2Config(vocab_size=VOCAB)
     assert (cfg.attention, cfg.ra_alpha, cfg.rope_dim) == ("vanilla", 0.0, 0)
+    assert (cfg.ra_alpha_learned, cfg.ra_gated_layers, cfg.ra_gated_heads,
+            cfg.ra_gated_gate_init) == (False, 3, 1, 0.0)  # the reference's gated knobs
+
+
+def test_gated_layers_and_heads_are_checked_against_the_shape_only_when_gated() -> None:
+    GPT2Config(**TINY)  # ra_gated_layers = 3 > n_layer = 2 does not matter to vanilla
+    with pytest.raises(ValueError, match="ra_gated_layers=3 is invalid: .* from 1 to 2"):
+        GPT2Config(**TINY, attention="ra_gated")
+    with pytest.raises(ValueError, match="ra_gated_heads=5 is invalid: .* from 1 to 4"):
+        GPT2Config(**TINY, attention="ra_gated", ra_gated_layers=1, ra_gated_heads=5)
+
+
+def test_the_old_name_ra_loads_as_the_logit_form() -> None:
+    # Configs and checkpoints written before the gated form existed say "ra".
+    assert GPT2Config(**TINY, attention="ra", ra_alpha=0.5).attention == "ra_logit"
 
 
 # ------------------------------------------------------- structure, shapes
@@ -124,7 +153,7 @@ def test_no_logit_depends_on_a_later_token(name: str) -> None:
 # ---------------------------------------------------------------- RA maths
 
 
-@pytest.mark.parametrize(("ra", "base"), [("ra", "vanilla"), ("ra_mla", "mla_rope_qlatent")])
+@pytest.mark.parametrize(("ra", "base"), [("ra_logit", "vanilla"), ("ra_mla", "mla_rope_qlatent")])
 def test_ra_with_alpha_zero_is_exactly_its_base(ra: str, base: str) -> None:
     base_model = sharp(**VARIANTS[base])
     ra_cfg = {**VARIANTS[base], "attention": ra, "ra_alpha": 0.0, "ra_window": 3}
@@ -175,7 +204,7 @@ def test_reciprocal_logits_by_hand(window: int) -> None:
 
 # -------------------------------------------------------------- generation
 
-DECODE = {**VARIANTS, "ra_window10": dict(attention="ra", ra_alpha=0.3, ra_window=10)}
+DECODE = {**VARIANTS, "ra_window10": dict(attention="ra_logit", ra_alpha=0.3, ra_window=10)}
 
 
 @pytest.mark.parametrize("name", DECODE)
@@ -192,7 +221,7 @@ def test_incremental_logits_match_a_full_forward(name: str) -> None:
     torch.testing.assert_close(stepped, full, rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["mla_rope_qlatent", "ra", "ra_window3", "ra_mla"])
+@pytest.mark.parametrize("name", ["mla_rope_qlatent", "ra", "ra_window3", "ra_mla", "ra_gated"])
 @pytest.mark.parametrize("new_tokens", [10, 40])  # 40 runs past the 32-token block
 def test_greedy_generation_is_the_same_with_and_without_cache(name: str, new_tokens: int) -> None:
     model = sharp(**VARIANTS[name])

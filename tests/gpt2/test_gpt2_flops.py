@@ -37,10 +37,14 @@ def _flops(**overrides: Any) -> tuple[int, int]:
      1040 + 2 * 1088 + 1040 + 1088 + 544 + 520 + 4160, 24),
     # RA: vanilla weights, augmented scores [q, sqrt(a) k] . [k, sqrt(a) q] 32 wide,
     # the same with a band.
-    (dict(attention="ra", ra_alpha=0.5), 12480 + 4160, 32),
-    (dict(attention="ra", ra_alpha=0.5, ra_window=3), 12480 + 4160, 32),
-    # alpha = 0 is vanilla attention.
-    (dict(attention="ra", ra_alpha=0.0, ra_window=3), 12480 + 4160, 16),
+    (dict(attention="ra_logit", ra_alpha=0.5), 12480 + 4160, 32),
+    (dict(attention="ra_logit", ra_alpha=0.5, ra_window=3), 12480 + 4160, 32),
+    # alpha = 0 is vanilla attention ...
+    (dict(attention="ra_logit", ra_alpha=0.0, ra_window=3), 12480 + 4160, 16),
+    # ... unless learned: 4 alphas (one per head), and the augmented scores from the start.
+    (dict(attention="ra_logit", ra_alpha=0.0, ra_alpha_learned=True), 12480 + 4160 + 4, 32),
+    # SDPA output gate: one more 64 x 64 Linear (+ bias); the gating itself is elementwise.
+    (dict(attention="sdpa_gate"), 12480 + 4160 + 4160, 16),
     # RA+MLA with rope 8: q_rope from h (64*32+32), scores 2 * (16 + 8) wide.
     (dict(attention="ra_mla", ra_alpha=0.5, latent_dim=16, rope_dim=8),
      1040 + 2 * 1088 + 4160 + 2080 + 520 + 4160, 48),
@@ -55,6 +59,15 @@ def test_flops_per_token_of_each_attention_variant(overrides: dict[str, Any], at
 def test_known_totals() -> None:
     # Written out once, so a change to the shared constants above cannot hide an error.
     assert _flops() == (106_560, 688_512)
-    assert _flops(attention="ra", ra_alpha=0.5) == (106_560, 713_088)
+    assert _flops(attention="ra_logit", ra_alpha=0.5) == (106_560, 713_088)
     assert _flops(attention="mla", latent_dim=16, rope_dim=8, q_latent=True) == (94_416, 627_936)
     assert _flops(attention="ra_mla", ra_alpha=0.5, latent_dim=16, rope_dim=8) == (101_552, 707_616)
+
+
+def test_flops_per_token_of_gated_ra_counts_reverse_heads_on_reverse_layers_only() -> None:
+    # 1 reverse layer of 2 (n_layer // 2 - 1 // 2 = layer 1), 2 reverse heads of 4.
+    params, flops = _flops(attention="ra_gated", ra_gated_layers=1, ra_gated_heads=2)
+    # Layer 0 vanilla; layer 1 adds ra_gate (1), ra_proj 32*64+64 and ra_norm 64+64.
+    assert params == SHARED + 2 * (12480 + 4160) + 1 + 2112 + 128 == 108_801
+    # Per token and key: layer 0's 4 heads x (16 + 16), layer 1's 4 + 2 heads x (16 + 16).
+    assert flops == 6 * params + 6 * 32 * (4 * 32 + 6 * 32) == 714_246

@@ -89,7 +89,7 @@ CASES = {
     "dropout": {"GPT2_DROPOUT": "0.1"},
     "checkpointing": {"GPT2_N_LAYER": 6, "TRAIN_GRADIENT_CHECKPOINTING": "y"},
     "mla": {"GPT2_ATTENTION_MLA": "y", "MIXED_PRECISION_DTYPE_BF16": "y"},
-    "ra": {"GPT2_ATTENTION_RA": "y"},
+    "ra": {"GPT2_ATTENTION_RA_LOGIT": "y"},
     "adamwprune": {"OPTIMIZER_ADAMWPRUNE": "y"},
     "small batch": {"BATCH_SIZE": 1, "GPT2_BLOCK_SIZE": 16, "GPT2_N_EMBD": 256},
     "hamt": {"MODEL_HAMT": "y", "HAMT_N_LAYER": 2, "HAMT_N_EMBD": 64},

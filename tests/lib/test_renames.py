@@ -52,16 +52,25 @@ def test_trailing_comment_is_dropped_only_after_unquoted_values():
                                                     'CONFIG_C="z"  # note']
 
 
-# A value other than the default for each symbol an old name stands for.
-OTHER_VALUE = {"COMPILE_MODEL": ("y", True), "ADAM_BETA1": ("0.8", 0.8),
-               "ADAM_BETA2": ("0.999", 0.999), "ADAM_EPSILON": ("1e-6", 1e-6),
-               "WEIGHT_DECAY": ("0.05", 0.05)}
+# A value other than the default for each symbol an old name stands for, and
+# what must be set first for it to be visible.
+OTHER_VALUE = {
+    "COMPILE_MODEL": ("y", True, ""), "ADAM_BETA1": ("0.8", 0.8, ""),
+    "ADAM_BETA2": ("0.999", 0.999, ""), "ADAM_EPSILON": ("1e-6", 1e-6, ""),
+    "WEIGHT_DECAY": ("0.05", 0.05, ""),
+    "GPT2_ATTENTION_RA_LOGIT": ("y", True, ""), "GPT2_ATTENTION_RA_GATED": ("y", True, ""),
+    "GPT2_ATTENTION_SDPA_GATE": ("y", True, ""),
+    "GPT2_ATTENTION_ENABLE_RA_LOGIT": ("y", True, "GPT2_ATTENTION_MULTIPLE=y"),
+    "GPT2_RA_GATED_LAYERS": ("2", 2, "GPT2_ATTENTION_RA_GATED=y"),
+    "GPT2_RA_GATED_HEADS": ("2", 2, "GPT2_ATTENTION_RA_GATED=y"),
+}
 
 
 @pytest.mark.parametrize("old", sorted(RENAMED))
 def test_every_old_name_works_as_an_override(dot_config, old):
     new = RENAMED[old]
-    text, want = OTHER_VALUE[new]
-    assert load_run_config([], dot_config).get(new) != want
-    run = load_run_config([f"SET={old}={text}"], dot_config)
+    text, want, context = OTHER_VALUE[new]
+    before = load_run_config([f"SET={context}"] if context else [], dot_config)
+    assert before.get(new) != want
+    run = load_run_config([f"SET={context} {old}={text}"], dot_config)
     assert run.get(new) == pytest.approx(want)
