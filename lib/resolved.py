@@ -4,7 +4,8 @@ resolved_settings(run) builds the model (on the meta device: no memory, no
 time), the optimizer, the pruner and the LR schedule exactly as the trainer
 does, and describes each by what it holds: the family's config, the
 optimizer's class, defaults, per-group hyper-parameters and settings, the
-pruner's settings, the LR at a few steps, the batch plan. Two configurations
+pruner's settings, the LR at a few steps, the batch plan, the prepared
+data's folder (dataset, tokenizer, cap) and the run's folder. Two configurations
 that train differently must resolve differently; a visible symbol whose
 change leaves this unchanged is read by nobody on the run's path
 (tests/test_symbols_read.py checks every one).
@@ -17,8 +18,10 @@ from typing import Any
 import torch
 
 from lib import registry
+from lib.data.prepared import data_dir
 from lib.optim import build_optimizer
 from lib.prune.build import build_pruner
+from lib.rundir import results_root, run_id
 from lib.schedule import lr_schedule
 
 _PLAIN = (bool, int, float, str, type(None))
@@ -60,4 +63,6 @@ def resolved_settings(run: Any, vocab_size: int = 50257) -> dict[str, Any]:
         "lr": [schedule(s) for s in steps],
         "plan": run.derived(),
         "compile": bool(run.get("COMPILE_MODEL")),
+        "data": str(data_dir(run)),
+        "run_dir": str(results_root(run) / run_id(run, now=0.0)),
     }

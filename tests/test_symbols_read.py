@@ -5,7 +5,7 @@ optimizer and pruning choices, each visible symbol of those menus is changed
 in turn (a bool flipped, an int or float moved within its range, another
 member of a choice selected) and the run's resolved settings (lib/resolved:
 the model config, the built optimizer and pruner, the LR schedule, the batch
-plan) must change. A symbol that is visible on a path but read by nobody on
+plan, the data and run folders) must change. A symbol that is visible on a path but read by nobody on
 it fails here, as SPAM once ignored WEIGHT_DECAY.
 """
 from __future__ import annotations
@@ -20,9 +20,12 @@ from lib.config import RunConfig, check_rules, typed_values
 from lib.kconfig import ROOT, float_bounds, load_strict, open_tree
 from lib.resolved import resolved_settings
 
-# The menus whose symbols shape the run's model, optimizer, pruner and schedule.
+# The menus whose symbols shape the run's model, optimizer, pruner, schedule,
+# data and run folder. The evaluation, matrix, tracking, monitoring and
+# multi-GPU menus configure other commands or services; tests/test_tree.py
+# requires a reader for each of their symbols.
 SCOPE = ("gpt2/Kconfig", "hamt/Kconfig", "lib/optim/Kconfig", "lib/prune/Kconfig",
-         "lib/Kconfig.train", "lib/Kconfig.hardware")
+         "lib/Kconfig.train", "lib/Kconfig.hardware", "lib/data/Kconfig", "lib/Kconfig.run")
 # Read on other paths, each named: the test matrix (multiple-selection
 # menus), the training loop's own stop/log/eval clocks, the device set-up.
 ELSEWHERE = {
@@ -36,7 +39,8 @@ ELSEWHERE = {
     "MIXED_PRECISION_DTYPE": "lib/precision.py", "COMPILE_STRICT": "lib/fallback.py",
     "TRAIN_GRADIENT_CHECKPOINTING": "lib/recompute.py", "TRAIN_OOM_FALLBACK": "lib/fallback.py",
     "TRAIN_OOM_MIN_BATCH": "lib/fallback.py", "TRAIN_SEED": "lib/trainer.py",
-    "HYPER_PARAM": "lib/estimate/fit.py",
+    "HYPER_PARAM": "lib/estimate/fit.py", "DATA_VAL_FRACTION": "lib/data/prepared.py",
+    "BACKUP_DIR": "lib/backup.py",
 }
 # Where the model, attention, optimizer and pruning paths fork.
 FORKS = ("MODEL", "GPT2_ATTENTION", "OPTIMIZER", "ADAMWPRUNE_BASE", "PRUNING_METHOD",
