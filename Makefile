@@ -8,19 +8,38 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 KCONFIGS := Kconfig $(wildcard */Kconfig */Kconfig.* */*/Kconfig)
 
-# Command-line overrides, passed to scripts as NAME=VALUE words. Only values
-# given on the make command line count, never ones inherited from the
-# environment (TIME, for one, is also GNU time's format variable).
+# Every value a target hands to a script. Only values typed on the make
+# command line count, never the same names inherited from the environment
+# (TIME, for one, is also GNU time's format variable).
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
 	PARALLEL_JOBS EXECUTOR DRY_RUN YES RESUME RETRY_FAILED
-OVERRIDES := $(foreach v,$(OVERRIDE_VARS),$(if $(filter command line,$(origin $(v))),'$(v)=$($(v))'))
+OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
+	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
+	EXPORT_DIR BASELINE_MODEL GPU PYTHON
+GIVEN := $(foreach v,$(OVERRIDE_VARS) $(OPTION_VARS),$(if $(filter command line,$(origin $(v))),$(v)))
+
+# Values reach the scripts byte for byte, whatever they hold: quotes, $(...),
+# backticks, newlines, `;`, `#`, make syntax. Quoting them into the recipe
+# cannot do that: make splits a recipe line at a newline inside a value, even
+# within quotes, so the rest runs as a command of its own. Instead each given
+# value is frozen as its raw text (:= of $(value), so make never expands it;
+# make expands a command-line variable whenever it exports it, even for targets
+# that do not use it), exported, and named in the recipe as "$${NAME}": the
+# shell substitutes it as one word and never parses its bytes. Keep this block
+# above any $(shell ...), which would export (so expand) the originals first.
+$(foreach v,$(GIVEN),$(eval override $(v) := $$(value $(v)))$(eval export $(v)))
+export PYTHON
+
+# $(call arg,NAME,--flag): --flag "$${NAME}" when NAME was given non-empty.
+arg = $(if $(filter $(1),$(GIVEN)),$(if $(value $(1)),$(2) "$${$(1)}"))
+# Overrides go as NAME=VALUE words, an empty value included (MAX_ITERS= and the like).
+OVERRIDES := $(foreach v,$(OVERRIDE_VARS),$(if $(filter $(v),$(GIVEN)),"$(v)=$${$(v)}"))
 
 .DEFAULT_GOAL := all
 # `make sample` and `make bench` options (not configuration).
-SAMPLE_ARGS := $(if $(RUN),--run '$(RUN)') $(if $(PROMPT),--prompt '$(PROMPT)') \
-	$(if $(TOKENS),--tokens $(TOKENS)) $(if $(TEMPERATURE),--temperature $(TEMPERATURE)) \
-	$(if $(TOP_K),--top-k $(TOP_K)) $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT))
-BENCH_ARGS := $(if $(BENCH_STEPS),--steps $(BENCH_STEPS)) $(if $(BENCH_VOCAB),--vocab $(BENCH_VOCAB))
+SAMPLE_ARGS := $(call arg,RUN,--run) $(call arg,PROMPT,--prompt) $(call arg,TOKENS,--tokens) \
+	$(call arg,TEMPERATURE,--temperature) $(call arg,TOP_K,--top-k) $(call arg,CHECKPOINT,--checkpoint)
+BENCH_ARGS := $(call arg,BENCH_STEPS,--steps) $(call arg,BENCH_VOCAB,--vocab)
 
 .PHONY: all train prepare continue test-matrix test-matrix-dry-run test-rerun sweep results report compare sample watch eval eval-baseline export bench bench-optim bench-seqlen estimate show help list-defconfigs menuconfig \
 	olddefconfig alldefconfig savedefconfig test clean mrproper venv
@@ -28,7 +47,7 @@ BENCH_ARGS := $(if $(BENCH_STEPS),--steps $(BENCH_STEPS)) $(if $(BENCH_VOCAB),--
 all: train
 
 $(STAMP): requirements.txt
-	@PYTHON=$(PYTHON) bash scripts/bootstrap.sh $(VENV)
+	@bash scripts/bootstrap.sh $(VENV)
 
 venv: $(STAMP)
 
@@ -52,7 +71,7 @@ continue: | $(STAMP)
 	@$(PY) scripts/continue.py $(OVERRIDES)
 
 # The test matrix: the grid the multiple-selection menus enable, one process per run.
-MATRIX_ARGS := $(if $(TARGET),--target '$(TARGET)') $(if $(MATRIX),--matrix '$(MATRIX)')
+MATRIX_ARGS := $(call arg,TARGET,--target) $(call arg,MATRIX,--matrix)
 
 test-matrix: config.py prepare
 	@$(PY) scripts/test_matrix.py run $(OVERRIDES)
@@ -64,15 +83,14 @@ test-rerun: config.py
 	@$(PY) scripts/test_matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
 
 # A sweep is a matrix over SWEEP's values: SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
-SWEEP_ARGS := $(if $(SWEEP),--sweep '$(SWEEP)') $(if $(SWEEP_FILE),--sweep-file '$(SWEEP_FILE)') \
-	$(if $(SWEEP_MODE),--mode '$(SWEEP_MODE)') $(if $(SWEEP_TRIALS),--trials '$(SWEEP_TRIALS)') \
-	$(if $(SWEEP_SEED),--seed '$(SWEEP_SEED)')
+SWEEP_ARGS := $(call arg,SWEEP,--sweep) $(call arg,SWEEP_FILE,--sweep-file) \
+	$(call arg,SWEEP_MODE,--mode) $(call arg,SWEEP_TRIALS,--trials) $(call arg,SWEEP_SEED,--seed)
 
 sweep: config.py prepare
 	@$(PY) scripts/test_matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
 
 # Tables, plots and index.html of a matrix (or any folder of runs): RESULTS=<dir> BASELINE=<run-id>
-RESULTS_ARGS := $(if $(RESULTS),--dir '$(RESULTS)') $(if $(BASELINE),--baseline '$(BASELINE)')
+RESULTS_ARGS := $(call arg,RESULTS,--dir) $(call arg,BASELINE,--baseline)
 
 results: | $(STAMP)
 	@$(PY) scripts/results.py summary $(RESULTS_ARGS)
@@ -80,26 +98,28 @@ results: | $(STAMP)
 report: | $(STAMP)
 	@$(PY) scripts/results.py report $(RESULTS_ARGS)
 
+# RUNS is a list: the shell splits it at blanks, with globbing off (set -f).
 compare: | $(STAMP)
-	@$(PY) scripts/results.py compare $(RUNS) $(if $(OUT),--out '$(OUT)')
+	@set -f; $(PY) scripts/results.py compare $(if $(call arg,RUNS),$${RUNS}) $(call arg,OUT,--out)
 
 sample: | $(STAMP)
 	@$(PY) scripts/sample.py $(SAMPLE_ARGS)
 
 watch: | $(STAMP)
-	@$(PY) scripts/watch.py $(if $(RUN),'$(RUN)') $(if $(INTERVAL),--interval $(INTERVAL)) $(if $(ONCE),--once)
+	@$(PY) scripts/watch.py $(call arg,RUN) $(call arg,INTERVAL,--interval) \
+		$(if $(call arg,ONCE),--once)
 
 # `make eval`, `make eval-baseline` and `make export` options (RUN=, CHECKPOINT=).
-RUN_ARGS := $(if $(RUN),--run '$(RUN)') $(if $(CHECKPOINT),--checkpoint $(CHECKPOINT))
+RUN_ARGS := $(call arg,RUN,--run) $(call arg,CHECKPOINT,--checkpoint)
 
 eval: | $(STAMP)
 	@$(PY) scripts/eval.py $(RUN_ARGS) $(OVERRIDES)
 
 eval-baseline: config.py
-	@$(PY) scripts/eval.py --baseline '$(BASELINE_MODEL)' $(OVERRIDES)
+	@$(PY) scripts/eval.py --baseline $(or $(call arg,BASELINE_MODEL),'') $(OVERRIDES)
 
 export: | $(STAMP)
-	@$(PY) scripts/export.py $(RUN_ARGS) $(if $(EXPORT_DIR),--out '$(EXPORT_DIR)')
+	@$(PY) scripts/export.py $(RUN_ARGS) $(call arg,EXPORT_DIR,--out)
 
 bench: config.py
 	@$(PY) scripts/bench.py step $(BENCH_ARGS) $(OVERRIDES)
@@ -112,13 +132,15 @@ bench-seqlen: config.py
 
 # Memory and time estimate of the configuration; GPU=<name> for a known GPU (H100, L4, ...).
 estimate: config.py
-	@$(PY) scripts/estimate.py $(if $(GPU),--device '$(GPU)') $(OVERRIDES)
+	@$(PY) scripts/estimate.py $(call arg,GPU,--device) $(OVERRIDES)
 
 show: config.py
 	@$(PY) scripts/kconfig.py show $(OVERRIDES)
 
+# The name comes from the goal itself, so it travels like the values above.
+defconfig-%: override export DEFCONFIG_NAME = $*
 defconfig-%: | $(STAMP)
-	@$(PY) scripts/kconfig.py defconfig $*
+	@$(PY) scripts/kconfig.py defconfig "$${DEFCONFIG_NAME}"
 
 list-defconfigs: | $(STAMP)
 	@$(PY) scripts/kconfig.py list

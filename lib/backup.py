@@ -4,7 +4,8 @@ Meant for a second disk or a mounted network drive, so that a preempted cloud
 machine loses nothing: the run folder there can be copied back and resumed
 with `make continue`. Each file is copied to a temporary file in the
 destination and renamed over the old copy, so the mirror always holds whole
-files. Files unchanged since their last copy are skipped. A failing copy
+files; temporaries a killed copy left there are removed when the run resumes
+or ends. Files unchanged since their last copy are skipped. A failing copy
 (unwritable or unreachable destination, full disk) logs a warning and never
 stops training.
 """
@@ -14,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from lib.atomic import write_atomic
+from lib.atomic import remove_stale_temps, write_atomic
 from lib.kconfig import ROOT
 
 # What a resumable copy of a run needs, plus its log.
@@ -60,3 +61,13 @@ class Backup:
             self._copied[name] = (st.st_ino, st.st_mtime_ns, st.st_size)
             copied.append(name)
         return copied
+
+    def remove_stale_temps(self) -> list[tuple[Path, int]]:
+        """Temporaries of mirrored files that a killed copy left in the mirror."""
+        if self.dest is None:
+            return []
+        try:
+            return remove_stale_temps(self.dest, MIRRORED)
+        except OSError as err:  # an unreachable mirror never stops training
+            self.log(f"WARNING: cannot clear temporaries in {self.dest} ({err})")
+            return []

@@ -4,7 +4,9 @@ A checkpoint holds everything a resumed run needs to continue as if it had
 never stopped: model, optimizer, gradient scaler, the step (which fixes the LR
 schedule), best validation loss, metric history, the batch samplers'
 generator states and the global RNG states (dropout). It is written to a temp
-file and renamed, so a crash mid-save leaves the previous checkpoint intact.
+file and renamed (lib/atomic.py), so a kill mid-save or a full disk leaves the
+previous checkpoint intact; a full disk is a DiskFullError naming the file and
+the free bytes, not torch's "unexpected pos".
 """
 from __future__ import annotations
 

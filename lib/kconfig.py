@@ -127,7 +127,8 @@ def load_strict(path: Path) -> kconfiglib.Kconfig:
     shown = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     if not path.is_file():
         raise ConfigError([f"{shown}: no such file"])
-    text, problems = rewrite(path.read_text(), shown)
+    # utf-8-sig: a byte-order mark (editors on Windows add one) is not a malformed line
+    text, problems = rewrite(path.read_text(encoding="utf-8-sig"), shown)
     kconf = open_tree()
     with tempfile.TemporaryDirectory() as tmp:
         current = Path(tmp) / "config"

@@ -16,8 +16,10 @@ import torch
 
 from lib.atomic import write_json_atomic
 
-# Steps after each (re)start whose time is excluded from throughput: they
-# include compilation, allocator warm-up and cold caches.
+# Steps after each (re)start whose time is excluded from throughput: every new
+# process pays compilation, allocator warm-up and cold caches again. When no
+# segment of the run got past its warm-up (stopped and resumed every few
+# steps), throughput is measured over every step instead, warm-up included.
 WARMUP_STEPS = 3
 
 
@@ -50,6 +52,7 @@ class RunMetrics:
         self.best_val_loss = math.inf
         self.timed_tokens = 0
         self.timed_seconds = 0.0
+        self.all_tokens = 0  # every step's, warm-up included
         self.wall_time_s = 0.0
         self.events: list[dict[str, Any]] = []
         self.points: dict[str, dict[str, list]] = {}  # other series, e.g. sparsity
@@ -58,6 +61,7 @@ class RunMetrics:
     def record_step(self, seconds: float, tokens: int) -> None:
         self._steps_this_segment += 1
         self.wall_time_s += seconds
+        self.all_tokens += tokens
         if self._steps_this_segment > WARMUP_STEPS:
             self.timed_tokens += tokens
             self.timed_seconds += seconds
@@ -86,7 +90,11 @@ class RunMetrics:
 
     @property
     def tokens_per_sec(self) -> float:
-        return self.timed_tokens / self.timed_seconds if self.timed_seconds else 0.0
+        """Over the steps after each segment's warm-up, summed over all segments;
+        over all steps when there are none (see WARMUP_STEPS)."""
+        if self.timed_seconds:
+            return self.timed_tokens / self.timed_seconds
+        return self.all_tokens / self.wall_time_s if self.wall_time_s else 0.0
 
     def summary(self, status: str, iterations: int, tokens_seen: int,
                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -120,7 +128,7 @@ class RunMetrics:
 
     def state_dict(self) -> dict[str, Any]:
         keys = ("train_loss", "val_loss", "lr", "best_val_loss", "timed_tokens",
-                "timed_seconds", "wall_time_s", "events", "points")
+                "timed_seconds", "all_tokens", "wall_time_s", "events", "points")
         return {k: getattr(self, k) for k in keys}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

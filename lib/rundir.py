@@ -11,13 +11,18 @@ from tqdm import tqdm
 
 from lib.atomic import write_text_atomic
 from lib.kconfig import ROOT
-from lib import registry
+from lib import owner, registry
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 class RunDirError(Exception):
     pass
+
+
+def is_name(text: str) -> bool:
+    """A run or matrix folder name: one path part, never '..', a newline or a '/'."""
+    return bool(_NAME_OK.fullmatch(text))
 
 
 def results_root(run: Any) -> Path:
@@ -55,7 +60,7 @@ def run_tag(run: Any) -> str:
 def run_id(run: Any, now: float | None = None) -> str:
     """RUN_NAME, or the run tag plus a timestamp."""
     if run.RUN_NAME:
-        if not _NAME_OK.match(run.RUN_NAME):
+        if not is_name(run.RUN_NAME):  # fullmatch: a trailing newline is refused too
             raise RunDirError(f"CONFIG_RUN_NAME=\"{run.RUN_NAME}\": allowed letters, digits, "
                               f"'.', '_' and '-', starting with a letter or digit")
         return run.RUN_NAME
@@ -63,27 +68,111 @@ def run_id(run: Any, now: float | None = None) -> str:
 
 
 def create_run_dir(run: Any) -> Path:
-    """A new run's folder; an existing one is never reused without RESUME=1."""
+    """A new run's folder, owned by this process; an existing one is never
+    reused without RESUME=1."""
     path = results_root(run) / run_id(run)
-    if path.exists() and any(path.iterdir()):
+    path.mkdir(parents=True, exist_ok=True)
+    took = claim_run(path)  # first: two `make RUN_NAME=x` at once cannot both pass the check
+    if any(p.name != owner.LOCK for p in path.iterdir()):
+        if took:
+            owner.release(path)
         raise RunDirError(f"{path} already holds a run: resume it with `make continue "
                           f"RUN_NAME={path.name}` (or RESUME=1), or choose another RUN_NAME")
-    path.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path / "config.txt", run.config_text)
     point_latest(path)
     return path
 
 
+NAME_RULE = ("a run or a matrix under the results folder, as <id> or <matrix-id>/<run-id>, "
+             "each part letters, digits, '.', '_' and '-' starting with a letter or digit")
+
+
+def check_run_name(name: str, results: Path) -> str:
+    """RUN_NAME as `make continue` takes it: a name under results, never a
+    path that leaves it ('..', '/abs', '~')."""
+    parts = name.rstrip("/").split("/")
+    if len(parts) > 2 or not all(is_name(part) for part in parts):
+        raise RunDirError(f"RUN_NAME=\"{name}\" is not a run name: give {NAME_RULE}. "
+                          f"{_existing(results)}")
+    return "/".join(parts)
+
+
+def _existing(results: Path, shown: int = 6) -> str:
+    """'Runs and matrices under R: a, b, c' (newest first), or what to do without any."""
+    try:
+        names = sorted((p for p in results.iterdir() if p.is_dir() and not p.is_symlink()
+                        and not p.name.startswith(".")), key=lambda p: -p.stat().st_mtime)
+    except OSError:
+        names = []
+    if not names:
+        return f"{results} holds no runs: start one with `make`"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"Runs and matrices under {results}: {', '.join(p.name for p in names[:shown])}{more}"
+
+
 def find_run_dir(results: Path, name: str | None) -> Path:
     """The run to resume: results/<name>, or the one results/latest points to."""
+    if name:
+        name = check_run_name(name, results)
     path = results / name if name else results / "latest"
     if not path.exists():
         what = f"no run named '{name}'" if name else "no latest run"
-        raise RunDirError(f"{what} under {results}: nothing to resume. Start one with `make`")
+        raise RunDirError(f"{what} under {results}: nothing to resume. {_existing(results)}")
     path = path.resolve()
+    if not path.is_relative_to(results.resolve()):
+        raise RunDirError(f"{results / (name or 'latest')} leads to {path}, outside the results "
+                          f"folder {results}: nothing was resumed")
     if not (path / "config.txt").is_file():
         raise RunDirError(f"{path} has no config.txt: not a run folder")
     return path
+
+
+def claim_run(path: Path, by_matrix: bool = False) -> bool:
+    """Own the run folder for the rest of this process (see lib/owner.py).
+    A run of a matrix whose launcher is alive is the launcher's to train,
+    unless this process is that launcher's child (by_matrix)."""
+    matrix = path.resolve().parent
+    holder = None if by_matrix or not (matrix / "matrix.json").is_file() else owner.owner(matrix)
+    if holder is not None:
+        raise RunDirError(
+            f"{path} belongs to the matrix {matrix.name}, whose launcher {owner.describe(holder)} "
+            f"is alive and trains its runs: wait for it (`make watch` follows it), or stop it "
+            f"(Ctrl-C in its terminal, or `kill {holder.get('pid')}`) and run `make "
+            f"continue RUN_NAME={matrix.name}`")
+
+    def busy(holder: dict[str, Any]) -> str:
+        return (f"{path} is being trained by {owner.describe(holder)}: a run has one owner at "
+                f"a time. Wait for it to finish, or stop it (Ctrl-C in its terminal, or `kill "
+                f"{holder.get('pid') or '<pid>'}`: it saves a checkpoint) and then `make continue "
+                f"RUN_NAME={_name(path)}`")
+
+    try:
+        return owner.claim(path, busy)
+    except owner.Busy as err:
+        raise RunDirError(str(err)) from None
+
+
+def _name(path: Path) -> str:
+    """The RUN_NAME that resumes path: <id>, or <matrix-id>/<run-id>."""
+    path = path.resolve()
+    in_matrix = (path.parent / "matrix.json").is_file()
+    return f"{path.parent.name}/{path.name}" if in_matrix else path.name
+
+
+def resume_point(run_dir: Path) -> Path | None:
+    """ckpt_latest.pt, or None when the run has none yet: it restarts from
+    step 0, and says so when an earlier attempt began (its output.log exists)."""
+    ckpt = run_dir / "ckpt_latest.pt"
+    if ckpt.exists():
+        return ckpt
+    if (run_dir / "output.log").exists():
+        note = (f"{run_dir.name}: no checkpoint yet (it stopped before its first one, which "
+                f"is written at the first evaluation): restarting it from step 0 with its "
+                f"config.txt")
+        print(note, flush=True)
+        with open(run_dir / "output.log", "a") as log:
+            log.write(note + "\n")
+    return None
 
 
 def run_folder(path: str | Path | None, results: Path) -> Path:

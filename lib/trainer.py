@@ -3,7 +3,8 @@
 Per optimizer step: set the LR, run GRAD_ACCUMULATION micro-batches under
 autocast (loss divided by the number of micro-batches), unscale, clip, step.
 Every EVAL_INTERVAL steps: validation loss, metrics.json, checkpoints. Stops at
-MAX_ITERS, at TRAIN_MAX_TIME, on Ctrl-C (with a checkpoint) or on divergence
+MAX_ITERS, at TRAIN_MAX_TIME, on a stop signal (SIGTERM, SIGINT, SIGUSR1;
+lib/signals.py), both at a step boundary with a checkpoint, or on divergence
 (without one: the last good checkpoint stays). File formats live elsewhere
 (lib/checkpoint.py, lib/metrics.py, lib/rundir.py).
 """
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lib import registry
+from lib.atomic import remove_stale_temps
 from lib.backup import Backup
 from lib.checkpoint import rng_state, save_checkpoint, set_rng_state
 from lib.data import BatchLoader, load_meta
@@ -34,14 +36,20 @@ from lib.eval.samples import SampleLog
 from lib.fallback import FirstSteps
 from lib.hardware import describe_device
 from lib.metrics import RunMetrics, mfu, peak_memory_mb
-from lib.monitor import build_monitor
+from lib.monitor import CPU_FILE, GPU_FILE, build_monitor
 from lib.optim import build_optimizer, optimizer_stats, state_bytes
 from lib.precision import compile_model, resolve_device, resolve_precision
 from lib.prune.build import build_pruner
 from lib.recompute import enable_checkpointing
 from lib.schedule import lr_schedule
+from lib.signals import STOP, Abandoned
 from lib.step import TrainStep
 from lib.tracking import Tracker
+
+# Files the run's own process writes atomically in its folder: the temporaries a
+# killed write of these leaves are the run's to remove (config.txt and eval.json
+# have other writers).
+RUN_FILES = ("ckpt_latest.pt", "ckpt_best.pt", "metrics.json", GPU_FILE, CPU_FILE)
 
 
 class Trainer:
@@ -86,6 +94,8 @@ class Trainer:
         self.tracker = Tracker(run, self.run_dir, log, dist.is_main)  # TensorBoard / W&B; off by default
         self.samples = SampleLog(run, self.run_dir, self.meta["tokenizer"], log, dist.is_main)
         self.step = 0
+        self.stop_signal: str | None = None  # the signal that stopped the run
+        self.abandoned = False  # stopped at once by a repeated signal: nothing saved
         self.compiled = bool(run.get("COMPILE_MODEL"))
         self.compile_error: str | None = None
         if self.compiled:
@@ -143,6 +153,14 @@ class Trainer:
 
     def train(self, stop_at: int | None = None) -> dict[str, Any]:
         """Train to MAX_ITERS (or stop_at, used by tests to simulate a stop)."""
+        installed = STOP.install()  # train.py installed it already; a library caller may not have
+        try:
+            return self._train(stop_at)
+        finally:
+            if installed:
+                STOP.uninstall()
+
+    def _train(self, stop_at: int | None) -> dict[str, Any]:
         run, total = self.run, self.run.GPT2_MAX_ITERS
         end = min(total, stop_at or total)
         started, status, reason = time.monotonic(), "completed", None
@@ -152,9 +170,12 @@ class Trainer:
         self.monitor.start()
         try:
             while self.step < end:
-                late = run.TRAIN_MAX_TIME and time.monotonic() - started >= run.TRAIN_MAX_TIME
-                if run.TRAIN_MAX_TIME and self.dist.any(late):  # every rank stops together
-                    status, reason = "stopped", f"TRAIN_MAX_TIME={run.TRAIN_MAX_TIME}s reached"
+                # Stops happen here only, between steps: the checkpoint then holds
+                # exactly the state an uninterrupted run had after this step.
+                late = bool(run.TRAIN_MAX_TIME) and time.monotonic() - started >= run.TRAIN_MAX_TIME
+                signalled = STOP.signal is not None
+                if self.dist.any(late or signalled):  # every rank stops at the same step
+                    status, reason = "stopped", self._stop_reason(late, signalled, total)
                     break
                 lr = schedule(self.step)
                 t0 = time.perf_counter()
@@ -175,12 +196,25 @@ class Trainer:
                         break
             if status == "completed" and self.step < total and not reason:
                 status, reason = "stopped", f"stopped at step {self.step} of {total}"
-        except KeyboardInterrupt:
-            status, reason = "stopped", "interrupted (Ctrl-C)"
+        except (Abandoned, KeyboardInterrupt) as err:
+            # Mid-step: nothing consistent to save; the last checkpoint stays.
+            name = str(err) or "SIGINT"
+            self.stop_signal, self.abandoned = name, True
+            status, reason = "stopped", (f"{name} received again while stopping: stopped at once "
+                                         f"without a checkpoint; resumes from the last one")
         finally:
             bar.close()
             self.monitor.stop()
         return self._finish(status, reason)
+
+    def _stop_reason(self, late: bool, signalled: bool, total: int) -> str:
+        """Why the loop stops: a signal (this rank's or another's) or TRAIN_MAX_TIME."""
+        if self.dist.any(signalled):  # every rank asks: all took the branch above
+            self.stop_signal = STOP.signal or "SIGTERM"
+            who = STOP.why() if signalled else "a stop signal to another rank"
+            return (f"{who}: stopped after step {self.step} of {total} with a checkpoint; "
+                    f"`make continue` resumes it")
+        return f"TRAIN_MAX_TIME={self.run.TRAIN_MAX_TIME}s reached"
 
     def _divergence(self, loss: float, best: float) -> str | None:
         if not math.isfinite(loss):
@@ -239,9 +273,11 @@ class Trainer:
                  f"{' (best)' if best else ''}")
         self.tracker.log_eval(self.step, self.metrics)
         self.samples(self.step, self.model, self.device)
-        self.save("ckpt_latest.pt")
+        # Best first: ckpt_latest and metrics.json record the new best, so a kill
+        # between the writes must leave ckpt_best ahead of the record, never behind.
         if best:
             self.save("ckpt_best.pt")
+        self.save("ckpt_latest.pt")
         self.metrics.write(self._summary("running"))
         self.backup.mirror()
 
@@ -275,6 +311,18 @@ class Trainer:
         set_rng_state(ranks[self.dist.rank] if len(ranks) == self.dist.world_size else state["rng"])
         self.step = state["step"]
         self.metrics.record_event(step=self.step, event="resumed", overrides=self.run.overrides)
+        self._remove_stale_temps()
+
+    def _remove_stale_temps(self) -> None:
+        """Temporaries that a killed checkpoint or record write left (a checkpoint's
+        size each). The run's owner calls this on resume and at the end, when none of
+        its files is being written and, under the run's lock, no other process writes them."""
+        if not self.dist.is_main:
+            return
+        removed = remove_stale_temps(self.run_dir, RUN_FILES) + self.backup.remove_stale_temps()
+        if removed:
+            self.log(f"removed {len(removed)} temporary file(s) of {sum(n for _, n in removed):,} "
+                     f"bytes left by an interrupted write: {', '.join(p.name for p, _ in removed)}")
 
     def _summary(self, status: str, reason: str | None = None) -> dict[str, Any]:
         peak, measured = peak_memory_mb(self.device)
@@ -288,6 +336,7 @@ class Trainer:
                        peak_flops and peak_flops * self.dist.world_size),
             "peak_memory_mb": peak, "peak_memory_measure": measured, "monitor": self.monitor.write(),
             "stopped_early": status == "completed" and self.step < self.run.GPT2_MAX_ITERS,
+            "stop_signal": self.stop_signal,  # set: resumable (exit code EXIT_RESUMABLE)
             **self._optimizer_summary()})
 
     def _optimizer_summary(self) -> dict[str, Any]:
@@ -309,11 +358,12 @@ class Trainer:
         return out
 
     def _finish(self, status: str, reason: str | None) -> dict[str, Any]:
-        if status == "stopped":
+        if status == "stopped" and not self.abandoned:
             self.save("ckpt_latest.pt")  # resume point; `make continue` picks it up
         summary = self._summary(status, reason)
         self.metrics.write(summary)
         self.backup.mirror()
+        self._remove_stale_temps()
         self.tracker.close()
         self.log(f"{status}{': ' + reason if reason else ''} | step {self.step} | best val loss "
                  f"{summary['best_val_loss'] or float('nan'):.4f} | {summary['tokens_per_sec']:,.0f} tok/s")

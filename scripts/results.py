@@ -1,6 +1,11 @@
 """`make results` (summary of results/latest or RESULTS=<dir>, BASELINE=<run-id>),
 `make report` (index.html of the same folder) and `make compare RUNS="a b"`
-(runs from anywhere under results/)."""
+(runs from anywhere under results/).
+
+A run whose metrics.json or eval.json has a field of the wrong type is shown
+with status "invalid" and the file and field, and listed on stderr; the other
+runs are summarised as usual.
+"""
 from __future__ import annotations
 
 import argparse
@@ -10,9 +15,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.results.report import write_report  # noqa: E402
-from lib.results.summary import compare, summarize  # noqa: E402
+from lib.results.collect import INVALID, RunRow  # noqa: E402
+from lib.results.report import build_report  # noqa: E402
+from lib.results.summary import compare_runs, summarize  # noqa: E402
 from lib.rundir import configured_results_root  # noqa: E402
+
+
+def warn_invalid(rows: list[RunRow]) -> None:
+    for r in rows:
+        if r.status == INVALID:
+            print(f"warning: {r.run_id} is invalid: {r.problems[0]}", file=sys.stderr)
 
 
 def main(argv: list[str]) -> int:
@@ -26,20 +38,23 @@ def main(argv: list[str]) -> int:
     args = p.parse_intermixed_args(argv)
     results = configured_results_root()
     if args.command == "compare":
-        md, files = compare(results, args.runs, Path(args.out) if args.out else None,
-                            args.baseline)
+        md, files, rows = compare_runs(results, args.runs, Path(args.out) if args.out else None,
+                                       args.baseline)
     else:
         root = Path(args.dir) if args.dir else results / "latest"
         if not root.exists():
             raise FileNotFoundError(f"{root} does not exist: run `make test-matrix` first, "
                                     f"or name a folder with RESULTS=<dir>")
         if args.command == "report":
-            print(f"wrote {write_report(root.resolve(), args.baseline)}")
+            path, rows = build_report(root.resolve(), args.baseline)
+            print(f"wrote {path}")
+            warn_invalid(rows)
             return 0
-        md, files, _ = summarize(root.resolve(), args.baseline)
+        md, files, rows = summarize(root.resolve(), args.baseline)
     print(md)
     for f in files:
         print(f"wrote {f}")
+    warn_invalid(rows)
     return 0
 
 

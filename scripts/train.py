@@ -3,6 +3,10 @@
 Arguments are NAME=VALUE overrides (see lib/overrides.py); RESUME=1 resumes
 results/latest, or results/<RUN_NAME> when RUN_NAME= is given, with the
 configuration that run recorded in its config.txt.
+
+Exit codes: 0 completed (or stopped at TRAIN_MAX_TIME), 1 failed, 2 a user
+error, 3 diverged, 75 (EXIT_RESUMABLE) stopped by SIGTERM, SIGINT or SIGUSR1
+with a checkpoint: requeue it and resume (`make continue`).
 """
 from __future__ import annotations
 
@@ -13,6 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from lib.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned  # noqa: E402
+
+if __name__ == "__main__":  # first, before torch loads: from here on a stop signal stops cleanly
+    STOP.install()
+
 from lib.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
 from lib.config import load_run_config  # noqa: E402
@@ -20,7 +29,7 @@ from lib.kconfig import ConfigError  # noqa: E402
 from lib.matrix.grid import is_multiple  # noqa: E402
 from lib.data import DataError  # noqa: E402
 from lib.overrides import split_args  # noqa: E402
-from lib.rundir import RunDirError, RunLog, configured_results_root, create_run_dir, find_run_dir  # noqa: E402
+from lib.rundir import RunDirError, RunLog, configured_results_root, create_run_dir, find_run_dir, run_id  # noqa: E402
 
 EXIT = {"completed": 0, "stopped": 0, "diverged": 3, "failed": 1}
 
@@ -40,14 +49,17 @@ def open_run(args: list[str], create: bool = True):
 
     RUN_DIR=<folder> (how the test matrix starts its runs) trains the run whose
     config.txt is there, resuming from its checkpoint when it has one. With
-    create=False a new run's folder is not made yet (its folder is None)."""
+    create=False a new run's folder is not made yet (its folder is None).
+    The run's folder is owned by this process from here on (lib/owner.py)."""
+    from lib.rundir import claim_run, resume_point
     run_dirs = [a.partition("=")[2] for a in args if a.startswith("RUN_DIR=")]
     args = [a for a in args if not a.startswith("RUN_DIR=")]
     if run_dirs:
         run_dir = find_run_dir(Path(run_dirs[-1]).parent, Path(run_dirs[-1]).name)
-        ckpt = run_dir / "ckpt_latest.pt"
+        claim_run(run_dir, by_matrix=True)  # held until this process ends
+        ckpt = resume_point(run_dir)
         return (load_run_config(args, path=run_dir / "config.txt"), run_dir,
-                load_checkpoint(ckpt) if ckpt.exists() else None)
+                load_checkpoint(ckpt) if ckpt else None)
     overrides, flags, _ = split_args(args)
     if not flags["RESUME"]:
         run = refuse_multiple(load_run_config(args))
@@ -57,8 +69,10 @@ def open_run(args: list[str], create: bool = True):
     name = dict(overrides).get("RUN_NAME")
     results = configured_results_root()
     run_dir = find_run_dir(results, name)
+    claim_run(run_dir)  # refuses a run another live process trains
     run = load_run_config(args, path=run_dir / "config.txt")
-    return run, run_dir, load_checkpoint(run_dir / "ckpt_latest.pt")
+    ckpt = resume_point(run_dir)  # None: killed before its first checkpoint, starts over
+    return run, run_dir, load_checkpoint(ckpt) if ckpt else None
 
 
 def main(args: list[str]) -> int:
@@ -71,11 +85,14 @@ def main(args: list[str]) -> int:
     else:
         run, run_dir, state = open_run(args, create=False)
         if run.flags["DRY_RUN"]:
+            run_id(run)  # an invalid RUN_NAME is the same error as in a real run
             print(run.config_text + run.describe())
             return 0
         from lib import distributed  # torch import only for real runs
 
         if run.get("GPT2_USE_DDP"):
+            for key, value in TORCHRUN_ENV.items():  # torchrun forwards SIGUSR1 too
+                os.environ.setdefault(key, value)
             distributed.relaunch(run, __file__, args)  # torchrun, one process per GPU
         run_dir = run_dir or create_run_dir(run)
         env = distributed.SINGLE
@@ -88,6 +105,13 @@ def main(args: list[str]) -> int:
             log(f"resuming {run_dir.name} from step {state['step']}")
         trainer.describe()
         summary = trainer.train()
+    except Abandoned as err:  # a repeated stop signal before or after the loop
+        log(f"stopped at once by a repeated {err}: nothing saved; the last checkpoint stays")
+        if env.is_main:
+            _record(run_dir, status="stopped", stop_signal=str(err), reason=(
+                f"{err} received again while stopping: stopped at once; resumes from the "
+                f"last checkpoint"))
+        return EXIT_RESUMABLE
     except Exception as err:
         log(f"run failed: {type(err).__name__}: {err}")
         log(traceback.format_exc())
@@ -97,10 +121,17 @@ def main(args: list[str]) -> int:
     finally:
         log.close()
         distributed.teardown()
+    if summary["status"] == "stopped" and trainer.stop_signal:
+        return EXIT_RESUMABLE
     return EXIT[summary["status"]]
 
 
 def _record_failure(run_dir: Path, err: Exception) -> None:
+    _record(run_dir, status="failed", error=f"{type(err).__name__}: {err}")
+
+
+def _record(run_dir: Path, **fields: str) -> None:
+    """Set fields of metrics.json (made when the run died before writing it)."""
     import json
 
     from lib.atomic import write_json_atomic
@@ -110,9 +141,20 @@ def _record_failure(run_dir: Path, err: Exception) -> None:
         metrics = json.loads(path.read_text()) if path.exists() else {}
     except ValueError:
         metrics = {}
-    metrics.update(status="failed", error=f"{type(err).__name__}: {err}")
-    write_json_atomic(path, metrics)
+    metrics.update(fields)
+    try:
+        write_json_atomic(path, metrics)
+    except OSError as err:  # e.g. the disk is still full: output.log already has the error
+        print(f"could not record the run's status in {path}: {err}", file=sys.stderr)
+
+
+def main_or_stop(args: list[str]) -> int:
+    try:
+        return main(args)
+    except Abandoned as err:  # a repeated signal while the run was being opened
+        print(f"stopped by a repeated {err} before training began", file=sys.stderr)
+        return EXIT_RESUMABLE
 
 
 if __name__ == "__main__":
-    run_script(main, (RunDirError, CheckpointError, DataError), error_code=2)
+    run_script(main_or_stop, (RunDirError, CheckpointError, DataError), error_code=2)

@@ -4,14 +4,16 @@ start(): plan the grid from .config, create results/<matrix-id>/ with
 base.config, matrix.json and one folder per run holding the config.txt it
 trains with, then train them. resume(): train what is pending or was
 interrupted. rerun(): train one run again from scratch, keeping the old
-folder beside it.
+folder beside it. Each holds the matrix folder's owner lock while it runs
+(lib/owner.py), so a second launcher on the same matrix refuses.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from lib.atomic import write_text_atomic
 from lib.config import CONFIG, load_run_config
@@ -20,7 +22,9 @@ from lib.matrix.grid import PlannedRun, expand
 from lib.matrix.runner import Runner
 from lib.matrix.state import MatrixError, MatrixState, is_matrix
 from lib.overrides import split_args
-from lib.rundir import point_latest, results_root
+from lib.owner import Busy, describe, owner, owning
+from lib.rundir import is_name, point_latest, results_root
+from lib.signals import EXIT_RESUMABLE
 
 
 def gpu_count(run: Any) -> int:
@@ -86,7 +90,8 @@ def start(cli_args: list[str], confirm: Callable[[str], bool],
         return 1
     state = create(base, planned, cli_args, sweep=sweep.record() if sweep else None)
     print(f"matrix {state.root}")
-    return train(state, base, [p.run_id for p in planned], cli_args=[])
+    with own(state.root):
+        return train(state, base, [p.run_id for p in planned], cli_args=[])
 
 
 def train(state: MatrixState, base: Any, run_ids: list[str], cli_args: list[str]) -> int:
@@ -105,11 +110,32 @@ def train(state: MatrixState, base: Any, run_ids: list[str], cli_args: list[str]
           + f" ({state.root})")
     if runner.interrupted:
         print("[matrix] interrupted: `make continue` resumes it")
-        return 130
+        return EXIT_RESUMABLE  # as train.py: stopped, resume it
     return 0 if counts["failed"] == counts["diverged"] == 0 else 1
 
 
+@contextlib.contextmanager
+def own(root: Path) -> Iterator[None]:
+    """This process launches the matrix for the block; one launcher at a time
+    (a second would start the same pending runs again), so a second refuses."""
+    def busy(holder: dict[str, Any]) -> str:
+        pid = holder.get("pid") or "<pid>"
+        return (f"the matrix {root.name} is being trained by {describe(holder)}: a matrix has "
+                f"one launcher at a time, and a second would train the same pending runs again. "
+                f"Wait for it to finish (`make watch` follows it), or stop it (Ctrl-C in its "
+                f"terminal, or `kill {pid}`: its runs save checkpoints) and run `make "
+                f"continue` again")
+    try:
+        with owning(root, busy):
+            yield
+    except Busy as err:
+        raise MatrixError(str(err)) from None
+
+
 def find(results: Path, name: str | None = None) -> Path:
+    if name and not is_name(name):
+        raise MatrixError(f"MATRIX=\"{name}\" is not a matrix name: give the name of a folder "
+                          f"under {results} (letters, digits, '.', '_' and '-'), not a path")
     path = (results / name) if name else (results / "latest")
     if not is_matrix(path):
         what = f"'{name}'" if name else "results/latest"
@@ -119,35 +145,47 @@ def find(results: Path, name: str | None = None) -> Path:
 
 
 def resume(root: Path, cli_args: list[str], retry_failed: bool) -> int:
-    state = MatrixState.load(root)
-    base = load_run_config([], root / "base.config")
-    todo = state.to_run(retry_failed)
-    skipped = [r for r, v in state.runs.items() if v["state"] in ("failed", "diverged")
-               and r not in todo]
-    print(f"[matrix] {root.name}: {len(todo)} to run, "
-          f"{state.counts()['completed']} completed and skipped"
-          + (f", {len(skipped)} failed/diverged kept (RETRY_FAILED=1 retries them)"
-             if skipped else ""))
-    if cli_args:
-        state.data.setdefault("continue_overrides", []).append(cli_args)
-        state.save()
-    return train(state, base, todo, cli_args)
+    """Train what is pending or was interrupted; runs a live process still
+    trains (a cluster job, a `make continue` of that run) are left to it."""
+    with own(root):
+        state = MatrixState.load(root)
+        base = load_run_config([], root / "base.config")
+        live = state.live()
+        todo = state.to_run(retry_failed, live)
+        skipped = [r for r, v in state.runs.items() if v["state"] in ("failed", "diverged")
+                   and r not in todo and r not in live]
+        print(f"[matrix] {root.name}: {len(todo)} to run, "
+              f"{state.counts()['completed']} completed and skipped"
+              + (f", {len(skipped)} failed/diverged kept (RETRY_FAILED=1 retries them)"
+                 if skipped else ""))
+        for run_id, holder in live.items():
+            print(f"[matrix] {run_id}: skipped, its owner is alive: {describe(holder)}")
+        if cli_args:
+            state.data.setdefault("continue_overrides", []).append(cli_args)
+            state.save()
+        return train(state, base, todo, cli_args)
 
 
 def rerun(root: Path, run_id: str, cli_args: list[str]) -> int:
     """Train run_id again from scratch; the old folder becomes <run_id>.prev-<time>."""
-    state = MatrixState.load(root)
-    if run_id not in state.runs:
-        raise MatrixError(f"no run '{run_id}' in {root.name}; its runs: {', '.join(state.runs)}")
-    old = root / run_id
-    if old.exists():
-        old.rename(root / f"{run_id}.prev-{time.strftime('%Y%m%d-%H%M%S')}")
-    run = load_run_config(state.runs[run_id]["overrides"] + cli_args, root / "base.config")
-    old.mkdir()
-    write_text_atomic(old / "config.txt", run.config_text)
-    state.update(run_id, state="pending", attempts=0)
-    base = load_run_config([], root / "base.config")
-    return train(state, base, [run_id], cli_args=[])
+    with own(root):
+        state = MatrixState.load(root)
+        if run_id not in state.runs:
+            raise MatrixError(f"no run '{run_id}' in {root.name}; its runs: "
+                              f"{', '.join(state.runs)}")
+        old = root / run_id
+        holder = owner(old) if old.is_dir() else None
+        if holder is not None:
+            raise MatrixError(f"{run_id} is being trained by {describe(holder)}: wait for it, "
+                              f"or stop it (`kill {holder.get('pid')}`), then rerun it")
+        if old.exists():
+            old.rename(root / f"{run_id}.prev-{time.strftime('%Y%m%d-%H%M%S')}")
+        run = load_run_config(state.runs[run_id]["overrides"] + cli_args, root / "base.config")
+        old.mkdir()
+        write_text_atomic(old / "config.txt", run.config_text)
+        state.update(run_id, state="pending", attempts=0)
+        base = load_run_config([], root / "base.config")
+        return train(state, base, [run_id], cli_args=[])
 
 
 def job(run_dir: Path, launcher: list[str], cli_args: list[str]) -> int:

@@ -6,9 +6,18 @@ process only, and is recorded in matrix.json with its error and the tail of
 its log. Children die with the matrix (PR_SET_PDEATHSIG on Linux), so a
 killed matrix leaves no orphan writing into its folders; each run then loses
 at most the steps since its last checkpoint, and `make continue` resumes it.
+
+A stop signal to the matrix (SIGTERM, SIGINT, SIGUSR1) is forwarded to each
+running child, which runs in its own process group so that a terminal's
+Ctrl-C or `timeout` reach it through the matrix only: the child finishes its
+step, saves a checkpoint and exits with EXIT_RESUMABLE; the matrix starts no
+new run, waits for them and records them pending, which `make continue`
+resumes. A second signal later is forwarded too: the runs stop at once
+(lib/signals.py).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -22,13 +31,21 @@ from typing import Any, Callable
 
 from lib.kconfig import ROOT
 from lib.matrix.state import MatrixState
+from lib.signals import EXIT_RESUMABLE, STOP_SIGNALS, TORCHRUN_ENV, WHY
 
 TRAIN = ROOT / "scripts" / "train.py"
 LOG_TAIL_LINES = 30
 
 
+def _child_setup() -> None:
+    """In the child before exec: its own process group (a terminal's Ctrl-C and
+    `timeout` signal the matrix's group; the matrix forwards them, once), and
+    SIGKILL when the matrix process dies."""
+    os.setpgid(0, 0)
+    _die_with_parent()
+
+
 def _die_with_parent() -> None:
-    """In the child before exec: receive SIGKILL when the matrix process dies."""
     try:
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -54,23 +71,43 @@ def log_tail(run_dir: Path, lines: int = LOG_TAIL_LINES) -> str:
     return ""
 
 
-def outcome(run_dir: Path, code: int) -> dict[str, Any]:
-    """matrix.json fields for a finished process, from metrics.json and the exit code."""
+def outcome(run_dir: Path, code: int, started: float | None = None,
+            forwarded: str | None = None) -> dict[str, Any]:
+    """matrix.json fields for a finished process, from metrics.json and the exit code.
+
+    started: when the process started (time.time()), so that a metrics.json
+    left by an earlier attempt is not read as this one's; forwarded: the stop
+    signal the matrix received and passed on to the process, if any."""
+    path = run_dir / "metrics.json"
     try:
-        metrics = json.loads((run_dir / "metrics.json").read_text())
+        metrics = json.loads(path.read_text())
+        fresh = started is None or path.stat().st_mtime >= started - 1
     except (OSError, ValueError):
+        metrics, fresh = {}, False
+    if not isinstance(metrics, dict):
         metrics = {}
-    status, reason = metrics.get("status"), metrics.get("reason") or ""
+    status, reason = metrics.get("status"), str(metrics.get("reason") or "")
     fields: dict[str, Any] = {"exit_code": code, "ended": time.strftime("%Y-%m-%d %H:%M:%S"),
                               "iterations": metrics.get("iterations")}
     if code == 0 and status == "completed":
         return {**fields, "state": "completed", "error": None}
     if code == 0 and status == "stopped" and "TRAIN_MAX_TIME" in reason:
         return {**fields, "state": "completed", "error": None, "note": reason}
-    if code == 0 and status == "stopped":  # Ctrl-C: resumes from its checkpoint
+    if code == 0 and status == "stopped":  # stop_at, or an older run's Ctrl-C
         return {**fields, "state": "pending", "error": None, "note": reason}
     if status == "diverged":
         return {**fields, "state": "diverged", "error": reason, "log_tail": log_tail(run_dir)}
+    # Stopped by a signal with a checkpoint: EXIT_RESUMABLE from train.py; under
+    # torchrun, whose agent exits 1 after a signal, metrics.json says so.
+    by_signal = fresh and status == "stopped" and bool(metrics.get("stop_signal"))
+    # Ended by the very signal the matrix forwarded, before it could handle it.
+    killed = forwarded is not None and code in (-signal.SIGTERM, -signal.SIGINT, 128 + 15, 130)
+    if code == EXIT_RESUMABLE or by_signal or killed:
+        note = reason or "stopped by a signal before it began training"
+        if forwarded:
+            note = (f"stopped by {WHY.get(forwarded, forwarded)} to the matrix, at step "
+                    f"{metrics.get('iterations') or 0}; `make continue` resumes it")
+        return {**fields, "state": "pending", "error": None, "note": note}
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
         error = f"killed by {name}" + (" (often the kernel's out-of-memory killer)"
@@ -93,6 +130,47 @@ class Runner:
         self.extra_args = list(extra_args)  # e.g. MAX_ITERS= given to `make continue`
         self.echo, self.log = echo and len(slots) == 1, log
         self.interrupted = False
+        self.signal: str | None = None  # the first stop signal the matrix received
+        self._children: set[subprocess.Popen] = set()
+        # Reentrant: the handler may run while the main thread holds it.
+        self._children_lock = threading.RLock()
+        self._previous: dict[int, Any] = {}
+
+    @contextlib.contextmanager
+    def _forwarding(self):
+        """While runs train: a stop signal to this process stops them cleanly
+        (Python handles signals in the main thread only; elsewhere a no-op)."""
+        if threading.current_thread() is not threading.main_thread() or self._previous:
+            yield
+            return
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+        try:
+            yield
+        finally:
+            for sig, previous in self._previous.items():
+                signal.signal(sig, previous)
+            self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: Any = None) -> None:
+        name = signal.Signals(signum).name
+        if not self.interrupted:
+            # One write(2): the interrupted main thread may be writing to stdout.
+            os.write(2, f"[matrix] {name} received: the running runs finish their step and "
+                        f"save a checkpoint; no new run starts\n".encode())
+        self.interrupted, self.signal = True, self.signal or name
+        with self._children_lock:
+            children = list(self._children)
+        for proc in children:
+            self._forward(proc, signum)
+
+    def _forward(self, proc: subprocess.Popen, signum: int) -> None:
+        """SIGTERM, except a plain train.py child gets Ctrl-C as SIGINT: every
+        layer between (torchrun, srun) stops its workers on SIGTERM, while srun
+        takes one SIGINT as a status request and torchrun may not know SIGUSR1."""
+        sig = signal.SIGINT if signum == signal.SIGINT and not self.launcher else signal.SIGTERM
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, sig)
 
     def run_all(self, run_ids: list[str]) -> None:
         todo: queue.Queue[str] = queue.Queue()
@@ -100,18 +178,12 @@ class Runner:
             todo.put(run_id)
         workers = [threading.Thread(target=self._worker, args=(todo, slot), daemon=True)
                    for slot in self.slots]
-        for w in workers:
-            w.start()
-        try:
+        with self._forwarding():
+            for w in workers:
+                w.start()
             while any(w.is_alive() for w in workers):
                 for w in workers:
                     w.join(timeout=0.2)
-        except KeyboardInterrupt:
-            # Children got the same SIGINT: they checkpoint and exit; wait for them.
-            self.interrupted = True
-            self.log("interrupted: waiting for the running runs to save their checkpoints")
-            for w in workers:
-                w.join()
 
     def _worker(self, todo: "queue.Queue[str]", slot: dict[str, str]) -> None:
         while not self.interrupted:
@@ -129,27 +201,34 @@ class Runner:
                           log_tail=None, env=slot or None)
         where = f" on {', '.join(f'{k}={v}' for k, v in slot.items())}" if slot else ""
         self.log(f"[matrix] {run_id}: started{where}")
-        code = self._launch(run_dir, slot)
-        result = outcome(run_dir, code)
+        started = time.time()
+        with self._forwarding():  # a cluster job's body calls run_one directly
+            code = self._launch(run_dir, slot)
+        result = outcome(run_dir, code, started, self.signal)
         self.state.update(run_id, **result)
         self.log(f"[matrix] {run_id}: {result['state']}"
                  f"{': ' + result['error'] if result.get('error') else ''}")
         return result
 
     def _launch(self, run_dir: Path, slot: dict[str, str]) -> int:
-        env = {**os.environ, **slot, "PYTHONUNBUFFERED": "1"}
+        env = {**TORCHRUN_ENV, **os.environ, **slot, "PYTHONUNBUFFERED": "1"}
         with open(run_dir / "console.log", "ab") as console:
             proc = subprocess.Popen(command(run_dir, self.extra_args, self.launcher), cwd=ROOT, env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    preexec_fn=_die_with_parent if os.name == "posix" else None)
-            assert proc.stdout is not None
-            while chunk := proc.stdout.read1(65536):
-                console.write(chunk)
-                if self.echo:
-                    sys.stdout.buffer.write(chunk)
-                    sys.stdout.buffer.flush()
-            while True:
-                try:
-                    return proc.wait()
-                except KeyboardInterrupt:  # the child is saving its checkpoint
-                    self.interrupted = True
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT,
+                                    preexec_fn=_child_setup if os.name == "posix" else None)
+            with self._children_lock:
+                self._children.add(proc)
+            if self.interrupted:  # the signal came while this run was being started
+                self._forward(proc, signal.SIGTERM)
+            try:
+                assert proc.stdout is not None
+                while chunk := proc.stdout.read1(65536):
+                    console.write(chunk)
+                    if self.echo:
+                        sys.stdout.buffer.write(chunk)
+                        sys.stdout.buffer.flush()
+                return proc.wait()
+            finally:
+                with self._children_lock:
+                    self._children.discard(proc)

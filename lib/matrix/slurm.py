@@ -6,6 +6,13 @@ completed / failed / diverged / pending after a preemption), so `make
 continue` and `make results` work on cluster runs unchanged. A run over
 several nodes starts its ranks with `srun python -m torch.distributed.run`
 and a c10d rendezvous on the job's first node.
+
+Before the time limit Slurm sends SIGUSR1 (SLURM_SIGNAL_SECONDS ahead; see
+render()): the run stops at a step boundary with a checkpoint, exits with
+EXIT_RESUMABLE (lib/signals.py) and is recorded pending, so `make continue`
+submits it again and it resumes exactly. A preemption or `scancel` sends
+SIGTERM, handled the same way; a cluster that requeues preempted jobs
+reruns the script, which resumes from the checkpoint by itself.
 """
 from __future__ import annotations
 
@@ -33,6 +40,12 @@ def launcher(run: Any) -> list[str]:
             "--rdzv-id=$SLURM_JOB_ID"]
 
 
+def warning_seconds(run: Any) -> int:
+    """SLURM_SIGNAL_SECONDS, at most half the time limit: a warning longer than
+    the limit would arrive at once and stop every attempt before it trained."""
+    return max(1, min(run.SLURM_SIGNAL_SECONDS, run.SLURM_TIME_LIMIT * 60 // 2))
+
+
 def render(run: Any, run_dir: Path, job_name: str) -> str:
     """The sbatch script of one run (run: its RunConfig)."""
     gpus = run.SLURM_GPUS_PER_NODE
@@ -40,7 +53,15 @@ def render(run: Any, run_dir: Path, job_name: str) -> str:
              f"#SBATCH --nodes={run.SLURM_NODES}", "#SBATCH --ntasks-per-node=1",
              f"#SBATCH --cpus-per-task={run.SLURM_CPUS_PER_GPU * max(1, gpus)}",
              f"#SBATCH --time={run.SLURM_TIME_LIMIT}",
-             f"#SBATCH --output={run_dir}/slurm-%j.out"]
+             f"#SBATCH --output={run_dir}/slurm-%j.out",
+             # B: signals the batch shell alone, which `exec` below makes the job
+             # process (lib/matrix/runner.py): it forwards a stop to its child as
+             # SIGTERM, which srun and torchrun pass on to every rank. Without B:
+             # Slurm would signal srun's tasks directly: torchrun agents die of
+             # SIGUSR1 unless told to handle it, and a one-node run, started
+             # without srun, is not in any step that Slurm signals.
+             "# Stop warning: the run checkpoints and exits 75; `make continue` resumes it.",
+             f"#SBATCH --signal=B:USR1@{warning_seconds(run)}"]
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
     if run.SLURM_PARTITION:

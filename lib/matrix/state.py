@@ -4,7 +4,8 @@ A matrix folder holds base.config (the .config the matrix was planned from),
 matrix.json, and one run folder per run. Run states: pending (not started,
 or interrupted and to be resumed from its checkpoint), running, completed,
 failed, diverged. A run left "running" by a matrix that was killed is
-resumed by `make continue` like a pending one.
+resumed by `make continue` like a pending one, unless a live process still
+owns its folder (lib/owner.py): then it is left to that process.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lib import owner
 from lib.atomic import write_json_atomic
 
 STATES = ("pending", "running", "completed", "failed", "diverged")
@@ -102,8 +104,17 @@ class MatrixState:
             counts[run["state"]] += 1
         return counts
 
-    def to_run(self, retry_failed: bool = False) -> list[str]:
-        """Runs `make continue` trains: pending and interrupted ones, and failed
-        or diverged ones when asked to retry them."""
+    def live(self) -> dict[str, dict[str, Any]]:
+        """Runs a live process trains now (a cluster job, a `make continue` of
+        that run alone), with their owner's record (lib/owner.py)."""
+        found = {r: owner.owner(self.root / r) for r in self.runs if (self.root / r).is_dir()}
+        return {r: holder for r, holder in found.items() if holder is not None}
+
+    def to_run(self, retry_failed: bool = False,
+               live: dict[str, Any] | None = None) -> list[str]:
+        """Runs `make continue` trains: pending ones, "running" ones whose process
+        is gone (interrupted), and failed or diverged ones when asked to retry
+        them; never one in `live` (see live())."""
+        live = self.live() if live is None else live
         wanted = {"pending", "running"} | ({"failed", "diverged"} if retry_failed else set())
-        return [r for r, v in self.runs.items() if v["state"] in wanted]
+        return [r for r, v in self.runs.items() if v["state"] in wanted and r not in live]

@@ -3,7 +3,10 @@
 A run folder may be complete, still running, failed, never started (only
 config.txt), or damaged (metrics.json missing or malformed): every case gives
 a row with a status and, where something is wrong, a problem that says what.
-Nothing here raises on a bad file.
+A record that parses but has a field of the wrong type or shape (checked by
+lib/results/records.py) gives a row with status "invalid" and the file and
+field in its problem; its values are not used. Nothing here raises on a bad
+run's file; only a matrix.json the whole folder depends on can stop a summary.
 """
 from __future__ import annotations
 
@@ -15,9 +18,13 @@ from typing import Any
 
 from lib import registry
 from lib.config import load_run_config
-from lib.eval.record import load_eval
+from lib.eval.record import EVAL_FILE, load_eval
 from lib.kconfig import ConfigError
 from lib.matrix.state import FILE as MATRIX_FILE, MatrixError, MatrixState
+from lib.results.records import (check_eval, check_matrix, check_matrix_run, check_metrics,
+                                 reason)
+
+INVALID = "invalid"  # the status of a row whose record has a wrong field
 
 
 @dataclass
@@ -56,6 +63,11 @@ def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
+def _invalid(row: RunRow, problems: list[str]) -> None:
+    row.status = INVALID
+    row.problems.insert(0, reason(problems))
+
+
 def _from_config(row: RunRow) -> None:
     """Model, optimizer, pruning and variant from the run's config.txt."""
     try:
@@ -85,6 +97,10 @@ def _from_metrics(row: RunRow) -> None:
     except (OSError, ValueError) as err:
         row.problems.append(f"metrics.json malformed: {err}")
         return
+    problems = check_metrics(path, m)
+    if problems:
+        _invalid(row, problems)
+        return
     row.metrics = m
     row.best_ppl, row.final_ppl = (_finite(m.get("best_val_perplexity")),
                                    _finite(m.get("final_val_perplexity")))
@@ -98,17 +114,25 @@ def _from_metrics(row: RunRow) -> None:
         row.problems.append(str(m["error"]).splitlines()[0][:200])
 
 
-def _from_eval(row: RunRow) -> None:
+def _load_eval(row: RunRow) -> dict[str, Any] | None:
+    """The run's eval.json when it can be used; else None, with the problem noted."""
     record = load_eval(row.path)
     if record is None:
-        return
+        return None
     if "error" in record and "sets" not in record:
         row.problems.append(record["error"])
-        return
-    for name, entry in (record.get("sets") or {}).items():
-        ppl = _finite(entry.get("perplexity")) if isinstance(entry, dict) else None
-        if ppl is not None and entry.get("kind", "perplexity") == "perplexity":
-            row.evals[name] = ppl
+        return None
+    problems = check_eval(row.path / EVAL_FILE, record)
+    if problems:
+        _invalid(row, problems)
+        return None
+    return record
+
+
+def _from_eval(row: RunRow, record: dict[str, Any] | None) -> None:
+    for name, entry in (record or {}).get("sets", {}).items():
+        if "skipped" not in entry and entry.get("kind", "perplexity") == "perplexity":
+            row.evals[name] = float(entry["perplexity"])
 
 
 def read_run(path: Path, status: str = "unknown") -> RunRow:
@@ -120,16 +144,17 @@ def read_run(path: Path, status: str = "unknown") -> RunRow:
         return _pretrained(row)  # `make eval-baseline`: evaluated, never trained here
     _from_config(row)
     _from_metrics(row)
-    _from_eval(row)
+    _from_eval(row, _load_eval(row))
     return row
 
 
 def _pretrained(row: RunRow) -> RunRow:
-    record = load_eval(row.path) or {}
-    model = record.get("model") or {}
-    row.status, row.model = "pretrained", model.get("family", "gpt2")
-    row.optimizer, row.params = "-", model.get("params")
-    _from_eval(row)
+    row.status, row.optimizer = "pretrained", "-"
+    record = _load_eval(row)
+    if record is not None:
+        model = record.get("model") or {}
+        row.model, row.params = model.get("family", "gpt2"), model.get("params")
+        _from_eval(row, record)
     return row
 
 
@@ -142,9 +167,15 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
             state = MatrixState.load(root)
         except MatrixError as err:
             raise FileNotFoundError(str(err)) from None
+        check_matrix(root / MATRIX_FILE, state.data)  # raises RecordError (a ValueError)
         rows = []
         for run_id, entry in state.runs.items():
             row = read_run(root / run_id, entry["state"])
+            problems = check_matrix_run(root / MATRIX_FILE, run_id, entry)
+            if problems:
+                _invalid(row, problems)
+                rows.append(row)
+                continue
             row.overrides = dict(a.partition("=")[::2] for a in entry.get("overrides", []))
             error = str(entry.get("error") or "")
             if error and not any(error.startswith(p) or p.startswith(error) for p in row.problems):
@@ -170,8 +201,8 @@ def load_rows(root: Path, baseline: str | None = None
 
 
 def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
-    """Baseline per model: the run named `name`, else the first dense AdamW
-    run with vanilla attention (else the first dense AdamW run)."""
+    """Baseline per model: the run named `name`, else the first valid dense AdamW
+    run with vanilla attention (else the first valid dense AdamW run)."""
     out: dict[str, RunRow] = {}
     if name:
         named = [r for r in rows if r.run_id == name]
@@ -182,7 +213,7 @@ def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
     for pref in (lambda r: r.variant == "vanilla", lambda r: True):
         for r in rows:
             if (r.model not in out and r.optimizer == "adamw" and r.pruning == "none"
-                    and pref(r) and r.best_ppl is not None):
+                    and pref(r) and r.best_ppl is not None and r.status != INVALID):
                 out[r.model] = r
     return out
 

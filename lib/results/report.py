@@ -4,7 +4,9 @@ The page holds the summary tables (the columns of lib/results/tables.py), every
 plot (lib/results/plots.py, embedded as base64 data URIs), each run's
 configuration against its model's baseline run (typed values from the two
 config.txt files) and relative links to each run's logs. It needs nothing
-beside it but the run folders those links point to.
+beside it but the run folders those links point to. The page is built whole in
+memory and moved into place (lib/results/outputs.py), so a failure leaves the
+previous index.html as it was.
 """
 from __future__ import annotations
 
@@ -16,11 +18,11 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote
 
-from lib.atomic import write_text_atomic
 from lib.config import load_run_config
 from lib.kconfig import ConfigError, open_tree
 from lib.results import plots, tables
 from lib.results.collect import RunRow, load_rows
+from lib.results.outputs import Staging
 
 FILE = "index.html"
 LOGS = ("output.log", "console.log", "metrics.json")
@@ -145,13 +147,7 @@ def plots_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
     return "<h2>Plots</h2>\n" + body
 
 
-def _overridden(matrix: dict[str, Any], run_id: str) -> list[str]:
-    args = (matrix.get("runs") or {}).get(run_id, {}).get("overrides") or []
-    return [str(a).partition("=")[0] for a in args]
-
-
-def config_section(rows: list[RunRow], baselines: dict[str, RunRow],
-                   matrix: dict[str, Any]) -> str:
+def config_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
     """Per run, the symbols whose value differs from its model's baseline run (the
     first run of the model whose config reads, where no baseline was found)."""
     values = {r.run_id: config_values(r.path) for r in rows}
@@ -170,7 +166,7 @@ def config_section(rows: list[RunRow], baselines: dict[str, RunRow],
             elif ref.run_id == r.run_id:
                 parts.append("<p>The baseline run.</p>")
             else:
-                diff = config_diff(ref_values, mine, shown, _overridden(matrix, r.run_id))
+                diff = config_diff(ref_values, mine, shown, r.overrides)  # overrides first
                 count = ("1 symbol differs" if len(diff) == 1
                          else f"{len(diff) or 'no'} symbols differ")
                 parts.append(f"<p>Against <code>{html.escape(ref.run_id)}</code>: {count}.</p>")
@@ -198,14 +194,20 @@ def render(root: Path, rows: list[RunRow], matrix: dict[str, Any],
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>", intro, summary_section(root, rows, baselines),
-        plots_section(rows, baselines), config_section(rows, baselines, matrix),
+        plots_section(rows, baselines), config_section(rows, baselines),
         "</body></html>", ""])
 
 
-def write_report(root: Path, baseline: str | None = None) -> Path:
-    """index.html in root (a matrix, or any folder of run folders); returns its path."""
+def build_report(root: Path, baseline: str | None = None) -> tuple[Path, list[RunRow]]:
+    """index.html in root (a matrix, or any folder of run folders), written only
+    once the whole page is built; returns its path and the rows it shows."""
     root = Path(root)
     rows, matrix, baselines = load_rows(root, baseline)
-    path = root / FILE
-    write_text_atomic(path, render(root, rows, matrix, baselines))
-    return path
+    page = render(root, rows, matrix, baselines)
+    with Staging(root) as stage:
+        return stage.commit([stage.text(FILE, page)])[0], rows
+
+
+def write_report(root: Path, baseline: str | None = None) -> Path:
+    """index.html in root; returns its path."""
+    return build_report(root, baseline)[0]

@@ -1,25 +1,34 @@
-"""Write a folder's summary: summary.md, summary.csv, summary.tex and plots."""
+"""Write a folder's summary: summary.md, summary.csv, summary.tex and plots.
+
+Every file is built first and moved into place only when all are built
+(lib/results/outputs.py): a summary that fails leaves the previous one as it was.
+"""
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from lib.atomic import write_text_atomic
-from lib.results import plots, tables
+from lib.results import plots, sweep, tables
 from lib.results.collect import RunRow, apply_baseline, load_rows, pick_baseline, read_run
+from lib.results.outputs import Staging
 
 
 def write_summary(rows: list[RunRow], baselines: dict[str, RunRow], out: Path,
-                  header: str = "", extra_md: str = "") -> tuple[str, list[Path]]:
-    """Tables and plots of rows (baseline deltas applied) into out; returns
-    (markdown, files written). extra_md is appended to the table, e.g. a sweep's
-    ranking."""
+                  header: str = "", extra_md: str = "", sweep_record: dict | None = None
+                  ) -> tuple[str, list[Path]]:
+    """Tables and plots of rows (baseline deltas applied) into out, all or
+    nothing; returns (markdown, files written). extra_md is appended to the
+    table, e.g. a sweep's ranking; sweep_record adds the sweep's plots."""
     md = tables.markdown(rows, baselines) + extra_md
-    files = [out / "summary.md", out / "summary.csv", out / "summary.tex"]
-    write_text_atomic(files[0], header + md)
-    write_text_atomic(files[1], tables.csv_text(rows))
-    write_text_atomic(files[2], tables.latex(rows, baselines))
-    return md, files + plots.write_all(rows, baselines, out)
+    with Staging(out) as stage:
+        files = [stage.text("summary.md", header + md),
+                 stage.text("summary.csv", tables.csv_text(rows)),
+                 stage.text("summary.tex", tables.latex(rows, baselines)),
+                 *plots.write_all(rows, baselines, stage.dir)]
+        if sweep_record:
+            files += sweep.plots(rows, sweep_record["params"], sweep_record.get("log", []),
+                                 stage.dir)
+        return md, stage.commit(files)
 
 
 def summarize(root: Path, baseline: str | None = None) -> tuple[str, list[Path], list[RunRow]]:
@@ -32,14 +41,9 @@ def summarize(root: Path, baseline: str | None = None) -> tuple[str, list[Path],
     header = (f"# Results: {matrix.get('matrix_id', root.name)}\n\n{len(rows)} runs: {state}. "
               f"Written {time.strftime('%Y-%m-%d %H:%M')} by `make results`.\n\n")
     sweep_record = matrix.get("sweep")
-    if not sweep_record:
-        md, files = write_summary(rows, baselines, root, header)
-        return md, files, rows
-    from lib.results import sweep
-
-    params = sweep_record["params"]
-    md, files = write_summary(rows, baselines, root, header, "\n" + sweep.ranking(rows, params))
-    return md, files + sweep.plots(rows, params, sweep_record.get("log", []), root), rows
+    extra = "\n" + sweep.ranking(rows, sweep_record["params"]) if sweep_record else ""
+    md, files = write_summary(rows, baselines, root, header, extra, sweep_record)
+    return md, files, rows
 
 
 def resolve_run(results: Path, name: str) -> Path:
@@ -57,15 +61,21 @@ def resolve_run(results: Path, name: str) -> Path:
                             + ", ".join(str(p) for p in found))
 
 
-def compare(results: Path, names: list[str], out: Path | None,
-            baseline: str | None = None) -> tuple[str, list[Path]]:
-    """`make compare RUNS="a b"`: the summary of runs from anywhere under results/."""
+def compare_runs(results: Path, names: list[str], out: Path | None,
+                 baseline: str | None = None) -> tuple[str, list[Path], list[RunRow]]:
+    """`make compare RUNS="a b"`: the summary of runs from anywhere under results/;
+    returns (markdown, files written, rows)."""
     if len(names) < 2:
         raise ValueError("compare needs two or more runs: RUNS=\"run-a run-b\"")
     rows = [read_run(resolve_run(results, n)) for n in names]
     baselines = pick_baseline(rows, baseline)
     apply_baseline(rows, baselines)
     out = out or results / f"compare_{time.strftime('%Y%m%d-%H%M%S')}"
-    out.mkdir(parents=True, exist_ok=True)
     header = "# Comparison\n\n" + "\n".join(f"- {r.run_id}: {r.path}" for r in rows) + "\n\n"
-    return write_summary(rows, baselines, out, header)
+    return (*write_summary(rows, baselines, out, header), rows)
+
+
+def compare(results: Path, names: list[str], out: Path | None,
+            baseline: str | None = None) -> tuple[str, list[Path]]:
+    """compare_runs without the rows."""
+    return compare_runs(results, names, out, baseline)[:2]

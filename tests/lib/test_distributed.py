@@ -11,6 +11,7 @@ import torch
 
 from lib.checkpoint import load_checkpoint
 from lib.distributed import torchrun_command
+from lib.owner import release
 from lib.rundir import create_run_dir
 from lib.trainer import Trainer
 from tests.conftest import ROOT
@@ -20,7 +21,9 @@ SETTINGS = dict(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3, GPT2_GRADIENT_ACCUMULATI
 
 
 def launch(run_dir, *args):
-    """scripts/train.py on an existing run folder, as `make` runs it; returns metrics.json."""
+    """scripts/train.py on an existing run folder, as `make` runs it; returns metrics.json.
+    create_run_dir made this process the folder's owner: hand it over to the child."""
+    release(run_dir)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "scripts/train.py", f"RUN_DIR={run_dir}", *args],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -79,3 +79,9 @@ def test_every_string_symbol_that_holds_a_number_declares_bounds():
             except ValueError:
                 continue
             assert float_bounds(sym), f"{sym.name} holds a number but has no 'Allowed X to Y'"
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.config"
+    path.write_bytes("\ufeffCONFIG_BATCH_SIZE=16\n".encode("utf-8"))
+    assert load_strict(path).syms["BATCH_SIZE"].str_value == "16"

@@ -74,3 +74,4 @@ def test_every_old_name_works_as_an_override(dot_config, old):
     assert before.get(new) != want
     run = load_run_config([f"SET={context} {old}={text}"], dot_config)
     assert run.get(new) == pytest.approx(want)
+

@@ -1,0 +1,175 @@
+"""Values typed on the make command line reach the scripts byte for byte (issue 14, item 1).
+
+PY= on the command line points the recipes at a stub interpreter that records the argv each
+script would get, so every target's arguments are compared with what was typed, and a
+hostile value that broke out of its quoting would run `touch` on a canary file.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.scripts.conftest import make
+
+OVERRIDE_VARS = ["MAX_ITERS", "TIME", "BATCH_SIZE", "GRAD_ACCUM", "COMPILE", "DEVICE", "LR", "SEED",
+                 "RUN_NAME", "SET", "TRACKER", "PARALLEL_JOBS", "EXECUTOR", "DRY_RUN", "YES", "RESUME",
+                 "RETRY_FAILED"]
+
+# Each target: the options it takes, in the order it passes them, as (NAME, flag); flag None
+# for a positional value; then whether it also passes the NAME=VALUE overrides.
+TARGETS = {
+    "show": ("kconfig.py show", [], True),
+    "prepare": ("prepare.py", [], True),
+    "continue": ("continue.py", [], True),
+    "test-matrix": ("test_matrix.py run", [], True),
+    "test-matrix-dry-run": ("test_matrix.py run DRY_RUN=1", [], True),
+    "test-rerun": ("test_matrix.py rerun", [("TARGET", "--target"), ("MATRIX", "--matrix")], True),
+    "sweep": ("test_matrix.py sweep", [("SWEEP", "--sweep"), ("SWEEP_FILE", "--sweep-file"),
+                                       ("SWEEP_MODE", "--mode"), ("SWEEP_TRIALS", "--trials"),
+                                       ("SWEEP_SEED", "--seed")], True),
+    "results": ("results.py summary", [("RESULTS", "--dir"), ("BASELINE", "--baseline")], False),
+    "report": ("results.py report", [("RESULTS", "--dir"), ("BASELINE", "--baseline")], False),
+    "sample": ("sample.py", [("RUN", "--run"), ("PROMPT", "--prompt"), ("TOKENS", "--tokens"),
+                             ("TEMPERATURE", "--temperature"), ("TOP_K", "--top-k"),
+                             ("CHECKPOINT", "--checkpoint")], False),
+    "watch": ("watch.py", [("RUN", None), ("INTERVAL", "--interval")], False),
+    "eval": ("eval.py", [("RUN", "--run"), ("CHECKPOINT", "--checkpoint")], True),
+    "eval-baseline": ("eval.py", [("BASELINE_MODEL", "--baseline")], True),
+    "export": ("export.py", [("RUN", "--run"), ("CHECKPOINT", "--checkpoint"),
+                             ("EXPORT_DIR", "--out")], False),
+    "bench": ("bench.py step", [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")], True),
+    "bench-optim": ("bench.py optimizers", [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")],
+                    True),
+    "bench-seqlen": ("bench.py seqlen", [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")],
+                     True),
+    "estimate": ("estimate.py", [("GPU", "--device")], True),
+}
+
+
+def hostile_values(canary: Path) -> list[str]:
+    """Values that broke the old single-quoting; each would create `canary` if it got out."""
+    c = str(canary)
+    return [
+        f"x'; touch {c}; echo '",                       # the issue's example
+        "Romeo's love",
+        f'say "hi" "; touch {c}; echo "',
+        f"$(touch {c}) `touch {c}` ${{HOME}} $HOME $$ $$(touch {c})",  # shell expansions
+        f"$(shell touch {c})${{shell touch {c}}}$(eval X:=1)$$",  # make syntax, make must not expand
+        f"line one\ntouch {c}\n",                       # make splits recipe lines at newlines
+        f"a; touch {c} # not a comment % 100% \\",      # ;, #, %, trailing backslash
+        "back\\slash\\'\t* ? ~/x [a]",                  # escapes, tab, globs, tilde
+        "caf\udce9",                                    # a byte that is not UTF-8 (Latin-1 e-acute)
+    ]
+
+
+@pytest.fixture
+def stubbed(project, tmp_path_factory):
+    """A project with .config/config.py in place, and a stub interpreter that logs its argv."""
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    work = tmp_path_factory.mktemp("stub")
+    log = work / "argv.jsonl"
+    stub = work / "python"
+    stub.write_text(f"#!{sys.executable} -I\n"
+                    "import json, sys\n"
+                    f"with open({str(log)!r}, 'a') as f:\n"
+                    "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    stub.chmod(0o755)
+
+    def run(*args: str, env: dict | None = None) -> list[list[str]]:
+        log.unlink(missing_ok=True)
+        out = make(project, f"PY={stub}", *args, env=env)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    return run, work / "canary"
+
+
+def expected(target: str, value: str) -> list[list[str]]:
+    """The argv lists `make <target>` runs when every variable it reads holds `value`."""
+    script, options, _ = TARGETS[target]
+    head, *words = script.split()
+    argv = [f"scripts/{head}", *words]
+    for _, flag in options:
+        argv += [value] if flag is None else [flag, value]
+    if TARGETS[target][2]:
+        argv += [f"{name}={value}" for name in OVERRIDE_VARS]
+    overrides = [f"{name}={value}" for name in OVERRIDE_VARS]
+    first = [["scripts/prepare.py", *overrides]] if target in AFTER_PREPARE else []
+    return first + [argv]
+
+
+AFTER_PREPARE = {"test-matrix", "sweep"}  # they depend on the prepare target (so does train)
+
+
+def typed(target: str, value: str) -> list[str]:
+    _, options, overrides = TARGETS[target]
+    names = [name for name, _ in options] + (OVERRIDE_VARS if overrides else [])
+    return [f"{name}={value}" for name in names]
+
+
+def test_every_target_passes_every_value_unchanged(stubbed):
+    run, canary = stubbed
+    for value in hostile_values(canary):
+        for target in TARGETS:
+            assert run(target, *typed(target, value)) == expected(target, value), (target, value)
+        overrides = [f"{name}={value}" for name in OVERRIDE_VARS]
+        assert run("train", *overrides) == [["scripts/prepare.py", *overrides],
+                                            ["scripts/train.py", *overrides]]
+        assert run("watch", f"ONCE={value}") == [["scripts/watch.py", "--once"]]
+        # RUNS is a list: split at blanks as the shell does, each word kept whole, no globbing.
+        words = re.split(r"[ \t\n]+", value.strip(" \t\n"))
+        assert run("compare", f"RUNS={value} {value}", f"OUT={value}") == [
+            ["scripts/results.py", "compare", *words, *words, "--out", value]], value
+        assert not canary.exists(), value
+    # The defconfig's name is the goal itself (a goal cannot hold "/", "=" or a newline).
+    for value in hostile_values(canary):
+        if not set(value) & set("/=\n"):
+            assert run(f"defconfig-{value}") == [["scripts/kconfig.py", "defconfig", value]]
+    assert not canary.exists()
+
+
+def test_only_command_line_values_count_and_empty_ones_as_before(stubbed):
+    run, canary = stubbed
+    env = {"PROMPT": "from the environment", "TIME": "%e seconds", "RUN": f"$(shell touch {canary})",
+           "SET": f"x'; touch {canary}; echo '"}
+    assert run("sample", "show", env=env) == [["scripts/sample.py"], ["scripts/kconfig.py", "show"]]
+    assert run("sample", "show", "PROMPT=typed", env=env) == [
+        ["scripts/sample.py", "--prompt", "typed"], ["scripts/kconfig.py", "show"]]
+    assert run("sample", "PROMPT=", "RUN=") == [["scripts/sample.py"]]  # empty option: left out
+    assert run("show", "MAX_ITERS=") == [["scripts/kconfig.py", "show", "MAX_ITERS="]]
+    assert run("eval-baseline") == [["scripts/eval.py", "--baseline", ""]]
+    assert not canary.exists()
+
+
+def test_python_for_the_bootstrap_is_passed_unchanged(project, tmp_path):
+    """PYTHON= reaches scripts/bootstrap.sh as typed (its error message quotes it back)."""
+    canary = tmp_path / "canary"
+    for value in hostile_values(canary)[:-1]:  # the non-UTF-8 one: make's output is read as text
+        out = make(project, "venv", f"VENV={tmp_path / 'venv'}", f"PYTHON={value}")
+        assert out.returncode != 0
+        assert f"Python 3.11 or newer as '{value}'" in out.stderr, out.stderr
+        assert not canary.exists() and not (tmp_path / "venv").exists()
+
+
+def test_a_quote_in_a_real_prompt_and_a_hostile_set(project, tmp_path):
+    """End to end with the real scripts: the issue's two examples."""
+    canary = tmp_path / "pwned"
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    shown = make(project, "show", f"SET=RUN_NAME=x'; touch {canary}; echo '")
+    assert shown.returncode != 0 and "Traceback" not in shown.stderr, shown.stderr
+    assert "touch" in shown.stderr and not canary.exists()
+    quoted = make(project, "show", "RUN_NAME=Romeo's")
+    assert quoted.returncode == 0 and "overrides: RUN_NAME=Romeo's" in quoted.stdout, quoted.stderr
+    (project / "corpus.txt").write_text("Romeo's love: the moon is bright tonight.\n" * 200)
+    tiny = ("SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
+            "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
+            "GPT2_EVAL_INTERVAL=1 TRAIN_EVAL_ITERS=1")
+    trained = make(project, "MAX_ITERS=1", "RUN_NAME=romeo", "DEVICE=cpu", tiny)
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    sample = make(project, "sample", "PROMPT=Romeo's love", "TOKENS=3")
+    assert sample.returncode == 0, sample.stderr
+    assert "Romeo's love" in sample.stdout
