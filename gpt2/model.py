@@ -9,14 +9,13 @@ them and skip the checkpoint's attn.bias / attn.masked_bias buffers.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lib.model import LanguageModel, init_weights
 from lib.sampling import check_sampling, sample_token
 
 from gpt2.attention import CausalSelfAttention, KVCache
@@ -26,9 +25,6 @@ from gpt2.ra import (ReciprocalMLA, ReciprocalSelfAttention, new_ra_cache, ra_ca
                      ra_score_width)
 from gpt2.ra_gated import gated_cache, gated_cache_width, gated_layer, gated_pair_width
 from gpt2.sdpa_gate import OutputGatedAttention
-
-INIT_STD = 0.02  # GPT-2's initialiser for weights and embeddings.
-
 
 @dataclass(frozen=True)
 class AttentionVariant:
@@ -73,22 +69,6 @@ def cache_elements_per_token(config: GPT2Config) -> int:
     return sum(width(config, i) for i in range(config.n_layer))
 
 
-def init_weights(model: nn.Module, residual_projections: list[tuple[nn.Linear, ...]]) -> None:
-    """GPT-2 initialisation, shared by every family built on its blocks: N(0, 0.02)
-    for Linear and Embedding weights, zero biases, and each block's residual
-    output projections scaled by 1/sqrt(2 n_layer) so the residual stream's
-    variance does not grow with depth (GPT-2 paper, section 2.3)."""
-    for module in model.modules():
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
-    residual_std = INIT_STD / math.sqrt(2 * len(residual_projections))
-    for projections in residual_projections:
-        for proj in projections:
-            nn.init.normal_(proj.weight, mean=0.0, std=residual_std)
-
-
 class MLP(nn.Module):
     """Position-wise feed-forward layer, four times as wide as the stream."""
 
@@ -120,7 +100,7 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
-class GPT2(nn.Module):
+class GPT2(LanguageModel):
     """GPT-2 language model with the LM head tied to the token embedding."""
 
     def __init__(self, config: GPT2Config) -> None:
@@ -136,36 +116,14 @@ class GPT2(nn.Module):
                 "ln_f": nn.LayerNorm(config.n_embd, bias=config.bias),
             }
         )
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        # Tying shares one matrix between input and output (Press & Wolf
-        # 2017), as GPT-2 does; it saves vocab_size * n_embd parameters.
-        self.lm_head.weight = self.transformer.wte.weight
-        self._init_weights()
-
-    @classmethod
-    def from_config(cls, config: GPT2Config) -> GPT2:
-        return cls(config)
-
-    def _init_weights(self) -> None:
+        self.tie_head()
         init_weights(self, [(b.attn.c_proj, b.mlp.c_proj) for b in self.transformer.h])
 
     # ----------------------------------------------------------- forward
 
     def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """Logits and mean cross-entropy loss (targets of -1 are ignored).
-
-        Without targets only the last position's logits are computed
-        ([B, 1, V]): generation needs nothing else, and the LM head is the
-        largest matmul of a small model.
-        """
-        x = self._hidden(idx, caches=None)
-        if targets is None:
-            return self.lm_head(x[:, -1:, :]), None
-        logits = self.lm_head(x)
-        loss = F.cross_entropy(
-            logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1
-        )
-        return logits, loss
+        """Logits and mean cross-entropy loss (LanguageModel.logits_and_loss)."""
+        return self.logits_and_loss(self._hidden(idx, caches=None), targets)
 
     def new_cache(self) -> list[Any]:
         """An empty generation cache of the attention's kind, one per block."""
@@ -187,6 +145,18 @@ class GPT2(nn.Module):
         if len(caches) != self.config.n_layer:
             raise ValueError(f"got {len(caches)} caches for {self.config.n_layer} layers")
         return self.lm_head(self._hidden(idx, caches))
+
+    def start_generation(self, idx: Tensor) -> tuple[Tensor, list[Any]]:
+        """The prompt through a new cache: (its last token's logits, the cache)."""
+        caches = self.new_cache()
+        return self.lm_head(self._hidden(idx, caches)[:, -1:, :]), caches
+
+    def continue_generation(self, idx: Tensor, state: list[Any]) -> tuple[Tensor, list[Any]]:
+        return self.forward_cached(idx, state), state
+
+    def generation_bytes(self, seq_len: int, batch: int = 1) -> int:
+        """The KV (or latent) cache grows with every token."""
+        return self.cache_bytes_per_token() * seq_len * batch
 
     def _hidden(self, idx: Tensor, caches: list[Any] | None) -> Tensor:
         """Final LayerNorm output [B, T, C] for idx placed after the caches."""
@@ -241,40 +211,6 @@ class GPT2(nn.Module):
         attention = 6 * seq_len * sum(width(cfg, i) for i in range(cfg.n_layer))
         return 6 * self.num_params(non_embedding=True) + attention
 
-    def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
-        """Optimizer groups: decay matrices and embeddings, not biases or norms.
-
-        Decaying a bias or a LayerNorm gain only pulls it towards zero (or
-        away from the identity) without limiting capacity, so by convention
-        only tensors with dim >= 2 are decayed. Tied parameters appear once.
-        """
-        decay: dict[str, nn.Parameter] = {}
-        no_decay: dict[str, nn.Parameter] = {}
-        for name, p in self.named_parameters():
-            if p.requires_grad:
-                (decay if p.dim() >= 2 else no_decay)[name] = p
-        return [
-            {"params": list(decay.values()), "weight_decay": weight_decay, "names": list(decay)},
-            {"params": list(no_decay.values()), "weight_decay": 0.0, "names": list(no_decay)},
-        ]
-
-    def prunable(self) -> list[tuple[str, nn.Parameter]]:
-        """Weight matrices of every Linear inside the blocks, by name.
-
-        Embeddings, LayerNorms and the tied head are left out: pruning them
-        removes whole tokens or rescales the stream rather than thinning a
-        layer.
-        """
-        return [
-            (f"{name}.weight", module.weight)
-            for name, module in self.named_modules()
-            if name.startswith("transformer.h.") and isinstance(module, nn.Linear)
-        ]
-
-    def aux_metrics(self) -> dict[str, float]:
-        """Family-specific training metrics; plain GPT-2 has none."""
-        return {}
-
     # -------------------------------------------------------- generation
 
     @torch.no_grad()
@@ -295,7 +231,8 @@ class GPT2(nn.Module):
         the newest token. The learned position embedding has block_size
         rows, so once the sequence outgrows block_size the cache (whose
         entries sit at the old positions) is dropped and every further step
-        recomputes the last block_size tokens without it.
+        recomputes the last block_size tokens without it (which is why GPT-2
+        overrides LanguageModel.generate: its positions end at block_size).
         """
         check_sampling(temperature, top_k)
         was_training = self.training

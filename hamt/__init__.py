@@ -1,10 +1,12 @@
-"""HAMT model family: config from Kconfig (HAMT_* symbols), model builder."""
+"""HAMT model family: config from Kconfig (HAMT_* symbols), model builder, and
+the rest of its registry record (lib/registry.py)."""
 from __future__ import annotations
 
 from dataclasses import fields
 from typing import Any
 
 from lib.registry import ModelFamily, config_from_symbols
+from hamt.activations import activations
 from hamt.config import HAMTConfig
 
 # HAMTConfig field -> Kconfig symbol: HAMT_<FIELD>, except the context length,
@@ -28,5 +30,16 @@ def variant(run: Any) -> str:
     return "hamt"
 
 
-FAMILY = ModelFamily(name="hamt", config_cls=HAMTConfig, from_run_config=from_run_config,
-                     build=build, variant=variant)
+def bench_models(run: Any, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
+    """HAMT at the given width and depth (it has no heads), its options as
+    configured where the configuration is a HAMT one, else the defaults."""
+    from hamt.model import HAMT
+
+    options = {f: run.values[s] for f, s in SYMBOLS.items() if s in run.values}
+    options.update(shape, vocab_size=vocab, block_size=max_len)
+    return {"hamt": HAMT(HAMTConfig(**options))}
+
+
+FAMILY = ModelFamily(name="hamt", label="HAMT", config_cls=HAMTConfig,
+                     from_run_config=from_run_config, build=build, variant=variant,
+                     activations=activations, bench_models=bench_models)

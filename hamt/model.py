@@ -6,7 +6,7 @@ HolographicMemory: a fixed number of decaying slots holding bound
 parallel scan; generation runs it as a recurrence whose state (the slot
 spectra of every layer) has the same size however long the text grows.
 
-The model has the trainer interface of gpt2.model.GPT2. It has no
+The model implements lib.model.LanguageModel. It has no
 position embedding: order information comes from the causal, decaying
 memory itself, which is also what lets generation run past block_size.
 """
@@ -15,15 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from lib.sampling import check_sampling, sample_token
+from lib.model import LanguageModel, init_weights
 
-from gpt2.model import init_weights
 from hamt.block import Block
 from hamt.config import HAMTConfig
 
@@ -38,7 +35,7 @@ class GenerationState:
     position: int = 0
 
 
-class HAMT(nn.Module):
+class HAMT(LanguageModel):
     """Holographic-memory language model with the LM head tied to wte."""
 
     def __init__(self, config: HAMTConfig) -> None:
@@ -52,33 +49,19 @@ class HAMT(nn.Module):
                 "ln_f": nn.LayerNorm(config.n_embd, bias=config.bias),
             }
         )
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.lm_head.weight = self.transformer.wte.weight  # tied, as in GPT-2
+        self.tie_head()
         self._last: dict[str, Tensor] = {}
-        self._init_weights()
-
-    @classmethod
-    def from_config(cls, config: HAMTConfig) -> HAMT:
-        return cls(config)
-
-    def _init_weights(self) -> None:
         init_weights(self, [(b.mem.c_proj, b.mlp.c_proj) for b in self.transformer.h])
 
     # ----------------------------------------------------------- forward
 
     def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """Logits and loss = mean cross-entropy (targets of -1 ignored)
-        + aux_weight * retrieval loss. Without targets only the last
-        position's logits are computed ([B, 1, V]), as in GPT2.
-        """
-        need_aux = targets is not None
-        x, _, stats = self._run(idx, None, need_state=False, need_aux=need_aux)
-        if targets is None:
-            return self.lm_head(x[:, -1:, :]), None
-        logits = self.lm_head(x)
-        loss = F.cross_entropy(
-            logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1
-        )
+        """Logits and loss = mean cross-entropy (LanguageModel.logits_and_loss)
+        + aux_weight * retrieval loss."""
+        x, _, stats = self._run(idx, None, need_state=False, need_aux=targets is not None)
+        logits, loss = self.logits_and_loss(x, targets)
+        if loss is None:
+            return logits, None
         aux = torch.stack([s["aux_loss"] for s in stats]).mean()
         self._last = {"aux_loss": aux.detach(), "lm_loss": loss.detach(),
                       "gate_mean": torch.stack([s["gate_mean"] for s in stats]).detach()}
@@ -136,47 +119,29 @@ class HAMT(nn.Module):
         """
         return state_nbytes(self.new_state(batch))
 
-    @torch.no_grad()
-    def generate(self, idx: Tensor, max_new_tokens: int, temperature: float = 1.0,
-                 top_k: int | None = None) -> Tensor:
-        """Append max_new_tokens sampled tokens to idx [B, T]; return [B, T + n].
+    def start_generation(self, idx: Tensor) -> tuple[Tensor, GenerationState]:
+        return self.prefill(idx)
 
-        The prompt is run once in parallel, then each new token updates the
-        constant-size state; there is no block_size limit. temperature 0
-        picks the most likely token. Dropout is off while generating.
-        """
-        check_sampling(temperature, top_k)
-        if max_new_tokens <= 0:
-            return idx
-        was_training = self.training
-        self.eval()
-        try:
-            logits, state = self.prefill(idx)
-            for i in range(max_new_tokens):
-                next_token = sample_token(logits[:, -1, :], temperature, top_k)
-                idx = torch.cat((idx, next_token), dim=1)
-                if i + 1 < max_new_tokens:
-                    logits, state = self.forward_step(next_token, state)
-        finally:
-            self.train(was_training)
-        return idx
+    def continue_generation(self, idx: Tensor, state: GenerationState
+                            ) -> tuple[Tensor, GenerationState]:
+        """Tokens [B, t] one at a time through the recurrence."""
+        steps = []
+        for t in range(idx.size(1)):
+            logits, state = self.forward_step(idx[:, t], state)
+            steps.append(logits)
+        return torch.cat(steps, dim=1), state
+
+    def generation_bytes(self, seq_len: int, batch: int = 1) -> int:
+        """The slot state: the same however many tokens were seen."""
+        return self.state_bytes(batch)
 
     # ------------------------------------------------- trainer interface
-
-    def num_params(self, non_embedding: bool = True) -> int:
-        """Parameter count, the tied embedding counted once.
-
-        There is no position embedding, so non_embedding changes nothing:
-        the token embedding stays in (as in GPT2) because, tied, it is also
-        the output layer's matmul.
-        """
-        return sum(p.numel() for p in self.parameters())
 
     def flops_per_token(self, seq_len: int) -> int:
         """Training FLOPs per token: 6N + 3 * L * (memory work per layer).
 
-        6N: forward and backward matmuls with the weights (N = num_params;
-        c_in and c_proj included). The memory's weight-free work is counted
+        6N: forward and backward matmuls with the weights (N = num_params,
+        which has no position table to leave out; c_in and c_proj included). The memory's weight-free work is counted
         per token for the forward pass and tripled like the weights'
         (backward ~ 2x forward). Per layer, D = hcm_dim, S = slots,
         C = min(chunk_size, seq_len):
@@ -197,31 +162,6 @@ class HAMT(nn.Module):
         per_layer = 12 * dim + 2 * chunk * slots + 2 * chunk * dim + 4 * slots * dim
         per_layer += 2 * slots * dim / chunk
         return int(6 * self.num_params() + 3 * cfg.n_layer * per_layer)
-
-    def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
-        """Decay matrices and embeddings; not biases, norms or decay logits.
-
-        Same rule as GPT2 (dim >= 2 decays). The per-slot decay logits are
-        1-D: pulling them to 0 would drag every decay towards 0.5. The
-        Parseval weights are a fixed buffer, not a parameter.
-        """
-        decay: dict[str, nn.Parameter] = {}
-        no_decay: dict[str, nn.Parameter] = {}
-        for name, p in self.named_parameters():
-            if p.requires_grad:
-                (decay if p.dim() >= 2 else no_decay)[name] = p
-        return [
-            {"params": list(decay.values()), "weight_decay": weight_decay, "names": list(decay)},
-            {"params": list(no_decay.values()), "weight_decay": 0.0, "names": list(no_decay)},
-        ]
-
-    def prunable(self) -> list[tuple[str, nn.Parameter]]:
-        """Weights of every Linear inside the blocks, by name."""
-        return [
-            (f"{name}.weight", module.weight)
-            for name, module in self.named_modules()
-            if name.startswith("transformer.h.") and isinstance(module, nn.Linear)
-        ]
 
     def aux_metrics(self) -> dict[str, float]:
         """From the last forward with targets: aux_loss (mean over layers of

@@ -1,57 +1,29 @@
-"""`make export`: a trained run -> a Hugging Face GPT-2 folder with a model card.
+"""`make export`: a trained run -> its family's export format.
 
-The folder (default <run>/hf/) holds config.json, model.safetensors, the GPT-2
-BPE tokenizer files when the run used them, and README.md (gpt2/card.py). It
-loads with transformers' GPT2LMHeadModel.from_pretrained. Only GPT-2 with
-vanilla attention has that layout; other variants and families are refused.
+The family's registry record names its exporter (GPT-2: a Hugging Face GPT-2
+folder with a model card, gpt2/export.py); families without one are refused.
+The default output folder is <run>/hf/.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
+from lib import registry
 from lib.checkpoint import CheckpointError, load_checkpoint
-from lib.eval.record import load_eval
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def export_run(run_dir: Path | str, checkpoint: str = "best", out_dir: Path | str | None = None,
                log: Callable[[str], None] = print) -> Path:
-    """Write the run's ckpt_<checkpoint>.pt as a Hugging Face folder; returns it."""
-    from gpt2.card import measured_sparsity, model_card
-    from gpt2.config import GPT2Config
-    from gpt2.hf import save_gpt2_tokenizer, save_pretrained
-    from gpt2.model import GPT2
-
+    """Write the run's ckpt_<checkpoint>.pt in its family's export format; returns the folder."""
     run_dir = Path(run_dir).resolve()
     state = load_checkpoint(run_dir / f"ckpt_{checkpoint}.pt")
-    if state["family"] != "gpt2":
-        raise CheckpointError(f"{run_dir.name} is a {state['family']} run; only GPT-2 runs "
-                              f"have the Hugging Face GPT-2 layout")
-    config = GPT2Config(**state["model_config"])
-    if config.attention != "vanilla":
-        raise CheckpointError(f"{run_dir.name} uses {config.attention} attention; only vanilla "
-                              f"attention exists in the Hugging Face GPT-2 layout")
-    model = GPT2(config)
-    model.load_state_dict(state["model"])
+    family = registry.family(state["family"])
+    if family.export is None:
+        able = " and ".join(f.label for f in registry.families() if f.export is not None)
+        raise CheckpointError(f"{run_dir.name} is a {family.name} run; only {able} runs "
+                              f"have an export format")
     out = Path(out_dir) if out_dir else run_dir / "hf"
-    save_pretrained(model, out)
-    has_tokenizer = state["tokenizer"].get("name") == "gpt2"
-    if has_tokenizer:
-        save_gpt2_tokenizer(out, config.block_size)
-    config_txt = run_dir / "config.txt"
-    card = model_card(run_dir.name, state["step"], f"ckpt_{checkpoint}.pt", state["model_config"],
-                      _read_json(run_dir / "metrics.json"), measured_sparsity(model),
-                      load_eval(run_dir), config_txt.read_text() if config_txt.is_file() else "",
-                      has_tokenizer)
-    (out / "README.md").write_text(card)
+    family.export(state, run_dir, checkpoint, out, log)
     log(f"exported {run_dir.name} (step {state['step']}, {checkpoint} checkpoint) to {out}")
     return out

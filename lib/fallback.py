@@ -1,36 +1,39 @@
-"""The first optimizer steps of a run, guarded: compile failures and running
-out of memory are recovered from, each recovery logged and recorded.
+"""The first optimizer steps of a run, guarded: what to do when one fails.
 
 torch.compile is lazy, so it compiles (and may fail) on the first step, and
 a configuration too large for the device fails within the first steps. For
-GUARDED_STEPS steps after every start, FirstSteps catches the error, puts
-the samplers back where the step began and retries:
+GUARDED_STEPS steps after every start (and until a compiled step has run),
+the trainer catches a failed step, asks FirstSteps.decide for a Decision,
+applies it (lib/trainer.py), puts the samplers back where the step began and
+retries. This module only decides; it changes no trainer state.
 
-* out of memory (TRAIN_OOM_FALLBACK, single process): first without
-  torch.compile, then with the micro-batch halved (its largest divisor at
-  most half as large) and the accumulation multiplied to match, so the
-  effective batch never changes, down to TRAIN_OOM_MIN_BATCH; below that
-  the run fails with the error. Each rung is an "oom_fallback" event in
-  metrics.json and the batch that ran is in its micro_batch_size and
-  gradient_accumulation fields.
-* any other failure of the first compiled step: continue in eager mode
-  ("compile_failed" event) unless COMPILE_STRICT is set.
+* out of memory (TRAIN_OOM_FALLBACK, single process): first CompileOff, then
+  SmallerBatch: the micro-batch halved (its largest divisor at most half as
+  large) and the accumulation multiplied to match, so the effective batch
+  never changes, down to TRAIN_OOM_MIN_BATCH; below that the run fails with
+  the error. Each rung is an "oom_fallback" event in metrics.json and the
+  batch that ran is in its micro_batch_size and gradient_accumulation fields.
+* any other failure of the first compiled step: CompileOff, continuing in
+  eager mode ("compile_failed" event) unless COMPILE_STRICT is set.
 
-Under several processes an out-of-memory error stops the run: the ranks
-would have to agree on a smaller batch mid-step (lower BATCH_SIZE instead).
+Giving up is raising: decide() re-raises the error, or raises one that says
+what to change. Under several processes an out-of-memory error stops the
+run: the ranks would have to agree on a smaller batch mid-step (lower
+BATCH_SIZE instead).
 """
 from __future__ import annotations
 
 import gc
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable, Union
 
 import torch
 
-from lib.estimate.fit import with_batch
-from lib.hardware import describe_device
+from lib.estimate.fit import BatchPlan
 
 GUARDED_STEPS = 3
 _OOM_TEXT = ("out of memory", "can't allocate memory", "failed to allocate")
+_BANNER = "!" * 72
 
 
 def is_out_of_memory(err: BaseException | None) -> bool:
@@ -53,88 +56,108 @@ def smaller_batch(batch: int, floor: int) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class CompileOff:
+    """Continue with the eager model. event: "compile_failed" (the compiler
+    failed) or "oom_fallback" (out of memory while compiled)."""
+    event: str
+    error: str
+
+    def record(self) -> dict[str, Any]:
+        """The metrics.json event's fields (after its step)."""
+        extra = {"action": "eager"} if self.event == "oom_fallback" else {}
+        return {"event": self.event, "error": self.error, **extra}
+
+    def message(self) -> str:
+        if self.event == "oom_fallback":
+            return (f"out of memory while compiling or in the first steps: retrying without "
+                    f"torch.compile (TRAIN_OOM_FALLBACK)\n{self.error}")
+        return (f"{_BANNER}\nWARNING: torch.compile FAILED; continuing in EAGER mode "
+                f"(set CONFIG_COMPILE_STRICT=y to stop instead)\n{self.error}\n{_BANNER}")
+
+
+@dataclass(frozen=True)
+class SmallerBatch:
+    """Retry at micro-batch batch_size x accumulation (was from_batch); the
+    effective batch is unchanged."""
+    from_batch: int
+    batch_size: int
+    accumulation: int
+    error: str
+
+    def record(self) -> dict[str, Any]:
+        return {"event": "oom_fallback", "action": "smaller_batch",
+                "batch_size": self.batch_size, "accumulation": self.accumulation,
+                "error": self.error}
+
+    def message(self) -> str:
+        return (f"out of memory at micro-batch {self.from_batch}: retrying with micro-batch "
+                f"{self.batch_size} x accumulation {self.accumulation} (effective batch "
+                f"unchanged; TRAIN_OOM_FALLBACK)")
+
+
+Decision = Union[CompileOff, SmallerBatch]
+
+
 class FirstSteps:
-    """Calls the trainer's train_step; guards the first steps (module docstring)."""
+    """Which steps are guarded, and the decision when one fails (module docstring)."""
 
-    def __init__(self, trainer: Any):
-        self.trainer = trainer
-        self.until: int | None = None  # guarded up to this step (set on first use)
+    def __init__(self, run: Any, distributed: bool):
+        self.oom_fallback = bool(run.get("TRAIN_OOM_FALLBACK")) and not distributed
+        self.min_batch = run.get("TRAIN_OOM_MIN_BATCH", 1)
+        self.strict = bool(run.get("COMPILE_STRICT"))
+        self.until: int | None = None  # guarded up to this step (set on first use: after a resume)
 
-    def __call__(self, lr: float) -> float:
-        t = self.trainer
-        step = t.step + 1
+    def guards(self, done: int, compile_proven: bool) -> bool:
+        """Whether the step after `done` finished steps is guarded."""
         if self.until is None:
-            self.until = t.step + GUARDED_STEPS
-        if t.step >= self.until and t._compile_proven:
-            return t.train_step(t.loaders["train"].next_batch, lr, step)
-        saved = {k: loader.state_dict() for k, loader in t.loaders.items()}
-        while True:
-            try:
-                loss = t.train_step(t.loaders["train"].next_batch, lr, step)
-                if not t._compile_proven:
-                    t._compile_proven = True
-                    t.log("torch.compile: compiled model is running")
-                return loss
-            except Exception as err:  # any backend failure, by design
-                self._recover(err)
-            # Retry outside the except block, so the failed step's tensors are freed.
-            for k, loader in t.loaders.items():
-                loader.load_state_dict(saved[k])
-            t.optimizer.zero_grad(set_to_none=True)
-            gc.collect()
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+            self.until = done + GUARDED_STEPS
+        return done < self.until or not compile_proven
 
-    def _recover(self, err: Exception) -> None:
-        t = self.trainer
+    def decide(self, err: Exception, compiled: bool, compile_proven: bool,
+               plan: BatchPlan) -> Decision:
+        """What to do after `err` in a guarded step; raises when nothing is left."""
         if is_out_of_memory(err):
-            if not t.run.get("TRAIN_OOM_FALLBACK") or t.dist.active:
+            if not self.oom_fallback:
                 raise err
-            if t.compiled:
-                self._eager(err, "oom_fallback", action="eager")
-            else:
-                self._halve(err)
-            return
-        if t._compile_proven:
+            if compiled:
+                return CompileOff("oom_fallback", _short(err))
+            return self._smaller(err, plan)
+        if compile_proven:
             raise err
-        if t.run.get("COMPILE_STRICT"):
+        if self.strict:
             raise RuntimeError(f"torch.compile failed and CONFIG_COMPILE_STRICT is set: "
                                f"{_short(err)}") from err
-        self._eager(err, "compile_failed")
-        banner = "!" * 72
-        t.log(f"{banner}\nWARNING: torch.compile FAILED; continuing in EAGER mode "
-              f"(set CONFIG_COMPILE_STRICT=y to stop instead)\n{t.compile_error}\n{banner}")
+        return CompileOff("compile_failed", _short(err))
 
-    def _eager(self, err: Exception, event: str, **extra: Any) -> None:
-        t = self.trainer
-        t.compile_error = _short(err)
-        t.metrics.record_event(step=t.step, event=event, error=t.compile_error, **extra)
-        if event == "oom_fallback":
-            t.log(f"out of memory while compiling or in the first steps: retrying without "
-                  f"torch.compile (TRAIN_OOM_FALLBACK)\n{t.compile_error}")
-        t.train_step.forward, t.compiled, t._compile_proven = t.forward_module, False, True
-
-    def _halve(self, err: Exception) -> None:
-        t = self.trainer
-        batch = t.loaders["train"].batch_size
-        floor = t.run.get("TRAIN_OOM_MIN_BATCH", 1)
-        smaller = smaller_batch(batch, floor)
+    def _smaller(self, err: Exception, plan: BatchPlan) -> SmallerBatch:
+        batch = plan.batch_size
+        smaller = smaller_batch(batch, self.min_batch)
         if smaller is None:
             raise RuntimeError(f"out of memory at micro-batch {batch}, and the fallback ladder "
-                               f"may not go lower (TRAIN_OOM_MIN_BATCH={floor}); lower the "
-                               f"model size or block size, or set TRAIN_GRADIENT_CHECKPOINTING"
-                               ) from err
-        accumulation = t.train_step.accumulation * batch // smaller
-        for loader in t.loaders.values():
-            loader.batch_size = smaller
-        t.train_step.accumulation = accumulation
-        t.run = with_batch(t.run, smaller, accumulation)  # the run as it now trains
-        t.metrics.static.update(micro_batch_size=smaller, gradient_accumulation=accumulation,
-                                memory_estimate_mb=t._memory_estimate(describe_device(t.device)))
-        t.metrics.record_event(step=t.step, event="oom_fallback", action="smaller_batch",
-                               batch_size=smaller, accumulation=accumulation, error=_short(err))
-        t.log(f"out of memory at micro-batch {batch}: retrying with micro-batch {smaller} x "
-              f"accumulation {accumulation} (effective batch unchanged; TRAIN_OOM_FALLBACK)")
+                               f"may not go lower (TRAIN_OOM_MIN_BATCH={self.min_batch}); lower "
+                               f"the model size or block size, or set "
+                               f"TRAIN_GRADIENT_CHECKPOINTING") from err
+        return SmallerBatch(batch, smaller, plan.accumulation * batch // smaller, _short(err))
+
+
+def retrying(attempt: Callable[[], float], loaders: dict[str, Any], optimizer: Any,
+             recover: Callable[[Exception], None]) -> float:
+    """attempt() until it succeeds. After a failure, recover(err) (which raises
+    to give up), then the samplers go back to where the step began."""
+    saved = {k: loader.state_dict() for k, loader in loaders.items()}
+    while True:
+        try:
+            return attempt()
+        except Exception as err:  # any backend failure, by design
+            recover(err)
+        # Retry outside the except block, so the failed step's tensors are freed.
+        for k, loader in loaders.items():
+            loader.load_state_dict(saved[k])
+        optimizer.zero_grad(set_to_none=True)
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
 
 def _short(err: BaseException) -> str:

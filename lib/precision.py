@@ -1,7 +1,9 @@
-"""Device, numeric precision and torch.compile, resolved from the RunConfig.
+"""Device and numeric precision, resolved from the RunConfig, and the
+torch.compile call.
 
-Every choice made here (auto device, auto dtype, compile outcome) is returned
-with a reason so the trainer can print and record it.
+Every choice made here (auto device, auto dtype) is returned with a reason so
+the trainer can print and record it. Whether a run compiled, and why it fell
+back, is TrainStep's state (lib/step.py).
 """
 from __future__ import annotations
 
@@ -73,5 +75,5 @@ def choose_dtype(run: Any, kind: str, bf16: bool) -> tuple[str, str]:
 
 def compile_model(model: torch.nn.Module) -> torch.nn.Module:
     """torch.compile is lazy: failures surface on the first call, where the
-    trainer catches them and falls back (see Trainer._first_step)."""
+    trainer catches them and applies lib/fallback.py's decision."""
     return torch.compile(model)

@@ -77,7 +77,7 @@ def create_run_dir(run: Any) -> Path:
         if took:
             owner.release(path)
         raise RunDirError(f"{path} already holds a run: resume it with `make continue "
-                          f"RUN_NAME={path.name}` (or RESUME=1), or choose another RUN_NAME")
+                          f"RUN_NAME={path.name}`, or choose another RUN_NAME")
     write_text_atomic(path / "config.txt", run.config_text)
     point_latest(path)
     return path

@@ -18,13 +18,23 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 class TrainStep:
     """`pruner` (optional) sees the finished, unscaled gradients before the
     optimizer step (movement scores; told when the GradScaler will skip the
-    step) and masks weights and moments after it."""
+    step) and masks weights and moments after it. `eager` is the forward to
+    run uncompiled (the model, or its DDP/FSDP wrapper).
+
+    The torch.compile state lives here only: `compiled` (forward is the
+    compiled model), `compile_proven` (no compiled step is still to prove
+    itself: compile off, a compiled step ran, or it fell back) and
+    `compile_error` (why it fell back to eager)."""
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  precision: Precision, accumulation: int, grad_clip: float,
-                 pruner: Any = None):
+                 pruner: Any = None, eager: Callable | None = None):
         self.model = model
-        self.forward: Callable = model  # replaced by the compiled model when compiling
+        self.eager: Callable = model if eager is None else eager
+        self.forward: Callable = self.eager
+        self.compiled = False
+        self.compile_proven = True
+        self.compile_error: str | None = None
         self.optimizer = optimizer
         self.precision = precision
         self.scaler = precision.grad_scaler()
@@ -63,6 +73,22 @@ class TrainStep:
             self.pruner.after_step(step)
         self.optimizer.zero_grad(set_to_none=True)
         return total.item()
+
+    def use_compiled(self, compiled: Callable) -> None:
+        """Run `compiled` (torch.compile of the eager forward) from the next step;
+        it compiles, and may fail, on its first call."""
+        self.forward, self.compiled, self.compile_proven = compiled, True, False
+
+    def compile_ran(self) -> bool:
+        """Note that a step completed: True when it was the first compiled one."""
+        first = not self.compile_proven
+        self.compile_proven = True
+        return first
+
+    def compile_off(self, error: str) -> None:
+        """Back to the eager forward for good, because of `error`."""
+        self.forward, self.compiled, self.compile_proven = self.eager, False, True
+        self.compile_error = error
 
     def _will_skip(self) -> bool:
         """Whether scaler.step will skip this step: unscale_ found inf/NaN gradients.

@@ -33,7 +33,7 @@ from lib.early_stop import EarlyStop
 from lib.estimate import estimate_memory
 from lib.estimate.fit import plan_batch
 from lib.eval.samples import SampleLog
-from lib.fallback import FirstSteps
+from lib.fallback import CompileOff, FirstSteps, retrying
 from lib.hardware import describe_device
 from lib.metrics import RunMetrics, mfu, peak_memory_mb
 from lib.monitor import CPU_FILE, GPU_FILE, build_monitor
@@ -72,16 +72,15 @@ class Trainer:
         dist.seed_ranks(run.TRAIN_SEED)  # different dropout masks per rank
         if run.get("TRAIN_GRADIENT_CHECKPOINTING"):
             enable_checkpointing(self.model)
-        self.forward_module = dist.wrap(self.model, self.device)  # DDP/FSDP, or the model
+        forward = dist.wrap(self.model, self.device)  # DDP/FSDP, or the model
         self.optimizer = build_optimizer(run, self.model, self.device)
         self.pruner = build_pruner(run, self.model, self.optimizer)
         self.train_step = TrainStep(self.model, self.optimizer, self.precision,
-                                    run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP,
-                                    self.pruner)
-        self.train_step.forward = self.forward_module
-        self.train_step.sync = dist.sync(self.forward_module)
+                                    self.batch_plan.accumulation, run.TRAIN_GRAD_CLIP,
+                                    self.pruner, eager=forward)
+        self.train_step.sync = dist.sync(forward)
         block = self.model_config.block_size
-        self.loaders = {split: BatchLoader(data_dir, split, run.BATCH_SIZE, block,
+        self.loaders = {split: BatchLoader(data_dir, split, self.batch_plan.batch_size, block,
                                            device=self.device, seed=run.TRAIN_SEED,
                                            rank=dist.rank, world_size=dist.world_size)
                         for split in ("train", "val")}
@@ -96,12 +95,9 @@ class Trainer:
         self.step = 0
         self.stop_signal: str | None = None  # the signal that stopped the run
         self.abandoned = False  # stopped at once by a repeated signal: nothing saved
-        self.compiled = bool(run.get("COMPILE_MODEL"))
-        self.compile_error: str | None = None
-        if self.compiled:
-            self.train_step.forward = compile_model(self.forward_module)
-        self._compile_proven = not self.compiled
-        self.first_steps = FirstSteps(self)  # compile and out-of-memory fallbacks
+        if run.get("COMPILE_MODEL"):
+            self.train_step.use_compiled(compile_model(forward))
+        self.first_steps = FirstSteps(run, dist.active)  # compile and out-of-memory fallbacks
         if resume:
             self._restore(resume)
 
@@ -121,21 +117,22 @@ class Trainer:
             "device": info.kind, "device_name": info.name,
             "dtype": self.precision.dtype, "dtype_reason": self.precision.reason,
             "overrides": self.run.overrides, "world_size": self.dist.world_size,
-            "micro_batch_size": self.run.BATCH_SIZE,
-            "gradient_accumulation": self.run.GPT2_GRADIENT_ACCUMULATION,
             "batch_plan": self.batch_plan.as_dict(),
             "gradient_checkpointing": bool(self.run.get("TRAIN_GRADIENT_CHECKPOINTING")),
-            "memory_estimate_mb": self._memory_estimate(info),
+            **self._batch_record(info),
         }
 
-    def _memory_estimate(self, info: Any) -> float | None:
-        """`make estimate`'s figure for this run, to compare with peak_memory_mb."""
+    def _batch_record(self, info: Any) -> dict[str, Any]:
+        """The batch that runs, with `make estimate`'s figure for it (to compare
+        with peak_memory_mb)."""
+        plan, estimate_mb = self.batch_plan, None
         try:
-            estimate = estimate_memory(self.run, self.meta["vocab_size"], device_info=info)
-            return estimate.total_bytes / 2**20
+            estimate_mb = estimate_memory(self.run, self.meta["vocab_size"], plan.batch_size,
+                                          plan.accumulation, info).total_bytes / 2**20
         except Exception as err:  # an estimate must never stop a run
             self.log(f"memory estimate unavailable: {type(err).__name__}: {err}")
-            return None
+        return {"micro_batch_size": plan.batch_size, "gradient_accumulation": plan.accumulation,
+                "memory_estimate_mb": estimate_mb}
 
     def describe(self) -> None:
         s = self.metrics.static
@@ -147,29 +144,29 @@ class Trainer:
         self.log(f"device: {s['device_name']}; precision {s['dtype']} ({s['dtype_reason']})")
         self.log(self.run.describe(self.dist.world_size))
         self.log(self.batch_plan.describe())
-        self.log(f"torch.compile: {'requested; compiles on the first step' if self.compiled else 'off'}")
+        compiling = "requested; compiles on the first step" if self.train_step.compiled else "off"
+        self.log(f"torch.compile: {compiling}")
 
     # -- loop -------------------------------------------------------------------
 
-    def train(self, stop_at: int | None = None) -> dict[str, Any]:
-        """Train to MAX_ITERS (or stop_at, used by tests to simulate a stop)."""
+    def train(self) -> dict[str, Any]:
+        """Train to MAX_ITERS, or until a stop (module docstring)."""
         installed = STOP.install()  # train.py installed it already; a library caller may not have
         try:
-            return self._train(stop_at)
+            return self._train()
         finally:
             if installed:
                 STOP.uninstall()
 
-    def _train(self, stop_at: int | None) -> dict[str, Any]:
+    def _train(self) -> dict[str, Any]:
         run, total = self.run, self.run.GPT2_MAX_ITERS
-        end = min(total, stop_at or total)
         started, status, reason = time.monotonic(), "completed", None
         best_loss, schedule = math.inf, lr_schedule(run)
         bar = tqdm(total=total, initial=self.step, desc="train", dynamic_ncols=True,
                    disable=not self.dist.is_main)
         self.monitor.start()
         try:
-            while self.step < end:
+            while self.step < total:
                 # Stops happen here only, between steps: the checkpoint then holds
                 # exactly the state an uninterrupted run had after this step.
                 late = bool(run.TRAIN_MAX_TIME) and time.monotonic() - started >= run.TRAIN_MAX_TIME
@@ -179,7 +176,7 @@ class Trainer:
                     break
                 lr = schedule(self.step)
                 t0 = time.perf_counter()
-                loss = self.dist.mean(self.first_steps(lr))  # averaged over ranks
+                loss = self.dist.mean(self._step(lr))  # averaged over ranks
                 self.metrics.record_step(time.perf_counter() - t0, self.derived["tokens_per_iter"])
                 self.step += 1
                 bar.update(1)
@@ -194,8 +191,6 @@ class Trainer:
                     if self.early_stop.reason and self.step < total:
                         reason = self.early_stop.reason  # still "completed"
                         break
-            if status == "completed" and self.step < total and not reason:
-                status, reason = "stopped", f"stopped at step {self.step} of {total}"
         except (Abandoned, KeyboardInterrupt) as err:
             # Mid-step: nothing consistent to save; the last checkpoint stays.
             name = str(err) or "SIGINT"
@@ -206,6 +201,33 @@ class Trainer:
             bar.close()
             self.monitor.stop()
         return self._finish(status, reason)
+
+    def _step(self, lr: float) -> float:
+        """One optimizer step; the first ones guarded (lib/fallback.py)."""
+        def attempt() -> float:
+            return self.train_step(self.loaders["train"].next_batch, lr, self.step + 1)
+        if not self.first_steps.guards(self.step, self.train_step.compile_proven):
+            return attempt()
+        loss = retrying(attempt, self.loaders, self.optimizer, self._recover)
+        if self.train_step.compile_ran():
+            self.log("torch.compile: compiled model is running")
+        return loss
+
+    def _recover(self, err: Exception) -> None:
+        """Apply FirstSteps' decision after a failed first step, and record it."""
+        ts = self.train_step
+        decision = self.first_steps.decide(err, ts.compiled, ts.compile_proven, self.batch_plan)
+        if isinstance(decision, CompileOff):
+            ts.compile_off(decision.error)
+        else:  # SmallerBatch: the same effective batch
+            plan = self.batch_plan = self.batch_plan.rebatched(
+                decision.batch_size, decision.accumulation, "TRAIN_OOM_FALLBACK: out of memory")
+            for loader in self.loaders.values():
+                loader.batch_size = plan.batch_size
+            ts.accumulation = plan.accumulation
+            self.metrics.static.update(self._batch_record(describe_device(self.device)))
+        self.metrics.record_event(step=self.step, **decision.record())
+        self.log(decision.message())
 
     def _stop_reason(self, late: bool, signalled: bool, total: int) -> str:
         """Why the loop stops: a signal (this rank's or another's) or TRAIN_MAX_TIME."""
@@ -290,8 +312,8 @@ class Trainer:
             "step": self.step, "family": self.run.MODEL,
             "model_config": asdict(self.model_config), "tokenizer": self.meta["tokenizer"],
             "model": model, "optimizer": optimizer, "rng_ranks": rngs,
-            "batch": {"batch_size": self.loaders["train"].batch_size,
-                      "accumulation": self.train_step.accumulation},
+            "batch": {"batch_size": self.batch_plan.batch_size,
+                      "accumulation": self.batch_plan.accumulation},
             "scaler": self.train_step.scaler.state_dict(), "rng": rngs[0],
             "pruner": self.pruner.state_dict() if self.pruner is not None else None,
             "loaders": {k: loader.state_dict() for k, loader in self.loaders.items()},
@@ -331,7 +353,8 @@ class Trainer:
         if self.precision.dtype == "fp32":
             peak_flops = None  # MFU is reported for 16-bit runs only (see lib/hardware.py)
         return self.metrics.summary(status, self.step, self.step * self.derived["tokens_per_iter"], {
-            "reason": reason, "compiled": self.compiled, "compile_error": self.compile_error,
+            "reason": reason, "compiled": self.train_step.compiled,
+            "compile_error": self.train_step.compile_error,
             "mfu": mfu(fpt, self.metrics.tokens_per_sec,  # tokens/s of all ranks
                        peak_flops and peak_flops * self.dist.world_size),
             "peak_memory_mb": peak, "peak_memory_measure": measured, "monitor": self.monitor.write(),

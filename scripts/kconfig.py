@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.config import CONFIG, load_run_config, write_outputs  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.kconfig import ROOT, load_strict, open_tree  # noqa: E402
+from lib.kconfig import ROOT, ConfigError, load_strict, open_tree  # noqa: E402
+from lib import menu  # noqa: E402
 
 DEFCONFIGS = ROOT / "defconfigs"
 
@@ -45,14 +46,14 @@ def defconfig(name: str) -> None:
 
 
 def menuconfig() -> None:
-    import menuconfig as kconfiglib_menuconfig  # kconfiglib's curses front end
-
-    kconf = open_tree()
-    if CONFIG.exists():
-        load_strict(CONFIG)  # never let the menu silently drop a bad value
+    """Open the menu even on an invalid .config, so it is fixed there; the menu
+    refuses bad floats and saves only a valid configuration (lib/menu.py)."""
+    kconf, problems = menu.load_for_menu(CONFIG)
+    if problems:
+        print(f"{ConfigError(problems, '.config')}\nopening the menu to fix it", file=sys.stderr)
     os.chdir(ROOT)
     os.environ["KCONFIG_CONFIG"] = str(CONFIG)
-    kconfiglib_menuconfig.menuconfig(kconf)
+    menu.run(kconf, problems, ".config")
     if not CONFIG.exists():
         print("no configuration saved")
         return

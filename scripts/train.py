@@ -156,5 +156,19 @@ def main_or_stop(args: list[str]) -> int:
         return EXIT_RESUMABLE
 
 
+def exit_without_teardown(code: int) -> None:
+    """A torchrun worker leaves without the interpreter's teardown: freeing
+    gloo/DDP objects there can abort a finished rank ("terminate called without
+    an active exception"). Everything is recorded and closed by now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    run_script(main_or_stop, (RunDirError, CheckpointError, DataError), error_code=2)
+    try:
+        run_script(main_or_stop, (RunDirError, CheckpointError, DataError), error_code=2)
+    except SystemExit as done:
+        if "LOCAL_RANK" not in os.environ:
+            raise
+        exit_without_teardown(done.code if isinstance(done.code, int) else 1)

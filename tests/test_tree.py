@@ -10,7 +10,7 @@ from lib.kconfig import open_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 PY_SOURCES = [p for d in ("lib", "gpt2", "hamt", "scripts") for p in (ROOT / d).rglob("*.py")]
-CONFIG_READERS = {"lib/kconfig.py", "lib/config.py", "lib/overrides.py"}
+CONFIG_READERS = {"lib/kconfig.py", "lib/config.py", "lib/overrides.py", "lib/menu.py"}
 
 
 def test_every_prompted_symbol_and_choice_has_help():

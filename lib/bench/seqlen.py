@@ -1,4 +1,5 @@
-"""Sequence-length benchmark: every attention variant and HAMT at equal width and depth.
+"""Sequence-length benchmark: every family's variants (GPT-2's attention variants, HAMT)
+at equal width and depth.
 
 For each variant and length T: training throughput (forward, backward, AdamW
 step on batches of max(1, 2048 // T) sequences, so every length trains on the
@@ -16,50 +17,33 @@ from typing import Any, Callable
 
 import torch
 
+from lib import registry
 from lib.bench.step import median_seconds
 from lib.precision import resolve_device
 
-VARIANTS = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_gated", "ra_mla", "hamt")
 LENGTHS = (64, 128, 256, 512, 1024, 2048)
 TOKENS_PER_STEP = 2048
 
 
 def build_models(run: Any, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
-    """The configured width and depth as every variant, with room for max_len."""
-    from gpt2.config import GPT2Config
-    from gpt2.model import GPT2
-    from hamt import SYMBOLS as HAMT_SYMBOLS
-    from hamt.config import HAMTConfig
-    from hamt.model import HAMT
-
-    shape = _shape(run)
-    models = {}
-    for variant in VARIANTS[:-1]:
-        latent = run.get("RA_MLA_LATENT_DIM", max(16, shape["n_embd"] // 4))
-        alpha = run.get("RA_MLA_RA_ALPHA") or 0.5  # RA's cost is the same for any alpha > 0
-        gated = dict(ra_gated_layers=min(run.get("GPT2_RA_GATED_LAYERS", 3), shape["n_layer"]),
-                     ra_gated_heads=min(run.get("GPT2_RA_GATED_HEADS", 1), shape["n_head"]))
-        cfg = GPT2Config(vocab_size=vocab, block_size=max_len, attention=variant,
-                         latent_dim=latent, ra_alpha=alpha if variant.startswith("ra") else 0.0,
-                         **gated, **shape)
-        models[variant] = GPT2(cfg)
-    # HAMT options as configured where the configuration is a HAMT one, else defaults.
-    options = {f: run.values[s] for f, s in HAMT_SYMBOLS.items() if s in run.values}
-    options.update(shape, vocab_size=vocab, block_size=max_len)
-    models["hamt"] = HAMT(HAMTConfig(**options))
+    """The configured width and depth as every registered family's benchmark
+    models (each family's bench_models: GPT-2's attention variants, HAMT),
+    with room for max_len."""
+    shape = _shape(run, vocab)
+    models: dict[str, torch.nn.Module] = {}
+    for family in registry.families():
+        if family.bench_models is not None:
+            models.update(family.bench_models(run, vocab, max_len, shape))
     return models
 
 
-def _shape(run: Any) -> dict[str, int]:
-    """n_layer, n_head, n_embd of the configured model, whichever family."""
-    if run.MODEL == "hamt":  # HAMT has no heads: GPT-2's 64-wide heads for the others
-        n_embd = run.HAMT_N_EMBD
-        return {"n_layer": run.HAMT_N_LAYER, "n_head": max(1, n_embd // 64), "n_embd": n_embd}
-    if run.GPT2_MODEL == "custom":
-        return {"n_layer": run.GPT2_N_LAYER, "n_head": run.GPT2_N_HEAD, "n_embd": run.GPT2_N_EMBD}
-    from gpt2.presets import PRESETS
-    size = PRESETS[run.GPT2_MODEL]
-    return {"n_layer": size.n_layer, "n_head": size.n_head, "n_embd": size.n_embd}
+def _shape(run: Any, vocab: int) -> dict[str, int]:
+    """n_layer, n_head, n_embd of the configured model, whichever family. A
+    family without heads (HAMT's config has one) gets GPT-2's 64-wide heads
+    for the attention variants."""
+    cfg = registry.family(run.MODEL).from_run_config(run, vocab)
+    heads = cfg.n_head if cfg.n_head > 1 else max(1, cfg.n_embd // 64)
+    return {"n_layer": cfg.n_layer, "n_head": heads, "n_embd": cfg.n_embd}
 
 
 def saved_activation_bytes(model: torch.nn.Module, run_forward: Callable[[], torch.Tensor]
@@ -144,20 +128,12 @@ def _generate(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.de
     prompt = torch.randint(vocab, (1, seq_len - steps), generator=torch.Generator().manual_seed(0))
     prompt = prompt.to(device)
     token = prompt[:, -1:]
-    if hasattr(model, "forward_step"):  # recurrent family: constant-size state
-        _, state = model.prefill(prompt, model.new_state(1))
-        holder = [state]
+    _, state = model.start_generation(prompt)
+    holder = [state]
 
-        def decode() -> None:
-            _, holder[0] = model.forward_step(token, holder[0])
-        size = model.state_bytes(1)
-    else:  # attention: a cache that grows with the context
-        caches = model.new_cache()
-        model.forward_cached(prompt, caches)
-
-        def decode() -> None:
-            model.forward_cached(token, caches)
-        size = model.cache_bytes_per_token() * seq_len
+    def decode() -> None:  # a cache grows with the context; a recurrent state does not
+        _, holder[0] = model.continue_generation(token, holder[0])
+    size = model.generation_bytes(seq_len)
     seconds = median_seconds(decode, steps, device)
     model.train()
     return 1000 * seconds, size
@@ -177,7 +153,8 @@ def run_seqlen_bench(run: Any, vocab: int, lengths: tuple[int, ...] = LENGTHS,
             rows.append({"variant": variant, "seq_len": seq_len, "train_tokens_per_sec": tps,
                          "peak_memory_mb": peak, "gen_ms_per_token": gen_ms,
                          "state_bytes": state})
-    return {"device": str(device), "vocab_size": vocab, **_shape(run),
+    return {"device": str(device), "vocab_size": vocab, **_shape(run, vocab),
+            "variants": list(models),
             "params": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
             "tokens_per_train_step": TOKENS_PER_STEP, "rows": rows}
 
@@ -191,7 +168,7 @@ def plot_seqlen(result: dict[str, Any], path: str) -> None:
               ("gen_ms_per_token", "generation ms/token"), ("state_bytes", "cache/state bytes")]
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
     for ax, (key, label) in zip(axes, panels):
-        for variant in VARIANTS:
+        for variant in result["variants"]:
             rows = [r for r in result["rows"] if r["variant"] == variant]
             ax.plot([r["seq_len"] for r in rows], [r[key] for r in rows], marker="o", label=variant)
         ax.set(xscale="log", yscale="log", xlabel="sequence length", title=label)

@@ -2,7 +2,7 @@
 from lib.data.corpus import dataset_dir_name, is_prepared, load_meta, prepare
 from lib.data.loader import BatchLoader
 from lib.data.sources import DATASETS, DataError
-from lib.data.tokenizer import TOKENIZERS, Tokenizer, build_tokenizer, tokenizer_from_meta
+from lib.data.tokenizers import TOKENIZERS, Tokenizer, build_tokenizer, tokenizer_from_meta
 
 __all__ = [
     "DATASETS",

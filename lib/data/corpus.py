@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from lib.data.bpe import bpe_streams
 from lib.data.sources import DataError, Source, open_source
-from lib.data.tokenizer import BATCH_CHARS, TOKENIZERS, Tokenizer, build_tokenizer, encode_documents
+from lib.data.tokenizers import TOKENIZERS, Tokenizer, build_tokenizer
+from lib.data.tokenizers.bpe import bpe_streams
+from lib.data.tokenizers.documents import BATCH_CHARS, encode_documents
 
 FORMAT_VERSION = 1
 META_NAME = "meta.json"
@@ -219,7 +220,7 @@ def prepare(
     tokens. GPT-2 and BPE streams end every document with <|endoftext|>. The
     bpe tokenizer (bpe_vocab_size tokens) is trained first, on the training
     text only; without a dataset split the split is then made in text (see
-    lib/data/bpe.py).
+    lib/data/tokenizers/bpe.py).
     """
     _check_args(dataset, tokenizer, token_cap, val_fraction, bpe_vocab_size)
     out_dir = Path(out_dir).resolve()

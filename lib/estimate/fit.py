@@ -18,7 +18,7 @@ from lib.estimate.memory import GIB, estimate_memory
 
 @dataclass(frozen=True)
 class BatchPlan:
-    mode: str            # "manual", "auto" or "resumed"
+    mode: str            # "manual", "auto", "resumed" or "fallback"
     batch_size: int      # micro-batch per device
     accumulation: int
     world_size: int
@@ -41,6 +41,16 @@ class BatchPlan:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "effective": self.effective}
+
+    def rebatched(self, batch_size: int, accumulation: int, reason: str) -> BatchPlan:
+        """The plan at another micro-batch (the out-of-memory fallback's): a new
+        value, with the same effective batch."""
+        plan = replace(self, mode="fallback", batch_size=batch_size, accumulation=accumulation,
+                       reason=reason, estimate_bytes=None, device_bytes=None)
+        if plan.effective != self.effective:
+            raise ValueError(f"micro-batch {batch_size} x accumulation {accumulation} changes "
+                             f"the effective batch {self.effective}")
+        return plan
 
 
 def divisors(n: int) -> list[int]:

@@ -122,7 +122,7 @@ def model_counts(run: Any, vocab_size: int) -> tuple[Any, ModelCounts]:
             model = family.build(cfg)
         params = list(model.parameters())
         linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-        tied = model.lm_head.weight.numel() if hasattr(model, "lm_head") else 0
+        tied = model.lm_head.weight.numel()  # every family ties it (lib/model.py)
         _COUNTS[key] = ModelCounts(sum(p.numel() for p in params), linear,
                                    max(p.numel() for p in params),
                                    sum(p.numel() for _, p in model.prunable()), tied,

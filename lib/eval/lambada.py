@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lib.data.tokenizer import Tokenizer
+from lib.data.tokenizers import Tokenizer
 
 
 def split_last_word(text: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from lib.data.tokenizer import tokenizer_from_meta
+from lib.data.tokenizers import tokenizer_from_meta
 
 SAMPLES_FILE = "samples.jsonl"
 

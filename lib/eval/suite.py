@@ -20,7 +20,8 @@ import torch
 from torch import nn
 
 from lib.data.sources import DataError
-from lib.data.tokenizer import Tokenizer
+from lib.data.tokenizers import GPT2Tokenizer, Tokenizer, tokenizer_from_meta
+from lib.data.tokenizers.gpt2 import GPT2_VOCAB_SIZE
 from lib.eval import sets as eval_sets
 from lib.eval.lambada import last_word_accuracy
 from lib.eval.perplexity import sliding_window_nll
@@ -152,7 +153,6 @@ def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print
     """Evaluate results/<run>'s ckpt_<checkpoint>.pt; writes <run>/eval.json."""
     from lib import registry
     from lib.checkpoint import load_checkpoint
-    from lib.data.tokenizer import tokenizer_from_meta
 
     run_dir = Path(run_dir).resolve()
     state = load_checkpoint(run_dir / f"ckpt_{checkpoint}.pt")
@@ -189,7 +189,6 @@ def evaluate_baseline(model_dir: Path, eval_cfg: Any, log: Log = print) -> dict[
     """Evaluate a Hugging Face GPT-2 folder; writes <results>/baseline-<name>/eval.json."""
     from gpt2.hf import load_pretrained
     from lib.data.prepared import ensure_prepared
-    from lib.data.tokenizer import GPT2_VOCAB_SIZE, GPT2Tokenizer
     from lib.rundir import results_root
 
     model, hf_config = load_pretrained(model_dir)

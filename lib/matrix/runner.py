@@ -93,7 +93,7 @@ def outcome(run_dir: Path, code: int, started: float | None = None,
         return {**fields, "state": "completed", "error": None}
     if code == 0 and status == "stopped" and "TRAIN_MAX_TIME" in reason:
         return {**fields, "state": "completed", "error": None, "note": reason}
-    if code == 0 and status == "stopped":  # stop_at, or an older run's Ctrl-C
+    if code == 0 and status == "stopped":  # an older run's Ctrl-C (exit 0 before code 75)
         return {**fields, "state": "pending", "error": None, "note": reason}
     if status == "diverged":
         return {**fields, "state": "diverged", "error": reason, "log_tail": log_tail(run_dir)}

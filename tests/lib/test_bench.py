@@ -37,12 +37,14 @@ def test_optimizer_bench_reports_each_optimizer_and_mask_costs(tiny_run):
 
 
 def test_seqlen_bench_rows_state_sizes_and_plot(tiny_run, tmp_path):
-    from lib.bench.seqlen import VARIANTS, plot_seqlen, run_seqlen_bench
+    from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
 
     run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="2")
     result = run_seqlen_bench(run, vocab=64, lengths=(16, 32), steps=1)
     rows = {(r["variant"], r["seq_len"]): r for r in result["rows"]}
-    assert set(rows) == {(v, t) for v in VARIANTS for t in (16, 32)}
+    variants = ["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_gated", "ra_mla", "hamt"]
+    assert result["variants"] == variants  # every family's, from the registry
+    assert set(rows) == {(v, t) for v in variants for t in (16, 32)}
     for row in rows.values():
         assert row["train_tokens_per_sec"] > 0 and row["gen_ms_per_token"] > 0
         assert row["peak_memory_mb"] > 0

@@ -7,6 +7,7 @@ from lib.checkpoint import load_checkpoint
 from lib.early_stop import EarlyStop
 from lib.rundir import create_run_dir
 from lib.trainer import Trainer
+from tests.lib.stops import train_until
 
 
 def stops_after(losses, patience, min_delta):
@@ -55,11 +56,11 @@ PLATEAU = dict(LEARNING_RATE="1e-8", GPT2_MIN_LR="0", GPT2_EVAL_INTERVAL=5, GPT2
                TRAIN_EARLY_STOP="y", TRAIN_EARLY_STOP_MIN_DELTA="0.1")
 
 
-def run(tiny_run, stop_at=None, resume=None, run_dir=None, **settings):
+def run(tiny_run, stop_after=None, resume=None, run_dir=None, **settings):
     cfg = tiny_run(**settings)
     run_dir = run_dir or create_run_dir(cfg)
     trainer = Trainer(cfg, run_dir, log=lambda _: None, resume=resume)
-    return trainer.train(stop_at=stop_at), run_dir
+    return train_until(trainer, stop_after), run_dir
 
 
 def test_a_plateaued_run_stops_early_as_completed(tiny_run):
@@ -84,7 +85,7 @@ def test_a_learning_run_is_not_stopped(tiny_run):
 def test_resume_continues_the_count(tiny_run):
     settings = dict(TRAIN_EARLY_STOP_PATIENCE=3, **PLATEAU)
     whole, _ = run(tiny_run, RUN_NAME="whole", **settings)
-    part, run_dir = run(tiny_run, RUN_NAME="parts", stop_at=12, **settings)
+    part, run_dir = run(tiny_run, RUN_NAME="parts", stop_after=12, **settings)
     assert part["status"] == "stopped" and part["stopped_early"] is False
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
     assert state["early_stop"]["bad_evals"] == 1  # eval at step 10

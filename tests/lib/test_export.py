@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from lib.checkpoint import CheckpointError, save_checkpoint
-from lib.data.tokenizer import GPT2Tokenizer
+from lib.data.tokenizers import GPT2Tokenizer
 from lib.export import export_run
 from lib.rundir import create_run_dir
 from lib.trainer import Trainer

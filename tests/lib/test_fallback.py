@@ -7,7 +7,9 @@ import pytest
 import torch
 
 from gpt2.model import GPT2
-from lib.fallback import is_out_of_memory, smaller_batch
+from lib.estimate.fit import BatchPlan
+from lib.fallback import (GUARDED_STEPS, CompileOff, FirstSteps, SmallerBatch, is_out_of_memory,
+                          smaller_batch)
 from lib.rundir import create_run_dir
 from lib.trainer import Trainer
 
@@ -31,6 +33,62 @@ def test_out_of_memory_is_recognised_also_when_wrapped():
     assert is_out_of_memory(oom) and is_out_of_memory(wrapped)
     assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory"))
     assert not is_out_of_memory(ValueError("shapes do not match"))
+
+
+def plan(batch, accumulation):
+    return BatchPlan("manual", batch, accumulation, 1, "as configured")
+
+
+OOM = torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+
+def test_decisions_walk_the_ladder_without_a_trainer():
+    guard = FirstSteps({"TRAIN_OOM_FALLBACK": True, "TRAIN_OOM_MIN_BATCH": 2}, distributed=False)
+    error = "OutOfMemoryError: CUDA out of memory (simulated)"
+    assert guard.decide(OOM, True, False, plan(8, 1)) == CompileOff("oom_fallback", error)
+    first = guard.decide(OOM, False, True, plan(8, 1))
+    assert first == SmallerBatch(8, 4, 2, error)
+    assert guard.decide(OOM, False, True, plan(4, 2)).accumulation == 4
+    with pytest.raises(RuntimeError, match="micro-batch 2.*TRAIN_OOM_MIN_BATCH=2") as raised:
+        guard.decide(OOM, False, True, plan(2, 4))
+    assert raised.value.__cause__ is OOM
+    # The records metrics.json keeps, field for field.
+    assert first.record() == {"event": "oom_fallback", "action": "smaller_batch",
+                              "batch_size": 4, "accumulation": 2, "error": first.error}
+    assert CompileOff("oom_fallback", "e").record() == {"event": "oom_fallback", "error": "e",
+                                                        "action": "eager"}
+
+
+def test_other_failures_turn_compile_off_once_unless_strict():
+    crash = RuntimeError("backend exploded")
+    guard = FirstSteps({"TRAIN_OOM_FALLBACK": True}, distributed=False)
+    assert guard.decide(crash, True, False, plan(8, 1)).record() == {
+        "event": "compile_failed", "error": "RuntimeError: backend exploded"}
+    with pytest.raises(RuntimeError, match="^backend exploded$"):  # compile proven: a real error
+        guard.decide(crash, False, True, plan(8, 1))
+    strict = FirstSteps({"COMPILE_STRICT": True}, distributed=False)
+    with pytest.raises(RuntimeError, match="COMPILE_STRICT"):
+        strict.decide(crash, True, False, plan(8, 1))
+    several = FirstSteps({"TRAIN_OOM_FALLBACK": True}, distributed=True)
+    with pytest.raises(torch.OutOfMemoryError):  # ranks cannot agree on a batch mid-step
+        several.decide(OOM, True, False, plan(8, 1))
+
+
+def test_guarded_steps_count_from_the_start_or_resume_and_wait_for_compile():
+    guard = FirstSteps({}, distributed=False)
+    assert [guard.guards(done, True) for done in range(10, 15)] == [True] * GUARDED_STEPS + [
+        False, False]
+    assert guard.guards(20, compile_proven=False)
+
+
+def test_a_rebatched_plan_is_a_new_value_with_the_same_effective_batch():
+    before = plan(8, 1)
+    after = before.rebatched(2, 4, "out of memory")
+    assert (after.mode, after.batch_size, after.accumulation, after.effective) == (
+        "fallback", 2, 4, 8)
+    assert (before.batch_size, before.accumulation) == (8, 1)
+    with pytest.raises(ValueError, match="effective batch 8"):
+        before.rebatched(2, 3, "wrong")
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from lib.kconfig import ROOT
 from lib.metrics import WARMUP_STEPS
 from lib.signals import EXIT_RESUMABLE, Abandoned, StopRequest
 from lib.trainer import Trainer
+from tests.lib.stops import train_until
 
 SEED, RANDOM_TRIALS = 20260114, 18
 
@@ -85,11 +86,11 @@ def test_runs_stopped_at_random_moments_resume_exactly(tmp_path):
             assert t["resumed_from"] == ([last] if last else []), key
 
 
-def _segment(tiny_run, settings, run_dir, stop_at):
+def _segment(tiny_run, settings, run_dir, stop_after):
     ckpt = run_dir / "ckpt_latest.pt"
     state = load_checkpoint(ckpt) if ckpt.exists() else None
     trainer = Trainer(tiny_run(**settings), run_dir, log=lambda _: None, resume=state)
-    return trainer, trainer.train(stop_at=stop_at)
+    return trainer, train_until(trainer, stop_after)
 
 
 def test_throughput_survives_many_short_segments(tiny_run, tmp_path):
@@ -100,14 +101,14 @@ def test_throughput_survives_many_short_segments(tiny_run, tmp_path):
     run_dir = tmp_path / "results" / "segments"
     run_dir.mkdir(parents=True)
     tokens_per_iter = 8 * 32
-    for stop_at in (2, 4, 6, 8):
-        trainer, summary = _segment(tiny_run, settings, run_dir, stop_at)
+    for stop_after in (2, 4, 6, 8):
+        trainer, summary = _segment(tiny_run, settings, run_dir, stop_after)
         metrics = trainer.metrics
-        assert summary["status"] == "stopped" and summary["iterations"] == stop_at
+        assert summary["status"] == "stopped" and summary["iterations"] == stop_after
         assert metrics.timed_seconds == 0  # every segment within its warm-up
-        assert metrics.all_tokens == stop_at * tokens_per_iter
+        assert metrics.all_tokens == stop_after * tokens_per_iter
         assert summary["tokens_per_sec"] == pytest.approx(
-            stop_at * tokens_per_iter / metrics.wall_time_s) and summary["tokens_per_sec"] > 0
+            stop_after * tokens_per_iter / metrics.wall_time_s) and summary["tokens_per_sec"] > 0
         assert summary["ms_per_iter"] > 0
     on_disk = json.loads((run_dir / "metrics.json").read_text())
     assert on_disk["tokens_per_sec"] == summary["tokens_per_sec"] > 0

@@ -10,12 +10,13 @@ import torch
 from lib.checkpoint import load_checkpoint
 from lib.rundir import create_run_dir
 from lib.trainer import Trainer
+from tests.lib.stops import train_until
 
 
-def train(run, stop_at=None, resume=None, run_dir=None):
+def train(run, stop_after=None, resume=None, run_dir=None):
     run_dir = run_dir or create_run_dir(run)
     trainer = Trainer(run, run_dir, log=lambda _: None, resume=resume)
-    return trainer, trainer.train(stop_at=stop_at), run_dir
+    return trainer, train_until(trainer, stop_after), run_dir
 
 
 def test_short_cpu_run_validation_loss_falls(tiny_run):
@@ -40,7 +41,7 @@ def test_resume_matches_uninterrupted_run(tiny_run):
     settings = dict(GPT2_MAX_ITERS=24, GPT2_EVAL_INTERVAL=8, GPT2_DROPOUT="0.1",
                     GPT2_GRADIENT_ACCUMULATION=2)
     _, whole, _ = train(tiny_run(RUN_NAME="whole", **settings))
-    first, part, run_dir = train(tiny_run(RUN_NAME="parts", **settings), stop_at=13)
+    first, part, run_dir = train(tiny_run(RUN_NAME="parts", **settings), stop_after=13)
     assert part["status"] == "stopped" and part["iterations"] == 13
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
     assert state["step"] == 13

@@ -10,15 +10,16 @@ import torch
 from lib.checkpoint import load_checkpoint
 from lib.rundir import create_run_dir
 from lib.trainer import Trainer
+from tests.lib.stops import train_until
 
 PRUNE = dict(PRUNING_MODE_SINGLE="y", PRUNING_WARMUP=4, PRUNING_RAMP_END=20,
              PRUNING_FREQUENCY=4, GPT2_MAX_ITERS=24, GPT2_EVAL_INTERVAL=8)
 
 
-def train(run, stop_at=None, resume=None, run_dir=None):
+def train(run, stop_after=None, resume=None, run_dir=None):
     run_dir = run_dir or create_run_dir(run)
     trainer = Trainer(run, run_dir, log=lambda _: None, resume=resume)
-    return trainer, trainer.train(stop_at=stop_at), run_dir
+    return trainer, train_until(trainer, stop_after), run_dir
 
 
 @pytest.mark.parametrize("method, extra", [
@@ -68,7 +69,7 @@ def test_adamwprune_adds_only_a_boolean_mask(tiny_run):
 def test_resume_keeps_masks_and_matches_uninterrupted_run(tiny_run):
     settings = dict(**PRUNE, PRUNING_METHOD_MOVEMENT="y")
     _, whole, _ = train(tiny_run(RUN_NAME="whole", **settings))
-    _, _, run_dir = train(tiny_run(RUN_NAME="parts", **settings), stop_at=10)
+    _, _, run_dir = train(tiny_run(RUN_NAME="parts", **settings), stop_after=10)
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
     trainer = Trainer(tiny_run(RUN_NAME="parts", **settings), run_dir, log=lambda _: None,
                       resume=state)

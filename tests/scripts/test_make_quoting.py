@@ -16,8 +16,8 @@ import pytest
 from tests.scripts.conftest import make
 
 OVERRIDE_VARS = ["MAX_ITERS", "TIME", "BATCH_SIZE", "GRAD_ACCUM", "COMPILE", "DEVICE", "LR", "SEED",
-                 "RUN_NAME", "SET", "TRACKER", "PARALLEL_JOBS", "EXECUTOR", "DRY_RUN", "YES", "RESUME",
-                 "RETRY_FAILED"]
+                 "RUN_NAME", "SET", "TRACKER", "PARALLEL_JOBS", "EXECUTOR", "DRY_RUN", "YES",
+                 "RETRY_FAILED"]  # RESUME is internal: `make continue` passes it (test_make_help.py)
 
 # Each target: the options it takes, in the order it passes them, as (NAME, flag); flag None
 # for a positional value; then whether it also passes the NAME=VALUE overrides.

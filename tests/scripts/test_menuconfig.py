@@ -1,4 +1,6 @@
-"""menuconfig in a real terminal (tmux): edit a value, save, config.py follows."""
+"""menuconfig in a real terminal (tmux): edit a value, save, config.py follows;
+a float that does not parse or is out of range is refused at entry and at save,
+and the menu opens on an invalid .config so it can be fixed there."""
 from __future__ import annotations
 
 import shutil
@@ -49,3 +51,97 @@ def test_menuconfig_edit_and_save_regenerates_config_py(project):
         subprocess.run(["tmux", "-L", "kconfig-llm-test", "kill-server"], capture_output=True)
     assert "CONFIG_BATCH_SIZE=24" in (project / ".config").read_text()
     assert "BATCH_SIZE: int = 24" in (project / "config.py").read_text()
+
+
+def keys(*names: str) -> None:
+    tmux("send-keys", "-t", "mc", *names)
+
+
+def type_text(text: str) -> None:
+    tmux("send-keys", "-t", "mc", "-l", text)
+
+
+def open_menu(project) -> None:
+    tmux("new-session", "-d", "-s", "mc", "-x", "120", "-y", "40",
+         f"make -C {project} menuconfig; echo EXIT=$?; sleep 60")
+    wait_for("Training  --->")
+
+
+def edit_learning_rate(text: str) -> None:
+    """Jump to LEARNING_RATE, open its entry dialog, replace the text, press Enter."""
+    keys("/")
+    type_text("LEARNING_RATE")
+    wait_for('"Peak learning rate"')
+    keys("Enter")
+    wait_for(") Peak learning rate")
+    keys("Enter")
+    wait_for("Range: 1e-08 to 10")
+    keys("C-a", "C-k")  # start of line, kill to end
+    type_text(text)
+    keys("Enter")
+
+
+def kill_tmux() -> None:
+    subprocess.run(["tmux", "-L", "kconfig-llm-test", "kill-server"], capture_output=True)
+
+
+def test_menuconfig_refuses_bad_floats_at_entry(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    before = (project / ".config").read_bytes()
+    open_menu(project)
+    try:
+        edit_learning_rate("abc")
+        screen = wait_for("Error")
+        assert 'CONFIG_LEARNING_RATE="abc" is not a number' in screen  # dialogs wrap:
+        assert "allowed: a number from 1e-08" in screen  # short pieces fit any width
+        keys("Enter", "C-a", "C-k")  # the entry dialog reopens with the refused text
+        type_text("50")
+        keys("Enter")
+        screen = wait_for("out of range")
+        assert 'CONFIG_LEARNING_RATE="50" is out of range' in screen
+        keys("Enter", "Escape")  # give up: the value stays as it was
+        wait_for("(1e-3) Peak learning rate")
+        keys("S")
+        wait_for("Filename to save")
+        keys("Enter")
+        wait_for("Configuration saved")  # the same values (config.py rewrites the header)
+        keys("Enter", "Q")
+        wait_for("EXIT=0")
+    finally:
+        kill_tmux()
+    assert (project / ".config").read_bytes() == before
+    assert "LEARNING_RATE: float = 0.001" in (project / "config.py").read_text()
+
+
+def test_menuconfig_opens_on_invalid_config_and_saves_only_when_fixed(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    config = project / ".config"
+    config.write_text(config.read_text().replace('CONFIG_LEARNING_RATE="1e-3"',
+                                                 'CONFIG_LEARNING_RATE="abc"'))
+    invalid = config.read_bytes()
+    assert make(project, "show").returncode != 0  # the rest of the project refuses it
+    open_menu(project)
+    try:
+        screen = wait_for(".config is invalid")
+        assert '.config:' in screen and 'CONFIG_LEARNING_RATE="abc" is not a number' in screen
+        keys("Enter", "S")  # saving before fixing is refused; .config stays as it was
+        wait_for("Filename to save")
+        keys("Enter")
+        screen = wait_for("Not saved")
+        assert 'CONFIG_LEARNING_RATE="abc" is not a number' in screen
+        assert config.read_bytes() == invalid
+        keys("Enter", "Escape")  # dismiss, then leave the file-name dialog
+        wait_for("[S] Save")
+        edit_learning_rate("6e-4")
+        wait_for("(6e-4) Peak learning rate")
+        keys("S")
+        wait_for("Filename to save")
+        keys("Enter")
+        wait_for("Configuration saved")
+        keys("Enter", "Q")
+        wait_for("EXIT=0")
+    finally:
+        kill_tmux()
+    assert 'CONFIG_LEARNING_RATE="6e-4"' in config.read_text()
+    assert "LEARNING_RATE: float = 0.0006" in (project / "config.py").read_text()
+    assert make(project, "show").returncode == 0

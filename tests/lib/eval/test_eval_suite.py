@@ -99,7 +99,7 @@ def test_stride_beyond_the_context_is_an_error(trained, tiny_run):
 def test_baseline_scores_like_transformers_own_forward(tiny_run, tmp_path):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from lib.data.tokenizer import GPT2Tokenizer
+    from lib.data.tokenizers import GPT2Tokenizer
 
     torch.manual_seed(0)
     hf = GPT2LMHeadModel(GPT2Config(n_positions=BLOCK, n_embd=16, n_layer=1, n_head=2,

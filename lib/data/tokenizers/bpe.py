@@ -23,7 +23,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from lib.data.sources import DataError, Source
-from lib.data.tokenizer import Tokenizer
+from lib.data.tokenizers.base import Tokenizer
 
 EOT_TEXT = "<|endoftext|>"
 FILE = "tokenizer.json"
