@@ -84,14 +84,21 @@ def test_each_module_imports_first_in_a_fresh_interpreter():
     assert out.stdout.split() == _modules()
 
 
+def _old_package(root, tokenizer_source: str, bpe_source: str):
+    """The old two-module shape, tokenizer.py and bpe.py importing each other."""
+    pkg = root / "old"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tokenizer.py").write_text(tokenizer_source)
+    (pkg / "bpe.py").write_text(bpe_source)
+    return pkg
+
+
 def test_the_old_cycle_fails_as_an_entry_point(tmp_path):
     # The same check on the old shape fails: bpe imported first needs a name
     # from a module that is still importing bpe.
-    pkg = tmp_path / "old"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "tokenizer.py").write_text("from old.bpe import train\n\nclass Tokenizer:\n    pass\n")
-    (pkg / "bpe.py").write_text("from old.tokenizer import Tokenizer\n\ndef train():\n    pass\n")
+    _old_package(tmp_path, "from old.bpe import train\n\nclass Tokenizer:\n    pass\n",
+                 "from old.tokenizer import Tokenizer\n\ndef train():\n    pass\n")
     out = subprocess.run([sys.executable, "-c", "import old.bpe"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert out.returncode == 1 and "circular import" in out.stderr
@@ -107,11 +114,8 @@ def test_the_data_import_graph_has_no_cycle():
 
 def test_the_graph_check_finds_a_cycle(tmp_path):
     # The old shape: the factory imports bpe, bpe imports the factory's module.
-    pkg = tmp_path / "old"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "tokenizer.py").write_text("import os\nfrom old.bpe import BPETokenizer\n")
-    (pkg / "bpe.py").write_text("from old.tokenizer import Tokenizer\n")
+    pkg = _old_package(tmp_path, "import os\nfrom old.bpe import BPETokenizer\n",
+                       "from old.tokenizer import Tokenizer\n")
     with pytest.raises(graphlib.CycleError):
         graphlib.TopologicalSorter(import_graph(tmp_path, pkg)).prepare()
 
