@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-KCONFIGS := Kconfig $(wildcard */Kconfig */Kconfig.* */*/Kconfig)
+KCONFIGS := Kconfig $(wildcard */Kconfig */*/Kconfig */*/*/Kconfig)
 
 # Every value a target hands to a script. Only values typed on the make
 # command line count, never the same names inherited from the environment
@@ -82,8 +82,13 @@ $(STAMP): requirements.txt
 	@for f in defconfigs/*; do printf "  defconfig-%-34s %s\n" "$${f#defconfigs/}" "$$(sed -n '1s/^# *//p' $$f)"; done
 	@exit 1
 
-config.py: .config $(KCONFIGS) | $(STAMP)
+config.py: .config lib/config/symbols.py | $(STAMP)
 	$(Q)$(PY) scripts/kconfig.py genconfig
+
+# The typed schema every script reads (one field per symbol), rebuilt when a
+# Kconfig file changes, as Kbuild rebuilds its generated headers.
+lib/config/symbols.py: $(KCONFIGS) | $(STAMP)
+	$(Q)$(PY) scripts/kconfig.py schema
 
 ##@ Configuration
 
@@ -91,7 +96,7 @@ config.py: .config $(KCONFIGS) | $(STAMP)
 # The name comes from the goal itself, so it travels like the values above.
 # (A pattern rule cannot be .PHONY; no file is named defconfig-<name>.)
 defconfig-%: override export DEFCONFIG_NAME = $*
-defconfig-%: | $(STAMP)
+defconfig-%: | $(STAMP) lib/config/symbols.py
 	$(Q)$(PY) scripts/kconfig.py defconfig "$${DEFCONFIG_NAME}"
 
 ## list the defconfigs with their descriptions
@@ -101,17 +106,17 @@ list-defconfigs: | $(STAMP)
 
 ## edit .config in a terminal menu; regenerates config.py
 .PHONY: menuconfig
-menuconfig: | $(STAMP)
+menuconfig: | $(STAMP) lib/config/symbols.py
 	$(PY) scripts/kconfig.py menuconfig
 
 ## update .config to the current Kconfig, new options at defaults
 .PHONY: olddefconfig
-olddefconfig: .config | $(STAMP)
+olddefconfig: .config | $(STAMP) lib/config/symbols.py
 	$(Q)$(PY) scripts/kconfig.py olddefconfig
 
 ## .config with every option at its default
 .PHONY: alldefconfig
-alldefconfig: | $(STAMP)
+alldefconfig: | $(STAMP) lib/config/symbols.py
 	$(Q)$(PY) scripts/kconfig.py alldefconfig
 
 ## write a minimal ./defconfig that reproduces .config
@@ -235,9 +240,15 @@ estimate: config.py
 .PHONY: venv
 venv: $(STAMP)
 
-## run the test suite
+## regenerate lib/config/symbols.py from the Kconfig files (automatic)
+.PHONY: schema
+schema: | $(STAMP)
+	$(Q)$(PY) scripts/kconfig.py schema
+
+## type-check lib/, gpt2/, hamt/, scripts/ (mypy), then run the test suite
 .PHONY: test
 test: | $(STAMP)
+	$(PY) -m mypy
 	$(PY) -m pytest -q tests
 
 ## remove caches and generated scratch files; keeps results/ and data/

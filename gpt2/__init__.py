@@ -1,18 +1,22 @@
 """GPT-2 model family: config from Kconfig, model builder, run-id variant, and
-the rest of its registry record (lib/registry.py)."""
+the rest of its registry record (lib/model/registry.py)."""
 from __future__ import annotations
 
 from dataclasses import fields
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lib.registry import ModelFamily, config_from_symbols
+from lib.model.registry import ModelFamily, config_from_symbols
+from lib.config.run_config import value_or
 from gpt2.activations import activations
 from gpt2.config import GPT2Config
 
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+
 # GPT2Config field -> Kconfig symbol. Fields map mechanically to GPT2_<FIELD>;
 # the attention options keep the names researchers' configs already use.
-SYMBOLS = {f.name: "GPT2_" + f.name.upper() for f in fields(GPT2Config)} | {
+SYMBOLS = {f.name: "GPT2_" + f.name.upper() for f in fields(GPT2Config) if f.name != "vocab_size"} | {
     "latent_dim": "RA_MLA_LATENT_DIM",
     "rope_dim": "RA_MLA_ROPE_DIM",
     "q_latent": "RA_MLA_PER_HEAD_Q_LATENT",
@@ -28,12 +32,13 @@ VARIANT_TAGS = {"vanilla": "vanilla", "sdpa_gate": "sdpagate", "mla": "mla",
                 "ra_logit": "ralogit", "ra_mla": "ramla", "ra_gated": "ragated"}
 
 
-def from_run_config(run: Any, vocab_size: int) -> GPT2Config:
+def from_run_config(run: RunConfig, vocab_size: int) -> GPT2Config:
     """Kconfig symbols -> GPT2Config; a size other than "custom" (the GPT2_MODEL
     choice) takes its shape from the preset."""
-    if run.get("GPT2_PAD_VOCAB"):
+    if run.GPT2_PAD_VOCAB:
         vocab_size = -(-vocab_size // 64) * 64
     size = run.GPT2_MODEL
+    assert size is not None  # visible whenever MODEL_GPT2, the only runs this family builds
     make = GPT2Config if size == "custom" else partial(GPT2Config.from_preset, size)
     return config_from_symbols(make, SYMBOLS, run, vocab_size=vocab_size)
 
@@ -48,7 +53,9 @@ def export(*args: Any) -> None:
     hf_export(*args)
 
 
-def variant(run: Any) -> str:
+def variant(run: RunConfig) -> str:
+    # hidden only for HAMT runs and by GPT2_ATTENTION_MULTIPLE, a matrix the runs expand
+    assert run.GPT2_ATTENTION is not None, "GPT2_ATTENTION_MULTIPLE is a matrix, not a run"
     return VARIANT_TAGS[run.GPT2_ATTENTION]
 
 
@@ -61,31 +68,33 @@ MATRIX_ATTENTION = {"GPT2_ATTENTION_ENABLE_VANILLA": "vanilla",
                     "GPT2_ATTENTION_ENABLE_RA_GATED": "ra_gated"}
 
 
-def matrix_variants(run: Any) -> list[list[tuple[str, str]]]:
+def matrix_variants(run: RunConfig) -> list[list[tuple[str, str]]]:
     """One override list per attention variant the matrix enables."""
-    if not run.get("GPT2_ATTENTION_MULTIPLE"):
+    if not run.GPT2_ATTENTION_MULTIPLE:
         return [[]]
     return [[("GPT2_ATTENTION_MULTIPLE", "n"), ("GPT2_ATTENTION", value)]
-            for sym, value in MATRIX_ATTENTION.items() if run.get(sym)]
+            for sym, value in MATRIX_ATTENTION.items() if run.values.get(sym)]
 
 
 # The attention variants `make bench-seqlen` compares, in its order.
 BENCH_ATTENTION = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_gated", "ra_mla")
 
 
-def bench_models(run: Any, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
+def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
     """Every attention variant at the given width and depth, with room for max_len;
     the variants' own options as configured where set, else small defaults."""
     from gpt2.model import GPT2
 
-    latent = run.get("RA_MLA_LATENT_DIM", max(16, shape["n_embd"] // 4))
-    alpha = run.get("RA_MLA_RA_ALPHA") or 0.5  # RA's cost is the same for any alpha > 0
-    gated = dict(ra_gated_layers=min(run.get("GPT2_RA_GATED_LAYERS", 3), shape["n_layer"]),
-                 ra_gated_heads=min(run.get("GPT2_RA_GATED_HEADS", 1), shape["n_head"]))
-    return {name: GPT2(GPT2Config(vocab_size=vocab, block_size=max_len, attention=name,
+    latent = value_or(run.RA_MLA_LATENT_DIM, max(16, shape["n_embd"] // 4))
+    alpha = run.RA_MLA_RA_ALPHA or 0.5  # RA's cost is the same for any alpha > 0
+    layers, heads = shape["n_layer"], shape["n_head"]
+    gated_layers = min(value_or(run.GPT2_RA_GATED_LAYERS, 3), layers)
+    gated_heads = min(value_or(run.GPT2_RA_GATED_HEADS, 1), heads)
+    return {name: GPT2(GPT2Config(vocab_size=vocab, block_size=max_len, n_layer=layers,
+                                  n_head=heads, n_embd=shape["n_embd"], attention=name,
                                   latent_dim=latent,
                                   ra_alpha=alpha if name.startswith("ra") else 0.0,
-                                  **gated, **shape))
+                                  ra_gated_layers=gated_layers, ra_gated_heads=gated_heads))
             for name in BENCH_ATTENTION}
 
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from lib.checkpoint import CheckpointError
+from lib.run.checkpoint import CheckpointError
 from lib.eval.record import load_eval
 
 

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
-from lib.checkpoint import CheckpointError
+from lib.run.checkpoint import CheckpointError
 
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 BUFFERS = (".attn.bias", ".attn.masked_bias")  # not c_attn.bias

@@ -10,13 +10,13 @@ them and skip the checkpoint's attn.bias / attn.masked_bias buffers.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import torch
 from torch import Tensor, nn
 
-from lib.model import LanguageModel, init_weights
-from lib.sampling import check_sampling, sample_token
+from lib.model.interface import LanguageModel, init_weights
+from lib.model.sampling import check_sampling, sample_token
 
 from gpt2.attention import CausalSelfAttention, KVCache
 from gpt2.config import GPT2Config
@@ -69,10 +69,17 @@ def cache_elements_per_token(config: GPT2Config) -> int:
     return sum(width(config, i) for i in range(config.n_layer))
 
 
+class MLPConfig(Protocol):
+    """The fields MLP reads: GPT2Config's and HAMTConfig's (HAMT's blocks share it)."""
+    n_embd: int
+    bias: bool
+    dropout: float
+
+
 class MLP(nn.Module):
     """Position-wise feed-forward layer, four times as wide as the stream."""
 
-    def __init__(self, config: GPT2Config) -> None:
+    def __init__(self, config: MLPConfig) -> None:
         super().__init__()
         self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
         # GPT-2 was trained with the tanh approximation; the exact GELU

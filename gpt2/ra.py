@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -57,14 +58,17 @@ from gpt2.mla import LatentCache, MLAttention, latent_cache_width
 _BAND_BLOCK = 128
 
 
+BaseCache = TypeVar("BaseCache", KVCache, LatentCache)
+
+
 @dataclass
-class ReciprocalCache:
+class ReciprocalCache(Generic[BaseCache]):
     """A base cache (keys/values or MLA latents) plus every token's queries.
 
     q is [B, H, T_cache, Dq] or None before the first token.
     """
 
-    base: KVCache | LatentCache
+    base: BaseCache
     q: Tensor | None = None
 
     @property
@@ -83,7 +87,7 @@ def reciprocal_on(config: GPT2Config) -> bool:
     return config.ra_alpha != 0 or config.ra_alpha_learned
 
 
-def new_ra_cache(config: GPT2Config) -> KVCache | LatentCache | ReciprocalCache:
+def new_ra_cache(config: GPT2Config) -> KVCache | LatentCache | ReciprocalCache[Any]:
     """Empty cache for one RA layer; a fixed alpha = 0 needs only the base cache."""
     base = LatentCache() if config.attention == "ra_mla" else KVCache()
     return ReciprocalCache(base) if reciprocal_on(config) else base
@@ -190,7 +194,7 @@ def banded_reciprocal(
 
 
 def _attend(module: CausalSelfAttention | MLAttention, q: Tensor, k: Tensor, v: Tensor,
-            n_past: int, cache: ReciprocalCache | None) -> Tensor:
+            n_past: int, cache: ReciprocalCache[Any] | None) -> Tensor:
     """Store the new queries in the cache, then run RA for them."""
     q_all = q if cache is None else cache.append_q(q)
     alpha = module.alpha
@@ -211,6 +215,11 @@ def _set_alpha(module: nn.Module, config: GPT2Config) -> None:
                        if config.ra_alpha_learned else None)
 
 
+# new_ra_cache gives each layer the cache that matches _base_only
+BASE_CACHE = "a fixed alpha of 0 caches like the base attention (new_ra_cache)"
+QUERY_CACHE = "reciprocal attention caches every token's queries (new_ra_cache)"
+
+
 def _base_only(module: nn.Module) -> bool:
     """A fixed alpha of 0: the base attention, bit for bit, with its cache."""
     return module.alpha == 0 and module.ra_alpha is None
@@ -224,17 +233,19 @@ class ReciprocalSelfAttention(CausalSelfAttention):
         super().__init__(config)
         _set_alpha(self, config)
 
-    def forward(self, x: Tensor, cache: ReciprocalCache | KVCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, cache: ReciprocalCache[KVCache] | KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
         if _base_only(self):
-            return super().forward(x, cache)  # type: ignore[arg-type]
+            assert not isinstance(cache, ReciprocalCache), BASE_CACHE
+            return super().forward(x, cache)
+        assert not isinstance(cache, KVCache), QUERY_CACHE
         batch, n_new, width = x.shape
         q, k, v = (self._split_heads(t) for t in self.c_attn(x).split(self.n_embd, dim=2))
         n_past = 0
         if cache is not None:
             n_past = cache.pos
-            k, v = cache.base.append(k, v)  # type: ignore[union-attr]
-        y = _attend(self, q, k, v, n_past, cache)  # type: ignore[arg-type]
+            k, v = cache.base.append(k, v)
+        y = _attend(self, q, k, v, n_past, cache)
         y = y.transpose(1, 2).contiguous().view(batch, n_new, width)
         return self.resid_dropout(self.c_proj(y))
 
@@ -247,10 +258,13 @@ class ReciprocalMLA(MLAttention):
         super().__init__(config)
         _set_alpha(self, config)
 
-    def forward(self, x: Tensor, cache: ReciprocalCache | LatentCache | None = None) -> Tensor:
+    def forward(self, x: Tensor,
+                cache: ReciprocalCache[LatentCache] | LatentCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
         if _base_only(self):
-            return super().forward(x, cache)  # type: ignore[arg-type]
-        base = None if cache is None else cache.base  # type: ignore[union-attr]
-        q, k, v, n_past = self.project(x, base)  # type: ignore[arg-type]
-        return self.output(_attend(self, q, k, v, n_past, cache))  # type: ignore[arg-type]
+            assert not isinstance(cache, ReciprocalCache), BASE_CACHE
+            return super().forward(x, cache)
+        assert not isinstance(cache, LatentCache), QUERY_CACHE
+        base = None if cache is None else cache.base
+        q, k, v, n_past = self.project(x, base)
+        return self.output(_attend(self, q, k, v, n_past, cache))

@@ -60,7 +60,7 @@ def gated_layer(config: GPT2Config, index: int) -> nn.Module:
     return CausalSelfAttention(config)
 
 
-def gated_cache(config: GPT2Config, index: int) -> KVCache | ReciprocalCache:
+def gated_cache(config: GPT2Config, index: int) -> KVCache | ReciprocalCache[KVCache]:
     """Empty generation cache for layer `index`."""
     return ReciprocalCache(KVCache()) if index in reverse_layers(config) else KVCache()
 
@@ -90,15 +90,17 @@ class GatedReciprocalAttention(CausalSelfAttention):
                                  bias=config.bias)
         self.ra_norm = nn.LayerNorm(config.n_embd, bias=config.bias)
 
-    def forward(self, x: Tensor, cache: ReciprocalCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, cache: ReciprocalCache[KVCache] | KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
+        # a reverse row reads every earlier token's query: gated_cache keeps them
+        assert not isinstance(cache, KVCache), "a reverse layer's cache is a ReciprocalCache"
         q, k, v = (self._split_heads(t) for t in self.c_attn(x).split(self.n_embd, dim=2))
         heads = slice(self.n_head - self.reverse_heads, self.n_head)
         q_all = q[:, heads]
         n_past = 0
         if cache is not None:
             n_past = cache.pos
-            k, v = cache.base.append(k, v)  # type: ignore[union-attr]
+            k, v = cache.base.append(k, v)
             q_all = cache.append_q(q_all)
         y = merge_heads(self.attend(q, k, v, n_past))
         reverse = merge_heads(self.reverse(k[:, heads, n_past:], q_all, v[:, heads], n_past))

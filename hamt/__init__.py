@@ -1,23 +1,27 @@
 """HAMT model family: config from Kconfig (HAMT_* symbols), model builder, and
-the rest of its registry record (lib/registry.py)."""
+the rest of its registry record (lib/model/registry.py)."""
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lib.registry import ModelFamily, config_from_symbols
+from lib.model.registry import ModelFamily, config_from_symbols
 from hamt.activations import activations
 from hamt.config import HAMTConfig
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 # HAMTConfig field -> Kconfig symbol: HAMT_<FIELD>, except the context length,
 # which every family shares. n_head has no symbol: the memory reads whole slots,
 # so heads would be a knob that changes nothing (it stays 1).
-SYMBOLS = {f.name: "HAMT_" + f.name.upper() for f in fields(HAMTConfig) if f.name != "n_head"} | {
+SYMBOLS = {f.name: "HAMT_" + f.name.upper() for f in fields(HAMTConfig)
+           if f.name not in ("n_head", "vocab_size")} | {
     "block_size": "GPT2_BLOCK_SIZE",
 }
 
 
-def from_run_config(run: Any, vocab_size: int) -> HAMTConfig:
+def from_run_config(run: RunConfig, vocab_size: int) -> HAMTConfig:
     return config_from_symbols(HAMTConfig, SYMBOLS, run, vocab_size=vocab_size, n_head=1)
 
 
@@ -26,11 +30,11 @@ def build(config: HAMTConfig):
     return HAMT(config)
 
 
-def variant(run: Any) -> str:
+def variant(run: RunConfig) -> str:
     return "hamt"
 
 
-def bench_models(run: Any, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
+def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
     """HAMT at the given width and depth (it has no heads), its options as
     configured where the configuration is a HAMT one, else the defaults."""
     from hamt.model import HAMT

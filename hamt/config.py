@@ -105,9 +105,10 @@ def _check_int(name: str, value: object, low: int, high: int | None) -> None:
 
 def _check_float(name: str, value: object, low: float, high: float, shown: str,
                  open_low: bool = False, open_high: bool = True) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        ok = (value > low if open_low else value >= low) and (
-            value < high if open_high else value <= high)
-    if not ok:
-        raise ValueError(f"{name}={value!r} is invalid: it must be a number in {shown}")
+    invalid = ValueError(f"{name}={value!r} is invalid: it must be a number in {shown}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid
+    above = value > low if open_low else value >= low
+    below = value < high if open_high else value <= high
+    if not (above and below):  # NaN is neither
+        raise invalid

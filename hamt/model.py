@@ -6,7 +6,7 @@ HolographicMemory: a fixed number of decaying slots holding bound
 parallel scan; generation runs it as a recurrence whose state (the slot
 spectra of every layer) has the same size however long the text grows.
 
-The model implements lib.model.LanguageModel. It has no
+The model implements lib.model.interface.LanguageModel. It has no
 position embedding: order information comes from the causal, decaying
 memory itself, which is also what lets generation run past block_size.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from lib.model import LanguageModel, init_weights
+from lib.model.interface import LanguageModel, init_weights
 
 from hamt.block import Block
 from hamt.config import HAMTConfig

@@ -33,7 +33,7 @@ packed spectra U and the bound item B_tau the scan wrote: no FFT, no unbind.
 
 Randomness: training draws lags from torch's default generator on the
 activations' device, whose state the trainer saves with every checkpoint
-(lib/checkpoint.py), so a resumed run draws the same lags. In eval mode the
+(lib/run/checkpoint.py), so a resumed run draws the same lags. In eval mode the
 lags come from a generator seeded with 0: the loss is reproducible and the
 training stream is left untouched by evaluation.
 """

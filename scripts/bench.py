@@ -10,10 +10,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.atomic import write_json_atomic  # noqa: E402
+from lib.run.atomic import write_json_atomic  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.config import load_run_config  # noqa: E402
-from lib.rundir import results_root  # noqa: E402
+from lib.config.run_config import load_run_config  # noqa: E402
+from lib.run.rundir import results_root  # noqa: E402
 
 
 def print_step(r: dict) -> None:

@@ -2,7 +2,7 @@
 (its pending and interrupted runs; RETRY_FAILED=1 also retries failed ones)
 or a single run from its last checkpoint (from step 0 when it was stopped
 before its first one). A run or matrix that a live process owns is not
-touched (lib/owner.py): a matrix's live runs are skipped, a live single run
+touched (lib/run/owner.py): a matrix's live runs are skipped, a live single run
 or matrix launcher is refused. User errors end as one paragraph, exit code 2.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
 from lib.matrix.state import MatrixError, is_matrix  # noqa: E402
-from lib.overrides import split_args  # noqa: E402
-from lib.rundir import (RunDirError, check_run_name, claim_run,  # noqa: E402
+from lib.config.overrides import split_args  # noqa: E402
+from lib.run.rundir import (RunDirError, check_run_name, claim_run,  # noqa: E402
                         configured_results_root, find_run_dir)
 
 
@@ -36,11 +36,11 @@ def main(argv: list[str]) -> int:
         return launch.resume(target.resolve(), rest, flags["RETRY_FAILED"])
     # A single run: refuse a bad or busy one before importing torch (seconds).
     claim_run(find_run_dir(results, name))  # held on by train.main below
-    from lib.signals import STOP
+    from lib.run.signals import STOP
 
     STOP.install()  # as train.py does first: a stop signal stops at a step, with a checkpoint
     import train  # scripts/train.py
-    from lib.checkpoint import CheckpointError  # both import torch: only for a single run
+    from lib.run.checkpoint import CheckpointError  # both import torch: only for a single run
     from lib.data import DataError
 
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.config import load_run_config, run_config_from_defaults  # noqa: E402
+from lib.config.run_config import load_run_config, run_config_from_defaults  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -36,10 +36,11 @@ def main(argv: list[str]) -> int:
     if args.validate:
         return validate(args)
     from lib.estimate import estimate_memory
+    from lib.matrix.grid import one_run
     from lib.estimate.report import report
-    from lib.hardware import profile, profile_info
+    from lib.hardware.devices import profile, profile_info
 
-    run = load_run_config(args.overrides)
+    run = one_run(load_run_config(args.overrides), "make estimate")
     info = profile_info(profile(args.device)) if args.device else None
     print(report(run, info, args.vocab))
     if args.out:

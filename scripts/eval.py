@@ -14,11 +14,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.checkpoint import CheckpointError  # noqa: E402
+from lib.run.checkpoint import CheckpointError  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.config import CONFIG, load_run_config  # noqa: E402
+from lib.paths import DOT_CONFIG as CONFIG
+from lib.config.run_config import load_run_config  # noqa: E402
 from lib.data import DataError  # noqa: E402
-from lib.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
+from lib.run.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.checkpoint import CheckpointError  # noqa: E402
+from lib.run.checkpoint import CheckpointError  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
+from lib.run.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
     p.add_argument("--out", help="output folder (default: <run>/hf)")
     args = p.parse_args(argv)
-    from lib.export import export_run  # torch import after arg checks
+    from lib.model.export import export_run  # torch import after arg checks
 
     results = configured_results_root()
     export_run(run_folder(args.run, results), args.checkpoint, args.out)

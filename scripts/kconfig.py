@@ -1,6 +1,6 @@
 """Configuration commands behind `make defconfig-*`, menuconfig, olddefconfig...
 
-Each command validates strictly (lib/kconfig.py) and writes .config and
+Each command validates strictly (lib/config/kconfig.py) and writes .config and
 config.py only when the whole configuration is valid.
 """
 from __future__ import annotations
@@ -12,12 +12,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.config import CONFIG, load_run_config, write_outputs  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.kconfig import ROOT, ConfigError, load_strict, open_tree  # noqa: E402
-from lib import menu  # noqa: E402
-
-DEFCONFIGS = ROOT / "defconfigs"
+from lib.config import menu  # noqa: E402
+from lib.config.generate import render_symbols  # noqa: E402
+from lib.config.kconfig import ConfigError, load_strict, open_tree  # noqa: E402
+from lib.config.run_config import load_run_config, write_outputs  # noqa: E402
+from lib.paths import DEFCONFIGS, DOT_CONFIG as CONFIG, ROOT, SYMBOLS_PY  # noqa: E402
+from lib.run.atomic import write_text_atomic  # noqa: E402
 
 
 def describe(path: Path) -> str:
@@ -47,7 +48,7 @@ def defconfig(name: str) -> None:
 
 def menuconfig() -> None:
     """Open the menu even on an invalid .config, so it is fixed there; the menu
-    refuses bad floats and saves only a valid configuration (lib/menu.py)."""
+    refuses bad floats and saves only a valid configuration (lib/config/menu.py)."""
     kconf, problems = menu.load_for_menu(CONFIG)
     if problems:
         print(f"{ConfigError(problems, '.config')}\nopening the menu to fix it", file=sys.stderr)
@@ -65,7 +66,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("command", choices=["defconfig", "list", "menuconfig", "olddefconfig",
                                             "alldefconfig", "savedefconfig", "genconfig",
-                                            "show"])
+                                            "show", "schema"])
     parser.add_argument("args", nargs="*", help="defconfig name, or NAME=VALUE overrides")
     opts = parser.parse_args(argv)
     if opts.command == "defconfig":
@@ -82,6 +83,8 @@ def main(argv: list[str]) -> None:
     elif opts.command == "savedefconfig":
         load_strict(CONFIG).write_min_config(str(ROOT / "defconfig"))
         print("wrote defconfig (minimal; copy it to defconfigs/<name> to keep it)")
+    elif opts.command == "schema":
+        write_text_atomic(SYMBOLS_PY, render_symbols(open_tree()))
     elif opts.command == "show":
         run = load_run_config(opts.args)
         for name, value in run.values.items():

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.config import load_run_config  # noqa: E402
+from lib.config.run_config import load_run_config  # noqa: E402
 from lib.data import DataError, load_meta  # noqa: E402
 from lib.data.prepared import data_dir, ensure_prepared  # noqa: E402
 

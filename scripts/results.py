@@ -18,7 +18,7 @@ from lib.cli import run_script  # noqa: E402
 from lib.results.collect import INVALID, RunRow  # noqa: E402
 from lib.results.report import build_report  # noqa: E402
 from lib.results.summary import compare_runs, summarize  # noqa: E402
-from lib.rundir import configured_results_root  # noqa: E402
+from lib.run.rundir import configured_results_root  # noqa: E402
 
 
 def warn_invalid(rows: list[RunRow]) -> None:

@@ -9,11 +9,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from lib import registry  # noqa: E402
-from lib.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
+from lib.model import registry# noqa: E402
+from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
 from lib.data import tokenizer_from_meta  # noqa: E402
-from lib.kconfig import ROOT  # noqa: E402
+from lib.paths import DEFAULT_RESULTS  # noqa: E402
 
 
 def positive(kind):
@@ -34,7 +34,7 @@ def non_negative(text: str) -> float:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--run", default=str(ROOT / "results" / "latest"), help="run folder")
+    p.add_argument("--run", default=str(DEFAULT_RESULTS / "latest"), help="run folder")
     p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
     p.add_argument("--prompt", default="", help="start text (empty: start of a document)")
     p.add_argument("--tokens", type=positive(int), default=200, help="tokens to generate")

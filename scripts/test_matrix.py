@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib.cli import run_script  # noqa: E402
 from lib.matrix import launch, plan, sweep  # noqa: E402
 from lib.matrix.state import MatrixError  # noqa: E402
-from lib.rundir import configured_results_root  # noqa: E402
+from lib.run.rundir import configured_results_root  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

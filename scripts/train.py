@@ -1,6 +1,6 @@
 """Train the configured model: `make` / `make train`; `make continue` resumes.
 
-Arguments are NAME=VALUE overrides (see lib/overrides.py); RESUME=1 resumes
+Arguments are NAME=VALUE overrides (see lib/config/overrides.py); RESUME=1 resumes
 results/latest, or results/<RUN_NAME> when RUN_NAME= is given, with the
 configuration that run recorded in its config.txt.
 
@@ -17,31 +17,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned  # noqa: E402
+from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned  # noqa: E402
 
 if __name__ == "__main__":  # first, before torch loads: from here on a stop signal stops cleanly
     STOP.install()
 
-from lib.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
+from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.config import load_run_config  # noqa: E402
-from lib.kconfig import ConfigError  # noqa: E402
-from lib.matrix.grid import is_multiple  # noqa: E402
+from lib.config.run_config import load_run_config  # noqa: E402
+from lib.matrix.grid import one_run  # noqa: E402
 from lib.data import DataError  # noqa: E402
-from lib.overrides import split_args  # noqa: E402
-from lib.rundir import RunDirError, RunLog, configured_results_root, create_run_dir, find_run_dir, run_id  # noqa: E402
+from lib.config.overrides import split_args  # noqa: E402
+from lib.run.rundir import RunDirError, RunLog, configured_results_root, create_run_dir, find_run_dir, run_id  # noqa: E402
 
 EXIT = {"completed": 0, "stopped": 0, "diverged": 3, "failed": 1}
-
-
-def refuse_multiple(run):
-    """A configuration that enables several runs is the test matrix's, not make's."""
-    if is_multiple(run):
-        raise ConfigError(["this .config enables several optimizers, pruning settings, "
-                           "attention variants, models or an ablation list: train them "
-                           "with `make test-matrix` (`make test-matrix-dry-run` shows the "
-                           "runs), or choose one of each in `make menuconfig`"])
-    return run
 
 
 def open_run(args: list[str], create: bool = True):
@@ -50,8 +39,8 @@ def open_run(args: list[str], create: bool = True):
     RUN_DIR=<folder> (how the test matrix starts its runs) trains the run whose
     config.txt is there, resuming from its checkpoint when it has one. With
     create=False a new run's folder is not made yet (its folder is None).
-    The run's folder is owned by this process from here on (lib/owner.py)."""
-    from lib.rundir import claim_run, resume_point
+    The run's folder is owned by this process from here on (lib/run/owner.py)."""
+    from lib.run.rundir import claim_run, resume_point
     run_dirs = [a.partition("=")[2] for a in args if a.startswith("RUN_DIR=")]
     args = [a for a in args if not a.startswith("RUN_DIR=")]
     if run_dirs:
@@ -62,7 +51,7 @@ def open_run(args: list[str], create: bool = True):
                 load_checkpoint(ckpt) if ckpt else None)
     overrides, flags, _ = split_args(args)
     if not flags["RESUME"]:
-        run = refuse_multiple(load_run_config(args))
+        run = one_run(load_run_config(args), "make")
         if run.flags["DRY_RUN"] or not create:
             return run, None, None
         return run, create_run_dir(run), None
@@ -77,7 +66,7 @@ def open_run(args: list[str], create: bool = True):
 
 def main(args: list[str]) -> int:
     if "LOCAL_RANK" in os.environ:  # under torchrun: rank 0 opens the run, the others follow
-        from lib import distributed
+        from lib.distributed import runtime as distributed
 
         env = distributed.from_environment()
         run, run_dir, state = env.follow_rank0(lambda: open_run(args), load_checkpoint)
@@ -88,9 +77,9 @@ def main(args: list[str]) -> int:
             run_id(run)  # an invalid RUN_NAME is the same error as in a real run
             print(run.config_text + run.describe())
             return 0
-        from lib import distributed  # torch import only for real runs
+        from lib.distributed import runtime as distributed# torch import only for real runs
 
-        if run.get("GPT2_USE_DDP"):
+        if run.GPT2_USE_DDP:
             for key, value in TORCHRUN_ENV.items():  # torchrun forwards SIGUSR1 too
                 os.environ.setdefault(key, value)
             distributed.relaunch(run, __file__, args)  # torchrun, one process per GPU
@@ -98,7 +87,7 @@ def main(args: list[str]) -> int:
         env = distributed.SINGLE
     log = RunLog(run_dir / "output.log") if env.is_main else distributed.QuietLog()
     try:
-        from lib.trainer import Trainer
+        from lib.train.trainer import Trainer
 
         trainer = Trainer(run, run_dir, log, resume=state, dist=env)
         if state:
@@ -134,7 +123,7 @@ def _record(run_dir: Path, **fields: str) -> None:
     """Set fields of metrics.json (made when the run died before writing it)."""
     import json
 
-    from lib.atomic import write_json_atomic
+    from lib.run.atomic import write_json_atomic
 
     path = run_dir / "metrics.json"
     try:

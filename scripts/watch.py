@@ -11,13 +11,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.kconfig import ROOT  # noqa: E402
-from lib.progress import render  # noqa: E402
+from lib.paths import DEFAULT_RESULTS  # noqa: E402
+from lib.observe.progress import render  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("path", nargs="?", default=str(ROOT / "results" / "latest"),
+    p.add_argument("path", nargs="?", default=str(DEFAULT_RESULTS / "latest"),
                    help="a run folder or a matrix folder (default: results/latest)")
     p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
     p.add_argument("--once", action="store_true", help="print once and exit")

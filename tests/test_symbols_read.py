@@ -10,37 +10,39 @@ it fails here, as SPAM once ignored WEIGHT_DECAY.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 import math
 from pathlib import Path
 
 import kconfiglib
 import pytest
 
-from lib.config import RunConfig, check_rules, typed_values
-from lib.kconfig import ROOT, float_bounds, load_strict, open_tree
-from lib.resolved import resolved_settings
+from lib.config.run_config import RunConfig, check_rules, typed_values
+from lib.paths import ROOT
+from lib.config.kconfig import float_bounds, load_strict, open_tree
+from lib.config.resolved import resolved_settings
 
 # The menus whose symbols shape the run's model, optimizer, pruner, schedule,
 # data and run folder. The evaluation, matrix, tracking, monitoring and
 # multi-GPU menus configure other commands or services; tests/test_tree.py
 # requires a reader for each of their symbols.
 SCOPE = ("gpt2/Kconfig", "hamt/Kconfig", "lib/optim/Kconfig", "lib/prune/Kconfig",
-         "lib/Kconfig.train", "lib/Kconfig.hardware", "lib/data/Kconfig", "lib/Kconfig.run")
+         "lib/train/Kconfig", "lib/hardware/Kconfig", "lib/data/Kconfig", "lib/run/Kconfig")
 # Read on other paths, each named: the test matrix (multiple-selection
 # menus), the training loop's own stop/log/eval clocks, the device set-up.
 ELSEWHERE = {
     "OPTIMIZER_MODE": "lib/matrix/grid.py", "PRUNING_MODE_MULTIPLE": "lib/matrix/grid.py",
     "GPT2_ATTENTION_MULTIPLE": "lib/matrix/grid.py",
-    "TRAIN_MAX_TIME": "lib/trainer.py", "TRAIN_EVAL_ITERS": "lib/trainer.py",
-    "TRAIN_LOG_INTERVAL": "lib/trainer.py", "TRAIN_DIVERGENCE_FACTOR": "lib/trainer.py",
-    "TRAIN_GRAD_CLIP": "lib/trainer.py", "TRAIN_EARLY_STOP": "lib/early_stop.py",
-    "TRAIN_EARLY_STOP_PATIENCE": "lib/early_stop.py", "TRAIN_EARLY_STOP_MIN_DELTA":
-    "lib/early_stop.py", "DEVICE": "lib/trainer.py", "MIXED_PRECISION": "lib/precision.py",
-    "MIXED_PRECISION_DTYPE": "lib/precision.py", "COMPILE_STRICT": "lib/fallback.py",
-    "TRAIN_GRADIENT_CHECKPOINTING": "lib/recompute.py", "TRAIN_OOM_FALLBACK": "lib/fallback.py",
-    "TRAIN_OOM_MIN_BATCH": "lib/fallback.py", "TRAIN_SEED": "lib/trainer.py",
+    "TRAIN_MAX_TIME": "lib/train/trainer.py", "TRAIN_EVAL_ITERS": "lib/train/trainer.py",
+    "TRAIN_LOG_INTERVAL": "lib/train/trainer.py", "TRAIN_DIVERGENCE_FACTOR": "lib/train/trainer.py",
+    "TRAIN_GRAD_CLIP": "lib/train/trainer.py", "TRAIN_EARLY_STOP": "lib/train/early_stop.py",
+    "TRAIN_EARLY_STOP_PATIENCE": "lib/train/early_stop.py", "TRAIN_EARLY_STOP_MIN_DELTA":
+    "lib/train/early_stop.py", "DEVICE": "lib/train/trainer.py", "MIXED_PRECISION": "lib/hardware/precision.py",
+    "MIXED_PRECISION_DTYPE": "lib/hardware/precision.py", "COMPILE_STRICT": "lib/train/fallback.py",
+    "TRAIN_GRADIENT_CHECKPOINTING": "lib/train/recompute.py", "TRAIN_OOM_FALLBACK": "lib/train/fallback.py",
+    "TRAIN_OOM_MIN_BATCH": "lib/train/fallback.py", "TRAIN_SEED": "lib/train/trainer.py",
     "HYPER_PARAM": "lib/estimate/fit.py", "DATA_VAL_FRACTION": "lib/data/prepared.py",
-    "BACKUP_DIR": "lib/backup.py",
+    "BACKUP_DIR": "lib/run/backup.py",
 }
 # Where the model, attention, optimizer and pruning paths fork.
 FORKS = ("MODEL", "GPT2_ATTENTION", "OPTIMIZER", "ADAMWPRUNE_BASE", "PRUNING_METHOD",
@@ -52,8 +54,8 @@ def _in_scope(item) -> bool:
 
 
 def _is_multiple(run: RunConfig) -> bool:
-    return (run.get("OPTIMIZER_MODE") == "multiple" or run.get("PRUNING_MODE") == "multiple"
-            or bool(run.get("GPT2_ATTENTION_MULTIPLE")))
+    return (run.OPTIMIZER_MODE == "multiple" or run.PRUNING_MODE == "multiple"
+            or bool(run.GPT2_ATTENTION_MULTIPLE))
 
 
 def _candidates(sym: kconfiglib.Symbol) -> list[str]:
@@ -86,7 +88,7 @@ class Subject:
 
     def resolve(self) -> dict | None:
         values = typed_values(self.kconf)
-        run = RunConfig(values)
+        run = RunConfig.from_values(values)
         if check_rules(values) or _is_multiple(run):
             return None
         return resolved_settings(run)
@@ -176,12 +178,12 @@ def test_symbols_read_elsewhere_are_read_there():
 
 def test_the_check_fails_on_a_symbol_nobody_reads(monkeypatch):
     """WEIGHT_DECAY ignored by the optimizer is caught (the test can fail)."""
-    import lib.resolved as resolved
+    import lib.config.resolved as resolved
 
     real = resolved.build_optimizer
 
     def ignores_weight_decay(run, model, device):
-        return real(RunConfig({**run.values, "WEIGHT_DECAY": 0.1}), model, device)
+        return real(replace(run, WEIGHT_DECAY=0.1), model, device)
 
     monkeypatch.setattr(resolved, "build_optimizer", ignores_weight_decay)
     assert "WEIGHT_DECAY" in _dead_symbols(open_tree())

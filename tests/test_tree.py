@@ -6,11 +6,13 @@ from pathlib import Path
 
 import kconfiglib
 
-from lib.kconfig import open_tree
+from lib.config.kconfig import open_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 PY_SOURCES = [p for d in ("lib", "gpt2", "hamt", "scripts") for p in (ROOT / d).rglob("*.py")]
-CONFIG_READERS = {"lib/kconfig.py", "lib/config.py", "lib/overrides.py", "lib/menu.py"}
+CONFIG_READERS = {"lib/config/kconfig.py", "lib/config/run_config.py", "lib/config/overrides.py",
+                  "lib/config/menu.py", "lib/config/generate.py"}
+GENERATED = {"lib/config/symbols.py"}  # one field per symbol: as long as the Kconfig files
 
 
 def test_every_prompted_symbol_and_choice_has_help():
@@ -42,7 +44,8 @@ def test_every_script_a_makefile_recipe_names_exists():
 
 def test_modules_stay_under_the_line_ceiling():
     long = {str(p.relative_to(ROOT)): n for p in PY_SOURCES + list((ROOT / "tests").rglob("*.py"))
-            if (n := len(p.read_text().splitlines())) > 400}
+            if str(p.relative_to(ROOT)) not in GENERATED
+            and (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
 
 

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import copy
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from lib.bench.step import bench_setup, median_seconds
 from lib.optim.spam import AdamWSPAM
 from lib.prune import Pruner
-from lib.step import TrainStep
+from lib.train.step import TrainStep
+from lib.config.run_config import value_or
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 NAMES = ("adamw", "adamwspam", "adamwprune")
 
@@ -38,19 +42,19 @@ def _optimizer(name: str, model: torch.nn.Module, device: torch.device) -> torch
                              fused=device.type == "cuda")
 
 
-def _pruner(run: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+def _pruner(run: RunConfig, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             frequency: int) -> Pruner:
     # Warmup 0 and a far ramp end keep masks updating every `frequency` steps
     # throughout the timed window, so the amortised cost is really measured.
     return Pruner(model.prunable(), method="state", target=0.5, warmup=0, ramp_end=10**9,
                   frequency=frequency, schedule="linear", scope="global", optimizer=optimizer,
-                  variant=run.get("ADAMWPRUNE_VARIANT", "bitter7"))
+                  variant=value_or(run.ADAMWPRUNE_VARIANT, "bitter7"))
 
 
-def run_optimizer_bench(run: Any, steps: int = 10, rounds: int = 3) -> dict[str, Any]:
+def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dict[str, Any]:
     setup = bench_setup(run)
     device, precision, base, next_batch = setup.device, setup.precision, setup.model, setup.next_batch
-    frequency = run.get("PRUNING_FREQUENCY", 10)
+    frequency = value_or(run.PRUNING_FREQUENCY, 10)
     setups = {}
     for name in NAMES:
         model = copy.deepcopy(base)

@@ -13,19 +13,22 @@ backward (counted by storage, once each).
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from lib import registry
+from lib.model import registry
 from lib.bench.step import median_seconds
-from lib.precision import resolve_device
+from lib.hardware.precision import resolve_device
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 LENGTHS = (64, 128, 256, 512, 1024, 2048)
 TOKENS_PER_STEP = 2048
 
 
-def build_models(run: Any, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
+def build_models(run: RunConfig, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
     """The configured width and depth as every registered family's benchmark
     models (each family's bench_models: GPT-2's attention variants, HAMT),
     with room for max_len."""
@@ -37,7 +40,7 @@ def build_models(run: Any, vocab: int, max_len: int) -> dict[str, torch.nn.Modul
     return models
 
 
-def _shape(run: Any, vocab: int) -> dict[str, int]:
+def _shape(run: RunConfig, vocab: int) -> dict[str, int]:
     """n_layer, n_head, n_embd of the configured model, whichever family. A
     family without heads (HAMT's config has one) gets GPT-2's 64-wide heads
     for the attention variants."""
@@ -139,7 +142,7 @@ def _generate(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.de
     return 1000 * seconds, size
 
 
-def run_seqlen_bench(run: Any, vocab: int, lengths: tuple[int, ...] = LENGTHS,
+def run_seqlen_bench(run: RunConfig, vocab: int, lengths: tuple[int, ...] = LENGTHS,
                      steps: int = 3) -> dict[str, Any]:
     device = resolve_device(run.DEVICE)
     torch.manual_seed(run.TRAIN_SEED)

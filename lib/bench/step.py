@@ -12,25 +12,29 @@ import copy
 from dataclasses import dataclass
 import statistics
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from lib import registry
+from lib.model import registry
 from lib.data import is_prepared, load_meta
 from lib.data.prepared import data_dir
-from lib.hardware import describe_device
-from lib.metrics import mfu, peak_memory_mb
+from lib.hardware.devices import describe_device
+from lib.run.metrics import mfu, peak_memory_mb
 from lib.optim import build_optimizer
-from lib.precision import Precision, compile_model, resolve_device, resolve_precision
-from lib.step import TrainStep
+from lib.hardware.precision import Precision, compile_model, resolve_device, resolve_precision
+from lib.train.step import TrainStep
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 
-def vocab_size(run: Any) -> int:
+def vocab_size(run: RunConfig) -> int:
     path = data_dir(run)
     if is_prepared(path):
         return load_meta(path)["vocab_size"]
     if run.DATA_TOKENIZER == "bpe":
+        assert run.DATA_BPE_VOCAB_SIZE is not None  # visible whenever DATA_TOKENIZER_BPE
         return run.DATA_BPE_VOCAB_SIZE
     return 50257 if run.DATA_TOKENIZER == "gpt2" else 256
 
@@ -82,7 +86,7 @@ class BenchSetup:
     next_batch: Callable
 
 
-def bench_setup(run: Any) -> BenchSetup:
+def bench_setup(run: RunConfig) -> BenchSetup:
     device = resolve_device(run.DEVICE)
     family = registry.family(run.MODEL)
     config = family.from_run_config(run, vocab_size(run))
@@ -96,7 +100,7 @@ def _time(step: Callable, next_batch: Callable, steps: int, device: torch.device
     return median_seconds(lambda: step(next_batch, 1e-4), steps, device)
 
 
-def run_bench(run: Any, steps: int = 10, warmup: int = 3, rounds: int = 3) -> dict[str, Any]:
+def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3) -> dict[str, Any]:
     setup = bench_setup(run)
     device, precision, config, next_batch = (setup.device, setup.precision, setup.config,
                                              setup.next_batch)
@@ -105,10 +109,10 @@ def run_bench(run: Any, steps: int = 10, warmup: int = 3, rounds: int = 3) -> di
     accum, clip = run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP
     ours = TrainStep(ours_model, build_optimizer(run, ours_model, device), precision, accum, clip)
     plain_forward = plain_model
-    if run.get("COMPILE_MODEL"):
+    if run.COMPILE_MODEL:
         ours.forward = compile_model(ours_model)
         plain_forward = compile_model(plain_model)
-    plain_opt = torch.optim.AdamW(plain_model.param_groups(run.get("WEIGHT_DECAY", 0.1)),
+    plain_opt = torch.optim.AdamW(plain_model.param_groups(run.WEIGHT_DECAY),
                                   lr=1e-4, fused=device.type == "cuda")
     plain = _plain_step(plain_model, plain_forward, plain_opt, precision, accum, clip)
 
@@ -121,7 +125,9 @@ def run_bench(run: Any, steps: int = 10, warmup: int = 3, rounds: int = 3) -> di
     return _report(run, config, ours_model, precision, device, seconds, steps, rounds)
 
 
-def _report(run, config, model, precision, device, seconds, steps, rounds) -> dict[str, Any]:
+def _report(run: RunConfig, config: Any, model: torch.nn.Module, precision: Precision,
+            device: torch.device, seconds: dict[str, list[float]], steps: int,
+            rounds: int) -> dict[str, Any]:
     tokens = run.derived()["tokens_per_iter"]
     info = describe_device(device)
     peak_flops = info.peak_flops_16bit if precision.dtype != "fp32" else None
@@ -129,7 +135,7 @@ def _report(run, config, model, precision, device, seconds, steps, rounds) -> di
     result: dict[str, Any] = {
         "model_config": {k: getattr(config, k) for k in vars(config)},
         "params": sum(p.numel() for p in model.parameters()), "device": info.name,
-        "dtype": precision.dtype, "compiled": bool(run.get("COMPILE_MODEL")),
+        "dtype": precision.dtype, "compiled": bool(run.COMPILE_MODEL),
         "batch_size": run.BATCH_SIZE, "gradient_accumulation": run.GPT2_GRADIENT_ACCUMULATION,
         "tokens_per_iter": tokens, "steps_per_round": steps, "rounds": rounds,
     }

@@ -134,7 +134,9 @@ def _write_splits(source: Source, tokenizer: str, tmp: Path, token_cap: int, val
     # proportion, so a capped run does not stream a whole validation set.
     val_cap = max(1, int(token_cap * val_fraction)) if token_cap else 0
     val_from = "dataset validation split"
+    tok: Tokenizer
     if tokenizer == "bpe":  # trained first, on the training text only
+        assert bpe_vocab_size is not None, "_check_args requires it for bpe"
         tok, streams, val_from = bpe_streams(source, bpe_vocab_size, token_cap, val_fraction)
     else:
         tok, streams = _streams(source, tokenizer, token_cap, val_cap)

@@ -55,11 +55,6 @@ HUB_DATASETS: dict[str, HubDataset] = {
 DATASETS: tuple[str, ...] = ("shakespeare", *HUB_DATASETS, "custom")
 
 
-def dataset_names() -> tuple[str, ...]:
-    """Names accepted by open_source (and by the GPT2_DATASET option)."""
-    return DATASETS
-
-
 @dataclass
 class Source:
     """A dataset ready to read: documents(split) streams its documents."""

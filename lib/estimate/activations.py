@@ -106,5 +106,5 @@ def fused_possible(s: Shape, q_width: int, v_width: int) -> bool:
 
 def activations(cfg: Any, s: Shape) -> Activations:
     """The saved bytes of the family whose config cfg is (its registry record's formula)."""
-    from lib import registry
+    from lib.model import registry
     return registry.family_of_config(cfg).activations(cfg, s)

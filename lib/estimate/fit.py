@@ -11,9 +11,13 @@ order continues unchanged.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lib.config.run_config import with_batch_plan
 from lib.estimate.memory import GIB, estimate_memory
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 
 @dataclass(frozen=True)
@@ -59,28 +63,23 @@ def divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]), reverse=True)
 
 
-def with_batch(run: Any, batch_size: int, accumulation: int) -> Any:
-    """The RunConfig with BATCH_SIZE and GPT2_GRADIENT_ACCUMULATION replaced."""
-    values = {**run.values, "BATCH_SIZE": batch_size, "GPT2_GRADIENT_ACCUMULATION": accumulation}
-    return replace(run, values=values)
-
-
-def plan_batch(run: Any, device_info: Any, world_size: int = 1, vocab_size: int | None = None,
-               recorded: dict[str, int] | None = None) -> tuple[Any, BatchPlan]:
+def plan_batch(run: RunConfig, device_info: Any, world_size: int = 1, vocab_size: int | None = None,
+               recorded: dict[str, int] | None = None) -> tuple[RunConfig, BatchPlan]:
     """(the RunConfig to train with, the plan and why)."""
     if recorded:
         plan = BatchPlan("resumed", recorded["batch_size"], recorded["accumulation"],
                          world_size, "as the checkpoint ran")
-    elif run.get("HYPER_PARAM") != "auto":
+    elif run.HYPER_PARAM != "auto":
         plan = BatchPlan("manual", run.BATCH_SIZE, run.GPT2_GRADIENT_ACCUMULATION, world_size,
                          "BATCH_SIZE and GPT2_GRADIENT_ACCUMULATION as configured")
     else:
         plan = _auto(run, device_info, world_size, vocab_size)
-    return with_batch(run, plan.batch_size, plan.accumulation), plan
+    return with_batch_plan(run, plan.batch_size, plan.accumulation), plan
 
 
-def _auto(run: Any, info: Any, world: int, vocab_size: int | None) -> BatchPlan:
+def _auto(run: RunConfig, info: Any, world: int, vocab_size: int | None) -> BatchPlan:
     target = run.TARGET_EFFECTIVE_BATCH
+    assert target is not None  # visible whenever HYPER_PARAM_AUTO
     if target % world:
         raise ValueError(f"CONFIG_TARGET_EFFECTIVE_BATCH={target} is not divisible by the "
                          f"world size {world}: choose a multiple of {world}")
@@ -99,6 +98,7 @@ def _auto(run: Any, info: Any, world: int, vocab_size: int | None) -> BatchPlan:
             return BatchPlan("auto", size, per_device // size, world,
                              f"largest divisor of {per_device} that fits {info.name}",
                              est.total_bytes, memory)
+    assert est is not None  # divisors() is never empty: it ends with 1
     return BatchPlan("auto", 1, per_device, world,
                      f"even micro-batch 1 is estimated not to fit {info.name} (needs "
                      f"{est.required_bytes() / GIB:.2f} GiB with margin); trying anyway",

@@ -1,7 +1,7 @@
 """Measured peak training memory, to check the estimate against.
 
 `measure_peak(run, steps)` builds the configured model, optimizer and pruner
-exactly as the trainer does, runs `steps` optimizer steps of lib/step.py's
+exactly as the trainer does, runs `steps` optimizer steps of lib/train/step.py's
 TrainStep on random tokens (no dataset needed) and returns the peak bytes
 of tensors allocated:
 
@@ -14,9 +14,12 @@ of tensors allocated:
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 
 def cpu_peak_bytes(fn: Callable[[], Any]) -> int:
@@ -45,26 +48,26 @@ def cuda_peak_bytes(fn: Callable[[], Any], device: torch.device) -> int:
     return torch.cuda.max_memory_allocated(device) - start
 
 
-def train_steps(run: Any, device: torch.device, vocab_size: int, steps: int) -> None:
+def train_steps(run: RunConfig, device: torch.device, vocab_size: int, steps: int) -> None:
     """Build what the trainer builds and run `steps` optimizer steps."""
-    from lib import registry
+    from lib.model import registry
     from lib.optim import build_optimizer
-    from lib.precision import compile_model, resolve_precision
+    from lib.hardware.precision import compile_model, resolve_precision
     from lib.prune.build import build_pruner
-    from lib.recompute import enable_checkpointing
-    from lib.step import TrainStep
+    from lib.train.recompute import enable_checkpointing
+    from lib.train.step import TrainStep
 
     torch.manual_seed(run.TRAIN_SEED)
     family = registry.family(run.MODEL)
     cfg = family.from_run_config(run, vocab_size)
     model = family.build(cfg).to(device)
-    if run.get("TRAIN_GRADIENT_CHECKPOINTING"):
+    if run.TRAIN_GRADIENT_CHECKPOINTING:
         enable_checkpointing(model)
     optimizer = build_optimizer(run, model, device)
     pruner = build_pruner(run, model, optimizer)
     step = TrainStep(model, optimizer, resolve_precision(run, device),
                      run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP, pruner)
-    if run.get("COMPILE_MODEL"):
+    if run.COMPILE_MODEL:
         step.forward = compile_model(model)
     generator = torch.Generator().manual_seed(0)
 
@@ -77,10 +80,10 @@ def train_steps(run: Any, device: torch.device, vocab_size: int, steps: int) -> 
         step(batch, 1e-4, i + 1)
 
 
-def measure_peak(run: Any, vocab_size: int, steps: int = 3,
+def measure_peak(run: RunConfig, vocab_size: int, steps: int = 3,
                  device: torch.device | None = None) -> int:
     """Peak tensor bytes of `steps` training steps of `run` (module docstring)."""
-    from lib.precision import resolve_device
+    from lib.hardware.precision import resolve_device
 
     device = device or resolve_device(run.DEVICE)
     work = lambda: train_steps(run, device, vocab_size, steps)  # noqa: E731

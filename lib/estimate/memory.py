@@ -32,9 +32,13 @@ free blocks); `fits` adds a margin for them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lib.config.run_config import value_or
 from lib.estimate.activations import Activations, Shape, activations
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 GIB = 2**30
 MIB = 2**20
@@ -108,11 +112,11 @@ class MemoryEstimate:
 _COUNTS: dict[str, ModelCounts] = {}
 
 
-def model_counts(run: Any, vocab_size: int) -> tuple[Any, ModelCounts]:
+def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
     """The family config for `run` and its parameter counts, from a model
     built on the meta device (shapes only: no memory, no initialisation)."""
     import torch
-    from lib import registry
+    from lib.model import registry
 
     family = registry.family(run.MODEL)
     cfg = family.from_run_config(run, vocab_size)
@@ -122,7 +126,7 @@ def model_counts(run: Any, vocab_size: int) -> tuple[Any, ModelCounts]:
             model = family.build(cfg)
         params = list(model.parameters())
         linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-        tied = model.lm_head.weight.numel()  # every family ties it (lib/model.py)
+        tied = model.lm_head.weight.numel()  # every family ties it (lib/model/interface.py)
         _COUNTS[key] = ModelCounts(sum(p.numel() for p in params), linear,
                                    max(p.numel() for p in params),
                                    sum(p.numel() for _, p in model.prunable()), tied,
@@ -130,13 +134,14 @@ def model_counts(run: Any, vocab_size: int) -> tuple[Any, ModelCounts]:
     return cfg, _COUNTS[key]
 
 
-def default_vocab(run: Any) -> int:
+def default_vocab(run: RunConfig) -> int:
     """The vocabulary the configured tokenizer gives (before any padding):
     GPT-2 BPE 50257; a trained BPE its configured size; characters: the
     prepared dataset's, else 256."""
     if run.DATA_TOKENIZER == "gpt2":
         return 50257
     if run.DATA_TOKENIZER == "bpe":
+        assert run.DATA_BPE_VOCAB_SIZE is not None  # visible whenever DATA_TOKENIZER_BPE
         return run.DATA_BPE_VOCAB_SIZE
     try:
         from lib.data.corpus import load_meta
@@ -146,26 +151,27 @@ def default_vocab(run: Any) -> int:
         return 256
 
 
-def world_size(run: Any) -> int:
-    return run.GPT2_NUM_GPUS * run.DIST_NNODES if run.get("GPT2_USE_DDP") else 1
+def world_size(run: RunConfig) -> int:
+    # both hidden without GPT2_USE_DDP: one process
+    return value_or(run.GPT2_NUM_GPUS, 1) * value_or(run.DIST_NNODES, 1)
 
 
-def optimizer_bytes(run: Any, counts: ModelCounts) -> int:
+def optimizer_bytes(run: RunConfig, counts: ModelCounts) -> int:
     """Moments (2 x fp32 per parameter), step counters, pruning buffers."""
     total = 8 * counts.params + 4 * counts.tensors
-    if run.get("PRUNING_MODE", "none") != "none":
-        total += counts.prunable * (5 if run.get("PRUNING_METHOD") == "movement" else 1)
+    if run.PRUNING_MODE != "none":
+        total += counts.prunable * (5 if run.PRUNING_METHOD == "movement" else 1)
     return total
 
 
-def estimate_memory(run: Any, vocab_size: int | None = None, batch_size: int | None = None,
+def estimate_memory(run: RunConfig, vocab_size: int | None = None, batch_size: int | None = None,
                     accumulation: int | None = None, device_info: Any = None) -> MemoryEstimate:
     """Peak memory of one device training `run` (see the module docstring).
 
     batch_size / accumulation default to the configured ones; device_info
-    (lib.hardware.DeviceInfo) to the device the run would use.
+    (lib.hardware.devices.DeviceInfo) to the device the run would use.
     """
-    from lib.precision import choose_dtype
+    from lib.hardware.precision import choose_dtype
 
     info = device_info or configured_device(run)
     vocab = vocab_size or default_vocab(run)
@@ -175,13 +181,14 @@ def estimate_memory(run: Any, vocab_size: int | None = None, batch_size: int | N
     try:
         dtype, _ = choose_dtype(run, info.kind, info.bf16)
     except RuntimeError:  # e.g. fp16 asked for on a CPU: the run would stop; size it anyway
+        assert run.MIXED_PRECISION_DTYPE is not None  # it refuses only a configured dtype
         dtype = run.MIXED_PRECISION_DTYPE
     act = 4 if dtype == "fp32" else 2
     shape = Shape(batch, cfg.block_size, act, info.kind, cfg.dropout)
     acts = activations(cfg, shape)
     world = world_size(run)
-    fsdp = world > 1 and run.get("DIST_STRATEGY") == "fsdp"
-    ckpt = bool(run.get("TRAIN_GRADIENT_CHECKPOINTING"))
+    fsdp = world > 1 and run.DIST_STRATEGY == "fsdp"
+    ckpt = bool(run.TRAIN_GRADIENT_CHECKPOINTING)
     phases = _phases(run, counts, cfg, acts, shape, info.kind, accum, world, fsdp, ckpt)
     phase, parts = max(phases.items(), key=lambda kv: sum(kv[1].values()))
     return MemoryEstimate(**parts, phase=phase, dtype=dtype, device=info.kind, batch_size=batch,
@@ -192,7 +199,7 @@ def estimate_memory(run: Any, vocab_size: int | None = None, batch_size: int | N
                           phases={k: sum(v.values()) for k, v in phases.items()})
 
 
-def _phases(run: Any, counts: ModelCounts, cfg: Any, acts: Activations, s: Shape, kind: str,
+def _phases(run: RunConfig, counts: ModelCounts, cfg: Any, acts: Activations, s: Shape, kind: str,
             accum: int, world: int, fsdp: bool, ckpt: bool) -> dict[str, dict[str, int]]:
     """Components at each candidate peak moment (module docstring)."""
     shard = world if fsdp else 1
@@ -227,7 +234,7 @@ def _phases(run: Any, counts: ModelCounts, cfg: Any, acts: Activations, s: Shape
     return out
 
 
-def _optimizer_temporaries(run: Any, counts: ModelCounts, kind: str) -> int:
+def _optimizer_temporaries(run: RunConfig, counts: ModelCounts, kind: str) -> int:
     """Temporaries of the optimizer step (measured on CPU): fused AdamW (CUDA)
     none; torch's per-tensor AdamW three fp32 copies of the largest tensor
     (sqrt, its quotient, the update); AdamWSPAM's multi-tensor step two
@@ -240,13 +247,13 @@ def _optimizer_temporaries(run: Any, counts: ModelCounts, kind: str) -> int:
     return 0 if kind == "cuda" else 3 * 4 * counts.largest
 
 
-def configured_device(run: Any) -> Any:
-    from lib.hardware import cpu_info, describe_device
-    from lib.precision import resolve_device
+def configured_device(run: RunConfig) -> Any:
+    from lib.hardware.devices import cpu_info, describe_device
+    from lib.hardware.precision import resolve_device
 
     try:
         device = resolve_device(run.DEVICE)
     except RuntimeError:  # configured for a device this machine lacks: estimate for it anyway
-        from lib.hardware import DeviceInfo
+        from lib.hardware.devices import DeviceInfo
         return DeviceInfo(run.DEVICE, run.DEVICE, None, run.DEVICE == "cuda", None, run.DEVICE)
     return describe_device(device) if device.type != "cpu" else cpu_info()

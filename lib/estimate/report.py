@@ -1,13 +1,17 @@
 """`make estimate`: the memory table for a RunConfig and which devices it fits."""
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from lib.estimate.fit import plan_batch
 from lib.estimate.memory import (GIB, MIB, MemoryEstimate, configured_device, estimate_memory,
                                  world_size)
 from lib.estimate.timing import estimate_seconds
-from lib.hardware import KNOWN_GPUS, DeviceInfo, cpu_info, profile_info
+from lib.hardware.devices import KNOWN_GPUS, DeviceInfo, cpu_info, profile_info
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 LABELS = {
     "parameters": "parameters (fp32)",
@@ -19,12 +23,11 @@ LABELS = {
 }
 
 
-def with_checkpointing(run: Any, on: bool) -> Any:
-    from dataclasses import replace
-    return replace(run, values={**run.values, "TRAIN_GRADIENT_CHECKPOINTING": on})
+def with_checkpointing(run: RunConfig, on: bool) -> RunConfig:
+    return replace(run, TRAIN_GRADIENT_CHECKPOINTING=on)
 
 
-def largest_fitting_batch(run: Any, info: DeviceInfo, vocab: int | None,
+def largest_fitting_batch(run: RunConfig, info: DeviceInfo, vocab: int | None,
                           limit: int = 4096) -> int:
     """The largest micro-batch (accumulation as configured) that fits, 0 if none."""
     low, high = 0, limit
@@ -67,7 +70,7 @@ def layer_lines(est: MemoryEstimate, top: int = 6) -> list[str]:
     return ["  per layer: " + ", ".join(f"{k} {v / MIB:.1f} MiB" for k, v in parts)]
 
 
-def fit_lines(run: Any, vocab: int | None) -> list[str]:
+def fit_lines(run: RunConfig, vocab: int | None) -> list[str]:
     header = (f"  {'device':<16}{'memory':>10}{'needs':>10}  {'fits':<5}"
               f"{'max micro-batch':>16}  time")
     lines = [header]
@@ -91,10 +94,10 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
-def report(run: Any, device_info: DeviceInfo | None = None, vocab: int | None = None) -> str:
+def report(run: RunConfig, device_info: DeviceInfo | None = None, vocab: int | None = None) -> str:
     """The whole `make estimate` text."""
     plan = None
-    if run.get("HYPER_PARAM") == "auto":  # size what the run would choose on this device
+    if run.HYPER_PARAM == "auto":  # size what the run would choose on this device
         info = device_info or configured_device(run)
         run, plan = plan_batch(run, info, world_size(run), vocab)
     est = estimate_memory(run, vocab, device_info=device_info)

@@ -4,7 +4,7 @@ FLOPs = flops_per_token (the model's own 6N + attention count, PaLM
 appendix B) x training tokens, plus a third of that per evaluation token
 (forward only). Sustained FLOP/s:
 
-* GPU, 16-bit: the datasheet peak (lib/hardware.py) x an assumed MFU of
+* GPU, 16-bit: the datasheet peak (lib/hardware/devices.py) x an assumed MFU of
   0.35 compiled (nanoGPT reports 37 % for GPT-2 124M on an A100 with
   torch.compile) or 0.25 in eager mode (typically 20-30 % for this size).
 * GPU, fp32: the peak / 15: PyTorch leaves TF32 off by default, and plain
@@ -18,7 +18,10 @@ with size, sequence length and kernels.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 MFU_COMPILED = 0.35
 MFU_EAGER = 0.25
@@ -27,22 +30,22 @@ SCALING_EFFICIENCY = 0.9
 COMPILE_SECONDS = 60.0
 
 
-def sustained_flops(run: Any, info: Any, dtype: str, world: int) -> float | None:
+def sustained_flops(run: RunConfig, info: Any, dtype: str, world: int) -> float | None:
     if info.kind == "cpu":
         return info.sustained_flops
     if not info.peak_flops_16bit:
         return None
-    mfu = MFU_COMPILED if run.get("COMPILE_MODEL") else MFU_EAGER
+    mfu = MFU_COMPILED if run.COMPILE_MODEL else MFU_EAGER
     peak = info.peak_flops_16bit / (FP32_SLOWDOWN if dtype == "fp32" else 1)
     scale = world * SCALING_EFFICIENCY if world > 1 else 1
     return peak * mfu * scale
 
 
-def estimate_seconds(run: Any, device_info: Any = None) -> float | None:
+def estimate_seconds(run: RunConfig, device_info: Any = None) -> float | None:
     """Seconds to train `run` to GPT2_MAX_ITERS on device_info (default: the
     configured device), or None where no sustained FLOP/s is known."""
     from lib.estimate.memory import configured_device, default_vocab, model_counts, world_size
-    from lib.precision import choose_dtype
+    from lib.hardware.precision import choose_dtype
 
     info = device_info or configured_device(run)
     cfg, counts = model_counts(run, default_vocab(run))
@@ -57,5 +60,5 @@ def estimate_seconds(run: Any, device_info: Any = None) -> float | None:
     d = run.derived(world)
     eval_tokens = d["evaluations"] * run.TRAIN_EVAL_ITERS * run.BATCH_SIZE * cfg.block_size * world
     work = counts.flops_per_token * (d["total_tokens"] + eval_tokens / 3)
-    compile_s = COMPILE_SECONDS if run.get("COMPILE_MODEL") and info.kind == "cuda" else 0.0
+    compile_s = COMPILE_SECONDS if run.COMPILE_MODEL and info.kind == "cuda" else 0.0
     return work / flops + compile_s

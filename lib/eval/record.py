@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lib.atomic import write_json_atomic
+from lib.run.atomic import write_json_atomic
 
 EVAL_FILE = "eval.json"
 FORMAT = 1
@@ -64,25 +64,3 @@ def load_eval(run_dir: Path | str) -> dict[str, Any] | None:
     if not isinstance(record.get("sets"), dict):
         return {"error": f"{path}: no 'sets' object"}
     return record
-
-
-# Flat figures for a results table: (entry key, column suffix).
-_COLUMNS = (("perplexity", "ppl"), ("word_perplexity", "word_ppl"), ("accuracy", "acc"),
-            ("tokens", "tokens"))
-
-
-def eval_columns(record: dict[str, Any] | None) -> dict[str, float]:
-    """{"eval_<set>_<figure>": value} for every number in a loaded eval.json,
-    e.g. eval_val_ppl, eval_wikitext-2_word_ppl, eval_lambada_acc. Entries
-    that are skipped or malformed give no columns."""
-    if not record or "error" in record:
-        return {}
-    columns: dict[str, float] = {}
-    for name, entry in record.get("sets", {}).items():
-        if not isinstance(entry, dict):
-            continue
-        for key, suffix in _COLUMNS:
-            value = entry.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                columns[f"eval_{name}_{suffix}"] = value
-    return columns

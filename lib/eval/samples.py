@@ -11,25 +11,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from torch import nn
 
 from lib.data.tokenizers import tokenizer_from_meta
 
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+
 SAMPLES_FILE = "samples.jsonl"
 
 
 class SampleLog:
-    def __init__(self, run: Any, run_dir: Path, tokenizer_meta: dict[str, Any],
+    def __init__(self, run: RunConfig, run_dir: Path, tokenizer_meta: dict[str, Any],
                  log: Callable[[str], None], main: bool = True):
         """main: whether this process samples (the first rank of a distributed run)."""
         self.log, self.path = log, Path(run_dir) / SAMPLES_FILE
-        self.enabled = main and bool(run.get("EVAL_SAMPLES"))
+        self.enabled = main and bool(run.EVAL_SAMPLES)
         if not self.enabled:
             return
-        self.prompt, self.tokens = run.EVAL_SAMPLE_PROMPT, run.EVAL_SAMPLE_TOKENS
+        prompt, tokens = run.EVAL_SAMPLE_PROMPT, run.EVAL_SAMPLE_TOKENS
+        assert prompt is not None and tokens is not None, "both are active with EVAL_SAMPLES"
+        self.prompt, self.tokens = prompt, tokens
         self.tokenizer = tokenizer_from_meta(tokenizer_meta)
         try:
             self.ids = self.tokenizer.encode(self.prompt)

@@ -17,7 +17,7 @@ import numpy as np
 
 from lib.data.corpus import SPLIT_FILES, is_prepared, load_meta
 from lib.data.sources import HUB_DATASETS, HUB_TIMEOUT_S, DataError, hub_offline
-from lib.kconfig import ROOT
+from lib.paths import from_root
 
 # Set name -> (hub path, hub config, split, text field, the symbol that asks for it).
 HUB_SETS = {
@@ -107,8 +107,7 @@ def lambada() -> EvalSet:
 
 def text_file(path: str) -> EvalSet:
     """A local UTF-8 text file (CONFIG_EVAL_TEXT_FILE; relative to the project root)."""
-    p = Path(path).expanduser()
-    p = p if p.is_absolute() else ROOT / p
+    p = from_root(Path(path).expanduser())
     if not p.is_file():
         raise DataError(f"CONFIG_EVAL_TEXT_FILE=\"{path}\": {p} is not a file; point it at a "
                         f"UTF-8 text file, or set it to \"\" to skip this set")

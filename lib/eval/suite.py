@@ -12,13 +12,17 @@ import math
 import re
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
 from torch import nn
 
+from lib.config.kconfig import ConfigError
+from lib.config.run_config import load_run_config, value_or
+from lib.data.prepared import data_dir
 from lib.data.sources import DataError
 from lib.data.tokenizers import GPT2Tokenizer, Tokenizer, tokenizer_from_meta
 from lib.data.tokenizers.gpt2 import GPT2_VOCAB_SIZE
@@ -26,7 +30,10 @@ from lib.eval import sets as eval_sets
 from lib.eval.lambada import last_word_accuracy
 from lib.eval.perplexity import sliding_window_nll
 from lib.eval.record import now_iso, write_eval
-from lib.precision import Precision, resolve_device, resolve_precision
+from lib.hardware.precision import Precision, resolve_device, resolve_precision
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 Log = Callable[[str], None]
 
@@ -46,12 +53,12 @@ class EvalPlan:
     detokenize: bool
 
     @classmethod
-    def from_run(cls, run: Any) -> EvalPlan:
+    def from_run(cls, run: RunConfig) -> EvalPlan:
         return cls(stride=run.EVAL_STRIDE, batch_size=run.EVAL_BATCH_SIZE,
                    max_tokens=run.EVAL_MAX_TOKENS, val=run.EVAL_VAL,
                    wikitext2=run.EVAL_WIKITEXT2, wikitext103=run.EVAL_WIKITEXT103,
                    lambada=run.EVAL_LAMBADA, text_file=run.EVAL_TEXT_FILE,
-                   detokenize=run.get("EVAL_WIKITEXT_DETOKENIZE", False))
+                   detokenize=value_or(run.EVAL_WIKITEXT_DETOKENIZE, False))
 
     def stride_for(self, block: int) -> int:
         stride = self.stride or max(1, block // 2)
@@ -70,7 +77,7 @@ def gather(plan: EvalPlan, tokenizer: Tokenizer, val: Path | str | None) -> list
         loaders.append(("val", lambda: eval_sets.validation_split(val)))
     for name, wanted in (("wikitext-2", plan.wikitext2), ("wikitext-103", plan.wikitext103)):
         if wanted:
-            loaders.append((name, lambda name=name: eval_sets.wikitext(name, plan.detokenize)))
+            loaders.append((name, partial(eval_sets.wikitext, name, plan.detokenize)))
     if plan.text_file:
         loaders.append(("text", lambda: eval_sets.text_file(plan.text_file)))
     if plan.lambada:
@@ -104,6 +111,7 @@ def evaluate_sets(model: nn.Module, tokenizer: Tokenizer, found: list[eval_sets.
                                           device, precision.autocast())}
             summary = f"accuracy {entry['accuracy']:.4f} over {entry['examples']} passages"
         else:
+            assert s.ids is not None, "gather() tokenizes every set without passages"
             cut = 0 < plan.max_tokens < len(s.ids)
             ids = torch.from_numpy(np.asarray(s.ids[:plan.max_tokens] if cut else s.ids,
                                               dtype=np.int64))
@@ -151,8 +159,8 @@ def _evaluate(model: nn.Module, tokenizer: Tokenizer, val: Path | str | None, ev
 
 def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print) -> dict[str, Any]:
     """Evaluate results/<run>'s ckpt_<checkpoint>.pt; writes <run>/eval.json."""
-    from lib import registry
-    from lib.checkpoint import load_checkpoint
+    from lib.model import registry
+    from lib.run.checkpoint import load_checkpoint
 
     run_dir = Path(run_dir).resolve()
     state = load_checkpoint(run_dir / f"ckpt_{checkpoint}.pt")
@@ -175,10 +183,6 @@ def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print
 
 
 def _run_val_dir(run_dir: Path) -> Path | str:
-    from lib.config import load_run_config
-    from lib.data.prepared import data_dir
-    from lib.kconfig import ConfigError
-
     try:
         return data_dir(load_run_config([], path=run_dir / "config.txt"))
     except ConfigError as err:
@@ -189,7 +193,7 @@ def evaluate_baseline(model_dir: Path, eval_cfg: Any, log: Log = print) -> dict[
     """Evaluate a Hugging Face GPT-2 folder; writes <results>/baseline-<name>/eval.json."""
     from gpt2.hf import load_pretrained
     from lib.data.prepared import ensure_prepared
-    from lib.rundir import results_root
+    from lib.run.rundir import results_root
 
     model, hf_config = load_pretrained(model_dir)
     if model.config.vocab_size < GPT2_VOCAB_SIZE:

@@ -16,11 +16,13 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
-from lib import registry
-from lib.config import CONFIG, RunConfig, load_run_config
-from lib.kconfig import ConfigError
-from lib.rundir import run_tag
+from lib.model import registry
+from lib.config.run_config import RunConfig, load_run_config
+from lib.paths import DOT_CONFIG as CONFIG
+from lib.config.kconfig import ConfigError
+from lib.run.rundir import run_tag
 
 # Multiple-selection symbols -> the value a single run uses. Written out (not
 # built from strings) so each symbol's reader is plain to see.
@@ -55,18 +57,32 @@ class PlannedRun:
 
 def is_multiple(run: RunConfig) -> bool:
     """Whether a configuration asks for several runs (only the matrix runs it)."""
-    return (run.get("OPTIMIZER_MODE") == "multiple" or run.get("PRUNING_MODE") == "multiple"
-            or bool(run.get("GPT2_ATTENTION_MULTIPLE")) or bool(run.get("MATRIX_MODELS"))
-            or bool(run.get("MATRIX_ABLATION")))
+    return (run.OPTIMIZER_MODE == "multiple" or run.PRUNING_MODE == "multiple"
+            or bool(run.GPT2_ATTENTION_MULTIPLE) or bool(run.MATRIX_MODELS)
+            or bool(run.MATRIX_ABLATION))
+
+
+def one_run(run: RunConfig, command: str) -> RunConfig:
+    """The run itself, or the error a matrix configuration gets from a one-run
+    command (`make`, `make estimate`)."""
+    if is_multiple(run):
+        raise ConfigError([f"this .config enables several optimizers, pruning settings, "
+                           f"attention variants, models or an ablation list, which "
+                           f"`{command}` cannot do in one run: `make test-matrix` trains them "
+                           f"and `make test-matrix-dry-run` shows each run with its memory "
+                           f"and time; or choose one of each in `make menuconfig`"])
+    return run
 
 
 def _enabled(run: RunConfig, table: dict[str, str]) -> list[str]:
-    return [value for sym, value in table.items() if run.get(sym)]
+    return [value for sym, value in table.items() if run.values.get(sym)]
 
 
 def optimizer_axis(run: RunConfig) -> list[Overrides]:
-    if run.get("OPTIMIZER_MODE") != "multiple":
-        return [[("OPTIMIZER", run.OPTIMIZER)]]
+    if run.OPTIMIZER_MODE != "multiple":
+        optimizer = run.OPTIMIZER
+        assert optimizer is not None, "the OPTIMIZER choice is active in single mode"
+        return [[("OPTIMIZER", optimizer)]]
     return [[("OPTIMIZER_MODE", "single"), ("OPTIMIZER", o)] for o in _enabled(run, OPTIMIZERS)]
 
 
@@ -76,22 +92,28 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
     if mode == "none":
         return [[("PRUNING_MODE", "none")]]
     if mode == "single":
-        single = [("PRUNING_MODE", "single"), ("PRUNING_METHOD", run.PRUNING_METHOD),
-                  ("PRUNING_TARGET_SPARSITY", repr(run.PRUNING_TARGET_SPARSITY))]
-        if run.PRUNING_METHOD == "state":
-            single.append(("ADAMWPRUNE_VARIANT", run.ADAMWPRUNE_VARIANT))
+        chosen = run.PRUNING_METHOD
+        if chosen is None:  # no optimizer offers a method; combinations() says which is missing
+            return []
+        single: Overrides = [("PRUNING_MODE", "single"), ("PRUNING_METHOD", chosen),
+                             ("PRUNING_TARGET_SPARSITY", repr(run.PRUNING_TARGET_SPARSITY))]
+        if chosen == "state":
+            score = run.ADAMWPRUNE_VARIANT
+            assert score is not None, "ADAMWPRUNE_VARIANT is active with state pruning"
+            single.append(("ADAMWPRUNE_VARIANT", score))
         return [single]
     out: list[Overrides] = []
     for method in _enabled(run, METHODS):
         if method == "none":
             out.append([("PRUNING_MODE", "none")])
             continue
-        variants = _enabled(run, SCORE_VARIANTS) if method == "state" else [None]
+        scores: list[Overrides] = [[]]  # AdamWPrune's score variant, state pruning only
+        if method == "state":
+            scores = [[("ADAMWPRUNE_VARIANT", v)] for v in _enabled(run, SCORE_VARIANTS)]
         for sparsity in _enabled(run, SPARSITIES):
-            for variant in variants:
-                o = [("PRUNING_MODE", "single"), ("PRUNING_METHOD", method),
-                     ("PRUNING_TARGET_SPARSITY", sparsity)]
-                out.append(o + ([("ADAMWPRUNE_VARIANT", variant)] if variant else []))
+            for score_o in scores:
+                out.append([("PRUNING_MODE", "single"), ("PRUNING_METHOD", method),
+                            ("PRUNING_TARGET_SPARSITY", sparsity), *score_o])
     return out
 
 
@@ -123,8 +145,8 @@ def combinations(base: RunConfig, points: list[Overrides] | None = None
     (model, variant, optimizer, pruning, ablation). An enabled value that ends
     up in no run is an error: nothing the user enabled is dropped silently.
     points (a sweep's) multiply the ablation product and name runs like it."""
-    models = base.get("MATRIX_MODELS", "").split() or [base.MODEL]
-    ablation = parse_ablation(base.get("MATRIX_ABLATION", ""))
+    models = base.MATRIX_MODELS.split() or [base.MODEL]
+    ablation = parse_ablation(base.MATRIX_ABLATION)
     ablation_runs = [list(zip([n for n, _ in ablation], values)) + point
                      for values in itertools.product(*[v for _, v in ablation])
                      for point in (points if points is not None else [[]])]
@@ -167,7 +189,7 @@ def _check_every_choice_used(optimizers: list[Overrides], prunings: list[Overrid
         raise ConfigError(problems, "test matrix")
 
 
-def expand(cli_args: list[str] = (), path: Path = CONFIG,
+def expand(cli_args: Sequence[str] = (), path: Path = CONFIG,
            points: list[Overrides] | None = None) -> tuple[RunConfig, list[PlannedRun]]:
     """(base config, planned runs). The command-line overrides apply to the base
     (where they are checked once); each run is then its own overrides on that

@@ -5,7 +5,7 @@ base.config, matrix.json and one folder per run holding the config.txt it
 trains with, then train them. resume(): train what is pending or was
 interrupted. rerun(): train one run again from scratch, keeping the old
 folder beside it. Each holds the matrix folder's owner lock while it runs
-(lib/owner.py), so a second launcher on the same matrix refuses.
+(lib/run/owner.py), so a second launcher on the same matrix refuses.
 """
 from __future__ import annotations
 
@@ -13,28 +13,32 @@ import contextlib
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from lib.atomic import write_text_atomic
-from lib.config import CONFIG, load_run_config
+from lib.run.atomic import write_text_atomic
+from lib.config.run_config import load_run_config
+from lib.paths import DOT_CONFIG as CONFIG
 from lib.matrix import slurm
 from lib.matrix.grid import PlannedRun, expand
 from lib.matrix.runner import Runner
 from lib.matrix.state import MatrixError, MatrixState, is_matrix
-from lib.overrides import split_args
-from lib.owner import Busy, describe, owner, owning
-from lib.rundir import is_name, point_latest, results_root
-from lib.signals import EXIT_RESUMABLE
+from lib.config.overrides import split_args
+from lib.run.owner import Busy, describe, owner, owning
+from lib.run.rundir import is_name, point_latest, results_root
+from lib.run.signals import EXIT_RESUMABLE
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 
-def gpu_count(run: Any) -> int:
+def gpu_count(run: RunConfig) -> int:
     if run.DEVICE == "cpu":
         return 0
     import torch  # only here: planning and dry runs stay fast
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def slots(run: Any, ddp: bool) -> list[dict[str, str]]:
+def slots(run: RunConfig, ddp: bool) -> list[dict[str, str]]:
     """One environment per concurrent job. PARALLEL_JOBS (MATRIX_PARALLEL_JOBS)
     0 means one run per GPU, or one at a time on a CPU; DDP runs take every GPU,
     so they go one at a time."""
@@ -47,7 +51,7 @@ def slots(run: Any, ddp: bool) -> list[dict[str, str]]:
     return [{"CUDA_VISIBLE_DEVICES": str(i % gpus)} for i in range(jobs)]
 
 
-def create(base: Any, planned: list[PlannedRun], cli_args: list[str],
+def create(base: RunConfig, planned: list[PlannedRun], cli_args: list[str],
            now: float | None = None, sweep: dict | None = None) -> MatrixState:
     """The matrix folder, its records and each run's folder with config.txt."""
     kind = "sweep" if sweep else "matrix"
@@ -94,7 +98,7 @@ def start(cli_args: list[str], confirm: Callable[[str], bool],
         return train(state, base, [p.run_id for p in planned], cli_args=[])
 
 
-def train(state: MatrixState, base: Any, run_ids: list[str], cli_args: list[str]) -> int:
+def train(state: MatrixState, base: RunConfig, run_ids: list[str], cli_args: list[str]) -> int:
     """Train run_ids here, or submit them as Slurm jobs (MATRIX_EXECUTOR_SLURM)."""
     configs = {r: load_run_config(list(cli_args), state.root / r / "config.txt")
                for r in run_ids}
@@ -102,7 +106,7 @@ def train(state: MatrixState, base: Any, run_ids: list[str], cli_args: list[str]
         slurm.submit(state, run_ids, configs)
         print(f"[slurm] `make watch` follows them; `make continue` resubmits interrupted runs")
         return 0
-    ddp = any(c.get("GPT2_USE_DDP") for c in configs.values())
+    ddp = any(c.GPT2_USE_DDP for c in configs.values())
     runner = Runner(state, slots(base, ddp), extra_args=cli_args)
     runner.run_all(run_ids)
     counts = state.counts()

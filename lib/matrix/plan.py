@@ -2,12 +2,15 @@
 every run with its overrides, estimated peak memory and estimated time."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lib.matrix.grid import PlannedRun
 
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
-def _estimates(run: Any) -> tuple[float | None, float | None]:
+
+def _estimates(run: RunConfig) -> tuple[float | None, float | None]:
     """(GiB, seconds) from lib/estimate; None where it cannot say."""
     from lib.estimate import estimate_memory, estimate_seconds
 
@@ -28,7 +31,7 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
-def show(base: Any, planned: list[PlannedRun]) -> None:
+def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     """Print the grid as a table, the run count and the totals."""
     rows, total_s, unknown = [], 0.0, False
     for p in planned:

@@ -13,11 +13,12 @@ Ctrl-C or `timeout` reach it through the matrix only: the child finishes its
 step, saves a checkpoint and exits with EXIT_RESUMABLE; the matrix starts no
 new run, waits for them and records them pending, which `make continue`
 resumes. A second signal later is forwarded too: the runs stop at once
-(lib/signals.py).
+(lib/run/signals.py).
 """
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import queue
@@ -27,13 +28,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from lib.kconfig import ROOT
+from lib.paths import ROOT, SCRIPTS
 from lib.matrix.state import MatrixState
-from lib.signals import EXIT_RESUMABLE, STOP_SIGNALS, TORCHRUN_ENV, WHY
+from lib.run.signals import EXIT_RESUMABLE, STOP_SIGNALS, TORCHRUN_ENV, WHY
 
-TRAIN = ROOT / "scripts" / "train.py"
+TRAIN = SCRIPTS / "train.py"
 LOG_TAIL_LINES = 30
 
 
@@ -53,7 +54,8 @@ def _die_with_parent() -> None:
         pass
 
 
-def command(run_dir: Path, extra_args: list[str] = (), launcher: list[str] = ()) -> list[str]:
+def command(run_dir: Path, extra_args: Sequence[str] = (),
+            launcher: Sequence[str] = ()) -> list[str]:
     """The run's process: train.py, or train.py under a launcher that starts
     the Python processes itself (a cluster's `srun ... torch.distributed.run`)."""
     head = list(launcher) if launcher else [sys.executable]
@@ -125,7 +127,7 @@ class Runner:
 
     def __init__(self, state: MatrixState, slots: list[dict[str, str]],
                  echo: bool = True, log: Callable[[str], None] = print,
-                 extra_args: list[str] = (), launcher: list[str] = ()):
+                 extra_args: Sequence[str] = (), launcher: Sequence[str] = ()):
         self.state, self.slots, self.launcher = state, slots, list(launcher)
         self.extra_args = list(extra_args)  # e.g. MAX_ITERS= given to `make continue`
         self.echo, self.log = echo and len(slots) == 1, log
@@ -222,7 +224,9 @@ class Runner:
             if self.interrupted:  # the signal came while this run was being started
                 self._forward(proc, signal.SIGTERM)
             try:
-                assert proc.stdout is not None
+                # stdout=PIPE without text mode is a BufferedReader: read1 returns
+                # what the child wrote so far instead of waiting for a full block.
+                assert isinstance(proc.stdout, io.BufferedReader)
                 while chunk := proc.stdout.read1(65536):
                     console.write(chunk)
                     if self.echo:

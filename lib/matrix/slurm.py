@@ -9,7 +9,7 @@ and a c10d rendezvous on the job's first node.
 
 Before the time limit Slurm sends SIGUSR1 (SLURM_SIGNAL_SECONDS ahead; see
 render()): the run stops at a step boundary with a checkpoint, exits with
-EXIT_RESUMABLE (lib/signals.py) and is recorded pending, so `make continue`
+EXIT_RESUMABLE (lib/run/signals.py) and is recorded pending, so `make continue`
 submits it again and it resumes exactly. A preemption or `scancel` sends
 SIGTERM, handled the same way; a cluster that requeues preempted jobs
 reruns the script, which resumes from the checkpoint by itself.
@@ -20,39 +20,75 @@ import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lib.kconfig import ROOT
+from lib.paths import ROOT, SCRIPTS
 from lib.matrix.state import MatrixError, MatrixState
 
-JOB = ROOT / "scripts" / "test_matrix.py"
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+
+JOB = SCRIPTS / "test_matrix.py"
 
 
-def launcher(run: Any) -> list[str]:
+@dataclass(frozen=True)
+class SlurmSettings:
+    """The SLURM_* symbols of a run, all present: Kconfig shows them only
+    under MATRIX_EXECUTOR_SLURM, so the RunConfig types them as optional."""
+    nodes: int
+    gpus_per_node: int
+    cpus_per_gpu: int
+    time_limit: int  # minutes
+    signal_seconds: int
+    rdzv_port: int
+    partition: str | None
+    account: str | None
+
+
+def _required(value: int | None, symbol: str) -> int:
+    if value is None:
+        raise MatrixError(f"a Slurm job needs {symbol}: set MATRIX_EXECUTOR=slurm")
+    return value
+
+
+def settings(run: RunConfig) -> SlurmSettings:
+    """run's Slurm settings; MatrixError for a run not configured for Slurm."""
+    return SlurmSettings(
+        nodes=_required(run.SLURM_NODES, "SLURM_NODES"),
+        gpus_per_node=_required(run.SLURM_GPUS_PER_NODE, "SLURM_GPUS_PER_NODE"),
+        cpus_per_gpu=_required(run.SLURM_CPUS_PER_GPU, "SLURM_CPUS_PER_GPU"),
+        time_limit=_required(run.SLURM_TIME_LIMIT, "SLURM_TIME_LIMIT"),
+        signal_seconds=_required(run.SLURM_SIGNAL_SECONDS, "SLURM_SIGNAL_SECONDS"),
+        rdzv_port=_required(run.SLURM_RDZV_PORT, "SLURM_RDZV_PORT"),
+        partition=run.SLURM_PARTITION, account=run.SLURM_ACCOUNT)
+
+
+def launcher(job: SlurmSettings) -> list[str]:
     """The command prefix that starts a multi-node run's ranks ([] on one node)."""
-    nodes = run.SLURM_NODES
-    if nodes == 1:
+    if job.nodes == 1:
         return []
     return ["srun", "--ntasks-per-node=1", sys.executable, "-m", "torch.distributed.run",
-            f"--nnodes={nodes}", f"--nproc-per-node={max(1, run.SLURM_GPUS_PER_NODE)}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint=$HEAD:{run.SLURM_RDZV_PORT}",
+            f"--nnodes={job.nodes}", f"--nproc-per-node={max(1, job.gpus_per_node)}",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint=$HEAD:{job.rdzv_port}",
             "--rdzv-id=$SLURM_JOB_ID"]
 
 
-def warning_seconds(run: Any) -> int:
+def warning_seconds(job: SlurmSettings) -> int:
     """SLURM_SIGNAL_SECONDS, at most half the time limit: a warning longer than
     the limit would arrive at once and stop every attempt before it trained."""
-    return max(1, min(run.SLURM_SIGNAL_SECONDS, run.SLURM_TIME_LIMIT * 60 // 2))
+    return max(1, min(job.signal_seconds, job.time_limit * 60 // 2))
 
 
-def render(run: Any, run_dir: Path, job_name: str) -> str:
+def render(run: RunConfig, run_dir: Path, job_name: str) -> str:
     """The sbatch script of one run (run: its RunConfig)."""
-    gpus = run.SLURM_GPUS_PER_NODE
+    job = settings(run)
+    gpus = job.gpus_per_node
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}",
-             f"#SBATCH --nodes={run.SLURM_NODES}", "#SBATCH --ntasks-per-node=1",
-             f"#SBATCH --cpus-per-task={run.SLURM_CPUS_PER_GPU * max(1, gpus)}",
-             f"#SBATCH --time={run.SLURM_TIME_LIMIT}",
+             f"#SBATCH --nodes={job.nodes}", "#SBATCH --ntasks-per-node=1",
+             f"#SBATCH --cpus-per-task={job.cpus_per_gpu * max(1, gpus)}",
+             f"#SBATCH --time={job.time_limit}",
              f"#SBATCH --output={run_dir}/slurm-%j.out",
              # B: signals the batch shell alone, which `exec` below makes the job
              # process (lib/matrix/runner.py): it forwards a stop to its child as
@@ -61,22 +97,23 @@ def render(run: Any, run_dir: Path, job_name: str) -> str:
              # SIGUSR1 unless told to handle it, and a one-node run, started
              # without srun, is not in any step that Slurm signals.
              "# Stop warning: the run checkpoints and exits 75; `make continue` resumes it.",
-             f"#SBATCH --signal=B:USR1@{warning_seconds(run)}"]
+             f"#SBATCH --signal=B:USR1@{warning_seconds(job)}"]
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
-    if run.SLURM_PARTITION:
-        lines.append(f"#SBATCH --partition={run.SLURM_PARTITION}")
-    if run.SLURM_ACCOUNT:
-        lines.append(f"#SBATCH --account={run.SLURM_ACCOUNT}")
+    if job.partition:
+        lines.append(f"#SBATCH --partition={job.partition}")
+    if job.account:
+        lines.append(f"#SBATCH --account={job.account}")
     lines += ["# Generated by `make test-matrix EXECUTOR=slurm`; resubmitted by `make continue`.",
               "set -euo pipefail", f"cd {shlex.quote(str(ROOT))}"]
-    job = [sys.executable, str(JOB), "job", f"RUN_DIR={run_dir}"]
-    prefix = launcher(run)
+    command = [sys.executable, str(JOB), "job", f"RUN_DIR={run_dir}"]
+    prefix = launcher(job)
     if prefix:
         lines.append('HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)')
         # $HEAD and $SLURM_JOB_ID expand in the job, not here.
-        job += ["--launcher", " ".join(prefix)]
-    lines.append("exec " + " ".join(shlex.quote(w) if "$" not in w else f'"{w}"' for w in job))
+        command += ["--launcher", " ".join(prefix)]
+    lines.append("exec " + " ".join(shlex.quote(w) if "$" not in w else f'"{w}"'
+                                    for w in command))
     return "\n".join(lines) + "\n"
 
 

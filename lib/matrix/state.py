@@ -5,7 +5,7 @@ matrix.json, and one run folder per run. Run states: pending (not started,
 or interrupted and to be resumed from its checkpoint), running, completed,
 failed, diverged. A run left "running" by a matrix that was killed is
 resumed by `make continue` like a pending one, unless a live process still
-owns its folder (lib/owner.py): then it is left to that process.
+owns its folder (lib/run/owner.py): then it is left to that process.
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lib import owner
-from lib.atomic import write_json_atomic
+from lib.run import owner
+from lib.run.atomic import write_json_atomic
 
 STATES = ("pending", "running", "completed", "failed", "diverged")
 FILE = "matrix.json"
@@ -106,7 +106,7 @@ class MatrixState:
 
     def live(self) -> dict[str, dict[str, Any]]:
         """Runs a live process trains now (a cluster job, a `make continue` of
-        that run alone), with their owner's record (lib/owner.py)."""
+        that run alone), with their owner's record (lib/run/owner.py)."""
         found = {r: owner.owner(self.root / r) for r in self.runs if (self.root / r).is_dir()}
         return {r: holder for r, holder in found.items() if holder is not None}
 

@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lib.kconfig import ROOT, ConfigError
+from lib.config.kconfig import ConfigError
+from lib.paths import SWEEPS
 
-SWEEPS = ROOT / "sweeps"
 _RANGE = re.compile(r"^(-?[\d.eE+-]+)\.\.(-?[\d.eE+-]+)(:log)?$")
 _SETTINGS = ("SWEEP_MODE", "SWEEP_TRIALS", "SWEEP_SEED")
 

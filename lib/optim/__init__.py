@@ -6,33 +6,46 @@ itself is unchanged, which is the point of the method.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from lib.optim.spam import AdamWSPAM
+from lib.config.run_config import value_or
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
 
 
-def base_optimizer(run: Any) -> str:
+def base_optimizer(run: RunConfig) -> str:
     """"adamw" or "adamwspam": what actually updates the weights."""
-    return run.ADAMWPRUNE_BASE if run.OPTIMIZER == "adamwprune" else run.OPTIMIZER
+    if run.OPTIMIZER is None:  # hidden by OPTIMIZER_MODE_MULTIPLE
+        raise ValueError("CONFIG_OPTIMIZER_MODE_MULTIPLE selects several optimizers for the "
+                         "test matrix (`make test-matrix`); one run needs OPTIMIZER_MODE=single "
+                         "and an OPTIMIZER")
+    if run.OPTIMIZER == "adamwprune":
+        assert run.ADAMWPRUNE_BASE is not None  # visible whenever OPTIMIZER_ADAMWPRUNE is set
+        return run.ADAMWPRUNE_BASE
+    return run.OPTIMIZER
 
 
-def build_optimizer(run: Any, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
+def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
     """The configured optimizer; betas, epsilon and weight decay are shared by the Adam family."""
     base = base_optimizer(run)
-    adam = dict(lr=run.LEARNING_RATE, betas=(run.ADAM_BETA1, run.ADAM_BETA2), eps=run.ADAM_EPSILON)
+    lr, betas, eps = run.LEARNING_RATE, (run.ADAM_BETA1, run.ADAM_BETA2), run.ADAM_EPSILON
     groups = model.param_groups(run.WEIGHT_DECAY)
     if base == "adamw":
-        return torch.optim.AdamW(groups, **adam, fused=device.type == "cuda")
-    if base == "adamwspam":
-        return AdamWSPAM(groups, **adam, theta=run.get("SPAM_THETA", 5000.0),
-                         clip=run.SPAM_ENABLE_CLIP, reset=run.SPAM_ENABLE_RESET,
-                         interval=run.get("SPAM_INTERVAL", 0),
-                         warmup_steps=run.get("SPAM_WARMUP_STEPS", 0),
-                         clip_skip_steps=run.get("SPAM_CLIP_SKIP_STEPS", 0),
-                         spare_unseen=run.get("SPAM_CLIP_SPARE_UNSEEN", False),
-                         restart_bias_correction=run.get("SPAM_RESTART_BIAS_CORRECTION", False))
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=device.type == "cuda")
+    if base == "adamwspam":  # a hidden SPAM switch is off
+        return AdamWSPAM(groups, lr=lr, betas=betas, eps=eps,
+                         theta=value_or(run.SPAM_THETA, 5000.0),
+                         clip=value_or(run.SPAM_ENABLE_CLIP, False),
+                         reset=value_or(run.SPAM_ENABLE_RESET, False),
+                         interval=value_or(run.SPAM_INTERVAL, 0),
+                         warmup_steps=value_or(run.SPAM_WARMUP_STEPS, 0),
+                         clip_skip_steps=value_or(run.SPAM_CLIP_SKIP_STEPS, 0),
+                         spare_unseen=value_or(run.SPAM_CLIP_SPARE_UNSEEN, False),
+                         restart_bias_correction=value_or(run.SPAM_RESTART_BIAS_CORRECTION, False))
     raise ValueError(f"optimizer '{base}' has no implementation")
 
 

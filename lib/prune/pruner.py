@@ -195,7 +195,9 @@ class Pruner:
         if self.method == "magnitude":
             return score_fns.magnitude(p.float())
         if self.method == "movement":
+            assert self.scores is not None  # kept exactly for method "movement"
             return self.scores[i].clone()
+        assert self.optimizer is not None  # __init__ requires one for method "state"
         state = self.optimizer.state.get(self.params[i], {})
         variant = score_fns.VARIANTS[self.variant]
         if not all(torch.is_tensor(state.get(k)) for k in variant.needs):

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lib import registry
-from lib.config import load_run_config
+from lib.model import registry
+from lib.config.run_config import load_run_config, value_or
 from lib.eval.record import EVAL_FILE, load_eval
-from lib.kconfig import ConfigError
+from lib.config.kconfig import ConfigError
 from lib.matrix.state import FILE as MATRIX_FILE, MatrixError, MatrixState
 from lib.results.records import (check_eval, check_matrix, check_matrix_run, check_metrics,
                                  reason)
@@ -75,12 +75,15 @@ def _from_config(row: RunRow) -> None:
     except (ConfigError, OSError) as err:
         row.problems.append(f"config.txt unreadable: {str(err).splitlines()[0]}")
         return
-    row.model, row.optimizer = run.MODEL, run.get("OPTIMIZER")
-    if run.get("PRUNING_MODE") == "single":
-        row.pruning = run.PRUNING_METHOD
+    row.model, row.optimizer = run.MODEL, run.OPTIMIZER
+    if run.PRUNING_MODE == "single":
+        # Kconfig offers a method whenever an optimizer is chosen; "?" marks a
+        # config.txt without one rather than passing it off as dense.
+        row.pruning = value_or(run.PRUNING_METHOD, "?")
         row.sparsity_target = run.PRUNING_TARGET_SPARSITY
     variants = [registry.family(run.MODEL).variant(run)]
-    if run.get("OPTIMIZER") == "adamwprune":
+    # The score variant exists only with state pruning (PRUNING_MODE single).
+    if run.OPTIMIZER == "adamwprune" and run.ADAMWPRUNE_VARIANT is not None:
         variants.insert(0, run.ADAMWPRUNE_VARIANT)
     row.variant = "+".join(v for v in variants if v != "vanilla") or "vanilla"
 
@@ -212,9 +215,10 @@ def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
         return {r.model or "?": named[0] for r in rows}
     for pref in (lambda r: r.variant == "vanilla", lambda r: True):
         for r in rows:
-            if (r.model not in out and r.optimizer == "adamw" and r.pruning == "none"
+            model = r.model or "?"  # the key apply_baseline looks up
+            if (model not in out and r.optimizer == "adamw" and r.pruning == "none"
                     and pref(r) and r.best_ppl is not None and r.status != INVALID):
-                out[r.model] = r
+                out[model] = r
     return out
 
 

@@ -34,16 +34,25 @@ class Staging:
 
     def __init__(self, out: Path):
         self.out = Path(out)
-        self.dir: Path | None = None
+        self._dir: Path | None = None  # set on entering the with block
+
+    @property
+    def dir(self) -> Path:
+        """The staging folder; it exists only inside the with block."""
+        if self._dir is None:
+            raise RuntimeError("Staging.dir used outside its with block")
+        return self._dir
 
     def __enter__(self) -> "Staging":
         self.out.mkdir(parents=True, exist_ok=True)
         self._sweep_stale()
-        self.dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.out))
+        self._dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.out))
         return self
 
-    def __exit__(self, *exc) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def __exit__(self, *exc: object) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
 
     def _sweep_stale(self) -> None:
         now = time.time()

@@ -39,19 +39,23 @@ def _method(r: RunRow) -> str:
 
 
 def ppl_vs_sparsity(rows: list[RunRow], baselines: dict[str, RunRow], path: Path) -> Path | None:
-    pruned = [r for r in rows if r.pruning != "none" and r.best_ppl is not None]
-    if not pruned:
+    # per method: (target sparsity to order by, measured sparsity %, best perplexity)
+    methods: dict[str, list[tuple[float, float, float]]] = {}
+    for r in rows:
+        if r.pruning != "none" and r.best_ppl is not None:
+            measured = r.sparsity if r.sparsity is not None else r.sparsity_target or 0
+            methods.setdefault(_method(r), []).append(
+                (r.sparsity_target or 0, 100 * measured, r.best_ppl))
+    if not methods:
         return None
     fig, ax = plt.subplots(figsize=(7, 5))
-    methods: dict[str, list[RunRow]] = {}
-    for r in pruned:
-        methods.setdefault(_method(r), []).append(r)
-    for name, group in methods.items():
-        group.sort(key=lambda r: r.sparsity_target or 0)
-        ax.plot([100 * (r.sparsity if r.sparsity is not None else r.sparsity_target or 0)
-                 for r in group], [r.best_ppl for r in group], marker="o", label=name)
-    for model, base in baselines.items():
-        ax.axhline(base.best_ppl, linestyle="--", color="grey", label=f"{base.run_id} (dense)")
+    for name, points in methods.items():
+        points.sort(key=lambda p: p[0])
+        ax.plot([x for _, x, _ in points], [y for _, _, y in points], marker="o", label=name)
+    for base in baselines.values():
+        if base.best_ppl is not None:  # a baseline named by BASELINE= may have no result yet
+            ax.axhline(base.best_ppl, linestyle="--", color="grey",
+                       label=f"{base.run_id} (dense)")
     ax.set(xlabel="sparsity (%)", ylabel="best validation perplexity",
            title="Perplexity vs sparsity")
     ax.grid(alpha=0.3)

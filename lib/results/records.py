@@ -3,7 +3,7 @@
 
 A record can be valid JSON and still wrong (edited by hand, written by another
 version): `"status": 5`, `"val_loss": {"iters": "x"}`. Each record is checked
-once, as it is loaded, against the shape lib/metrics.py, lib/eval/record.py
+once, as it is loaded, against the shape lib/run/metrics.py, lib/eval/record.py
 and lib/matrix/state.py write; every problem is one line that names the file
 and the field, e.g. "results/x/metrics.json: val_loss.iters must be a list of
 integers, got 'x'". Absent fields are fine (a run that failed early records
@@ -15,8 +15,8 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
-# What lib/metrics.py and scripts/train.py write; "starting" is what
-# lib/progress.py shows before the first record.
+# What lib/run/metrics.py and scripts/train.py write; "starting" is what
+# lib/observe/progress.py shows before the first record.
 STATUSES = ("starting", "running", "completed", "stopped", "diverged", "failed")
 EVAL_KINDS = ("perplexity", "last_word")
 
@@ -50,7 +50,7 @@ STATUS: Check = ("one of " + ", ".join(STATUSES), lambda v: isinstance(v, str) a
 # The metrics.json fields the results read, and their series (below).
 METRICS: dict[str, Check] = {
     "status": STATUS,
-    "best_val_loss": _optional(FINITE),  # lib/metrics.py writes null until a finite best
+    "best_val_loss": _optional(FINITE),  # lib/run/metrics.py writes null until a finite best
     "best_val_perplexity": _optional(FINITE),
     "final_val_loss": _optional(NUMBER),  # the last evaluation's, NaN when it diverged
     "final_val_perplexity": _optional(NUMBER),

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote
 
-from lib.config import load_run_config
-from lib.kconfig import ConfigError, open_tree
+from lib.config.run_config import load_run_config
+from lib.config.kconfig import ConfigError, open_tree
 from lib.results import plots, tables
 from lib.results.collect import RunRow, load_rows
 from lib.results.outputs import Staging
@@ -206,8 +206,3 @@ def build_report(root: Path, baseline: str | None = None) -> tuple[Path, list[Ru
     page = render(root, rows, matrix, baselines)
     with Staging(root) as stage:
         return stage.commit([stage.text(FILE, page)])[0], rows
-
-
-def write_report(root: Path, baseline: str | None = None) -> Path:
-    """index.html in root; returns its path."""
-    return build_report(root, baseline)[0]

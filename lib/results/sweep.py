@@ -21,14 +21,15 @@ def _number(text: str) -> float | None:
 
 def ranking(rows: list[RunRow], params: list[str]) -> str:
     """Markdown: completed runs by best validation perplexity, best first."""
-    ranked = sorted((r for r in rows if r.best_ppl is not None), key=lambda r: r.best_ppl)
+    ranked = sorted(((r.best_ppl, r) for r in rows if r.best_ppl is not None),
+                    key=lambda pair: pair[0])
     lines = ["## Sweep ranking", "",
              "| rank | run | " + " | ".join(params) + " | best ppl | final ppl | status |",
              "|---|---|" + "---|" * len(params) + "---|---|---|"]
-    for i, r in enumerate(ranked, 1):
+    for i, (best, r) in enumerate(ranked, 1):
         values = " | ".join(r.overrides.get(p, "-") for p in params)
         final = f"{r.final_ppl:.2f}" if r.final_ppl is not None else "-"
-        lines.append(f"| {i} | {r.run_id} | {values} | {r.best_ppl:.2f} | {final} | {r.status} |")
+        lines.append(f"| {i} | {r.run_id} | {values} | {best:.2f} | {final} | {r.status} |")
     missing = [r.run_id for r in rows if r.best_ppl is None]
     if missing:
         lines += ["", f"Not ranked (no validation result yet): {', '.join(missing)}"]
@@ -43,15 +44,15 @@ def plots(rows: list[RunRow], params: list[str], log: list[str], out: Path) -> l
         if not points:
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
-        numeric = [(_number(v), y) for v, y in points]
-        if all(x is not None for x, _ in numeric):
-            ax.scatter([x for x, _ in numeric], [y for _, y in numeric])
-            if p in log or (min(x for x, _ in numeric) > 0
-                            and max(x for x, _ in numeric) / min(x for x, _ in numeric) >= 100):
+        ys = [y for _, y in points]
+        xs = [x for x in (_number(v) for v, _ in points) if x is not None]
+        if len(xs) == len(points):  # every swept value is a number
+            ax.scatter(xs, ys)
+            if p in log or (min(xs) > 0 and max(xs) / min(xs) >= 100):
                 ax.set_xscale("log")
         else:  # a choice or string: one column per value
             labels = sorted({v for v, _ in points})
-            ax.scatter([labels.index(v) for v, _ in points], [y for _, y in points])
+            ax.scatter([labels.index(v) for v, _ in points], ys)
             ax.set_xticks(range(len(labels)), labels)
         ax.set(xlabel=p, ylabel="best validation perplexity", title=f"Sweep: {p}")
         ax.grid(alpha=0.3)

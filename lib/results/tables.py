@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+from functools import partial
 from typing import Any, Callable
 
 from lib.results.collect import RunRow
@@ -17,6 +18,10 @@ def _monitor(r: RunRow, key: str) -> float | None:
     monitor = r.metrics.get("monitor")
     value = monitor.get(key) if isinstance(monitor, dict) else None
     return value if isinstance(value, (int, float)) else None
+
+
+def _eval(r: RunRow, name: str) -> float | None:
+    return r.evals.get(name)
 
 
 def format_value(value: Any, spec: str) -> str:
@@ -50,9 +55,9 @@ def columns(rows: list[RunRow]) -> list[Column]:
     for key, header in MONITOR_COLUMNS:
         if any(isinstance(r.metrics.get("monitor"), dict) and key in r.metrics["monitor"]
                for r in rows):
-            cols.append((header, lambda r, k=key: _monitor(r, k), ".0f"))
+            cols.append((header, partial(_monitor, key=key), ".0f"))
     for name in sorted({k for r in rows for k in r.evals}):
-        cols.append((f"{name} ppl", lambda r, n=name: r.evals.get(n), ".2f"))
+        cols.append((f"{name} ppl", partial(_eval, name=name), ".2f"))
     cols.append(("status", _status, ""))
     return cols
 

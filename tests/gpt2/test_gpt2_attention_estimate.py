@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from lib.config import run_config_from_defaults
+from lib.config.run_config import run_config_from_defaults
 from lib.estimate import estimate_memory
 from lib.estimate.measure import measure_peak
-from lib.hardware import cpu_info
+from lib.hardware.devices import cpu_info
 
 TINY = dict(GPT2_N_LAYER=2, GPT2_N_HEAD=4, GPT2_N_EMBD=64, GPT2_BLOCK_SIZE=64, BATCH_SIZE=4,
             DEVICE_CPU="y")

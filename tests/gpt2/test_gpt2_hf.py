@@ -12,7 +12,7 @@ from transformers.utils import logging as hf_logging
 from gpt2.config import GPT2Config
 from gpt2.hf import load_pretrained, save_pretrained
 from gpt2.model import GPT2
-from lib.checkpoint import CheckpointError
+from lib.run.checkpoint import CheckpointError
 
 hf_logging.set_verbosity_error()
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.config import write_outputs
-from lib.kconfig import ROOT, load_strict
+from lib.config.run_config import write_outputs
+from lib.config.kconfig import ROOT, load_strict
 from lib.matrix import plan
 from lib.matrix.grid import expand
 
@@ -53,7 +53,7 @@ def test_gpu_triple_matches_the_published_runs_settings(tmp_path: Path) -> None:
     assert (run.LEARNING_RATE, run.GPT2_MIN_LR, run.GPT2_WARMUP_STEPS) == (6e-4, 6e-5, 2000)
     assert (run.GPT2_EVAL_INTERVAL, run.TRAIN_EVAL_ITERS) == (50, 200)
     assert (run.SPAM_INTERVAL, run.MIXED_PRECISION_DTYPE) == (1000, "bf16")
-    assert not run.get("COMPILE_MODEL")
+    assert not run.COMPILE_MODEL
 
 
 def test_gpu_triple_parameter_counts(tmp_path: Path) -> None:

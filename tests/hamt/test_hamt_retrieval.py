@@ -14,7 +14,7 @@ from hamt.model import HAMT
 from hamt.retrieval import retrieval_loss, sample_sources
 from hamt.scan import chunk_ends, chunked_scan
 from hamt.spectral import from_spectrum, to_spectrum
-from lib.checkpoint import rng_state, set_rng_state
+from lib.run.checkpoint import rng_state, set_rng_state
 
 # The range: the old loss went from 0.57 to 0.00 along it.
 DECAYS = (0.9, 0.7, 0.5, 0.3, 0.1, 0.01, 0.0025)
@@ -123,7 +123,7 @@ def test_lags_stay_in_the_window():
 
 def test_lags_resume_with_the_trainer_rng_state_and_eval_is_fixed():
     cpu = torch.device("cpu")
-    saved = rng_state()  # what lib/checkpoint.py stores with a checkpoint
+    saved = rng_state()  # what lib/run/checkpoint.py stores with a checkpoint
     drawn = sample_sources(256, 16, 4, 32, True, cpu)
     set_rng_state(saved)
     assert torch.equal(sample_sources(256, 16, 4, 32, True, cpu), drawn)

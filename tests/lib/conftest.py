@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.config import load_run_config, write_outputs
-from lib.kconfig import open_tree
+from lib.config.run_config import load_run_config, write_outputs
+from lib.config.kconfig import open_tree
 
 
 def synthetic_corpus(path: Path, lines: int = 1500, seed: int = 0) -> Path:

@@ -1,13 +1,13 @@
 """Stopping a training run in a test the way a user's stop does: a real
 SIGTERM, delivered while optimizer step `step` runs. The trainer honours it at
-the next step boundary (lib/signals.py), so it stops after exactly `step`
+the next step boundary (lib/run/signals.py), so it stops after exactly `step`
 steps with a checkpoint, as `timeout` or a scheduler would make it."""
 from __future__ import annotations
 
 import os
 import signal
 
-from lib.signals import STOP
+from lib.run.signals import STOP
 
 
 def train_until(trainer, step: int | None):

@@ -8,13 +8,13 @@ import sys
 import pytest
 import torch
 
-from lib.config import run_config_from_defaults
+from lib.config.run_config import run_config_from_defaults
 from lib.estimate import estimate_memory, estimate_seconds
 from lib.estimate.measure import measure_peak
 from lib.estimate.memory import CUDA_WORKSPACE, GIB
 from lib.estimate.report import report, with_checkpointing
 from lib.estimate.validate import GPU_CASES
-from lib.hardware import cpu_info, profile, profile_info
+from lib.hardware.devices import cpu_info, profile, profile_info
 from tests.conftest import ROOT
 
 H100 = profile_info(profile("H100 SXM 80GB"))

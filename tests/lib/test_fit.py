@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from lib.config import run_config_from_defaults
+from lib.config.run_config import run_config_from_defaults
 from lib.estimate import estimate_memory
 from lib.estimate.fit import divisors, plan_batch
-from lib.hardware import profile, profile_info
-from lib.rundir import create_run_dir
-from lib.trainer import Trainer
+from lib.hardware.devices import profile, profile_info
+from lib.run.rundir import create_run_dir
+from lib.train.trainer import Trainer
 
 GPT2_124M = {"GPT2_MODEL_124M": "y", "GPT2_BLOCK_SIZE": "1024", "GPT2_PAD_VOCAB": "y",
              "MIXED_PRECISION_DTYPE_BF16": "y", "BATCH_SIZE": "12",

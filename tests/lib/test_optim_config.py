@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lib.config import load_run_config, write_outputs
-from lib.kconfig import ConfigError, load_strict, open_tree
+from lib.config.run_config import load_run_config, write_outputs
+from lib.config.kconfig import ConfigError, load_strict, open_tree
 from lib.optim import build_optimizer
 from lib.optim.spam import AdamWSPAM
-from lib.rundir import run_tag
+from lib.run.rundir import run_tag
 
 
 def load(write_config, tmp_path, *lines):
@@ -89,6 +89,21 @@ def test_spam_defaults_are_the_authors_knobs(write_config, tmp_path):
     assert opt.param_groups[0]["theta"] == 5000.0 and opt.param_groups[0]["clip"]
 
 
+def test_several_optimizers_are_a_matrix_not_one_run(write_config, tmp_path):
+    """OPTIMIZER_MODE_MULTIPLE hides OPTIMIZER: building one optimizer, or
+    estimating one run's memory, says so instead of assuming AdamW."""
+    from lib.estimate import estimate_memory
+    from lib.hardware.devices import cpu_info
+
+    run = load(write_config, tmp_path, "CONFIG_OPTIMIZER_MODE_MULTIPLE=y",
+               "CONFIG_OPTIMIZER_ENABLE_ADAMWSPAM=y")
+    assert run.OPTIMIZER is None
+    with pytest.raises(ValueError, match="OPTIMIZER_MODE_MULTIPLE selects several optimizers"):
+        build_optimizer(run, TwoGroups(), torch.device("cpu"))
+    with pytest.raises(ValueError, match="one run needs OPTIMIZER_MODE=single"):
+        estimate_memory(run, vocab_size=256, device_info=cpu_info())
+
+
 def test_adamwprune_defaults_to_state_pruning(write_config, tmp_path):
     run = load(write_config, tmp_path, "CONFIG_OPTIMIZER_ADAMWPRUNE=y")
     assert (run.PRUNING_MODE, run.PRUNING_METHOD, run.ADAMWPRUNE_VARIANT) == ("single", "state", "bitter7")
@@ -113,7 +128,7 @@ def test_run_tags_follow_the_field_convention(write_config, tmp_path, lines, tag
 
 
 def test_every_float_default_lies_within_its_bounds():
-    from lib.kconfig import float_bounds
+    from lib.config.kconfig import float_bounds
     for sym in open_tree().unique_defined_syms:
         bounds = float_bounds(sym)
         if bounds:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lib.matrix.state import MatrixState
-from lib.owner import owner
+from lib.run.owner import owner
 from tests.lib.conftest import synthetic_corpus
 from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
@@ -187,7 +187,7 @@ def test_two_continues_on_one_run_killed_before_its_first_checkpoint(project):
 
 
 def test_user_errors_are_one_paragraph_and_write_nothing_outside_results(project, tmp_path):
-    from lib.checkpoint import save_checkpoint
+    from lib.run.checkpoint import save_checkpoint
     import torch
 
     _config(project)

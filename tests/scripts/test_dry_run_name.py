@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from lib.config import write_outputs
-from lib.kconfig import open_tree
+from lib.config.run_config import write_outputs
+from lib.config.kconfig import open_tree
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
 
 

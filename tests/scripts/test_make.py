@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.registry import FAMILY_PACKAGES
+from lib.model.registry import FAMILY_PACKAGES
 from tests.scripts.conftest import ROOT, make
 
 DEFCONFIGS = sorted(p.name for p in (ROOT / "defconfigs").iterdir())
@@ -18,7 +18,7 @@ DEFCONFIGS = sorted(p.name for p in (ROOT / "defconfigs").iterdir())
 def load_config_py(project: Path) -> dict:
     namespace: dict = {}
     exec((project / "config.py").read_text(), namespace)
-    return namespace
+    return namespace["CONFIG"].values
 
 
 @pytest.mark.parametrize("name", DEFCONFIGS)

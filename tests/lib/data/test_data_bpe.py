@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from lib import registry
-from lib.checkpoint import load_checkpoint
+from lib.model import registry
+from lib.run.checkpoint import load_checkpoint
 from lib.data import DataError, build_tokenizer, load_meta, prepare, tokenizer_from_meta
 from lib.data import corpus
 from lib.data.tokenizers.bpe import BPETokenizer, split_text
 from lib.data.prepared import data_dir
 from lib.data.sources import Source
-from lib.rundir import create_run_dir
-from lib.trainer import Trainer
+from lib.run.rundir import create_run_dir
+from lib.train.trainer import Trainer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 PLAY = (ASSETS / "play_sample.md").read_text()

@@ -82,7 +82,7 @@ def test_open_source_describes_the_shakespeare_origin() -> None:
 
 
 def test_dataset_names_list_every_choice() -> None:
-    assert DATASETS == sources.dataset_names() == (
+    assert DATASETS == (
         "shakespeare", "finewebedu", "openwebtext", "tinystories", "wikitext-2", "wikitext-103", "custom",
     )
     assert sources.HUB_DATASETS["finewebedu"].config == "sample-10BT"

@@ -7,8 +7,8 @@ import torch
 
 from lib.data import load_meta, tokenizer_from_meta
 from lib.data.prepared import data_dir
-from lib.rundir import create_run_dir
-from lib.trainer import Trainer
+from lib.run.rundir import create_run_dir
+from lib.train.trainer import Trainer
 
 
 def train(tiny_run, name: str, **settings):

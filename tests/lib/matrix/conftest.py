@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.config import write_outputs
-from lib.kconfig import open_tree
+from lib.config.run_config import write_outputs
+from lib.config.kconfig import open_tree
 from tests.lib.conftest import synthetic_corpus
 
 TINY = {"GPT2_DATASET_CUSTOM": "y", "DATA_TOKENIZER_CHAR": "y", "GPT2_N_LAYER": "1",

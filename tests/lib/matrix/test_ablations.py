@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.config import load_run_config, write_outputs
-from lib.kconfig import ROOT, load_strict
+from lib.config.run_config import load_run_config, write_outputs
+from lib.config.kconfig import ROOT, load_strict
 from lib.matrix.grid import expand
 
 DEFCONFIGS = ROOT / "defconfigs"
@@ -45,7 +45,7 @@ def test_ablation_expands_to_one_run_per_value(prefix, ablation, tmp_path):
     assert base.MODEL == "hamt" and base.MATRIX_ABLATION.startswith(f"{symbol}=")
     assert [r.run_id for r in runs] == [f"hamt_adamw_none_{symbol.lower()}{v}"
                                         for v in values]
-    assert [r.config.get(symbol) for r in runs] == values
+    assert [r.config.values.get(symbol) for r in runs] == values
     reference = load_run_config([], DEFCONFIGS / SIZES[prefix]).values
     members = {f"{symbol}_{str(v).upper()}" for v in values}  # a choice's y/n members
     for run in runs:

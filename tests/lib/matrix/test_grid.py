@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from lib.config import load_run_config
-from lib.kconfig import ConfigError, open_tree
-from lib.matrix.grid import expand, is_multiple
+from lib.config.run_config import load_run_config
+from lib.config.kconfig import ConfigError, open_tree
+from lib.matrix.grid import one_run, expand, is_multiple
 
 OPT3 = {"OPTIMIZER_MODE": "multiple", "OPTIMIZER_ENABLE_ADAMW": "y",
         "OPTIMIZER_ENABLE_ADAMWSPAM": "y", "OPTIMIZER_ENABLE_ADAMWPRUNE": "y"}
@@ -89,12 +89,10 @@ def test_menuconfig_never_offers_an_invalid_pair():
     assert kconf.syms["PRUNING_MODE_NONE"].visibility == 0  # AdamWPrune always prunes
 
 
-def test_make_refuses_a_multiple_selection(matrix_config):
-    import scripts.train as train
-
+def test_one_run_commands_refuse_a_multiple_selection(matrix_config):
     path = matrix_config(**OPT3, PRUNING_MODE="multiple")
     assert is_multiple(load_run_config([], path))
-    with pytest.raises(ConfigError, match="make test-matrix"):
-        train.refuse_multiple(load_run_config([], path))
+    with pytest.raises(ConfigError, match="`make estimate` cannot do in one run: `make test-matrix`"):
+        one_run(load_run_config([], path), "make estimate")
     single = matrix_config(OPTIMIZER_MODE="single")
-    assert train.refuse_multiple(load_run_config([], single)).OPTIMIZER == "adamw"
+    assert one_run(load_run_config([], single), "make").OPTIMIZER == "adamw"

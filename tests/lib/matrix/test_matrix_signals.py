@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from lib.config import load_run_config
-from lib.kconfig import ROOT
+from lib.config.run_config import load_run_config
+from lib.config.kconfig import ROOT
 from lib.matrix import slurm
 from lib.matrix.runner import outcome
-from lib.signals import EXIT_RESUMABLE
-from lib.trainer import Trainer
+from lib.run.signals import EXIT_RESUMABLE
+from lib.train.trainer import Trainer
 
 
 def _metrics(run_dir: Path, **fields) -> Path:

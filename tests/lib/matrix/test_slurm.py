@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from lib.kconfig import ROOT
+from lib.config.kconfig import ROOT
 from lib.matrix import launch
 from lib.matrix.state import MatrixError, MatrixState
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from lib.kconfig import ConfigError
+from lib.config.kconfig import ConfigError
 from lib.matrix import sweep
 from lib.matrix.grid import expand
 from lib.results.collect import RunRow

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from lib.precision import Precision
+from lib.hardware.precision import Precision
 from lib.prune import Pruner
-from lib.step import TrainStep
+from lib.train.step import TrainStep
 
 INIT_SCALE = 2.0 ** 16
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.config import write_outputs
-from lib.kconfig import open_tree
+from lib.config.run_config import write_outputs
+from lib.config.kconfig import open_tree
 from lib.matrix.state import MatrixState
 
 
@@ -47,7 +47,7 @@ def matrix(tmp_path) -> Path:
     """Dense, two magnitude runs, a malformed metrics.json (failed), one never started."""
     root = tmp_path / "matrix_x"
     make_run(root, "gpt2_adamw_none", 100.0)
-    make_run(root, "gpt2_adamw_magnitude_50", 110.0, method="magnitude", sparsity=0.5001)
+    make_run(root, "gpt2_adamw_magnitude_50", 110.0, method="magnitude", sparsity="0.5001")
     make_run(root, "gpt2_adamw_magnitude_90", 150.0, method="magnitude", sparsity="0.9")
     make_run(root, "gpt2_adamwspam_none", None, optimizer="adamwspam", metrics="{broken")
     make_run(root, "gpt2_adamwprune_bitter7_state_50", None, optimizer="adamwprune",

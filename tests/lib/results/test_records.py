@@ -16,7 +16,7 @@ import pytest
 
 from lib.matrix.state import MatrixState
 from lib.results import plots
-from lib.results.report import FILE as REPORT, write_report
+from lib.results.report import FILE as REPORT, build_report
 from lib.results.summary import compare_runs, summarize
 from tests.lib.results.conftest import make_run
 
@@ -109,7 +109,7 @@ def test_script_prints_each_invalid_run_and_succeeds(runs):
 
 
 def test_report_and_compare_show_invalid_rows(runs, tmp_path):
-    page = write_report(runs).read_text()
+    page = build_report(runs)[0].read_text()
     assert "invalid (" in page and "val_loss.iters must be a list of integers" in page
     md, _, rows = compare_runs(runs, [str(runs / "good_dense"), str(runs / "bad_nan")],
                                tmp_path / "cmp")
@@ -149,7 +149,7 @@ def _outputs(root: Path) -> dict[str, bytes]:
 
 def test_failure_mid_summary_leaves_previous_outputs_untouched(matrix, monkeypatch):
     summarize(matrix)
-    write_report(matrix)
+    build_report(matrix)
     stale = matrix / ".summary-left-by-a-kill"
     stale.mkdir()
     os.utime(stale, (time.time() - 7200,) * 2)
@@ -167,7 +167,7 @@ def test_failure_mid_summary_leaves_previous_outputs_untouched(matrix, monkeypat
     with pytest.raises(RuntimeError, match="plotting failed"):
         summarize(matrix)
     with pytest.raises(RuntimeError, match="plotting failed"):
-        write_report(matrix)
+        build_report(matrix)
     assert _outputs(matrix) == before  # byte-identical
     assert not stale.exists()  # a killed summary's staging folder is swept
     assert not list(matrix.glob(".summary-*"))  # and the failed one's is removed

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from lib.results.report import write_report
+from lib.results.report import build_report
 from tests.lib.results.conftest import make_run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -80,7 +80,7 @@ def report(matrix) -> tuple[Path, Page]:
     for name in ("gpt2_adamw_none", "gpt2_adamw_magnitude_90", "gpt2_adamwspam_none"):
         (matrix / name / "output.log").write_text("iter 10 | loss 5.0\n")
     (matrix / "gpt2_adamwspam_none" / "console.log").write_text("Traceback ...\n")
-    path = write_report(matrix)
+    path = build_report(matrix)[0]
     return path, Page(path.read_text())
 
 
@@ -148,7 +148,7 @@ def test_links_point_to_existing_files_and_anchors(report):
 def test_unreadable_config_and_named_baseline(matrix):
     make_run(matrix, "gpt2_zz_plain", 90.0)  # not in matrix.json: not in the report
     (matrix / "gpt2_adamw_magnitude_50" / "config.txt").write_text("CONFIG_BATCH_SIZE=99999\n")
-    page = Page(write_report(matrix, baseline="gpt2_adamw_magnitude_90").read_text())
+    page = Page(build_report(matrix, baseline="gpt2_adamw_magnitude_90")[0].read_text())
     assert "gpt2_zz_plain" not in page.source
     assert "config.txt unreadable" in _section(page, "gpt2_adamw_magnitude_50")
     none = _diff_rows(page, "gpt2_adamw_none")

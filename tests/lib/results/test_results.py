@@ -1,42 +1,166 @@
 """`make results` / `make compare` on hand-made run folders: numbers, damaged
-records, eval.json, and every output file."""
+records, eval.json, and every output file. The Markdown is parsed back into
+tables (lib/results/tables.py's format) and checked cell by cell."""
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from lib.config.kconfig import open_tree
+from lib.config.run_config import write_outputs
 from lib.results.summary import compare, summarize
 from tests.lib.results.conftest import make_run
 
+COLUMNS = ["run", "optimizer", "pruning", "sparsity", "variant", "best ppl", "final ppl",
+           "delta %", "tokens/s", "peak GiB", "mem x weights", "wall min"]  # then extras, status
+NUMBERS = COLUMNS[5:]  # "-" in a run without metrics
+# The matrix fixture's runs: matrix.json lists them sorted, and rows keep that order.
+MATRIX_ORDER = ["gpt2_adamw_magnitude_50", "gpt2_adamw_magnitude_90", "gpt2_adamw_none",
+                "gpt2_adamwprune_bitter7_state_50", "gpt2_adamwspam_none"]
 
-def test_summary_numbers_statuses_and_files(matrix):
+
+@dataclass
+class Table:
+    model: str  # its "### " heading
+    baseline: str  # the run its "Baseline:" line names
+    header: list[str]
+    rows: list[dict[str, str]]
+
+    def column(self, name: str) -> list[str]:
+        return [r[name] for r in self.rows]
+
+    def row(self, run: str) -> dict[str, str]:
+        (found,) = [r for r in self.rows if r["run"] == run]
+        return found
+
+
+def _cells(line: str) -> list[str]:
+    assert line.startswith("| ") and line.endswith(" |"), line
+    return [cell.strip() for cell in line[1:-1].split("|")]
+
+
+def parse_tables(md: str) -> list[Table]:
+    """Each "### model" section of md as a Table: header row, a separator of one
+    "---" per column, data rows with as many cells as the header."""
+    tables = []
+    for section in re.split(r"^### ", md, flags=re.M)[1:]:
+        lines = section.splitlines()
+        baseline = re.fullmatch(r"Baseline: (.+?); delta % is best perplexity relative to it; "
+                                r"sparsity is the final measured value \(target where the run "
+                                r"has none\)\.", lines[2])
+        assert lines[1] == "" and baseline, lines[:3]
+        start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+        end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")),
+                   len(lines))
+        assert not any(line.startswith("|") for line in lines[end:])  # one table a section
+        header = _cells(lines[start])
+        assert lines[start + 1] == "|" + "|".join(["---"] * len(header)) + "|"
+        rows = [_cells(line) for line in lines[start + 2:end]]
+        assert all(len(r) == len(header) for r in rows), rows
+        tables.append(Table(lines[0], baseline.group(1), header,
+                            [dict(zip(header, r)) for r in rows]))
+    return tables
+
+
+def expected_numbers(run: Path, base_best: float) -> dict[str, str]:
+    """The number cells of a completed run, from its metrics.json as the fixture
+    wrote it; best perplexity is exp of the lowest validation loss."""
+    m = json.loads((run / "metrics.json").read_text())
+    best = math.exp(min(m["val_loss"]["values"]))
+    assert f"{best:.2f}" == f"{m['best_val_perplexity']:.2f}"  # the fixture is consistent
+    return {"best ppl": f"{best:.2f}", "final ppl": f"{m['final_val_perplexity']:.2f}",
+            "delta %": f"{100 * (best / base_best - 1):+.1f}",
+            "tokens/s": f"{m['tokens_per_sec']:,.0f}",
+            "peak GiB": f"{m['peak_memory_mb'] / 1024:.2f}",
+            "mem x weights": f"{m['peak_memory_mb'] * 2**20 / (4 * m['params']):.1f}",
+            "wall min": f"{m['wall_time_s'] / 60:.1f}"}
+
+
+def test_markdown_table_of_a_matrix(matrix):
+    md, _, _ = summarize(matrix)
+    (table,) = parse_tables(md)
+    assert (table.model, table.baseline) == ("gpt2", "gpt2_adamw_none")
+    assert table.header == COLUMNS + ["status"]
+    assert table.column("run") == MATRIX_ORDER
+    assert table.column("optimizer") == ["adamw", "adamw", "adamw", "adamwprune", "adamwspam"]
+    assert table.column("pruning") == ["magnitude", "magnitude", "none", "state", "none"]
+    # No run measured its sparsity, so the column shows the target in %.
+    assert table.column("sparsity") == ["50.0", "90.0", "-", "50.0", "-"]
+    assert table.column("variant") == ["vanilla", "vanilla", "vanilla", "bitter7", "vanilla"]
+    base_best = math.exp(min(json.loads(
+        (matrix / "gpt2_adamw_none" / "metrics.json").read_text())["val_loss"]["values"]))
+    for run in MATRIX_ORDER[:3]:
+        row = table.row(run)
+        assert {c: row[c] for c in NUMBERS} == expected_numbers(matrix / run, base_best), run
+    assert list(table.row("gpt2_adamw_magnitude_90").values()) == [
+        "gpt2_adamw_magnitude_90", "adamw", "magnitude", "90.0", "vanilla", "150.00", "151.00",
+        "+50.0", "1,000", "0.50", "4.0", "2.0", "completed"]
+    assert table.column("delta %")[:3] == ["+10.0", "+50.0", "+0.0"]
+    for run in MATRIX_ORDER[3:]:
+        assert [table.row(run)[c] for c in NUMBERS] == ["-"] * len(NUMBERS), run
+    try:
+        json.loads("{broken")
+    except ValueError as err:
+        malformed = str(err)
+    assert table.column("status") == [
+        "completed", "completed", "completed",
+        "pending (no metrics.json (never reached its first evaluation))",
+        f"failed (metrics.json malformed: {malformed})"]
+
+
+def test_summary_rows_and_files(matrix):
     md, files, rows = summarize(matrix)
     by = {r.run_id: r for r in rows}
+    assert [r.run_id for r in rows] == MATRIX_ORDER
     assert by["gpt2_adamw_magnitude_50"].delta_pct == pytest.approx(10.0)
     assert by["gpt2_adamw_magnitude_90"].delta_pct == pytest.approx(50.0)
     assert by["gpt2_adamw_none"].memory_x_weights == pytest.approx(512 * 2**20 / (4 * 2**25))
-    assert "malformed" in " ".join(by["gpt2_adamwspam_none"].problems)
-    assert by["gpt2_adamwprune_bitter7_state_50"].status == "pending"
-    assert "no metrics.json" in by["gpt2_adamwprune_bitter7_state_50"].problems[0]
-    assert "| gpt2_adamw_magnitude_90 | adamw | magnitude | 90.0 | vanilla | 150.00 | 151.00 " \
-           "| +50.0 |" in md
-    names = {f.name for f in files}
-    assert {"summary.md", "summary.csv", "summary.tex", "val_loss.png", "ppl_vs_sparsity.png",
-            "memory.png", "throughput.png"} <= names
-    table = list(csv.DictReader(io.StringIO((matrix / "summary.csv").read_text())))
-    assert len(table) == 5
-    assert float({t["run"]: t for t in table}["gpt2_adamw_magnitude_90"]["delta %"]) == 50.0
-    tex = (matrix / "summary.tex").read_text()
-    assert r"\toprule" in tex and r"gpt2\_adamw\_magnitude\_90" in tex
+    assert [r.status for r in rows] == ["completed"] * 3 + ["pending", "failed"]
+    assert {f.name for f in files} == {"summary.md", "summary.csv", "summary.tex", "val_loss.png",
+                                       "ppl_vs_sparsity.png", "memory.png", "throughput.png"}
+    # summary.md is a header with the run counts, then the table summarize returned.
+    text = (matrix / "summary.md").read_text()
+    assert text.endswith(md)
+    assert re.fullmatch(r"# Results: matrix_x\n\n5 runs: 3 completed, 1 pending, 1 failed\. "
+                        r"Written \d{4}-\d\d-\d\d \d\d:\d\d by `make results`\.\n\n",
+                        text[:len(text) - len(md)])
+
+
+def test_csv_and_latex_hold_the_markdown_rows(matrix):
+    md, _, _ = summarize(matrix)
+    (table,) = parse_tables(md)
+    lines = list(csv.reader(io.StringIO((matrix / "summary.csv").read_text())))
+    assert lines[0] == ["model"] + table.header
+    assert [line[1] for line in lines[1:]] == MATRIX_ORDER
+    # Numbers to 6 significant digits, unknown values empty.
+    assert lines[2] == ["gpt2", "gpt2_adamw_magnitude_90", "adamw", "magnitude", "90", "vanilla",
+                        "150", "151", "50", "1000", "0.5", "4", "2", "completed"]
+    assert lines[4][6:] == [""] * 7 + [table.row("gpt2_adamwprune_bitter7_state_50")["status"]]
+    tex = (matrix / "summary.tex").read_text().splitlines()
+    start = tex.index(r"\toprule") + 1
+    assert tex[start] == " & ".join(table.header).replace("%", r"\%") + r" \\"
+    assert tex[start + 1] == r"\midrule"
+    body = tex[start + 2:tex.index(r"\bottomrule")]
+    # The same cells, LaTeX-escaped, with the bare status (its problems stay in Markdown).
+    assert body == [" & ".join([*(r[c].replace("_", r"\_") for c in COLUMNS),
+                                r["status"].split(" (")[0]]) + r" \\" for r in table.rows]
 
 
 def test_named_baseline_and_unknown_baseline(matrix):
-    _, _, rows = summarize(matrix, baseline="gpt2_adamw_magnitude_50")
+    md, _, rows = summarize(matrix, baseline="gpt2_adamw_magnitude_50")
     assert {r.run_id: r.delta_pct for r in rows}["gpt2_adamw_none"] == pytest.approx(
         100 * (100 / 110 - 1))
+    (table,) = parse_tables(md)
+    assert table.baseline == "gpt2_adamw_magnitude_50"
+    # 100 * (best / 110 - 1) for best 110, 150 and 100
+    assert table.column("delta %") == ["+0.0", "+36.4", "-9.1", "-", "-"]
     with pytest.raises(ValueError, match="BASELINE=nope"):
         summarize(matrix, baseline="nope")
 
@@ -45,15 +169,56 @@ def test_eval_json_becomes_a_column(matrix):
     (matrix / "gpt2_adamw_none" / "eval.json").write_text(json.dumps(
         {"format": 1, "sets": {"wikitext-2": {"kind": "perplexity", "perplexity": 42.5}}}))
     md, _, _ = summarize(matrix)
-    assert "wikitext-2 ppl" in md and "| 42.50 |" in md
+    (table,) = parse_tables(md)
+    assert table.header == COLUMNS + ["wikitext-2 ppl", "status"]
+    assert table.column("wikitext-2 ppl") == ["-", "-", "42.50", "-", "-"]
+
+
+def test_one_table_per_model_each_with_its_own_baseline(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "gpt2_adamw_none", 100.0)
+    make_run(root, "gpt2_adamw_magnitude_50", 120.0, method="magnitude")
+    for name, best in [("hamt_adamw_none", 50.0), ("hamt_adamw_none_seed2", 55.0)]:
+        kconf = open_tree()
+        kconf.syms["MODEL_HAMT"].set_value(2)
+        run = make_run(root, name, best)
+        write_outputs(kconf, run / "config.txt", run / "config.py")  # a HAMT run's config
+    md, _, _ = summarize(root)
+    gpt2, hamt = parse_tables(md)
+    assert (gpt2.model, gpt2.baseline, hamt.model, hamt.baseline) == (
+        "gpt2", "gpt2_adamw_none", "hamt", "hamt_adamw_none")
+    assert gpt2.column("run") == ["gpt2_adamw_magnitude_50", "gpt2_adamw_none"]
+    assert gpt2.column("delta %") == ["+20.0", "+0.0"]  # 120 / 100, not against HAMT's 50
+    assert hamt.column("run") == ["hamt_adamw_none", "hamt_adamw_none_seed2"]
+    assert hamt.column("variant") == ["hamt", "hamt"]
+    assert hamt.column("best ppl") == ["50.00", "55.00"]
+    assert hamt.column("delta %") == ["+0.0", "+10.0"]
+
+
+def test_a_pipe_in_a_cell_does_not_split_it(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "gpt2_adamw_none", 100.0)
+    make_run(root, "gpt2_adamw_magnitude_50", 120.0, method="magnitude",
+             error="disk | full\nsecond line")
+    (table,) = parse_tables(summarize(root)[0])
+    assert table.column("status") == ["completed (disk / full)", "completed"]
 
 
 def test_compare_runs_from_different_folders(tmp_path):
     a = make_run(tmp_path / "results" / "one", "gpt2_adamw_none", 80.0)
-    make_run(tmp_path / "results" / "two", "gpt2_adamw_magnitude_50", 88.0, method="magnitude")
+    b = make_run(tmp_path / "results" / "two", "gpt2_adamw_magnitude_50", 88.0,
+                 method="magnitude")
     md, files = compare(tmp_path / "results", [str(a), "gpt2_adamw_magnitude_50"],
                         tmp_path / "out")
-    assert "+10.0" in md and (tmp_path / "out" / "summary.md").exists()
+    (table,) = parse_tables(md)
+    assert table.baseline == "gpt2_adamw_none"
+    assert table.column("run") == ["gpt2_adamw_none", "gpt2_adamw_magnitude_50"]  # as given
+    assert table.column("best ppl") == ["80.00", "88.00"]
+    assert table.column("final ppl") == ["81.00", "89.00"]
+    assert table.column("delta %") == ["+0.0", "+10.0"]  # 100 * (88 / 80 - 1)
+    assert table.column("sparsity") == ["-", "50.0"]
+    assert (tmp_path / "out" / "summary.md").read_text() == (
+        f"# Comparison\n\n- gpt2_adamw_none: {a}\n- gpt2_adamw_magnitude_50: {b}\n\n" + md)
     with pytest.raises(FileNotFoundError, match="no run named 'ghost'"):
         compare(tmp_path / "results", ["gpt2_adamw_none", "ghost"], tmp_path / "out")
 
@@ -68,7 +233,13 @@ def test_pretrained_baseline_folder_compares_with_runs(tmp_path):
         {"format": 1, "model": {"family": "gpt2", "source": "pretrained", "params": 124439808},
          "sets": {"wikitext-2": {"kind": "perplexity", "perplexity": 30.0}}}))
     md, _ = compare(tmp_path / "results", ["gpt2_adamw_none", "baseline-gpt2"], tmp_path / "o")
-    assert "| baseline-gpt2 | - | none |" in md and "| 30.00 | pretrained |" in md
+    (table,) = parse_tables(md)
+    assert table.header == COLUMNS + ["wikitext-2 ppl", "status"]
+    assert table.column("run") == ["gpt2_adamw_none", "baseline-gpt2"]
+    # Evaluated, never trained here: no training numbers, only its eval perplexity.
+    assert list(table.row("baseline-gpt2").values()) == (
+        ["baseline-gpt2", "-", "none", "-", "-"] + ["-"] * len(NUMBERS) + ["30.00", "pretrained"])
+    assert table.row("gpt2_adamw_none")["wikitext-2 ppl"] == "60.00"
 
 
 def test_monitor_summary_becomes_columns(tmp_path):
@@ -79,7 +250,12 @@ def test_monitor_summary_becomes_columns(tmp_path):
                       "rss_mb_max": 1470.0})
     make_run(root, "gpt2_adamw_magnitude_50", 88.0, method="magnitude")
     md, _, _ = summarize(root)
-    header = next(line for line in md.splitlines() if line.startswith("| run |"))
-    assert "GPU util % mean | GPU util % max | power W mean | power W max" in header
-    row = next(line for line in md.splitlines() if line.startswith("| gpt2_adamw_none |"))
-    assert "| 51 | 96 | 407 | 659 | 85 | 1470 |" in row
+    (table,) = parse_tables(md)
+    monitor = ["GPU util % mean", "GPU util % max", "power W mean", "power W max",
+               "CPU % mean", "RSS MiB max"]
+    assert table.header == COLUMNS + monitor + ["status"]
+    assert table.column("run") == ["gpt2_adamw_magnitude_50", "gpt2_adamw_none"]
+    # Whole numbers: 51.4, 96.0, 406.7, 658.8, 84.9, 1470.0 rounded.
+    assert [table.row("gpt2_adamw_none")[c] for c in monitor] == [
+        "51", "96", "407", "659", "85", "1470"]
+    assert [table.row("gpt2_adamw_magnitude_50")[c] for c in monitor] == ["-"] * 6

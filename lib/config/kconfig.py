@@ -1,0 +1,236 @@
+"""Strict Kconfig: load a configuration and refuse anything kconfiglib would bend.
+
+kconfiglib, like the kernel's tools, quietly replaces an out-of-range int by its
+default, ignores a value for a symbol whose dependencies are unmet and skips
+unknown symbols and malformed lines with at most a warning. Here each of those
+is an error that names the file, line, symbol, the value asked and what is
+allowed, and nothing is written until the whole configuration is clean.
+
+Floats: Kconfig has no float type, so floats are `string` symbols whose help
+text states their bounds as "Allowed <low> to <high>" (inclusive). That phrase
+is the single, machine-read source of the bounds.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import kconfiglib
+
+from lib.config.renames import rewrite
+from lib.paths import KCONFIG, ROOT
+
+
+_NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_ALLOWED = re.compile(rf"Allowed\s+({_NUMBER})\s+to\s+({_NUMBER})")
+_ASSIGN = re.compile(r"^\s*(?:CONFIG_(\w+)=|#\s*CONFIG_(\w+) is not set)")
+
+
+class ConfigError(Exception):
+    """One or more problems with a configuration; str() lists them all."""
+
+    def __init__(self, problems: list[str], source: str = ""):
+        self.problems = problems
+        head = f"invalid configuration{f' ({source})' if source else ''}:"
+        super().__init__("\n".join([head] + [f"  - {p}" for p in problems]))
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A value a user asked for, and where (file:line or 'override NAME=...')."""
+    value: str
+    where: str
+
+
+@contextlib.contextmanager
+def _in_root():
+    """Kconfig `source` lines and the file names in its messages are relative
+    to the project root."""
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+
+
+def open_tree() -> kconfiglib.Kconfig:
+    """Parse the Kconfig tree; any Kconfig warning is a bug in the tree."""
+    with _in_root():
+        kconf = kconfiglib.Kconfig(str(KCONFIG), warn_to_stderr=False)
+    if kconf.warnings:
+        raise ConfigError(kconf.warnings, "Kconfig tree")
+    return kconf
+
+
+def float_bounds(sym: kconfiglib.Symbol) -> tuple[float, float] | None:
+    """(low, high) from "Allowed X to Y" in a string symbol's help, else None."""
+    if sym.orig_type != kconfiglib.STRING:
+        return None
+    for node in sym.nodes:
+        m = _ALLOWED.search(node.help or "")
+        if m:
+            return float(m.group(1)), float(m.group(2))
+    return None
+
+
+def parse_float(sym: kconfiglib.Symbol, text: str) -> float:
+    """The float a float symbol holds, or ValueError saying what is allowed."""
+    bounds = float_bounds(sym)
+    assert bounds is not None, f"CONFIG_{sym.name} has no bounds: callers check float_bounds"
+    low, high = bounds
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"CONFIG_{sym.name}=\"{text}\" is not a number; "
+                         f"allowed: a number from {low:g} to {high:g}") from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise ValueError(f"CONFIG_{sym.name}=\"{text}\" is out of range; "
+                         f"allowed: {low:g} to {high:g}")
+    return value
+
+
+def assignment_lines(text: str) -> dict[str, int]:
+    """Symbol name -> line of its last assignment in a .config-style text."""
+    lines: dict[str, int] = {}
+    for no, line in enumerate(text.splitlines(), 1):
+        m = _ASSIGN.match(line)
+        if m:
+            lines[m.group(1) or m.group(2)] = no
+    return lines
+
+
+def asked_in_file(kconf: kconfiglib.Kconfig, text: str, shown: str) -> dict[str, Asked]:
+    """What a loaded file asked for, symbol by symbol, with file:line."""
+    lines = assignment_lines(text)
+    asked = {}
+    for sym in kconf.unique_defined_syms:
+        if sym.user_value is None or sym.name not in lines:
+            continue
+        value = sym.user_value
+        if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
+            value = kconfiglib.TRI_TO_STR[value]
+        asked[sym.name] = Asked(str(value), f"{shown}:{lines[sym.name]}")
+    return asked
+
+
+def load_strict(path: Path) -> kconfiglib.Kconfig:
+    """Load `path` (a .config or defconfig) and raise ConfigError on any problem.
+
+    Old and the original project's symbol names load as the current ones
+    (lib/config/renames.py); kconfiglib reads the rewritten text, line for line."""
+    path = Path(path).resolve()
+    shown = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    if not path.is_file():
+        raise ConfigError([f"{shown}: no such file"])
+    # utf-8-sig: a byte-order mark (editors on Windows add one) is not a malformed line
+    text, problems = rewrite(path.read_text(encoding="utf-8-sig"), shown)
+    kconf = open_tree()
+    with tempfile.TemporaryDirectory() as tmp:
+        current = Path(tmp) / "config"
+        current.write_text(text)
+        kconf.load_config(str(current))
+    problems += [w.replace(str(current), shown) for w in kconf.warnings]
+    lines = assignment_lines(text)
+    for name, value in kconf.missing_syms:
+        problems.append(f"{shown}:{lines.get(name, '?')}: CONFIG_{name}={value}: "
+                        f"unknown symbol{_closest(kconf, name)}")
+    asked = asked_in_file(kconf, text, shown)
+    problems += check_asked(kconf, asked) + check_floats(kconf, asked)
+    if problems:
+        raise ConfigError(problems, shown)
+    return kconf
+
+
+def check_asked(kconf: kconfiglib.Kconfig, asked: dict[str, Asked]) -> list[str]:
+    """Every asked value must be the value the symbol now has."""
+    problems = []
+    for name, want in asked.items():
+        sym = kconf.syms[name]
+        if _same(sym, want.value):
+            continue
+        problems.append(f"{want.where}: CONFIG_{name}={want.value} was not applied "
+                        f"(it would be {_shown(sym)}): {_why(kconf, sym, want.value)}")
+    return problems
+
+
+def check_floats(kconf: kconfiglib.Kconfig, asked: dict[str, Asked]) -> list[str]:
+    """Every active float symbol must parse and lie within its bounds."""
+    problems = []
+    for sym in kconf.unique_defined_syms:
+        if float_bounds(sym) and sym.config_string:
+            try:
+                parse_float(sym, sym.str_value)
+            except ValueError as err:
+                where = asked.get(sym.name)
+                problems.append(f"{where.where}: {err}" if where else str(err))
+    return problems
+
+
+def _same(sym: kconfiglib.Symbol, value: str) -> bool:
+    if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
+        return kconfiglib.TRI_TO_STR[sym.tri_value] == value
+    if sym.orig_type in (kconfiglib.INT, kconfiglib.HEX):
+        try:
+            base = 16 if sym.orig_type == kconfiglib.HEX else 10
+            return sym.str_value != "" and int(value, base) == int(sym.str_value, base)
+        except ValueError:
+            return False
+    return sym.str_value == value
+
+
+def _shown(sym: kconfiglib.Symbol) -> str:
+    if not sym.config_string:
+        return "unset"
+    return sym.str_value if sym.orig_type != kconfiglib.STRING else f'"{sym.str_value}"'
+
+
+def _why(kconf: kconfiglib.Kconfig, sym: kconfiglib.Symbol, value: str) -> str:
+    """Explain, in the user's terms, why a value could not be applied."""
+    if not any(node.prompt for node in sym.nodes):
+        defaults = "; ".join(f"{kconfiglib.expr_str(v)} if {kconfiglib.expr_str(c)}"
+                             for v, c in sym.defaults)
+        return (f"it has no prompt and is derived from other options ({defaults}); "
+                f"set those instead")
+    if sym.visibility == 0:
+        if sym.choice is not None and sym.choice.visibility == 0:
+            return f"its choice {sym.choice.name} {_unmet(sym.choice.direct_dep)}"
+        return _unmet(sym.direct_dep)
+    if sym.choice is not None:
+        chosen = sym.choice.selection
+        members = ", ".join(s.name for s in sym.choice.syms)
+        return (f"exactly one of {members} can be y; {chosen.name if chosen else 'none'} "
+                f"is selected (set the one you want to y and no other)")
+    if sym.orig_type in (kconfiglib.INT, kconfiglib.HEX):
+        active = [f"{kconfiglib.expr_str(lo)} to {kconfiglib.expr_str(hi)}"
+                  for lo, hi, cond in sym.ranges if kconfiglib.expr_value(cond)]
+        if not re.fullmatch(r"-?\d+" if sym.orig_type == kconfiglib.INT else r"(0[xX])?[0-9a-fA-F]+",
+                            value):
+            return f"not an integer; allowed: {' or '.join(active) or 'any integer'}"
+        return f"out of range; allowed: {' or '.join(active)}"
+    return "rejected by kconfiglib"
+
+
+def _unmet(dep) -> str:
+    """'depends on A && !B, which is not met (A=n, B=y)', without the <choice>
+    term that every choice member carries."""
+    text = re.sub(r"\s*&&\s*<choice \w+>|<choice \w+>\s*&&\s*", "", kconfiglib.expr_str(dep))
+    syms = [s for s in kconfiglib.expr_items(dep)
+            if isinstance(s, kconfiglib.Symbol) and not s.is_constant]
+    state = ", ".join(f"{s.name}={s.str_value or 'n'}" for s in syms)
+    # A hidden derived symbol means nothing to a user: say what sets it.
+    derived = [f"{s.name} is y if " + " or ".join(kconfiglib.expr_str(c) for _, c in s.defaults)
+               for s in syms if s.defaults and not any(n.prompt for n in s.nodes)]
+    return (f"depends on {text}, which is not met ({state})"
+            + "".join(f"; {d}" for d in derived))
+
+
+def _closest(kconf: kconfiglib.Kconfig, name: str) -> str:
+    import difflib
+    near = difflib.get_close_matches(name, kconf.syms.keys(), n=1)
+    return f" (did you mean CONFIG_{near[0]}?)" if near else ""

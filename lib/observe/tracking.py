@@ -1,0 +1,149 @@
+"""Experiment tracking: TensorBoard event files and Weights & Biases, both optional.
+
+Off by default; CONFIG_TRACKER_TENSORBOARD and CONFIG_TRACKER_WANDB turn them on
+(`make TRACKER=tensorboard,wandb`). At every progress line the trainer logs
+train/loss, train/perplexity, train/lr, perf/tokens_per_sec, perf/ms_per_iter,
+perf/peak_memory_mb and every other series the run records at that step
+(sparsity, HAMT's slot_utilisation, aux_loss, lm_loss) as train/<name>; at every
+evaluation val/loss and val/perplexity. TensorBoard writes <run>/tensorboard/
+(torch.utils.tensorboard; `tensorboard --logdir results`). W&B writes under
+<run>/wandb/, offline when the network is unreachable or
+CONFIG_TRACKER_WANDB_OFFLINE is set (`wandb sync` uploads later); WANDB_MODE in
+the environment wins. A tracker that is missing or fails, at start-up or
+later, warns once and is switched off: tracking never stops training.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from lib.run.metrics import RunMetrics, peak_memory_mb
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+
+WANDB_HOST = ("api.wandb.ai", 443)
+
+
+class TensorBoardBackend:
+    def __init__(self, run: RunConfig, run_dir: Path):
+        from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
+
+        self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), flush_secs=10)
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        for key, value in values.items():
+            self.writer.add_scalar(key, value, step)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def network_reachable(host: tuple[str, int] = WANDB_HOST, timeout: float = 3.0) -> bool:
+    try:
+        socket.create_connection(host, timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def wandb_mode(run: RunConfig) -> str:
+    """WANDB_MODE if set, else offline when asked or when W&B cannot be reached."""
+    if os.environ.get("WANDB_MODE"):
+        return os.environ["WANDB_MODE"]
+    if run.TRACKER_WANDB_OFFLINE or not network_reachable():
+        return "offline"
+    return "online"
+
+
+class WandbBackend:
+    def __init__(self, run: RunConfig, run_dir: Path):
+        import wandb  # optional: pip install wandb
+
+        run_id = re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name)[:64]
+        self.run = wandb.init(project=run.TRACKER_WANDB_PROJECT, name=run_dir.name, id=run_id,
+                              dir=str(run_dir), config=dict(run.values), mode=wandb_mode(run),
+                              resume="allow")
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        self.run.log(values, step=step)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+BACKENDS: dict[str, tuple[str, Callable[[Any, Path], Any]]] = {
+    "tensorboard": ("TRACKER_TENSORBOARD", TensorBoardBackend),
+    "wandb": ("TRACKER_WANDB", WandbBackend),
+}
+
+
+class Tracker:
+    """The trackers a run asked for; each failure warns once and drops that tracker."""
+
+    def __init__(self, run: RunConfig, run_dir: Path, log: Callable[[str], None], main: bool = True):
+        """main: whether this process logs (the first rank of a distributed run)."""
+        self.log, self.backends = log, {}
+        for name, (symbol, make) in BACKENDS.items():
+            if main and run.values.get(symbol):
+                try:
+                    self.backends[name] = make(run, Path(run_dir))
+                    log(f"tracking: {name} is on")
+                except ImportError as err:
+                    self._warn(name, f"its package is not installed ({err}); "
+                                     f"`.venv/bin/pip install {err.name or name}`")
+                except Exception as err:  # no permission, bad project, ...
+                    self._warn(name, err)
+
+    def _warn(self, name: str, err: Exception | str) -> None:
+        why = err if isinstance(err, str) else f"{type(err).__name__}: {err}"
+        self.log(f"WARNING: tracker {name} failed ({why}); it is off for the rest of this "
+                 f"run, and training goes on")
+
+    def _each(self, call: Callable[[Any], None]) -> None:
+        for name, backend in list(self.backends.items()):
+            try:
+                call(backend)
+            except Exception as err:  # a tracker must never end a run
+                del self.backends[name]
+                self._warn(name, err)
+
+    def log_train(self, step: int, metrics: RunMetrics, device: torch.device) -> None:
+        if not self.backends or not metrics.train_loss["iters"]:
+            return
+        loss = metrics.train_loss["values"][-1]
+        values = {"train/loss": loss, "train/perplexity": math.exp(min(loss, 50)),
+                  "train/lr": metrics.lr["values"][-1],
+                  "perf/peak_memory_mb": peak_memory_mb(device)[0]}
+        tps = metrics.tokens_per_sec
+        if tps:
+            values["perf/tokens_per_sec"] = tps
+            values["perf/ms_per_iter"] = 1000 * metrics.static["tokens_per_iter"] / tps
+        for name, series in metrics.points.items():
+            if series["iters"] and series["iters"][-1] == step:
+                values[f"train/{name}"] = series["values"][-1]
+        self._each(lambda b: b.scalars(step, values))
+
+    def log_eval(self, step: int, metrics: RunMetrics) -> None:
+        if not self.backends or not metrics.val_loss["iters"]:
+            return
+        loss = metrics.val_loss["values"][-1]
+        self._each(lambda b: b.scalars(step, {"val/loss": loss,
+                                              "val/perplexity": math.exp(min(loss, 50))}))
+        self._each(lambda b: b.flush())
+
+    def close(self) -> None:
+        self._each(lambda b: b.close())
+        self.backends = {}

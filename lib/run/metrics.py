@@ -1,0 +1,136 @@
+"""Run metrics: loss series, throughput, MFU, peak memory; metrics.json writer.
+
+metrics.json is rewritten atomically at every evaluation and at the end, so
+it always describes the run as far as it got. Its fields are the contract
+that `make results` and later tools read.
+"""
+from __future__ import annotations
+
+import math
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from lib.run.atomic import write_json_atomic
+
+# Steps after each (re)start whose time is excluded from throughput: every new
+# process pays compilation, allocator warm-up and cold caches again. When no
+# segment of the run got past its warm-up (stopped and resumed every few
+# steps), throughput is measured over every step instead, warm-up included.
+WARMUP_STEPS = 3
+
+
+def peak_memory_mb(device: torch.device) -> tuple[float, str]:
+    """(peak MiB, what was measured): CUDA max allocated, else process peak RSS."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda_max_allocated"
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+    return rss * scale / 2**20, "peak_rss"
+
+
+def mfu(flops_per_token: float, tokens_per_sec: float, peak_flops: float | None) -> float | None:
+    """Model FLOPs utilisation (PaLM appendix B), None when the peak is unknown."""
+    if not peak_flops or not tokens_per_sec:
+        return None
+    return flops_per_token * tokens_per_sec / peak_flops
+
+
+class RunMetrics:
+    """Accumulates what a run measures; state_dict() lets a resumed run continue it."""
+
+    def __init__(self, path: Path, static: dict[str, Any], write: bool = True):
+        self.path = Path(path)
+        self.enabled = write  # False on every rank but 0 of a multi-process run
+        self.static = static
+        self.train_loss: dict[str, list] = {"iters": [], "values": []}
+        self.val_loss: dict[str, list] = {"iters": [], "values": []}
+        self.lr: dict[str, list] = {"iters": [], "values": []}
+        self.best_val_loss = math.inf
+        self.timed_tokens = 0
+        self.timed_seconds = 0.0
+        self.all_tokens = 0  # every step's, warm-up included
+        self.wall_time_s = 0.0
+        self.events: list[dict[str, Any]] = []
+        self.points: dict[str, dict[str, list]] = {}  # other series, e.g. sparsity
+        self._steps_this_segment = 0
+
+    def record_step(self, seconds: float, tokens: int) -> None:
+        self._steps_this_segment += 1
+        self.wall_time_s += seconds
+        self.all_tokens += tokens
+        if self._steps_this_segment > WARMUP_STEPS:
+            self.timed_tokens += tokens
+            self.timed_seconds += seconds
+
+    def record_train(self, it: int, loss: float, lr: float) -> None:
+        for series, value in ((self.train_loss, loss), (self.lr, lr)):
+            series["iters"].append(it)
+            series["values"].append(value)
+
+    def record_point(self, name: str, it: int, value: float) -> None:
+        series = self.points.setdefault(name, {"iters": [], "values": []})
+        series["iters"].append(it)
+        series["values"].append(value)
+
+    def record_val(self, it: int, loss: float) -> bool:
+        """Record a validation loss; True when it is the best so far."""
+        self.val_loss["iters"].append(it)
+        self.val_loss["values"].append(loss)
+        if loss < self.best_val_loss:
+            self.best_val_loss = loss
+            return True
+        return False
+
+    def record_event(self, **event: Any) -> None:
+        self.events.append(event)
+
+    @property
+    def tokens_per_sec(self) -> float:
+        """Over the steps after each segment's warm-up, summed over all segments;
+        over all steps when there are none (see WARMUP_STEPS)."""
+        if self.timed_seconds:
+            return self.timed_tokens / self.timed_seconds
+        return self.all_tokens / self.wall_time_s if self.wall_time_s else 0.0
+
+    def summary(self, status: str, iterations: int, tokens_seen: int,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        tps = self.tokens_per_sec
+        tokens_per_iter = self.static["tokens_per_iter"]
+        best = self.best_val_loss if math.isfinite(self.best_val_loss) else None
+        final = self.val_loss["values"][-1] if self.val_loss["values"] else None
+        return {
+            "status": status,
+            "iterations": iterations,
+            "best_val_loss": best,
+            "best_val_perplexity": math.exp(best) if best is not None else None,
+            "final_val_loss": final,
+            "final_val_perplexity": math.exp(final) if final is not None else None,
+            "tokens_per_sec": tps,
+            "ms_per_iter": 1000 * tokens_per_iter / tps if tps else None,
+            "tokens_seen": tokens_seen,
+            "wall_time_s": self.wall_time_s,
+            **self.static,
+            **(extra or {}),
+            "events": self.events,
+            "train_loss": self.train_loss,
+            "val_loss": self.val_loss,
+            "lr": self.lr,
+            **{f"{name}_series": series for name, series in self.points.items()},
+        }
+
+    def write(self, summary: dict[str, Any]) -> None:
+        if self.enabled:
+            write_json_atomic(self.path, summary)
+
+    def state_dict(self) -> dict[str, Any]:
+        keys = ("train_loss", "val_loss", "lr", "best_val_loss", "timed_tokens",
+                "timed_seconds", "all_tokens", "wall_time_s", "events", "points")
+        return {k: getattr(self, k) for k in keys}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)

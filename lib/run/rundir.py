@@ -1,0 +1,216 @@
+"""results/<run-id>/: naming, creation, config snapshot, output.log, `latest` link."""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from lib.run.atomic import write_text_atomic
+from lib.paths import DEFAULT_RESULTS, DOT_CONFIG, from_root
+from lib.run import owner; from lib.model import registry
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+
+_NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class RunDirError(Exception):
+    pass
+
+
+def is_name(text: str) -> bool:
+    """A run or matrix folder name: one path part, never '..', a newline or a '/'."""
+    return bool(_NAME_OK.fullmatch(text))
+
+
+def results_root(run: RunConfig) -> Path:
+    root = Path(run.RESULTS_DIR)
+    return from_root(root)
+
+
+def configured_results_root() -> Path:
+    """Where runs are: .config's RESULTS_DIR, or results/ when there is no .config
+    (commands that read runs work without one)."""
+    from lib.config.run_config import load_run_config  # lib.config.run_config is the .config reader
+
+    return results_root(load_run_config([])) if DOT_CONFIG.exists() else DEFAULT_RESULTS
+
+
+def run_tag(run: RunConfig) -> str:
+    """The field's naming: model, optimizer, AdamWPrune variant, attention variant
+    when not vanilla, pruning method and sparsity in percent, e.g.
+    gpt2_adamwspam_magnitude_50, gpt2_adamwprune_bitter7_state_50, gpt2_adamw_none.
+    One run's tag: the matrix expands the MULTIPLE modes before naming runs."""
+    assert run.OPTIMIZER is not None, "OPTIMIZER_MODE_MULTIPLE is a matrix, not a run"
+    parts: list[str] = [run.MODEL, run.OPTIMIZER]
+    if run.OPTIMIZER == "adamwprune":
+        # AdamWPrune rules out PRUNING_MODE_NONE, and one method is then PRUNING_METHOD_STATE
+        assert run.ADAMWPRUNE_VARIANT is not None, "AdamWPrune without PRUNING_METHOD_STATE"
+        rank = "rank" if run.ADAMWPRUNE_BITTER4_RANK_BUDGET else ""  # ours, not the depth ramp
+        parts.append(run.ADAMWPRUNE_VARIANT + rank)
+    variant = registry.family(run.MODEL).variant(run)
+    if variant not in ("vanilla", run.MODEL):  # HAMT is its own variant: "hamt_adamw_none"
+        parts.append(variant)
+    if run.PRUNING_MODE == "none":
+        parts.append("none")
+    else:
+        method, sparsity = run.PRUNING_METHOD, run.PRUNING_TARGET_SPARSITY
+        assert method is not None and sparsity is not None, "PRUNING_MODE_MULTIPLE is a matrix"
+        parts += [method, f"{round(100 * sparsity):d}"]
+    return "_".join(parts)
+
+
+def run_id(run: RunConfig, now: float | None = None) -> str:
+    """RUN_NAME, or the run tag plus a timestamp."""
+    if run.RUN_NAME:
+        if not is_name(run.RUN_NAME):  # fullmatch: a trailing newline is refused too
+            raise RunDirError(f"CONFIG_RUN_NAME=\"{run.RUN_NAME}\": allowed letters, digits, "
+                              f"'.', '_' and '-', starting with a letter or digit")
+        return run.RUN_NAME
+    return f"{run_tag(run)}_{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
+
+
+def create_run_dir(run: RunConfig) -> Path:
+    """A new run's folder, owned by this process; an existing one is never
+    reused without RESUME=1."""
+    path = results_root(run) / run_id(run)
+    path.mkdir(parents=True, exist_ok=True)
+    took = claim_run(path)  # first: two `make RUN_NAME=x` at once cannot both pass the check
+    if any(p.name != owner.LOCK for p in path.iterdir()):
+        if took:
+            owner.release(path)
+        raise RunDirError(f"{path} already holds a run: resume it with `make continue "
+                          f"RUN_NAME={path.name}`, or choose another RUN_NAME")
+    write_text_atomic(path / "config.txt", run.config_text)
+    point_latest(path)
+    return path
+
+
+NAME_RULE = ("a run or a matrix under the results folder, as <id> or <matrix-id>/<run-id>, "
+             "each part letters, digits, '.', '_' and '-' starting with a letter or digit")
+
+
+def check_run_name(name: str, results: Path) -> str:
+    """RUN_NAME as `make continue` takes it: a name under results, never a
+    path that leaves it ('..', '/abs', '~')."""
+    parts = name.rstrip("/").split("/")
+    if len(parts) > 2 or not all(is_name(part) for part in parts):
+        raise RunDirError(f"RUN_NAME=\"{name}\" is not a run name: give {NAME_RULE}. "
+                          f"{_existing(results)}")
+    return "/".join(parts)
+
+
+def _existing(results: Path, shown: int = 6) -> str:
+    """'Runs and matrices under R: a, b, c' (newest first), or what to do without any."""
+    try:
+        names = sorted((p for p in results.iterdir() if p.is_dir() and not p.is_symlink()
+                        and not p.name.startswith(".")), key=lambda p: -p.stat().st_mtime)
+    except OSError:
+        names = []
+    if not names:
+        return f"{results} holds no runs: start one with `make`"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"Runs and matrices under {results}: {', '.join(p.name for p in names[:shown])}{more}"
+
+
+def find_run_dir(results: Path, name: str | None) -> Path:
+    """The run to resume: results/<name>, or the one results/latest points to."""
+    if name:
+        name = check_run_name(name, results)
+    path = results / name if name else results / "latest"
+    if not path.exists():
+        what = f"no run named '{name}'" if name else "no latest run"
+        raise RunDirError(f"{what} under {results}: nothing to resume. {_existing(results)}")
+    path = path.resolve()
+    if not path.is_relative_to(results.resolve()):
+        raise RunDirError(f"{results / (name or 'latest')} leads to {path}, outside the results "
+                          f"folder {results}: nothing was resumed")
+    if not (path / "config.txt").is_file():
+        raise RunDirError(f"{path} has no config.txt: not a run folder")
+    return path
+
+
+def claim_run(path: Path, by_matrix: bool = False) -> bool:
+    """Own the run folder for the rest of this process (see lib/run/owner.py).
+    A run of a matrix whose launcher is alive is the launcher's to train,
+    unless this process is that launcher's child (by_matrix)."""
+    matrix = path.resolve().parent
+    holder = None if by_matrix or not (matrix / "matrix.json").is_file() else owner.owner(matrix)
+    if holder is not None:
+        raise RunDirError(
+            f"{path} belongs to the matrix {matrix.name}, whose launcher {owner.describe(holder)} "
+            f"is alive and trains its runs: wait for it (`make watch` follows it), or stop it "
+            f"(Ctrl-C in its terminal, or `kill {holder.get('pid')}`) and run `make "
+            f"continue RUN_NAME={matrix.name}`")
+
+    def busy(holder: dict[str, Any]) -> str:
+        return (f"{path} is being trained by {owner.describe(holder)}: a run has one owner at "
+                f"a time. Wait for it to finish, or stop it (Ctrl-C in its terminal, or `kill "
+                f"{holder.get('pid') or '<pid>'}`: it saves a checkpoint) and then `make continue "
+                f"RUN_NAME={_name(path)}`")
+
+    try:
+        return owner.claim(path, busy)
+    except owner.Busy as err:
+        raise RunDirError(str(err)) from None
+
+
+def _name(path: Path) -> str:
+    """The RUN_NAME that resumes path: <id>, or <matrix-id>/<run-id>."""
+    path = path.resolve()
+    in_matrix = (path.parent / "matrix.json").is_file()
+    return f"{path.parent.name}/{path.name}" if in_matrix else path.name
+
+
+def resume_point(run_dir: Path) -> Path | None:
+    """ckpt_latest.pt, or None when the run has none yet: it restarts from
+    step 0, and says so when an earlier attempt began (its output.log exists)."""
+    ckpt = run_dir / "ckpt_latest.pt"
+    if ckpt.exists():
+        return ckpt
+    if (run_dir / "output.log").exists():
+        note = (f"{run_dir.name}: no checkpoint yet (it stopped before its first one, which "
+                f"is written at the first evaluation): restarting it from step 0 with its "
+                f"config.txt")
+        print(note, flush=True)
+        with open(run_dir / "output.log", "a") as log:
+            log.write(note + "\n")
+    return None
+
+
+def run_folder(path: str | Path | None, results: Path) -> Path:
+    """A finished or running run to read (make sample/eval/export): the folder
+    given (RUN=<dir>), else the one results/latest points to."""
+    path = Path(path) if path else results / "latest"
+    if not (path / "config.txt").is_file():
+        raise RunDirError(f"{path} is not a run folder (no config.txt): train one with `make`, "
+                          f"or name one with RUN=<dir>")
+    return path.resolve()
+
+
+def point_latest(path: Path) -> None:
+    """Atomically repoint results/latest at path (a relative symlink)."""
+    link = path.parent / "latest"
+    tmp = path.parent / f".latest.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(path.name)
+    os.replace(tmp, link)
+
+
+class RunLog:
+    """Lines to the terminal (above the progress bar) and to output.log, plain."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "a", buffering=1)
+
+    def __call__(self, message: str = "") -> None:
+        tqdm.write(message)
+        self.file.write(message + "\n")
+
+    def close(self) -> None:
+        self.file.close()

@@ -1,0 +1,103 @@
+"""One optimizer step: accumulate micro-batches, unscale, clip, step.
+
+Shared by the trainer and by `make bench`, so the benchmark times exactly
+the step that training runs.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+import torch
+
+from lib.hardware.precision import Precision
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+class TrainStep:
+    """`pruner` (optional) sees the finished, unscaled gradients before the
+    optimizer step (movement scores; told when the GradScaler will skip the
+    step) and masks weights and moments after it. `eager` is the forward to
+    run uncompiled (the model, or its DDP/FSDP wrapper).
+
+    The torch.compile state lives here only: `compiled` (forward is the
+    compiled model), `compile_proven` (no compiled step is still to prove
+    itself: compile off, a compiled step ran, or it fell back) and
+    `compile_error` (why it fell back to eager)."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 precision: Precision, accumulation: int, grad_clip: float,
+                 pruner: Any = None, eager: Callable | None = None):
+        self.model = model
+        self.eager: Callable = model if eager is None else eager
+        self.forward: Callable = self.eager
+        self.compiled = False
+        self.compile_proven = True
+        self.compile_error: str | None = None
+        self.optimizer = optimizer
+        self.precision = precision
+        self.scaler = precision.grad_scaler()
+        self.accumulation = accumulation
+        self.grad_clip = grad_clip
+        self.pruner = pruner
+        # sync(last) wraps each micro-batch: under DDP it skips the gradient
+        # all-reduce (no_sync) on all but the last one of an accumulation.
+        self.sync: Callable[[bool], Any] = lambda last: contextlib.nullcontext()
+
+    def __call__(self, next_batch: Callable[[], Batch], lr: float, step: int = 0) -> float:
+        """Run optimizer step number `step` (1-based) at learning rate lr; returns
+        the mean loss."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        total = torch.zeros((), device=next(self.model.parameters()).device)
+        for i in range(self.accumulation):
+            x, y = next_batch()
+            with self.sync(i == self.accumulation - 1):
+                with self.precision.autocast():
+                    # Not binding the logits frees them before backward (B x T x vocab).
+                    loss = self.forward(x, y)[1]
+                # Dividing makes the summed gradient equal one batch accumulation x larger.
+                loss = loss / self.accumulation
+                self.scaler.scale(loss).backward()
+            total += loss.detach()
+        if self.grad_clip > 0 or self.pruner is not None:
+            self.scaler.unscale_(self.optimizer)  # clip and score true gradients, not scaled ones
+        if self.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        if self.pruner is not None:
+            self.pruner.before_step(step, skipped=self._will_skip())
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if self.pruner is not None:
+            self.pruner.after_step(step)
+        self.optimizer.zero_grad(set_to_none=True)
+        return total.item()
+
+    def use_compiled(self, compiled: Callable) -> None:
+        """Run `compiled` (torch.compile of the eager forward) from the next step;
+        it compiles, and may fail, on its first call."""
+        self.forward, self.compiled, self.compile_proven = compiled, True, False
+
+    def compile_ran(self) -> bool:
+        """Note that a step completed: True when it was the first compiled one."""
+        first = not self.compile_proven
+        self.compile_proven = True
+        return first
+
+    def compile_off(self, error: str) -> None:
+        """Back to the eager forward for good, because of `error`."""
+        self.forward, self.compiled, self.compile_proven = self.eager, False, True
+        self.compile_error = error
+
+    def _will_skip(self) -> bool:
+        """Whether scaler.step will skip this step: unscale_ found inf/NaN gradients.
+
+        Read from the scaler's own record (a private but long-stable
+        method), so the decision is exactly the one scaler.step makes; it
+        syncs the device once, as scaler.step itself does.
+        """
+        if not self.scaler.is_enabled():
+            return False
+        found = self.scaler._found_inf_per_device(self.optimizer)
+        return any(bool(v.item()) for v in found.values())

@@ -1,0 +1,64 @@
+"""`make export`: a trained run as a Hugging Face GPT-2 folder with a model card."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from lib.run.checkpoint import CheckpointError, save_checkpoint
+from lib.data.tokenizers import GPT2Tokenizer
+from lib.model.export import export_run
+from lib.run.rundir import create_run_dir
+from lib.train.trainer import Trainer
+
+PRUNED = dict(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_TARGET_SPARSITY="0.5",
+              PRUNING_WARMUP=2, PRUNING_RAMP_END=6, PRUNING_FREQUENCY=2)
+
+
+def train(run):
+    run_dir = create_run_dir(run)
+    trainer = Trainer(run, run_dir, log=lambda _: None)
+    return trainer, trainer.train(), run_dir
+
+
+def test_pruned_gpt2_bpe_run_round_trips_through_transformers(tiny_run):
+    from transformers import AutoTokenizer, GPT2LMHeadModel
+
+    run = tiny_run(DATA_TOKENIZER_GPT2="y", DATA_TOKENIZER_CHAR="n", GPT2_MAX_ITERS=8, GPT2_EVAL_INTERVAL=4,
+                   RUN_NAME="exp", **PRUNED)
+    trainer, summary, run_dir = train(run)
+    out = export_run(run_dir, "latest", log=lambda _: None)
+    assert out == run_dir / "hf"
+    hf = GPT2LMHeadModel.from_pretrained(out).eval()
+    x = torch.randint(0, 50257, (2, 32), generator=torch.Generator().manual_seed(0))
+    trainer.model.eval()
+    with torch.no_grad():
+        assert (hf(x).logits - trainer.model(x, x)[0]).abs().max().item() < 1e-5
+    text = "ROMEO: to be, or not to be -- that is the question.\n"
+    assert AutoTokenizer.from_pretrained(out).encode(text) == GPT2Tokenizer().encode(text)
+    blocks = [m.weight for m in hf.transformer.h.modules() if type(m).__name__ == "Conv1D"]
+    zeros = sum(int((w == 0).sum()) for w in blocks) / sum(w.numel() for w in blocks)
+    assert zeros == pytest.approx(0.5, abs=0.005)
+    card = (out / "README.md").read_text()
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert f"tokens seen: {metrics['tokens_seen']:,} over 8 iterations" in card
+    assert f"perplexity {metrics['final_val_perplexity']:.2f}" in card
+    assert f"(measured on this export): {zeros:.4f}" in card
+    assert "pruning: magnitude" in card and "CONFIG_PRUNING_TARGET_SPARSITY=\"0.5\"" in card
+    assert "library_name: transformers" in card and "dataset: custom, tokenizer: gpt2" in card
+
+
+def test_char_run_exports_without_tokenizer_files(tiny_run, tmp_path):
+    _, _, run_dir = train(tiny_run(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, RUN_NAME="chars"))
+    out = export_run(run_dir, "best", tmp_path / "elsewhere", log=lambda _: None)
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    assert "the run used characters" in (out / "README.md").read_text()
+    assert json.loads((out / "config.json").read_text())["n_positions"] == 32
+
+
+def test_other_families_are_refused(tmp_path):
+    save_checkpoint(tmp_path / "ckpt_best.pt", {"step": 1, "model": {}, "optimizer": {},
+                                                "model_config": {}, "family": "hamt"})
+    with pytest.raises(CheckpointError, match="hamt run; only GPT-2 runs"):
+        export_run(tmp_path, "best")

@@ -1,0 +1,134 @@
+"""Experiment tracking: TensorBoard event files, W&B offline, failures never stop a run."""
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from lib.observe import tracking
+from lib.config.run_config import load_run_config, write_outputs
+from lib.config.kconfig import ConfigError, open_tree
+from lib.run.rundir import create_run_dir
+from lib.train.trainer import Trainer
+
+PRUNED = dict(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_TARGET_SPARSITY="0.5",
+              PRUNING_WARMUP=1, PRUNING_RAMP_END=5, PRUNING_FREQUENCY=1)
+
+
+def train(tiny_run, name: str, **settings):
+    run = tiny_run(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3, RUN_NAME=name, **settings)
+    run_dir, lines = create_run_dir(run), []
+    return Trainer(run, run_dir, log=lines.append).train(), run_dir, lines
+
+
+def warnings(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith("WARNING: tracker")]
+
+
+def test_tensorboard_event_files_hold_the_run_figures(tiny_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    summary, run_dir, lines = train(tiny_run, "tb", TRACKER_TENSORBOARD="y", **PRUNED)
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+
+    def matches(tag, recorded, values=None):
+        steps = [e.step for e in events.Scalars(tag)]
+        logged = [e.value for e in events.Scalars(tag)]
+        return steps == recorded["iters"] and logged == pytest.approx(
+            values or recorded["values"], rel=1e-6)
+
+    assert matches("train/loss", summary["train_loss"])
+    assert matches("train/lr", summary["train_loss"], summary["lr"]["values"])
+    assert matches("val/loss", summary["val_loss"])
+    assert matches("train/sparsity", summary["sparsity_series"])
+    assert events.Scalars("train/sparsity")[-1].value == pytest.approx(0.5, abs=0.01)
+    tags = set(events.Tags()["scalars"])
+    assert {"train/perplexity", "perf/peak_memory_mb", "perf/tokens_per_sec",
+            "perf/ms_per_iter", "val/perplexity"} <= tags
+    # from step 1: over every step until one past the 3 warm-up steps is timed (lib/run/metrics.py)
+    assert [e.step for e in events.Scalars("perf/tokens_per_sec")] == [1, 2, 3, 4, 5, 6]
+    assert "tracking: tensorboard is on" in lines and warnings(lines) == []
+
+
+def test_failing_tracker_warns_once_and_changes_nothing(tiny_run, monkeypatch):
+    plain, _, _ = train(tiny_run, "plain")
+
+    def disk_full(self, step, values):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(tracking.TensorBoardBackend, "scalars", disk_full)
+    summary, _, lines = train(tiny_run, "full", TRACKER_TENSORBOARD="y")
+    assert summary["status"] == "completed" and summary["iterations"] == 6
+    assert len(warnings(lines)) == 1 and "OSError: No space left on device" in warnings(lines)[0]
+    assert summary["train_loss"] == plain["train_loss"] and summary["val_loss"] == plain["val_loss"]
+
+
+def test_missing_wandb_package_warns_once(tiny_run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
+    summary, _, lines = train(tiny_run, "nowandb", TRACKER_WANDB="y")
+    assert summary["status"] == "completed"
+    assert len(warnings(lines)) == 1 and "tracker wandb failed (its package is not installed" in warnings(lines)[0]
+    assert "pip install wandb" in warnings(lines)[0]
+
+
+class FakeWandb(types.ModuleType):
+    """Records what the tracker asks of wandb."""
+
+    def __init__(self):
+        super().__init__("wandb")
+        self.kwargs, self.logged, self.finished = {}, [], 0
+
+    def init(self, **kwargs):
+        self.kwargs = kwargs
+        return self
+
+    def log(self, values, step):
+        self.logged.append((step, dict(values)))
+
+    def finish(self):
+        self.finished += 1
+
+
+def test_wandb_goes_offline_without_network(tiny_run, monkeypatch):
+    fake = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.setattr(tracking, "network_reachable", lambda *a, **k: False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    summary, run_dir, lines = train(tiny_run, "wb", TRACKER_WANDB="y")
+    assert fake.kwargs["mode"] == "offline" and fake.kwargs["project"] == "kconfig-llm"
+    assert fake.kwargs["dir"] == str(run_dir) and fake.kwargs["name"] == "wb"
+    assert fake.kwargs["config"]["TRACKER_WANDB"] is True
+    train_steps = [s for s, v in fake.logged if "train/loss" in v]
+    assert train_steps == summary["train_loss"]["iters"] == [1, 2, 3, 4, 5, 6]
+    assert [(s, v["val/loss"]) for s, v in fake.logged if "val/loss" in v] == list(
+        zip(summary["val_loss"]["iters"], summary["val_loss"]["values"]))
+    assert fake.finished == 1 and warnings(lines) == []
+
+
+def test_wandb_mode_follows_the_environment_and_the_option(monkeypatch):
+    run = types.SimpleNamespace(TRACKER_WANDB_OFFLINE=False)
+    monkeypatch.setattr(tracking, "network_reachable", lambda *a, **k: True)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    assert tracking.wandb_mode(run) == "online"
+    run.TRACKER_WANDB_OFFLINE = True
+    assert tracking.wandb_mode(run) == "offline"
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert tracking.wandb_mode(run) == "disabled"
+
+
+def test_tracker_override_switches_trackers(tmp_path):
+    config = tmp_path / ".config"
+    write_outputs(open_tree(), config, tmp_path / "config.py")
+
+    def chosen(value):
+        run = load_run_config([f"TRACKER={value}"], config)
+        return run.TRACKER_TENSORBOARD, run.TRACKER_WANDB
+
+    assert chosen("tensorboard") == (True, False)
+    assert chosen("wandb,tensorboard") == (True, True)
+    assert chosen("none") == (False, False)
+    assert load_run_config([], config).TRACKER_TENSORBOARD is False  # off by default
+    with pytest.raises(ConfigError, match="unknown tracker mlflow; allowed tensorboard, wandb"):
+        load_run_config(["TRACKER=mlflow"], config)

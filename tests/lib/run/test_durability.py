@@ -1,0 +1,237 @@
+"""What a run's records guarantee after kill -9 and a full disk, and their file modes.
+
+Real processes killed by SIGKILL at exact points of their writes (tests/lib/
+kill_driver.py), real write failures (RLIMIT_FSIZE, and ENOSPC on a small tmpfs
+where this machine lets a test mount one), real umasks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lib.run.atomic import remove_stale_temps, write_json_atomic
+from lib.run.checkpoint import load_checkpoint
+
+DRIVER = Path(__file__).with_name("kill_driver.py")
+TEMP = re.compile(r"^\..+\.[0-9a-z_]{8}\.tmp$")  # write_atomic's (and mkstemp's) temporaries
+
+
+def new_run(tiny_run, tmp_path: Path, name: str, **settings) -> Path:
+    """A run folder holding only config.txt, as the test matrix prepares one."""
+    cfg = tiny_run(RUN_NAME=name, GPT2_MAX_ITERS=12, GPT2_EVAL_INTERVAL=2, **settings)
+    run_dir = tmp_path / "results" / name
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.txt").write_text(cfg.config_text)
+    return run_dir
+
+
+def train(run_dir: Path, kill_at: str = "", umask: int = 0o022,
+          fsize: int = 0) -> subprocess.CompletedProcess:
+    """train.py RUN_DIR=run_dir in a new process (it resumes from ckpt_latest.pt)."""
+    env = {**os.environ, "KILL_AT": kill_at, "FSIZE_LIMIT": str(fsize or "")}
+    return subprocess.run([sys.executable, str(DRIVER), f"RUN_DIR={run_dir}"], env=env,
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: os.umask(umask))
+
+
+def killed(run_dir: Path, when: str, target: Path, nth: int = 1, **kwargs) -> None:
+    out = train(run_dir, f"{when}|{target}|{nth}", **kwargs)
+    assert out.returncode == -signal.SIGKILL, out.stdout + out.stderr
+
+
+def best_step(record: dict) -> int:
+    """The evaluation whose loss a record calls its best."""
+    series = record["val_loss"]
+    return series["iters"][series["values"].index(record["best_val_loss"])]
+
+
+def check_best_is_not_behind(run_dir: Path) -> tuple[int, int, int]:
+    """ckpt_best.pt holds weights at least as new as the best that ckpt_latest.pt
+    and metrics.json record; returns (best file's step, latest's step, metrics' step)."""
+    best = load_checkpoint(run_dir / "ckpt_best.pt")
+    latest = load_checkpoint(run_dir / "ckpt_latest.pt")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert best["metrics"]["val_loss"]["iters"][-1] == best["step"]  # saved at an evaluation
+    assert best["metrics"]["best_val_loss"] == best["metrics"]["val_loss"]["values"][-1]
+    for record in (latest["metrics"], metrics):
+        assert best_step(record) <= best["step"], (best_step(record), best["step"])
+    return best["step"], latest["step"], metrics["iterations"]
+
+
+def temps(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if TEMP.match(p.name))
+
+
+def test_kills_between_and_during_checkpoint_writes(tiny_run, tmp_path):
+    """Five processes, each SIGKILLed at another point of the evaluation-time writes,
+    then one that completes: ckpt_best.pt is never behind the recorded best, killed
+    writes' temporaries go on resume, and every record has the umask's mode."""
+    nas = tmp_path / "nas"
+    run_dir = new_run(tiny_run, tmp_path, "kills", BACKUP_DIR=str(nas))
+    mirror = nas / "kills"
+
+    # Killed during the second ckpt_best.pt write (step 4): its whole temporary stays.
+    killed(run_dir, "before", run_dir / "ckpt_best.pt", 2, umask=0o002)
+    assert check_best_is_not_behind(run_dir) == (2, 2, 2)
+    leftover = temps(run_dir)
+    assert len(leftover) == 1 and leftover[0].startswith(".ckpt_best.pt.")
+    assert (run_dir / leftover[0]).stat().st_size > 100_000  # a whole checkpoint
+    others = [".eval.json.0a1b2c3d.tmp", ".config.txt.0a1b2c3d.tmp", "notes.tmp"]
+    for name in others:  # not the trainer's files: `make eval` may be writing them
+        (run_dir / name).write_text("someone else's")
+
+    # Killed between the two checkpoint writes at the step-4 evaluation (a new best).
+    killed(run_dir, "after", run_dir / "ckpt_best.pt", umask=0o002)
+    assert check_best_is_not_behind(run_dir) == (4, 2, 2)  # best is ahead, never behind
+    assert temps(run_dir) == sorted(others[:2])  # the killed write's temporary is gone
+
+    # Killed after ckpt_latest.pt, before metrics.json: both checkpoints at step 4.
+    killed(run_dir, "after", run_dir / "ckpt_latest.pt", umask=0o002)
+    assert check_best_is_not_behind(run_dir) == (4, 4, 2)
+    assert best_step(load_checkpoint(run_dir / "ckpt_latest.pt")["metrics"]) == 4
+
+    # Killed while copying ckpt_latest.pt to the backup folder (step 6).
+    killed(run_dir, "before", mirror / "ckpt_latest.pt", umask=0o002)
+    assert check_best_is_not_behind(run_dir) == (6, 6, 6)
+    assert [n[:16] for n in temps(mirror)] == [".ckpt_latest.pt."]
+
+    done = train(run_dir, umask=0o002)
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = (run_dir / "output.log").read_text()
+    assert "removed 1 temporary file(s)" in log and ".ckpt_latest.pt." in log
+    assert check_best_is_not_behind(run_dir) == (12, 12, 12)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["status"] == "completed"
+    assert metrics["val_loss"]["iters"] == [2, 4, 6, 8, 10, 12]
+    assert temps(run_dir) == sorted(others[:2]) and temps(mirror) == []
+    assert (run_dir / "notes.tmp").read_text() == "someone else's"
+    for name in others:
+        (run_dir / name).unlink()
+    (run_dir / "config.txt").unlink()  # written by this test, under its own umask
+    for folder in (run_dir, mirror):  # umask 002: group-writable, world-readable
+        modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir() if p.is_file()}
+        assert {"metrics.json", "ckpt_best.pt", "ckpt_latest.pt", "output.log"} <= set(modes)
+        assert modes == dict.fromkeys(modes, 0o664), modes
+
+
+def test_a_full_disk_is_a_clear_error_and_keeps_the_last_checkpoint(tiny_run, tmp_path):
+    """The resumed run's next checkpoint is larger than the file size limit (EFBIG,
+    a real failed write): the run fails naming the file and the free bytes, and the
+    step-2 checkpoint it resumed from is intact."""
+    run_dir = new_run(tiny_run, tmp_path, "full")
+    killed(run_dir, "after", run_dir / "metrics.json")
+    size = (run_dir / "ckpt_latest.pt").stat().st_size
+    out = train(run_dir, fsize=size // 2)
+    assert out.returncode == 1, out.stdout + out.stderr
+    error = json.loads((run_dir / "metrics.json").read_text())["error"]
+    assert re.fullmatch(
+        rf"DiskFullError: no space left on device at {re.escape(str(run_dir))}/ckpt_best\.pt "
+        rf"\(the file size limit, ulimit -f, was reached\), [\d,]+ bytes free \(the write "
+        rf"stopped after {size // 2:,} bytes\); older checkpoints are intact", error), error
+    assert "unexpected pos" not in error
+    assert load_checkpoint(run_dir / "ckpt_latest.pt")["step"] == 2
+    assert load_checkpoint(run_dir / "ckpt_best.pt")["step"] == 2
+    assert temps(run_dir) == []
+
+
+TMPFS_WRITER = """
+import sys, torch
+from lib.run.atomic import DiskFullError
+from lib.run.checkpoint import load_checkpoint, save_checkpoint
+path = sys.argv[1] + "/ckpt_latest.pt"
+state = {"step": 1, "model": {"w": torch.zeros(20_000)}, "optimizer": {}, "model_config": {},
+         "family": "gpt2"}
+save_checkpoint(path, state)                      # 80 KB: fits
+state.update(step=2, model={"w": torch.zeros(500_000)})
+try:
+    save_checkpoint(path, state)                  # 2 MB: does not
+except DiskFullError as err:
+    print(err)
+print("step", load_checkpoint(path)["step"])
+"""
+
+
+def test_no_space_left_on_a_real_small_filesystem(tmp_path):
+    """ENOSPC from a 1 MiB tmpfs, mounted in a private mount namespace (skipped where
+    this machine allows neither unshare nor mount)."""
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare command")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    root = Path(__file__).resolve().parents[3]
+    mount = f"mount -t tmpfs -o size=1m tmpfs {disk}"
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", mount], capture_output=True)
+    if probe.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.decode().strip()}")
+    out = subprocess.run(["unshare", "-rm", "sh", "-c", f'{mount} && exec "$0" -c "$1" "$2"',
+                          sys.executable, TMPFS_WRITER, str(disk)],
+                         capture_output=True, text=True, cwd=root, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    message, step = out.stdout.strip().splitlines()
+    match = re.fullmatch(rf"no space left on device at {re.escape(str(disk))}/ckpt_latest\.pt, "
+                         r"([\d,]+) bytes free \(the write stopped after ([\d,]+) bytes\); "
+                         r"older checkpoints are intact", message)
+    assert match, message
+    free, written = (int(g.replace(",", "")) for g in match.groups())
+    assert 800_000 < free < 1 << 20 and 800_000 < written <= free  # 1 MiB less the old 80 KB
+    assert step == "step 1"  # the older checkpoint is intact
+
+
+UMASK_WRITER = """
+import sys, torch
+from pathlib import Path
+from lib.run.atomic import write_json_atomic, write_text_atomic
+from lib.run.backup import Backup
+from lib.run.checkpoint import save_checkpoint
+run = Path(sys.argv[1]) / "run"
+save_checkpoint(run / "ckpt_latest.pt", {"step": 1, "model": {}, "optimizer": {},
+                "model_config": {}, "family": "gpt2"})
+write_json_atomic(run / "metrics.json", {"status": "running"})
+write_text_atomic(run / "config.txt", "CONFIG_X=y\\n")
+write_json_atomic(Path(sys.argv[1]) / "matrix.json", {"runs": []})
+Backup(str(Path(sys.argv[1]) / "nas"), run).mirror()
+"""
+
+
+@pytest.mark.parametrize("umask, mode", [(0o002, 0o664), (0o022, 0o644), (0o077, 0o600)])
+def test_records_are_written_with_the_umask(tmp_path, umask, mode):
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", UMASK_WRITER, str(tmp_path)], cwd=root,
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(root)},
+                         preexec_fn=lambda: os.umask(umask))
+    assert out.returncode == 0, out.stderr
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) == 7  # 3 records, their 3 mirrored copies, matrix.json, nothing else
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == \
+        {p.name: mode for p in files}
+
+
+def test_stale_temporaries_of_named_files_only(tmp_path):
+    """A write killed in another process (the temporary a kill leaves) is cleared;
+    other files' temporaries, and the files themselves, are not."""
+    target = tmp_path / "metrics.json"
+    write_json_atomic(target, {"v": 1})
+    child = subprocess.run(
+        [sys.executable, "-c", "import os, signal, sys; from lib.run.atomic import write_atomic; "
+         "write_atomic(sys.argv[1], lambda f: (f.write(b'{'), f.flush(), "
+         "os.kill(os.getpid(), signal.SIGKILL)))", str(target)],
+        cwd=Path(__file__).resolve().parents[3], capture_output=True)
+    assert child.returncode == -signal.SIGKILL
+    (tmp_path / ".eval.json.0123abcd.tmp").write_text("x")
+    [stale] = [n for n in temps(tmp_path) if not n.startswith(".eval.json.")]
+    assert stale.startswith(".metrics.json.") and (tmp_path / stale).read_bytes() == b"{"
+    assert remove_stale_temps(tmp_path, ("metrics.json", "ckpt_best.pt")) == [(tmp_path / stale, 1)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".eval.json.0123abcd.tmp", "metrics.json"]
+    assert json.loads(target.read_text()) == {"v": 1}
+
