@@ -17,7 +17,7 @@ KCONFIGS := Kconfig $(wildcard */Kconfig */*/Kconfig */*/*/Kconfig)
 # command line count, never the same names inherited from the environment
 # (TIME, for one, is also GNU time's format variable).
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
-	PARALLEL_JOBS EXECUTOR DRY_RUN YES RETRY_FAILED
+	PARALLEL_JOBS EXECUTOR SEEDS DRY_RUN YES RETRY_FAILED
 OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
 	EXPORT_DIR BASELINE_MODEL GPU PYTHON V
@@ -53,7 +53,7 @@ endif
 Q := $(if $(filter 1,$(if $(filter V,$(GIVEN)),$(V))),,@)
 
 ##: kconfig-llm targets (overrides: MAX_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n
-##:   DEVICE=auto|cuda|cpu|mps LR= SEED= RUN_NAME= SET="SYMBOL=value ..." DRY_RUN=1 YES=1
+##:   DEVICE=auto|cuda|cpu|mps LR= SEED= SEEDS= RUN_NAME= SET="SYMBOL=value ..." DRY_RUN=1 YES=1
 ##:   TRACKER=tensorboard,wandb|none; V=1 shows the commands make runs)
 
 .DEFAULT_GOAL := all
@@ -172,7 +172,8 @@ test-rerun: config.py
 sweep: config.py prepare
 	$(Q)$(PY) scripts/test_matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
 
-## summary.md/.csv/.tex and plots for results/latest [RESULTS=<dir> BASELINE=<run>]
+## summary.md/.csv/.tex (seed statistics when runs share a configuration) and plots
+## for results/latest [RESULTS=<dir> BASELINE=<run>]
 .PHONY: results
 results: | $(STAMP)
 	$(Q)$(PY) scripts/results.py summary $(RESULTS_ARGS)

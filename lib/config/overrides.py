@@ -25,6 +25,7 @@ ALIASES = {
     "RUN_NAME": "RUN_NAME",
     "PARALLEL_JOBS": "MATRIX_PARALLEL_JOBS",
     "EXECUTOR": "MATRIX_EXECUTOR",
+    "SEEDS": "MATRIX_SEEDS",
 }
 FLAGS = ("DRY_RUN", "YES", "RESUME", "RETRY_FAILED")
 # TRACKER=tensorboard,wandb switches the named trackers on and the others off.

@@ -1492,6 +1492,18 @@ class Symbols:
     runs, and appears in the run ids. If unsure, leave empty.
     """
 
+    MATRIX_SEEDS: str
+    """Seeds per configuration (a count, or a list; empty = one run).
+
+    Trains every configuration of the matrix or sweep once per seed
+    (as TRAIN_SEED) and ends its run id with _s<seed>. "3" = seeds
+    1, 2, 3 (a count, 1 to 100); "1 7 42" or "1,7,42" = those seeds.
+    Empty: one run per configuration with TRAIN_SEED, ids unchanged.
+    `make results` then reports mean +/- sd, the 95 % interval and
+    paired comparisons over shared seeds. Each seed is a full run.
+    On the command line: SET="MATRIX_SEEDS=3". If unsure, leave empty.
+    """
+
     MATRIX_PARALLEL_JOBS: int
     """Runs at a time (0 = one per GPU, 1 on a CPU).
 

@@ -7,7 +7,9 @@ sparsities x AdamWPrune score variants, and the ablation list
 state pruning runs with AdamWPrune only; dense, magnitude and movement runs
 with AdamW and AdamWSPAM only. Each run is a list of NAME=VALUE overrides on
 the base .config; lib/config.load_run_config validates every one of them
-exactly as `make` would, before anything trains.
+exactly as `make` would, before anything trains. MATRIX_SEEDS then trains
+every run once per seed: TRAIN_SEED=<seed> joins its overrides and _s<seed>
+ends its id, so `make results` groups the seeds of one configuration.
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from lib.model import registry
 from lib.config.run_config import RunConfig, load_run_config
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.config.kconfig import ConfigError
+from lib.config.overrides import ALIASES
+from lib.config.renames import current_name
 from lib.run.rundir import run_tag
 
 # Multiple-selection symbols -> the value a single run uses. Written out (not
@@ -41,6 +45,7 @@ SCORE_VARIANTS = {
     "ADAMWPRUNE_ENABLE_BITTER8": "bitter8", "ADAMWPRUNE_ENABLE_BITTER9": "bitter9",
     "ADAMWPRUNE_ENABLE_OBD": "obd", "ADAMWPRUNE_ENABLE_TOWARD_ZERO": "toward_zero"}
 Overrides = list[tuple[str, str]]
+MAX_SEEDS = 100  # per configuration: a slip such as "1000" must not queue a thousand runs
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,7 @@ def is_multiple(run: RunConfig) -> bool:
     """Whether a configuration asks for several runs (only the matrix runs it)."""
     return (run.OPTIMIZER_MODE == "multiple" or run.PRUNING_MODE == "multiple"
             or bool(run.GPT2_ATTENTION_MULTIPLE) or bool(run.MATRIX_MODELS)
-            or bool(run.MATRIX_ABLATION))
+            or bool(run.MATRIX_ABLATION) or bool(run.MATRIX_SEEDS.strip()))
 
 
 def one_run(run: RunConfig, command: str) -> RunConfig:
@@ -67,7 +72,7 @@ def one_run(run: RunConfig, command: str) -> RunConfig:
     command (`make`, `make estimate`)."""
     if is_multiple(run):
         raise ConfigError([f"this .config enables several optimizers, pruning settings, "
-                           f"attention variants, models or an ablation list, which "
+                           f"attention variants, models, an ablation list or seeds, which "
                            f"`{command}` cannot do in one run: `make test-matrix` trains them "
                            f"and `make test-matrix-dry-run` shows each run with its memory "
                            f"and time; or choose one of each in `make menuconfig`"])
@@ -135,6 +140,63 @@ def parse_ablation(text: str) -> list[tuple[str, list[str]]]:
     return axes
 
 
+def parse_seeds(text: str) -> list[int]:
+    """MATRIX_SEEDS -> the seeds every configuration trains with: [] when empty
+    (one run with TRAIN_SEED as configured), "3" -> [1, 2, 3] (a count),
+    "1 7 42" or "1,7,42" -> those seeds in that order. TRAIN_SEED's own range
+    is checked later, like any override, when each run is loaded."""
+    words = text.replace(",", " ").split()
+    where = f'CONFIG_MATRIX_SEEDS="{text}"'
+    if not words:
+        return []
+    if not all(re.fullmatch(r"[0-9]+", w) for w in words):
+        raise ConfigError([f"{where}: give a count of seeds (e.g. 3 for seeds 1, 2, 3) or a "
+                           f"list of seeds, non-negative integers (e.g. 1 7 42)"])
+    numbers = [int(w) for w in words]
+    if len(numbers) == 1:
+        if not 1 <= numbers[0] <= MAX_SEEDS:
+            raise ConfigError([f"{where}: a count of seeds is 1 to {MAX_SEEDS}; for several "
+                               f"chosen seeds list them (e.g. 1 7 42)"])
+        return list(range(1, numbers[0] + 1))
+    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    if twice:
+        raise ConfigError([f"{where}: listed twice: {', '.join(map(str, twice))}; "
+                           f"each seed trains once"])
+    if len(numbers) > MAX_SEEDS:
+        raise ConfigError([f"{where}: {len(numbers)} seeds; at most {MAX_SEEDS} per "
+                           f"configuration"])
+    return numbers
+
+
+def _sets_seed(name: str) -> bool:
+    """Whether an override of name sets TRAIN_SEED (directly, by alias or old name)."""
+    return ALIASES.get(name, current_name(name.removeprefix("CONFIG_"))) == "TRAIN_SEED"
+
+
+def _check_seed_clash(base: RunConfig, seeds: list[int], points: list[Overrides] | None) -> None:
+    """MATRIX_SEEDS sets every run's TRAIN_SEED; anything else setting it per run
+    (or for all runs) would be overridden or make runs collide: refuse it."""
+    if not seeds:
+        return
+    setters = [(f"the ablation list (CONFIG_MATRIX_ABLATION=\"{base.MATRIX_ABLATION}\")",
+                [n for n, _ in parse_ablation(base.MATRIX_ABLATION)]),
+               ("the sweep", [n for point in points or [] for n, _ in point]),
+               ("the command line", list(base.overrides))]
+    problems = [f'CONFIG_MATRIX_SEEDS="{base.MATRIX_SEEDS}" sets TRAIN_SEED for every run, and '
+                f'{source} sets {name} too, so the runs would collide: keep one of the two '
+                f'(empty MATRIX_SEEDS, or drop {name} from {source})'
+                for source, names in setters for name in dict.fromkeys(names) if _sets_seed(name)]
+    if problems:
+        raise ConfigError(problems, "test matrix")
+
+
+def _seeded(seeds: list[int]) -> list[tuple[Overrides, str]]:
+    """(TRAIN_SEED override, id suffix) per seed; one plain run without seeds."""
+    if not seeds:
+        return [([], "")]
+    return [([("TRAIN_SEED", str(s))], f"_s{s}") for s in seeds]
+
+
 def _ablation_suffix(overrides: Overrides) -> str:
     return "".join(f"_{k.lower()}{re.sub(r'[^A-Za-z0-9.-]', '', v)}" for k, v in overrides)
 
@@ -195,12 +257,17 @@ def expand(cli_args: Sequence[str] = (), path: Path = CONFIG,
     (where they are checked once); each run is then its own overrides on that
     base, validated like `make` before anything trains."""
     base = load_run_config(list(cli_args), path)
+    seeds = parse_seeds(base.MATRIX_SEEDS)
+    _check_seed_clash(base, seeds, points)
     planned, problems, seen = [], [], set()
     failing: dict[str, list[str]] = {}  # problem -> the runs it stops
     with tempfile.TemporaryDirectory() as tmp:
         base_path = Path(tmp) / "base.config"
         base_path.write_text(base.config_text)
-        for overrides, ablated in combinations(base, points):
+        queue = [(configuration + seed_o, ablated, seed_id)  # a configuration's seeds together
+                for configuration, ablated in combinations(base, points)
+                for seed_o, seed_id in _seeded(seeds)]
+        for overrides, ablated, seed_id in queue:
             try:
                 run = load_run_config([f"{k}={v}" for k, v in overrides], base_path)
             except ConfigError as err:
@@ -208,7 +275,7 @@ def expand(cli_args: Sequence[str] = (), path: Path = CONFIG,
                 for problem in err.problems:
                     failing.setdefault(problem, []).append(where)
                 continue
-            run_id = run_tag(run) + _ablation_suffix(ablated)
+            run_id = run_tag(run) + _ablation_suffix(ablated) + seed_id
             if run_id in seen:
                 problems.append(f"two runs would share the id {run_id}")
             seen.add(run_id)

@@ -1,10 +1,11 @@
 """The plan a test matrix prints before it runs (and all DRY_RUN=1 prints):
-every run with its overrides, estimated peak memory and estimated time."""
+every run with its overrides, estimated peak memory and estimated time, and
+with MATRIX_SEEDS how many configurations times which seeds."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lib.matrix.grid import PlannedRun
+from lib.matrix.grid import PlannedRun, parse_seeds
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -31,6 +32,20 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _count(base: RunConfig, planned: list[PlannedRun]) -> str:
+    """"6 runs (2 configurations x 3 seeds: 1 2 3)"; "6 runs" without seeds."""
+    seeds = parse_seeds(base.MATRIX_SEEDS)
+    if not seeds:
+        return _plural(len(planned), "run")
+    configurations = _plural(len(planned) // len(seeds), "configuration")
+    return (f"{_plural(len(planned), 'run')} ({configurations} x "
+            f"{_plural(len(seeds), 'seed')}: {' '.join(map(str, seeds))})")
+
+
 def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     """Print the grid as a table, the run count and the totals."""
     rows, total_s, unknown = [], 0.0, False
@@ -45,7 +60,7 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     for run_id, mem, time_, what in rows:
         print(f"{run_id:<{width}}  {mem:>8}  {time_:>9}  {what}")
     common = " ".join(f"{k}={v}" for k, v in base.overrides.items())
-    print(f"{len(planned)} runs, about {_duration(total_s)} one after another"
+    print(f"{_count(base, planned)}, about {_duration(total_s)} one after another"
           f"{' (some unknown)' if unknown else ''}"
           f"{'; every run also gets ' + common if common else ''}")
     print("memory: estimated training peak per device (`make estimate` explains one run)")

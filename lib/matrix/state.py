@@ -6,6 +6,9 @@ or interrupted and to be resumed from its checkpoint), running, completed,
 failed, diverged. A run left "running" by a matrix that was killed is
 resumed by `make continue` like a pending one, unless a live process still
 owns its folder (lib/run/owner.py): then it is left to that process.
+A run's seed is in its overrides: MATRIX_SEEDS adds TRAIN_SEED=<seed> to each
+run's (and _s<seed> to its id), so no field of its own is needed and older
+matrix.json files read the same.
 """
 from __future__ import annotations
 

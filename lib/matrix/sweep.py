@@ -8,6 +8,9 @@ Every value is then checked against the symbol's Kconfig type and range by
 the matrix's validation of each run, before anything trains. A sweep file
 (`sweeps/<name>`) holds the same words, one per line, plus optional
 SWEEP_MODE=, SWEEP_TRIALS= and SWEEP_SEED= lines, so a campaign is versioned.
+MATRIX_SEEDS trains every point once per seed, as it does a matrix's runs
+(lib/matrix/grid.py); a sweep over TRAIN_SEED itself is then refused, since
+both would set each run's seed. SWEEP_SEED only fixes random mode's draws.
 """
 from __future__ import annotations
 

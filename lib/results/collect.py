@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from lib.results.records import (check_eval, check_matrix, check_matrix_run, che
                                  reason)
 
 INVALID = "invalid"  # the status of a row whose record has a wrong field
+SEED_SUFFIX = re.compile(r"_s(\d+)$")  # a seeded matrix run's id: <configuration>_s<seed>
 
 
 @dataclass
@@ -39,6 +41,8 @@ class RunRow:
     sparsity_target: float | None = None
     sparsity: float | None = None
     variant: str | None = None
+    seed: int | None = None  # TRAIN_SEED from config.txt
+    best_loss: float | None = None
     best_ppl: float | None = None
     final_ppl: float | None = None
     tokens_per_sec: float | None = None
@@ -50,6 +54,15 @@ class RunRow:
     metrics: dict[str, Any] = field(default_factory=dict)
     evals: dict[str, float] = field(default_factory=dict)  # set name -> perplexity
     overrides: dict[str, str] = field(default_factory=dict)  # a matrix run's, from matrix.json
+
+    @property
+    def config_key(self) -> str:
+        """The configuration this run is a seed of: its id less a trailing
+        `_s<seed>` naming its own seed (a run id's other `_s<n>` is kept)."""
+        m = SEED_SUFFIX.search(self.run_id)
+        if m and self.seed is not None and int(m.group(1)) == self.seed:
+            return self.run_id[:m.start()]
+        return self.run_id
 
     @property
     def memory_x_weights(self) -> float | None:
@@ -74,8 +87,12 @@ def _from_config(row: RunRow) -> None:
         run = load_run_config([], row.path / "config.txt")
     except (ConfigError, OSError) as err:
         row.problems.append(f"config.txt unreadable: {str(err).splitlines()[0]}")
+        # The seed the id names, so a seed whose config is lost still counts
+        # (as failed) under its configuration.
+        if m := SEED_SUFFIX.search(row.run_id):
+            row.seed = int(m.group(1))
         return
-    row.model, row.optimizer = run.MODEL, run.OPTIMIZER
+    row.model, row.optimizer, row.seed = run.MODEL, run.OPTIMIZER, run.TRAIN_SEED
     if run.PRUNING_MODE == "single":
         # Kconfig offers a method whenever an optimizer is chosen; "?" marks a
         # config.txt without one rather than passing it off as dense.
@@ -105,6 +122,7 @@ def _from_metrics(row: RunRow) -> None:
         _invalid(row, problems)
         return
     row.metrics = m
+    row.best_loss = _finite(m.get("best_val_loss"))
     row.best_ppl, row.final_ppl = (_finite(m.get("best_val_perplexity")),
                                    _finite(m.get("final_val_perplexity")))
     row.tokens_per_sec = _finite(m.get("tokens_per_sec")) or None
@@ -204,11 +222,14 @@ def load_rows(root: Path, baseline: str | None = None
 
 
 def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
-    """Baseline per model: the run named `name`, else the first valid dense AdamW
-    run with vanilla attention (else the first valid dense AdamW run)."""
+    """Baseline per model: the run named `name` (or the first seed of the
+    configuration named `name`), else the first valid dense AdamW run with
+    vanilla attention (else the first valid dense AdamW run)."""
     out: dict[str, RunRow] = {}
     if name:
-        named = [r for r in rows if r.run_id == name]
+        named = ([r for r in rows if r.run_id == name]
+                 or [r for r in rows if r.config_key == name and r.best_ppl is not None]
+                 or [r for r in rows if r.config_key == name])
         if not named:
             raise ValueError(f"BASELINE={name}: no such run here; runs: "
                              f"{', '.join(r.run_id for r in rows)}")

@@ -1,6 +1,8 @@
 """`make report`: one self-contained index.html for a matrix or folder of runs.
 
-The page holds the summary tables (the columns of lib/results/tables.py), every
+The page holds the summary tables (the columns of lib/results/tables.py, and
+the seed table of lib/results/seeds.py where configurations have several
+seeds), every
 plot (lib/results/plots.py, embedded as base64 data URIs), each run's
 configuration against its model's baseline run (typed values from the two
 config.txt files) and relative links to each run's logs. It needs nothing
@@ -20,14 +22,15 @@ from urllib.parse import quote
 
 from lib.config.run_config import load_run_config
 from lib.config.kconfig import ConfigError, open_tree
-from lib.results import plots, tables
+from lib.results import plots, seeds, tables
 from lib.results.collect import RunRow, load_rows
 from lib.results.outputs import Staging
 
 FILE = "index.html"
 LOGS = ("output.log", "console.log", "metrics.json")
-PLOTS = {"val_loss.png": "Validation loss of every run",
-         "ppl_vs_sparsity.png": "Best perplexity against sparsity (baselines dashed)",
+PLOTS = {"val_loss.png": "Validation loss of every run (several seeds: mean, min-max band)",
+         "ppl_vs_sparsity.png": "Best perplexity against sparsity (baselines dashed; "
+                                "several seeds: mean ± sd)",
          "memory.png": "Peak memory per run", "throughput.png": "Training tokens/s per run"}
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
@@ -113,8 +116,25 @@ def _logs(root: Path, r: RunRow) -> str:
     return " ".join(links)
 
 
+def seeds_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
+    """The seed table of each model (the cells of summary.md's), or the line
+    saying each configuration has one seed."""
+    groups = seeds.summarize_seeds(rows, baselines)
+    if not seeds.seeded(groups):
+        return f"<p>{html.escape(seeds.ONE_SEED)}</p>"
+    parts = ["<h2>Seed statistics</h2>", f"<p>{html.escape(tables.SEED_INTRO)}</p>"]
+    for g in groups:
+        base = g.baseline.key if g.baseline else "none (no dense AdamW run)"
+        parts.append(f"<h3>{html.escape(g.model)}</h3><p>Baseline configuration: "
+                     f"{html.escape(base)}</p>")
+        body = [[(html.escape(c), "num" if i > 1 else "") for i, c in enumerate(seeds.cells(g, r))]
+                for r in g.rows]
+        parts.append(f'<div class="wide">{_table(seeds.header(g), body, "seeds")}</div>')
+    return "\n".join(parts)
+
+
 def summary_section(root: Path, rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
-    parts = ["<h2>Summary</h2>",
+    parts = [seeds_section(rows, baselines), "<h2>Summary</h2>",
              "<p>Delta % is the best validation perplexity relative to the model's baseline; "
              "sparsity is the final measured value (the target where a run has none).</p>"]
     for model, group in tables.by_model(rows).items():

@@ -1,4 +1,5 @@
-"""Write a folder's summary: summary.md, summary.csv, summary.tex and plots.
+"""Write a folder's summary: summary.md, summary.csv, summary.tex and plots;
+summary_seeds.csv too where a configuration ran with several seeds.
 
 Every file is built first and moved into place only when all are built
 (lib/results/outputs.py): a summary that fails leaves the previous one as it was.
@@ -8,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from lib.results import plots, sweep, tables
+from lib.results import plots, seeds, sweep, tables
 from lib.results.collect import RunRow, apply_baseline, load_rows, pick_baseline, read_run
 from lib.results.outputs import Staging
 
@@ -18,13 +19,23 @@ def write_summary(rows: list[RunRow], baselines: dict[str, RunRow], out: Path,
                   ) -> tuple[str, list[Path]]:
     """Tables and plots of rows (baseline deltas applied) into out, all or
     nothing; returns (markdown, files written). extra_md is appended to the
-    table, e.g. a sweep's ranking; sweep_record adds the sweep's plots."""
-    md = tables.markdown(rows, baselines) + extra_md
+    table, e.g. a sweep's ranking; sweep_record adds the sweep's plots.
+    With several seeds of a configuration the seed tables lead (per-run tables
+    follow under "## Runs"); with one seed each, one line says so."""
+    groups = seeds.summarize_seeds(rows, baselines)
+    per_run = tables.markdown(rows, baselines)
+    if seeds.seeded(groups):
+        md = tables.seeds_markdown(groups) + "\n## Runs\n\n" + per_run + extra_md
+        tex = tables.seeds_latex(groups) + "\n" + tables.latex(rows, baselines)
+    else:
+        md, tex = seeds.ONE_SEED + "\n\n" + per_run + extra_md, tables.latex(rows, baselines)
     with Staging(out) as stage:
         files = [stage.text("summary.md", header + md),
                  stage.text("summary.csv", tables.csv_text(rows)),
-                 stage.text("summary.tex", tables.latex(rows, baselines)),
+                 stage.text("summary.tex", tex),
                  *plots.write_all(rows, baselines, stage.dir)]
+        if seeds.seeded(groups):
+            files.append(stage.text("summary_seeds.csv", tables.seeds_csv(groups)))
         if sweep_record:
             files += sweep.plots(rows, sweep_record["params"], sweep_record.get("log", []),
                                  stage.dir)

@@ -1,4 +1,6 @@
-"""The summary table as Markdown (one table per model), CSV and LaTeX (booktabs)."""
+"""The summary tables as Markdown (one table per model), CSV and LaTeX
+(booktabs): one row per run, and where configurations ran with several seeds,
+one row per configuration (lib/results/seeds.py)."""
 from __future__ import annotations
 
 import csv
@@ -6,7 +8,9 @@ import io
 from functools import partial
 from typing import Any, Callable
 
+from lib.results import seeds
 from lib.results.collect import RunRow
+from lib.results.stats import Spread
 
 Column = tuple[str, Callable[[RunRow], Any], str]  # header, value, format
 MONITOR_COLUMNS = [("gpu_util_mean", "GPU util % mean"), ("gpu_util_max", "GPU util % max"),
@@ -38,6 +42,7 @@ def _status(r: RunRow) -> str:
 def columns(rows: list[RunRow]) -> list[Column]:
     cols: list[Column] = [
         ("run", lambda r: r.run_id, ""),
+        *([("seed", lambda r: r.seed, "")] if seeds.has_seeds(seeds.configurations(rows)) else []),
         ("optimizer", lambda r: r.optimizer, ""),
         ("pruning", lambda r: r.pruning, ""),
         ("sparsity", lambda r: (100 * r.sparsity if r.sparsity is not None else
@@ -116,4 +121,92 @@ def latex(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
         caption = (f"{model}: validation perplexity and cost per run; delta vs "
                    f"{base.run_id if base else 'no baseline'}").translate(_TEX)
         parts += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}", r"\end{table}", ""]
+    return "\n".join(parts)
+
+
+def _seed_tables(groups: list[seeds.ModelSummaries]
+                 ) -> list[tuple[seeds.ModelSummaries, list[str], list[list[str]]]]:
+    return [(g, seeds.header(g), [seeds.cells(g, row) for row in g.rows]) for g in groups]
+
+
+SEED_INTRO = (
+    "Runs that differ only by TRAIN_SEED are one configuration. Each figure is the mean ± "
+    "sample sd over its finished seeds (n; failed and unfinished seeds are counted, never "
+    "averaged; summary_seeds.csv adds the 95 % intervals). Paired Δ best ppl: the "
+    "configuration minus the baseline configuration, seed by seed over the seeds both "
+    "finished: mean [95 % interval] (pairs, paired t-test p; Wilcoxon p from 6 pairs); "
+    "* where the interval excludes zero.")
+
+
+def _baseline_line(g: seeds.ModelSummaries) -> str:
+    return g.baseline.key if g.baseline else "none (no dense AdamW run)"
+
+
+def seeds_markdown(groups: list[seeds.ModelSummaries]) -> str:
+    """The seed table of each model under a "## Seed statistics" heading."""
+    parts = ["## Seed statistics", "", SEED_INTRO, ""]
+    for g, head, body in _seed_tables(groups):
+        parts += [f"**{g.model}**: baseline configuration {_baseline_line(g)}.", "",
+                  "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        parts += ["| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in body]
+        parts.append("")
+    return "\n".join(parts)
+
+
+def _number(x: float | int | bool | None) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "y" if x else "n"
+    return f"{x:.6g}" if isinstance(x, float) else str(x)
+
+
+def _spread_fields(s: Spread) -> list[float | int | None]:
+    return [s.mean, s.sd, s.ci_low, s.ci_high, s.n]
+
+
+def seeds_csv(groups: list[seeds.ModelSummaries]) -> str:
+    """summary_seeds.csv: per configuration, mean, sd, 95 % interval and n of
+    each figure, and the paired difference of best perplexity from the baseline."""
+    figs = groups[0].figures if groups else []
+    head = ["model", "configuration", "baseline", "seeds", "n", "failed", "unfinished"]
+    for f in figs:
+        head += [f"{f.name}_{x}" for x in ("mean", "sd", "ci_low", "ci_high", "n")]
+    head += [f"delta_best_ppl_{x}" for x in ("mean", "ci_low", "ci_high", "n", "p_t",
+                                              "p_wilcoxon", "excludes_zero")]
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(head)
+    for g in groups:
+        for row in g.rows:
+            c, d = row.config, row.versus
+            numbers: list[float | int | bool | None] = [len(c.done), c.failed, c.unfinished]
+            for f in figs:
+                numbers += _spread_fields(row.spreads[f.name])
+            numbers += ([d.diff, d.ci_low, d.ci_high, d.n, d.p_t, d.p_wilcoxon, d.excludes_zero]
+                        if d is not None else [None] * 7)
+            writer.writerow([g.model, c.key, _baseline_line(g), c.seed_text,
+                             *(_number(x) for x in numbers)])
+    return buf.getvalue()
+
+
+def tex(text: str) -> str:
+    """A cell in LaTeX: specials escaped, then ± < Δ in math mode."""
+    return (text.translate(_TEX).replace("±", r"$\pm$").replace("<", "$<$")
+            .replace("Δ", r"$\Delta$"))
+
+
+def seeds_latex(groups: list[seeds.ModelSummaries]) -> str:
+    """The seed table of each model (booktabs), the Markdown cells escaped."""
+    parts = []
+    for g, head, body in _seed_tables(groups):
+        parts += [r"\begin{table}[t]", r"\centering", r"\small",
+                  r"\begin{tabular}{ll" + "r" * (len(head) - 2) + "}", r"\toprule",
+                  " & ".join(tex(h) for h in head) + r" \\", r"\midrule"]
+        parts += [" & ".join(tex(c) for c in cells) + r" \\" for cells in body]
+        caption = tex(f"{g.model}: mean ± sample sd over seeds; paired Δ of best perplexity "
+                      f"against {_baseline_line(g)} with its 95 % interval and t-test p; "
+                      f"* where the interval excludes zero")
+        parts += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}", r"\end{table}",
+                  ""]
     return "\n".join(parts)

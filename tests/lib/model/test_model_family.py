@@ -3,102 +3,32 @@ the real trainer, is planned by the matrix and summarised by the results.
 
 The toy family is what lib/model/registry.py says a new family is: a package with a
 FAMILY record whose model subclasses lib.model.interface.LanguageModel, plus one registry
-line. Its package is a module made here (sys.modules) and its registry line
-is added with monkeypatch. Kconfig cannot grow a MODEL choice from a test, so
-the line maps the existing choice value "gpt2" to the toy package: every
-in-process lookup of the configured family (trainer, estimator, matrix run
-ids, results) then finds the toy, and its config reads the GPT-2 symbols it
-shares (GPT2_N_EMBD, GPT2_BLOCK_SIZE). A registry line added here is not
-seen by the processes the matrix's runner starts (scripts/train.py), so this
-test trains the planned run in-process; tests/lib/model/test_third_family.py
-adds a real toy/ folder, registry line and Kconfig entries to a scratch copy
-of the project and takes it through `make`, `make test-matrix` and `make results`.
+line. Its config, model and activation formula are tests/lib/model/toy_model.py; its
+package is a module made here (sys.modules) and its registry line is added with
+monkeypatch. Kconfig cannot grow a MODEL choice from a test, so the line maps the
+existing choice value "gpt2" to the toy package: every in-process lookup of the
+configured family (trainer, estimator, matrix run ids, results) then finds the toy,
+and its config reads the GPT-2 symbols it shares (GPT2_N_EMBD, GPT2_BLOCK_SIZE). A
+registry line added here is not seen by the processes the matrix's runner starts
+(scripts/train.py), so this test trains the planned run in-process;
+tests/lib/model/test_third_family.py adds a real toy/ folder, registry line and
+Kconfig entries to a scratch copy of the project and takes it through `make`,
+`make test-matrix` and `make results`.
 """
 from __future__ import annotations
 
 import math
 import sys
 import types
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
-from torch import Tensor, nn
 
 from lib.model import registry
-from lib.estimate.activations import R, Activations, Shape
-from lib.model.interface import LanguageModel, init_weights
+from lib.estimate.activations import Shape
 from lib.model.registry import ModelFamily, config_from_symbols
-
-
-@dataclass(frozen=True)
-class ToyConfig:
-    vocab_size: int
-    block_size: int = 32
-    n_embd: int = 32
-    n_layer: int = 1
-    n_head: int = 1
-    dropout: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.n_embd < 1:
-            raise ValueError(f"n_embd must be positive, got {self.n_embd}")
-
-
-class ToyBlock(nn.Module):
-    """x + MLP(LayerNorm(x)), position by position: a bigram model."""
-
-    def __init__(self, n_embd: int) -> None:
-        super().__init__()
-        self.ln = nn.LayerNorm(n_embd)
-        self.c_fc = nn.Linear(n_embd, 2 * n_embd)
-        self.c_proj = nn.Linear(2 * n_embd, n_embd)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x + self.c_proj(torch.relu(self.c_fc(self.ln(x))))
-
-
-class ToyLM(LanguageModel):
-    """Each position sees only its own token, so generation keeps no state."""
-
-    def __init__(self, config: ToyConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.transformer = nn.ModuleDict({
-            "wte": nn.Embedding(config.vocab_size, config.n_embd),
-            "h": nn.ModuleList(ToyBlock(config.n_embd) for _ in range(config.n_layer)),
-            "ln_f": nn.LayerNorm(config.n_embd)})
-        self.tie_head()
-        init_weights(self, [(b.c_proj,) for b in self.transformer.h])
-
-    def _hidden(self, idx: Tensor) -> Tensor:
-        x = self.transformer.wte(idx)
-        for block in self.transformer.h:
-            x = block(x)
-        return self.transformer.ln_f(x)
-
-    def forward(self, idx: Tensor, targets: Tensor | None = None):
-        return self.logits_and_loss(self._hidden(idx), targets)
-
-    def flops_per_token(self, seq_len: int) -> int:
-        return 6 * self.num_params()
-
-    def start_generation(self, idx: Tensor) -> tuple[Tensor, Any]:
-        return self.lm_head(self._hidden(idx[:, -1:])), None
-
-    def continue_generation(self, idx: Tensor, state: Any) -> tuple[Tensor, Any]:
-        return self.lm_head(self._hidden(idx)), None
-
-    def generation_bytes(self, seq_len: int, batch: int = 1) -> int:
-        return 0
-
-
-def toy_activations(cfg: ToyConfig, s: Shape) -> Activations:
-    n, c, a = s.tokens, cfg.n_embd, s.act
-    per_layer = {"block_input": R * n * c, "ln_out": a * n * c, "hidden": 3 * a * n * 2 * c}
-    return Activations(per_layer, R * n * c + a * n * c, R * n * c)
+from tests.lib.model.toy_model import ToyConfig, ToyLM, activations as toy_activations
 
 
 def toy_package() -> types.ModuleType:

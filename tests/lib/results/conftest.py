@@ -13,8 +13,10 @@ from lib.matrix.state import MatrixState
 
 
 def write_run_config(folder: Path, optimizer: str = "adamw", method: str | None = None,
-                     sparsity: str = "0.5") -> None:
+                     sparsity: str = "0.5", seed: int | None = None) -> None:
     kconf = open_tree()
+    if seed is not None:
+        kconf.syms["TRAIN_SEED"].set_value(str(seed))
     kconf.syms[f"OPTIMIZER_{optimizer.upper()}"].set_value(2)
     if method:
         kconf.syms["PRUNING_MODE_SINGLE"].set_value(2)
@@ -25,17 +27,20 @@ def write_run_config(folder: Path, optimizer: str = "adamw", method: str | None 
 
 
 def make_run(root: Path, name: str, best: float | None, *, optimizer="adamw", method=None,
-             sparsity="0.5", metrics: str | None = None, **extra) -> Path:
-    """A run folder: config.txt, and metrics.json with best perplexity `best`
-    (or the raw text `metrics`; none when both are None)."""
+             sparsity="0.5", metrics: str | None = None, seed: int | None = None,
+             **extra) -> Path:
+    """A run folder: config.txt (TRAIN_SEED=seed when given), and metrics.json
+    with best perplexity `best` (or the raw text `metrics`; none when both are
+    None); extra metrics.json fields replace the defaults."""
     folder = root / name
-    write_run_config(folder, optimizer, method, sparsity)
+    write_run_config(folder, optimizer, method, sparsity, seed)
     if metrics is not None:
         (folder / "metrics.json").write_text(metrics)
     elif best is not None:
         loss = math.log(best)
         (folder / "metrics.json").write_text(json.dumps({
-            "status": "completed", "best_val_perplexity": best, "final_val_perplexity": best + 1,
+            "status": "completed", "best_val_loss": loss, "best_val_perplexity": best,
+            "final_val_perplexity": best + 1,
             "tokens_per_sec": 1000.0, "peak_memory_mb": 512.0, "params": 2**25,
             "wall_time_s": 120.0, "val_loss": {"iters": [10, 20], "values": [loss + 1, loss]},
             **extra}))
