@@ -17,10 +17,10 @@ KCONFIGS := Kconfig $(wildcard */Kconfig */*/Kconfig */*/*/Kconfig)
 # command line count, never the same names inherited from the environment
 # (TIME, for one, is also GNU time's format variable).
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
-	PARALLEL_JOBS EXECUTOR SEEDS DRY_RUN YES RETRY_FAILED
+	PARALLEL_JOBS EXECUTOR SEEDS REUSE DRY_RUN YES RETRY_FAILED
 OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
-	EXPORT_DIR BASELINE_MODEL GPU PYTHON V
+	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS
 GIVEN := $(foreach v,$(OVERRIDE_VARS) $(OPTION_VARS),$(if $(filter command line,$(origin $(v))),$(v)))
 
 # Values reach the scripts byte for byte, whatever they hold: quotes, $(...),
@@ -54,7 +54,7 @@ Q := $(if $(filter 1,$(if $(filter V,$(GIVEN)),$(V))),,@)
 
 ##: kconfig-llm targets (overrides: MAX_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n
 ##:   DEVICE=auto|cuda|cpu|mps LR= SEED= SEEDS= RUN_NAME= SET="SYMBOL=value ..." DRY_RUN=1 YES=1
-##:   TRACKER=tensorboard,wandb|none; V=1 shows the commands make runs)
+##:   TRACKER=tensorboard,wandb|none REUSE=n; V=1 shows the commands make runs)
 
 .DEFAULT_GOAL := all
 # `make sample` and `make bench` options (not configuration).
@@ -151,7 +151,7 @@ prepare: config.py
 continue: | $(STAMP)
 	$(Q)$(PY) scripts/continue.py $(OVERRIDES)
 
-## train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS=]
+## train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS= REUSE=n]
 .PHONY: test-matrix
 test-matrix: config.py prepare
 	$(Q)$(PY) scripts/test_matrix.py run $(OVERRIDES)
@@ -210,7 +210,12 @@ eval: | $(STAMP)
 eval-baseline: config.py
 	$(Q)$(PY) scripts/eval.py --baseline $(or $(call arg,BASELINE_MODEL),'') $(OVERRIDES)
 
-## a GPT-2 run as a Hugging Face folder + model card [RUN= CHECKPOINT= EXPORT_DIR=]
+## lm-evaluation-harness tasks -> <run>/eval.json "lm_eval" [RUN= CHECKPOINT= TASKS=]
+.PHONY: lm-eval
+lm-eval: | $(STAMP)
+	$(Q)$(PY) scripts/downstream.py $(RUN_ARGS) $(call arg,TASKS,--tasks) $(OVERRIDES)
+
+## any run as a Hugging Face folder + model card (MLA, RA, HAMT: with their code) [RUN= CHECKPOINT= EXPORT_DIR=]
 .PHONY: export
 export: | $(STAMP)
 	$(Q)$(PY) scripts/export.py $(RUN_ARGS) $(call arg,EXPORT_DIR,--out)
@@ -229,6 +234,11 @@ bench-optim: config.py
 .PHONY: bench-seqlen
 bench-seqlen: config.py
 	$(Q)$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
+
+## a run's prefill ms, decode tokens/s, cache bytes -> metrics.json [RUN= CHECKPOINT=]
+.PHONY: bench-inference
+bench-inference: | $(STAMP)
+	$(Q)$(PY) scripts/bench.py inference $(RUN_ARGS) $(OVERRIDES)
 
 ## memory per GPU by component, which GPUs it fits, time [GPU=H100]
 .PHONY: estimate

@@ -1,8 +1,10 @@
-"""The model card (README.md) written beside an exported Hugging Face GPT-2 folder.
+"""The model card (README.md) written beside an exported Hugging Face folder
+(GPT-2 in either layout, gpt2/export.py; HAMT, hamt/export.py).
 
 Built from what the run recorded: its metrics.json (data, tokens seen, final
 perplexity, pruning), eval.json when `make eval` ran, the config.txt it used,
-and the sparsity measured on the exported weights themselves.
+and the sparsity measured on the exported weights themselves. A folder with
+remote code also says what that code is and how its generate differs.
 """
 from __future__ import annotations
 
@@ -44,18 +46,55 @@ def _eval_rows(record: dict[str, Any] | None) -> list[str]:
     return rows
 
 
+SHAPE = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
+REMOTE_CODE = [
+    "", "## Remote code", "",
+    "transformers has no class for this model, so the folder carries its code:",
+    "`modeling_kconfig_llm.py` and the kconfig-llm modules it imports, copied at export",
+    "with their imports made relative. transformers runs it only with",
+    "`trust_remote_code=True`; read it first. `generate` recomputes the whole context at",
+    "every step (no transformers cache: the model's own caches, which kconfig-llm's",
+    "`make sample` uses, are not `Cache` objects), so a token costs a forward pass over",
+    "the context (GPT-2: the last `block_size` tokens). Batches with padding (zeros in",
+    "`attention_mask`) are refused. The loss with `labels` is the cross-entropy alone,",
+    "without any auxiliary training term."]
+
+
+def _usage(has_tokenizer: bool, tokenizer_name: str, remote_code: bool) -> list[str]:
+    none = "# no Hugging Face tokenizer: the run used"
+    if has_tokenizer:
+        tokenizer = "tok = AutoTokenizer.from_pretrained(path)"
+    elif tokenizer_name == "char":
+        tokenizer = f"{none} characters (ids in order of meta.json)"
+    else:
+        tokenizer = f"{none} its own {tokenizer_name} (meta.json)"
+    if remote_code:  # AutoTokenizer reads config.json, so it runs the code too
+        tokenizer = tokenizer.replace("(path)", "(path, trust_remote_code=True)")
+        return ["from transformers import AutoModelForCausalLM, AutoTokenizer",
+                "model = AutoModelForCausalLM.from_pretrained(path, trust_remote_code=True)",
+                tokenizer]
+    return ["from transformers import AutoTokenizer, GPT2LMHeadModel",
+            "model = GPT2LMHeadModel.from_pretrained(path)", tokenizer]
+
+
 def model_card(run_id: str, step: int, checkpoint: str, model_config: dict[str, Any],
                metrics: dict[str, Any], sparsity: float, eval_record: dict[str, Any] | None,
-               config_text: str, has_tokenizer: bool) -> str:
-    """README.md text: front matter, model, data, results, sparsity, usage, configuration."""
+               config_text: str, has_tokenizer: bool, architecture: str = "GPT-2",
+               family: str = "gpt2", remote_code: bool = False) -> str:
+    """README.md text: front matter, model, data, results, sparsity, usage, configuration.
+    A remote-code export also lists the model's options (its code reads them from
+    config.json's model_config) and describes that code."""
     m, c = metrics, model_config
+    options = ", ".join(f"{k} {v}" for k, v in c.items() if k not in SHAPE)
     lines = ["---", "library_name: transformers", "pipeline_tag: text-generation",
-             "tags: [gpt2, kconfig-llm]", "---", "", f"# {run_id}", "",
-             f"GPT-2 trained with kconfig-llm, exported from `{checkpoint}` at step {step} "
-             f"(status: {m.get('status', 'n/a')}).", "", "## Model", "",
+             f"tags: [{family}, kconfig-llm{', custom_code' if remote_code else ''}]", "---", "",
+             f"# {run_id}", "",
+             f"{architecture} trained with kconfig-llm, exported from `{checkpoint}` at step "
+             f"{step} (status: {m.get('status', 'n/a')}).", "", "## Model", "",
              "| Layers | Heads | Width | Context | Vocabulary | Parameters |", "|---|---|---|---|---|---|",
              f"| {c['n_layer']} | {c['n_head']} | {c['n_embd']} | {c['block_size']} | "
              f"{c['vocab_size']} | {_fmt(m.get('params'), ',')} |", "",
+             *([f"Options: {options}.", ""] if remote_code else []),
              "## Training data", "",
              f"- dataset: {m.get('dataset', 'n/a')}, tokenizer: {m.get('tokenizer', 'n/a')}",
              f"- tokens seen: {_fmt(m.get('tokens_seen'), ',')} over {m.get('iterations', 'n/a')} "
@@ -73,11 +112,11 @@ def model_card(run_id: str, step: int, checkpoint: str, model_config: dict[str, 
         method = " ".join(filter(None, (m["pruning_method"], m.get("pruning_variant"))))
         lines.append(f"- pruning: {method}, target "
                      f"{m.get('sparsity_target')}, reported {_fmt(m.get('sparsity'), '.4f')}")
-    usage = ("tok = AutoTokenizer.from_pretrained(path)" if has_tokenizer else
-             "# no Hugging Face tokenizer: the run used characters (ids in order of meta.json)")
-    lines += ["", "## Usage", "", "```python",
-              "from transformers import AutoTokenizer, GPT2LMHeadModel",
-              "model = GPT2LMHeadModel.from_pretrained(path)", usage, "```", "",
+    usage = _usage(has_tokenizer, str(m.get("tokenizer", "tokenizer")), remote_code)
+    lines += ["", "## Usage", "", "```python", *usage, "```"]
+    if remote_code:
+        lines += REMOTE_CODE
+    lines += ["",
               "## Configuration", "", "<details><summary>config.txt (options set)</summary>",
               "", "```", *[line for line in config_text.splitlines() if line.startswith("CONFIG_")],
               "```", "", "</details>", ""]

@@ -1,9 +1,12 @@
-"""GPT-2's `make export`: a checkpoint -> a Hugging Face GPT-2 folder with a model card.
+"""GPT-2's `make export`: a checkpoint -> a Hugging Face folder with a model card.
 
-The folder holds config.json, model.safetensors, the GPT-2 BPE tokenizer files
-when the run used them, and README.md (gpt2/card.py). It loads with
-transformers' GPT2LMHeadModel.from_pretrained. Only vanilla attention has that
-layout; the other variants are refused.
+Vanilla attention has transformers' own layout: config.json and
+model.safetensors that GPT2LMHeadModel.from_pretrained loads (gpt2/hf.py).
+Every other attention variant (MLA, RA in both forms, RA+MLA, the output
+gate) has none, so the folder carries its model code instead
+(lib/model/remote/): AutoModelForCausalLM.from_pretrained(folder,
+trust_remote_code=True) loads it. Both get the GPT-2 BPE tokenizer files
+when the run used them, and README.md (gpt2/card.py).
 """
 from __future__ import annotations
 
@@ -11,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from lib.run.checkpoint import CheckpointError
 from lib.eval.record import load_eval
 
 
@@ -23,27 +25,54 @@ def _read_json(path: Path) -> dict[str, Any]:
         return {}
 
 
-def export(state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path,
-           log: Callable[[str], None]) -> None:
-    """Write the checkpoint `state` of run_dir (ckpt_<checkpoint>.pt) into out."""
+def write_card(out: Path, run_dir: Path, state: dict[str, Any], checkpoint: str, model: Any,
+               has_tokenizer: bool, architecture: str, remote_code: bool) -> None:
+    """README.md from what the run recorded (shared with hamt/export.py)."""
     from gpt2.card import measured_sparsity, model_card
-    from gpt2.config import GPT2Config
-    from gpt2.hf import save_gpt2_tokenizer, save_pretrained
-    from gpt2.model import GPT2
 
-    config = GPT2Config(**state["model_config"])
-    if config.attention != "vanilla":
-        raise CheckpointError(f"{run_dir.name} uses {config.attention} attention; only vanilla "
-                              f"attention exists in the Hugging Face GPT-2 layout")
-    model = GPT2(config)
-    model.load_state_dict(state["model"])
-    save_pretrained(model, out)
-    has_tokenizer = state["tokenizer"].get("name") == "gpt2"
-    if has_tokenizer:
-        save_gpt2_tokenizer(out, config.block_size)
     config_txt = run_dir / "config.txt"
     card = model_card(run_dir.name, state["step"], f"ckpt_{checkpoint}.pt", state["model_config"],
                       _read_json(run_dir / "metrics.json"), measured_sparsity(model),
                       load_eval(run_dir), config_txt.read_text() if config_txt.is_file() else "",
-                      has_tokenizer)
+                      has_tokenizer, architecture, state["family"], remote_code)
     (out / "README.md").write_text(card)
+
+
+def special_tokens(state: dict[str, Any]) -> dict[str, int]:
+    """config.json's bos/eos ids: the tokenizer's end-of-text token, where it has one
+    (generate then stops there, as transformers' GPT-2 does)."""
+    eot = state["tokenizer"].get("eot_token")
+    return {} if eot is None else {"bos_token_id": eot, "eos_token_id": eot}
+
+
+def save_tokenizer(state: dict[str, Any], out: Path, max_length: int) -> bool:
+    """The GPT-2 BPE files when the run used them; whether it did."""
+    from gpt2.hf import save_gpt2_tokenizer
+
+    if state["tokenizer"].get("name") != "gpt2":
+        return False
+    save_gpt2_tokenizer(out, max_length)
+    return True
+
+
+def export(state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path,
+           log: Callable[[str], None]) -> None:
+    """Write the checkpoint `state` of run_dir (ckpt_<checkpoint>.pt) into out."""
+    from gpt2.config import GPT2Config
+    from gpt2.hf import save_pretrained
+    from gpt2.model import GPT2
+    from lib.model.remote.folder import save_remote
+
+    config = GPT2Config(**state["model_config"])
+    model = GPT2(config)
+    model.load_state_dict(state["model"])
+    remote = config.attention != "vanilla"
+    if remote:
+        save_remote(model, "gpt2", "gpt2.remote", out, **special_tokens(state))
+        log(f"{config.attention} attention has no GPT2LMHeadModel layout: exported with its "
+            f"model code, for AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)")
+    else:
+        save_pretrained(model, out)
+    has_tokenizer = save_tokenizer(state, out, config.block_size)
+    write_card(out, run_dir, state, checkpoint, model, has_tokenizer,
+               f"GPT-2 with {config.attention} attention", remote)

@@ -159,7 +159,8 @@ def to_hf_state_dict(model: GPT2) -> dict[str, Tensor]:
     cfg = model.config
     if cfg.attention != "vanilla":
         raise ValueError(f"attention {cfg.attention!r} has no Hugging Face GPT-2 layout; only "
-                         f"vanilla attention exports")
+                         f"vanilla attention exports in it (gpt2/export.py exports the others "
+                         f"with their model code, lib/model/remote/)")
     state = model.state_dict()
     out: dict[str, Tensor] = {}
     with torch.device("meta"):  # shapes only: nothing is allocated

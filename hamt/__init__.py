@@ -30,6 +30,11 @@ def build(config: HAMTConfig):
     return HAMT(config)
 
 
+def export(*args: Any) -> None:
+    from hamt.export import export as hf_export  # torch import deferred
+    hf_export(*args)
+
+
 def variant(run: RunConfig) -> str:
     return "hamt"
 
@@ -46,4 +51,4 @@ def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]
 
 FAMILY = ModelFamily(name="hamt", label="HAMT", config_cls=HAMTConfig,
                      from_run_config=from_run_config, build=build, variant=variant,
-                     activations=activations, bench_models=bench_models)
+                     activations=activations, bench_models=bench_models, export=export)

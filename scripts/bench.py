@@ -1,6 +1,8 @@
 """Benchmarks: `make bench` (training step vs a plain PyTorch loop),
-`make bench-optim` (AdamWSPAM and AdamWPrune vs AdamW) and `make bench-seqlen`
-(attention variants and HAMT from 64 to 2048 tokens). [BENCH_STEPS=N]"""
+`make bench-optim` (AdamWSPAM and AdamWPrune vs AdamW), `make bench-seqlen`
+(attention variants and HAMT from 64 to 2048 tokens) [BENCH_STEPS=N], and
+`make bench-inference [RUN=] [CHECKPOINT=]` (a finished run's prefill, decode
+and cache figures into its metrics.json)."""
 from __future__ import annotations
 
 import argparse
@@ -12,8 +14,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.run.atomic import write_json_atomic  # noqa: E402
 from lib.cli import run_script  # noqa: E402
+from lib.run.checkpoint import CheckpointError  # noqa: E402
 from lib.config.run_config import load_run_config  # noqa: E402
-from lib.run.rundir import results_root  # noqa: E402
+from lib.run.rundir import (RunDirError, claim_run, configured_results_root,  # noqa: E402
+                            results_root, run_folder)
 
 
 def print_step(r: dict) -> None:
@@ -58,17 +62,33 @@ def print_seqlen(r: dict) -> None:
               f"{row['state_bytes']:>14,}")
 
 
+def bench_inference(args: argparse.Namespace) -> None:
+    """A finished run's inference figures, with its config.txt and the overrides."""
+    from lib.bench.inference import bench_run, describe
+
+    run_dir = run_folder(args.run, configured_results_root())
+    claim_run(run_dir)  # not while it trains: both would write its metrics.json
+    section = bench_run(run_dir, args.checkpoint,
+                        load_run_config(args.overrides, path=run_dir / "config.txt"))
+    print(describe(section))
+    print(f"saved in {run_dir / 'metrics.json'}")
+
+
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("what", choices=["step", "optimizers", "seqlen"])
+    p.add_argument("what", choices=["step", "optimizers", "seqlen", "inference"])
     p.add_argument("--vocab", type=int, default=0,
                    help="seqlen: vocabulary of the synthetic tokens (default: the dataset's)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per round")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--run", help="inference: run folder (default: results/latest)")
+    p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
     p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
     args = p.parse_intermixed_args(argv)
     if args.steps < 1 or args.rounds < 1:
         p.error("--steps and --rounds must be at least 1")
+    if args.what == "inference":
+        return bench_inference(args)
     run = load_run_config(args.overrides)
     if args.what == "step":
         from lib.bench.step import run_bench
@@ -92,4 +112,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    run_script(main)
+    run_script(main, (RunDirError, CheckpointError, ValueError, RuntimeError))

@@ -1,4 +1,5 @@
-"""Save a trained GPT-2 run in the Hugging Face layout with a model card:
+"""Save a trained run as a Hugging Face folder with a model card (vanilla GPT-2 in
+transformers' GPT-2 layout, other models with their code, for trust_remote_code):
 `make export [RUN=<dir>] [CHECKPOINT=best|latest] [EXPORT_DIR=<dir>]` (default <run>/hf/)."""
 from __future__ import annotations
 

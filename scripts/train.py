@@ -24,7 +24,7 @@ if __name__ == "__main__":  # first, before torch loads: from here on a stop sig
 
 from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.config.run_config import load_run_config  # noqa: E402
+from lib.config.run_config import RunConfig, load_run_config  # noqa: E402
 from lib.matrix.grid import one_run  # noqa: E402
 from lib.data import DataError  # noqa: E402
 from lib.config.overrides import split_args  # noqa: E402
@@ -112,7 +112,25 @@ def main(args: list[str]) -> int:
         distributed.teardown()
     if summary["status"] == "stopped" and trainer.stop_signal:
         return EXIT_RESUMABLE
+    if env.is_main and run.LM_EVAL_AT_END and summary["status"] in ("completed", "stopped"):
+        lm_eval_at_end(run_dir, run)
     return EXIT[summary["status"]]
+
+
+def lm_eval_at_end(run_dir: Path, run: RunConfig) -> None:
+    """LM_EVAL_AT_END: the finished run's scores on LM_EVAL_TASKS into its
+    eval.json, as `make lm-eval` gives them; a failure is logged, and the run
+    keeps its result (the training is done either way)."""
+    from lib.eval.downstream import evaluate_run_tasks
+
+    log = RunLog(run_dir / "output.log")
+    checkpoint = "best" if (run_dir / "ckpt_best.pt").exists() else "latest"
+    try:
+        evaluate_run_tasks(run_dir, checkpoint, run, log=log)
+    except Exception as err:  # the hub, a task, lm-eval itself: reported, never fatal
+        log(f"lm-eval after training failed: {type(err).__name__}: {err}")
+    finally:
+        log.close()
 
 
 def _record_failure(run_dir: Path, err: Exception) -> None:

@@ -26,6 +26,7 @@ ALIASES = {
     "PARALLEL_JOBS": "MATRIX_PARALLEL_JOBS",
     "EXECUTOR": "MATRIX_EXECUTOR",
     "SEEDS": "MATRIX_SEEDS",
+    "REUSE": "MATRIX_REUSE",
 }
 FLAGS = ("DRY_RUN", "YES", "RESUME", "RETRY_FAILED")
 # TRACKER=tensorboard,wandb switches the named trackers on and the others off.

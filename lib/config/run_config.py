@@ -24,6 +24,7 @@ from typing import Any, Sequence, TypeVar
 
 import kconfiglib
 
+from lib.bench.inference import check_lengths
 from lib.config.generate import config_sha256, prompts, render_config_py
 from lib.config.kconfig import ConfigError, check_asked, check_floats, float_bounds, load_strict
 from lib.config.overrides import apply_overrides, split_args
@@ -125,7 +126,7 @@ def check_rules(values: dict[str, Any]) -> list[str]:
     """Rules across symbols that Kconfig cannot state (lib/config/rules.py).
     Checked whenever a configuration is loaded or written."""
     run = RunConfig.from_values(values)
-    return check_optimizer(run) + check_pruning(run) + check_family(run)
+    return check_optimizer(run) + check_pruning(run) + check_family(run) + check_lengths(run)
 
 
 def with_batch_plan(run: RunConfig, micro_batch: int, accumulation: int) -> RunConfig:

@@ -1504,6 +1504,18 @@ class Symbols:
     On the command line: SET="MATRIX_SEEDS=3". If unsure, leave empty.
     """
 
+    MATRIX_REUSE: bool
+    """Reuse completed identical runs instead of training them again.
+
+    Before a matrix or sweep trains a run, look under RESULTS_DIR for
+    a completed run with the same fingerprint (every symbol that
+    changes training, the seed, the prepared data, the git commit)
+    and link it in instead; the dry run and `make results` show it
+    as reused. Never with uncommitted changes in the working tree.
+    `make test-rerun` always trains. On the command line: REUSE=n.
+    If unsure, say Y.
+    """
+
     MATRIX_PARALLEL_JOBS: int
     """Runs at a time (0 = one per GPU, 1 on a CPU).
 
@@ -1695,6 +1707,87 @@ class Symbols:
     """Tokens per sample.
 
     Length of each greedy continuation, in tokens. If unsure, keep 40.
+    """
+
+    LM_EVAL_TASKS: str
+    """lm-evaluation-harness tasks (comma-separated).
+
+    Tasks of EleutherAI's lm-evaluation-harness that `make lm-eval`
+    (without TASKS=) and LM_EVAL_AT_END run: names, groups or tags as
+    `lm-eval ls tasks` lists them, or tasks of LM_EVAL_INCLUDE_PATH.
+    Hub tasks need the network the first time (the datasets cache
+    serves them afterwards); without it the evaluation stops at once.
+    If unsure, keep the default.
+    """
+
+    LM_EVAL_LIMIT: int
+    """Examples per lm-eval task (0 = all).
+
+    Score only the first N examples of each task, to bound the time of
+    a quick look (lm-eval's --limit); eval.json records the limit.
+    Published figures need 0. If unsure, keep 0.
+    """
+
+    LM_EVAL_INCLUDE_PATH: str
+    """Folder of extra lm-eval task YAML files (empty = none).
+
+    lm-eval also reads the task YAML files in this folder, for example
+    a task over a local JSONL file (tests/assets/lm_eval_task holds
+    two); relative paths start at the project root. Such tasks need
+    no network. If unsure, leave it empty.
+    """
+
+    LM_EVAL_AT_END: bool
+    """Run the lm-eval tasks when training finishes.
+
+    When a run finishes (completed, or stopped at TRAIN_MAX_TIME), its
+    best checkpoint is scored on LM_EVAL_TASKS as `make lm-eval` would,
+    into its eval.json. Costs the tasks' time (minutes for the default
+    tasks on a GPU); a failure is logged and leaves the run completed.
+    The original AdamWPrune's RUN_LM_EVAL. If unsure, say N.
+    """
+
+    INFERENCE_BENCH: Literal["auto", "y", "n"]
+    """Measure inference when a run ends.
+
+    When training ends (completed, or stopped at TRAIN_MAX_TIME), time
+    prefill and cached decoding at batch 1 at each INFERENCE_BENCH_LENGTHS
+    prompt and record the cache bytes in metrics.json and the results
+    table; a few seconds. Auto measures when the run trained on a GPU
+    (DEVICE cuda, or auto finding one) and skips CPU runs, where a tiny
+    model's figures say little; y measures on any device, n never.
+    `make bench-inference` measures a finished run whatever this says.
+    If unsure, keep Auto.
+    """
+
+    INFERENCE_BENCH_AUTO: bool
+    """Auto: on a GPU."""
+
+    INFERENCE_BENCH_Y: bool
+    """Always."""
+
+    INFERENCE_BENCH_N: bool
+    """Never."""
+
+    INFERENCE_BENCH_LENGTHS: str
+    """Prompt lengths in tokens.
+
+    Prompt lengths at which prefill latency, decode tokens/s and the
+    cache are measured: "128 512" or "128,512", each 1 to 1048576 (on
+    the command line: SET="INFERENCE_BENCH_LENGTHS=128,512"). A length
+    past the block size less the decoded tokens is clipped to it (the
+    model has no positions beyond). Attention caches grow with the
+    length, HAMT's state does not. If unsure, keep "128 512".
+    """
+
+    INFERENCE_BENCH_DECODE_TOKENS: int
+    """Tokens decoded after each prompt.
+
+    Decode tokens/s is timed over this many tokens generated one at a
+    time with the family's cache (greedy) after each prompt; the
+    figure is the median of five repeats after a warm-up. Capped at
+    half the block size. More tokens smooth the figure at proportional
+    cost. If unsure, keep 32.
     """
 
     TRACKER_TENSORBOARD: bool

@@ -23,6 +23,17 @@ whitespace in the original text: the GPT-2 paper's WikiText unit), bytes,
 bits_per_byte and detokenized. A last-word entry ("kind": "last_word"):
 source, accuracy, correct, examples, perplexity (per word), target_tokens,
 seconds. A set that does not apply holds {"skipped": reason} instead.
+
+`make lm-eval` (lib/eval/downstream.py) adds an "lm_eval" section, kept when
+`make eval` rewrites the sets (a file it starts has "sets": {}):
+
+    lm_eval    {created, harness ("lm-eval 0.4.13"), model (as above), device,
+               dtype, settings {tasks (as asked), limit (0: all), batch_size,
+               bootstrap_iters}, seconds,
+               tasks {task: {metric: {value, stderr}}} (stderr null where
+               lm-eval gives none; "metric,filter" under a filter other than
+               lm-eval's "none"), groups {group: [its tasks]},
+               samples {task: examples scored}, versions, n_shot}
 """
 from __future__ import annotations
 
@@ -42,9 +53,52 @@ def now_iso() -> str:
 
 
 def write_eval(run_dir: Path, record: dict[str, Any]) -> Path:
+    """Write eval.json; an lm_eval section already there stays unless record has one."""
     path = Path(run_dir) / EVAL_FILE
+    if "lm_eval" not in record:
+        old = load_eval(run_dir)
+        if old is not None and "error" not in old and "lm_eval" in old:
+            record = {**record, "lm_eval": old["lm_eval"]}
     write_json_atomic(path, {"format": FORMAT, **record})
     return path
+
+
+def write_lm_eval(run_dir: Path, section: dict[str, Any]) -> Path:
+    """Set the lm_eval section of the run's eval.json, keeping its sets; without
+    a usable eval.json, a new one with no sets."""
+    record = load_eval(run_dir)
+    if record is None or "error" in record:
+        record = {"created": section["created"], "run_id": Path(run_dir).name,
+                  "model": section.get("model"), "sets": {}}
+    record.pop("format", None)
+    return write_eval(run_dir, {**record, "lm_eval": section})
+
+
+# The metric a table shows for a task: the first of these it has, else its first.
+PRIMARY_METRICS = ("acc_norm", "acc", "exact_match", "word_perplexity", "perplexity")
+
+
+def lm_eval_scores(record: dict[str, Any]) -> dict[str, float]:
+    """"<task> <metric>" -> value, one figure per task that is not part of a
+    group (a group shows its aggregate), for results tables. Never raises."""
+    section = record.get("lm_eval")
+    if not isinstance(section, dict) or not isinstance(section.get("tasks"), dict):
+        return {}
+    tasks, groups = section["tasks"], section.get("groups")
+    children = {c for kids in groups.values() if isinstance(kids, list) for c in kids
+                if isinstance(c, str)} if isinstance(groups, dict) else set()
+    out = {}
+    for task, metrics in tasks.items():
+        if task in children or not isinstance(metrics, dict):
+            continue
+        ranked = [m for m in PRIMARY_METRICS if m in metrics] + list(metrics)
+        for metric in ranked:
+            entry = metrics[metric]
+            value = entry.get("value") if isinstance(entry, dict) else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out[f"{task} {metric}"] = float(value)
+                break
+    return out
 
 
 def load_eval(run_dir: Path | str) -> dict[str, Any] | None:

@@ -2,10 +2,12 @@
 
 start(): plan the grid from .config, create results/<matrix-id>/ with
 base.config, matrix.json and one folder per run holding the config.txt it
-trains with, then train them. resume(): train what is pending or was
-interrupted. rerun(): train one run again from scratch, keeping the old
-folder beside it. Each holds the matrix folder's owner lock while it runs
-(lib/run/owner.py), so a second launcher on the same matrix refuses.
+trains with, then train them, except runs an earlier completed run makes
+unnecessary (lib/matrix/reuse.py: linked, not trained). resume(): train what
+is pending or was interrupted. rerun(): train one run again from scratch,
+keeping the old folder beside it, whatever could be reused. Each holds the
+matrix folder's owner lock while it runs (lib/run/owner.py), so a second
+launcher on the same matrix refuses.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from lib.run.atomic import write_text_atomic
 from lib.config.run_config import load_run_config
 from lib.paths import DOT_CONFIG as CONFIG
-from lib.matrix import slurm
+from lib.matrix import reuse, slurm
 from lib.matrix.grid import PlannedRun, expand
 from lib.matrix.runner import Runner
 from lib.matrix.state import MatrixError, MatrixState, is_matrix
@@ -98,20 +100,25 @@ def start(cli_args: list[str], confirm: Callable[[str], bool],
         return train(state, base, [p.run_id for p in planned], cli_args=[])
 
 
-def train(state: MatrixState, base: RunConfig, run_ids: list[str], cli_args: list[str]) -> int:
-    """Train run_ids here, or submit them as Slurm jobs (MATRIX_EXECUTOR_SLURM)."""
+def train(state: MatrixState, base: RunConfig, run_ids: list[str], cli_args: list[str],
+          reuse_earlier: bool = True) -> int:
+    """Train run_ids here, or submit them as Slurm jobs (MATRIX_EXECUTOR_SLURM);
+    first link in earlier completed runs that make some unnecessary (lib/matrix/reuse.py)."""
     configs = {r: load_run_config(list(cli_args), state.root / r / "config.txt")
                for r in run_ids}
+    if reuse_earlier:
+        run_ids = reuse.apply(state, configs, run_ids)
+        configs = {r: configs[r] for r in run_ids}
     if base.MATRIX_EXECUTOR == "slurm":
         slurm.submit(state, run_ids, configs)
-        print(f"[slurm] `make watch` follows them; `make continue` resubmits interrupted runs")
+        print("[slurm] `make watch` follows them; `make continue` resubmits interrupted runs")
         return 0
     ddp = any(c.GPT2_USE_DDP for c in configs.values())
     runner = Runner(state, slots(base, ddp), extra_args=cli_args)
     runner.run_all(run_ids)
-    counts = state.counts()
+    counts, linked = state.counts(), reuse.reused(state)
     print("[matrix] " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-          + f" ({state.root})")
+          + (f" ({linked} of them reused)" if linked else "") + f" ({state.root})")
     if runner.interrupted:
         print("[matrix] interrupted: `make continue` resumes it")
         return EXIT_RESUMABLE  # as train.py: stopped, resume it
@@ -187,9 +194,9 @@ def rerun(root: Path, run_id: str, cli_args: list[str]) -> int:
         run = load_run_config(state.runs[run_id]["overrides"] + cli_args, root / "base.config")
         old.mkdir()
         write_text_atomic(old / "config.txt", run.config_text)
-        state.update(run_id, state="pending", attempts=0)
+        state.update(run_id, state="pending", attempts=0, reused_from=None, fingerprint=None)
         base = load_run_config([], root / "base.config")
-        return train(state, base, [run_id], cli_args=[])
+        return train(state, base, [run_id], cli_args=[], reuse_earlier=False)  # forced
 
 
 def job(run_dir: Path, launcher: list[str], cli_args: list[str]) -> int:

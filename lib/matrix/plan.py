@@ -1,11 +1,15 @@
 """The plan a test matrix prints before it runs (and all DRY_RUN=1 prints):
 every run with its overrides, estimated peak memory and estimated time, and
-with MATRIX_SEEDS how many configurations times which seeds."""
+with MATRIX_SEEDS how many configurations times which seeds. A run an earlier
+completed run makes unnecessary (lib/matrix/reuse.py) shows `reused` and the
+run it links to, and the total says how much time that saves."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lib.matrix import reuse
 from lib.matrix.grid import PlannedRun, parse_seeds
+from lib.run.rundir import results_root
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -48,12 +52,18 @@ def _count(base: RunConfig, planned: list[PlannedRun]) -> str:
 
 def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     """Print the grid as a table, the run count and the totals."""
-    rows, total_s, unknown = [], 0.0, False
+    matches, note = reuse.find({p.run_id: p.config for p in planned}, results_root(base))
+    rows, total_s, saved_s, unknown = [], 0.0, 0.0, False
     for p in planned:
         gib, seconds = _estimates(p.config)
+        what = " ".join(f"{k}={v}" for k, v in p.overrides if k not in ("OPTIMIZER_MODE",))
+        match = matches.get(p.run_id)
+        if match is not None:  # the estimate, else what the earlier run took
+            saved_s += seconds if seconds is not None else match.wall_time_s or 0.0
+            rows.append((p.run_id, "-", "reused", f"{what}  <- {match.name}"))
+            continue
         unknown |= seconds is None
         total_s += seconds or 0.0
-        what = " ".join(f"{k}={v}" for k, v in p.overrides if k not in ("OPTIMIZER_MODE",))
         rows.append((p.run_id, "?" if gib is None else f"{gib:.2f}", _duration(seconds), what))
     width = max([len(r[0]) for r in rows] + [6])
     print(f"{'run':<{width}}  {'mem GiB':>8}  {'time':>9}  overrides on .config")
@@ -63,4 +73,9 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     print(f"{_count(base, planned)}, about {_duration(total_s)} one after another"
           f"{' (some unknown)' if unknown else ''}"
           f"{'; every run also gets ' + common if common else ''}")
+    if matches:
+        print(f"{_plural(len(matches), 'run')} reused from earlier runs with the same fingerprint "
+              f"(<- its folder), saving about {_duration(saved_s)}; REUSE=n trains them again")
+    if note:
+        print(note)
     print("memory: estimated training peak per device (`make estimate` explains one run)")

@@ -1,8 +1,12 @@
 """`make export`: a trained run -> its family's export format.
 
-The family's registry record names its exporter (GPT-2: a Hugging Face GPT-2
-folder with a model card, gpt2/export.py); families without one are refused.
-The default output folder is <run>/hf/.
+The family's registry record names its exporter: GPT-2 with vanilla
+attention as a transformers GPT2LMHeadModel folder; GPT-2 with any other
+attention (MLA, RA, RA+MLA, gated RA, output gate) and HAMT as folders that
+carry their model code (lib/model/remote/, loaded with
+trust_remote_code=True); each with a model card (gpt2/export.py,
+hamt/export.py). A family without an exporter is refused by name. The
+default output folder is <run>/hf/.
 """
 from __future__ import annotations
 

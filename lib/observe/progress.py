@@ -9,26 +9,19 @@ running runs are shown with their own progress.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
 from pathlib import Path
 from typing import Any
 
+from lib.run.atomic import read_json_object
+
 TAIL_BYTES = 64 << 10
 STALE_S = 600  # a running run whose log is older than this may have died
 _ITER = re.compile(r"^iter (\d+)/(\d+) \| loss (\S+) .*?\| (\S+) ms/iter \| ([\d,]+) tok/s", re.M)
 _EVAL = re.compile(r"^eval step (\d+): val loss (\S+)", re.M)
 STATES = ("running", "pending", "completed", "failed", "diverged")
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _tail(path: Path) -> str:
@@ -50,7 +43,7 @@ def duration(seconds: float) -> str:
 def run_progress(run_dir: Path, now: float | None = None) -> dict[str, Any]:
     """What a run has done so far, from its files."""
     run_dir = Path(run_dir).resolve()  # results/latest -> the run's own name
-    metrics = _json(run_dir / "metrics.json")  # absent until the first evaluation
+    metrics = read_json_object(run_dir / "metrics.json")  # absent until the first evaluation
     log = _tail(run_dir / "output.log")
     iters = _ITER.findall(log)
     out: dict[str, Any] = {"run_id": metrics.get("run_id", run_dir.name),
@@ -71,7 +64,7 @@ def run_progress(run_dir: Path, now: float | None = None) -> dict[str, Any]:
     except OSError:
         pass
     files = [(metrics.get("monitor") or {}).get("file"), "gpu_stats.json", "cpu_stats.json"]
-    stats = next((s for f in files if f and (s := _json(run_dir / f))), {})
+    stats = next((s for f in files if f and (s := read_json_object(run_dir / f))), {})
     if stats.get("samples"):
         out["monitor"] = stats["samples"][-1]
         out["monitor_age_s"] = (now or time.time()) - out["monitor"].get("time", 0)
@@ -124,7 +117,7 @@ def _matrix_run_dir(folder: Path, run_id: str, entry: dict[str, Any]) -> Path | 
 
 
 def render_matrix(folder: Path, now: float | None = None) -> str:
-    matrix = _json(Path(folder) / "matrix.json")
+    matrix = read_json_object(Path(folder) / "matrix.json")
     runs: dict[str, dict[str, Any]] = matrix.get("runs") or {}
     counts = {s: sum(1 for r in runs.values() if r.get("state") == s) for s in STATES}
     head = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
@@ -133,6 +126,8 @@ def render_matrix(folder: Path, now: float | None = None) -> str:
     width = max((len(r) for r in runs), default=0)
     for run_id, entry in runs.items():
         state = entry.get("state", "?")
+        if state == "completed" and entry.get("reused_from"):
+            state = "reused"  # linked to an earlier identical run, not trained here
         detail = ""
         run_dir = _matrix_run_dir(Path(folder), run_id, entry) if state == "running" else None
         if run_dir is not None:

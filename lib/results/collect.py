@@ -19,7 +19,7 @@ from typing import Any
 
 from lib.model import registry
 from lib.config.run_config import load_run_config, value_or
-from lib.eval.record import EVAL_FILE, load_eval
+from lib.eval.record import EVAL_FILE, lm_eval_scores, load_eval
 from lib.config.kconfig import ConfigError
 from lib.matrix.state import FILE as MATRIX_FILE, MatrixError, MatrixState
 from lib.results.records import (check_eval, check_matrix, check_matrix_run, check_metrics,
@@ -53,7 +53,9 @@ class RunRow:
     problems: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     evals: dict[str, float] = field(default_factory=dict)  # set name -> perplexity
+    scores: dict[str, float] = field(default_factory=dict)  # "<task> <metric>" -> lm-eval score
     overrides: dict[str, str] = field(default_factory=dict)  # a matrix run's, from matrix.json
+    reused_from: str | None = None  # matrix.json: the earlier run it links to (lib/matrix/reuse.py)
 
     @property
     def config_key(self) -> str:
@@ -154,6 +156,7 @@ def _from_eval(row: RunRow, record: dict[str, Any] | None) -> None:
     for name, entry in (record or {}).get("sets", {}).items():
         if "skipped" not in entry and entry.get("kind", "perplexity") == "perplexity":
             row.evals[name] = float(entry["perplexity"])
+    row.scores.update(lm_eval_scores(record or {}))
 
 
 def read_run(path: Path, status: str = "unknown") -> RunRow:
@@ -198,6 +201,7 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
                 rows.append(row)
                 continue
             row.overrides = dict(a.partition("=")[::2] for a in entry.get("overrides", []))
+            row.reused_from = entry.get("reused_from") or None
             error = str(entry.get("error") or "")
             if error and not any(error.startswith(p) or p.startswith(error) for p in row.problems):
                 row.problems.append(error)

@@ -40,8 +40,13 @@ def _eval(r: RunRow, name: str) -> float | None:
     return r.evals.get(name)
 
 
+def _score(r: RunRow, name: str) -> float | None:
+    return r.scores.get(name)
+
+
 def figures(rows: list[RunRow]) -> list[Figure]:
-    """The figures of the seed table: training results, cost, and each eval set."""
+    """The figures of the seed table: training results, cost, each eval set and
+    each lm-eval task's score."""
     out = [Figure("best val loss", "best_val_loss", lambda r: r.best_loss, ".3f"),
            Figure("best ppl", "best_ppl", lambda r: r.best_ppl, ".2f"),
            Figure("final ppl", "final_ppl", lambda r: r.final_ppl, ".2f"),
@@ -50,6 +55,8 @@ def figures(rows: list[RunRow]) -> list[Figure]:
                   lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None, ".2f")]
     for name in sorted({k for r in rows for k in r.evals}):
         out.append(Figure(f"{name} ppl", f"{name}_ppl", partial(_eval, name=name), ".2f"))
+    for name in sorted({k for r in rows for k in r.scores}):  # lm-eval: "hellaswag acc_norm"
+        out.append(Figure(name, name.replace(" ", "_"), partial(_score, name=name), ".3f"))
     return out
 
 

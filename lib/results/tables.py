@@ -28,6 +28,30 @@ def _eval(r: RunRow, name: str) -> float | None:
     return r.evals.get(name)
 
 
+def _score(r: RunRow, name: str) -> float | None:
+    return r.scores.get(name)
+
+
+# metrics.json's "inference" section (lib/bench/inference.py): per prompt length.
+INFERENCE_COLUMNS = [("prefill_ms", "prefill ms", 1, ".2f"),
+                     ("decode_tokens_per_sec", "decode tok/s", 1, ",.0f"),
+                     ("cache_bytes", "cache KiB", 1 / 1024, ",.0f")]
+
+
+def _inference_rows(r: RunRow) -> list[dict[str, Any]]:
+    section = r.metrics.get("inference")
+    entries = section.get("lengths") if isinstance(section, dict) else None
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def _inference(r: RunRow, length: int, key: str, scale: float) -> float | None:
+    for entry in _inference_rows(r):
+        value = entry.get(key)
+        if entry.get("prompt_tokens") == length and isinstance(value, (int, float)):
+            return value * scale
+    return None
+
+
 def format_value(value: Any, spec: str) -> str:
     """A table cell: "-" for unknown, else the value in the column's format."""
     if value is None:
@@ -36,7 +60,8 @@ def format_value(value: Any, spec: str) -> str:
 
 
 def _status(r: RunRow) -> str:
-    return r.status + (f" ({'; '.join(r.problems)})" if r.problems else "")
+    status = "reused" if r.reused_from and r.status == "completed" else r.status
+    return status + (f" ({'; '.join(r.problems)})" if r.problems else "")
 
 
 def columns(rows: list[RunRow]) -> list[Column]:
@@ -61,8 +86,14 @@ def columns(rows: list[RunRow]) -> list[Column]:
         if any(isinstance(r.metrics.get("monitor"), dict) and key in r.metrics["monitor"]
                for r in rows):
             cols.append((header, partial(_monitor, key=key), ".0f"))
+    for length in sorted({e["prompt_tokens"] for r in rows for e in _inference_rows(r)
+                          if isinstance(e.get("prompt_tokens"), int)}):
+        cols += [(f"{header} @{length}", partial(_inference, length=length, key=key, scale=scale),
+                  spec) for key, header, scale, spec in INFERENCE_COLUMNS]
     for name in sorted({k for r in rows for k in r.evals}):
         cols.append((f"{name} ppl", partial(_eval, name=name), ".2f"))
+    for name in sorted({k for r in rows for k in r.scores}):  # lm-eval: "hellaswag acc_norm"
+        cols.append((name, partial(_score, name=name), ".3f"))
     cols.append(("status", _status, ""))
     return cols
 

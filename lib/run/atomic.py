@@ -170,3 +170,13 @@ def write_text_atomic(path: Path | str, text: str) -> None:
 
 def write_json_atomic(path: Path | str, obj: Any) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def read_json_object(path: Path | str) -> dict[str, Any]:
+    """A JSON object file's contents; {} when it is missing, unreadable, malformed or
+    not an object (readers that must go on past one damaged record: plans, views)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

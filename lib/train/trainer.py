@@ -24,6 +24,7 @@ from lib.model import registry
 from lib.run.atomic import remove_stale_temps
 from lib.run.backup import Backup
 from lib.run.checkpoint import rng_state, save_checkpoint, seed_everything, set_rng_state
+from lib.run.fingerprint import fingerprint
 from lib.data import BatchLoader, load_meta
 from lib.data.prepared import ensure_prepared
 from lib.distributed.runtime import SINGLE, DistEnv
@@ -31,6 +32,7 @@ from lib.train.early_stop import EarlyStop
 from lib.estimate import estimate_memory
 from lib.estimate.fit import plan_batch
 from lib.eval.samples import SampleLog
+from lib.bench.inference import inference_at_end
 from lib.train.fallback import CompileOff, FirstSteps, retrying
 from lib.hardware.devices import describe_device
 from lib.run.metrics import RunMetrics, mfu, peak_memory_mb
@@ -108,6 +110,7 @@ class Trainer:
         info = describe_device(self.device)
         return {
             "run_id": self.run_dir.name, "model": self.run.MODEL,
+            "fingerprint": fingerprint(self.run),  # a matrix reuses a completed twin
             "model_config": asdict(self.model_config),
             "params": sum(p.numel() for p in self.model.parameters()),
             "params_non_embedding": self.model.num_params(non_embedding=True),
@@ -386,6 +389,7 @@ class Trainer:
             self.save("ckpt_latest.pt")  # resume point; `make continue` picks it up
         summary = self._summary(status, reason)
         self.metrics.write(summary)
+        inference_at_end(self.run, self.model, self.run_dir, self.log)  # INFERENCE_BENCH
         self.backup.mirror()
         self._remove_stale_temps()
         self.tracker.close()

@@ -55,10 +55,3 @@ def test_char_run_exports_without_tokenizer_files(tiny_run, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
     assert "the run used characters" in (out / "README.md").read_text()
     assert json.loads((out / "config.json").read_text())["n_positions"] == 32
-
-
-def test_other_families_are_refused(tmp_path):
-    save_checkpoint(tmp_path / "ckpt_best.pt", {"step": 1, "model": {}, "optimizer": {},
-                                                "model_config": {}, "family": "hamt"})
-    with pytest.raises(CheckpointError, match="hamt run; only GPT-2 runs"):
-        export_run(tmp_path, "best")
