@@ -1477,10 +1477,11 @@ class Symbols:
     """Model families to run (space-separated; empty = the chosen one).
 
     Model families the matrix trains, e.g. "gpt2 hamt"; each runs with
-    every enabled optimizer and pruning combination, using its own
-    menu's settings as saved in .config (defaults where the family was
-    never configured). Empty runs only the family chosen above.
-    If unsure, leave empty.
+    every enabled optimizer and pruning combination. The family chosen
+    above uses its menu's settings; another family's menu is hidden,
+    so it runs at its defaults unless its word lists its settings:
+    "gpt2 hamt:HAMT_N_LAYER=12,HAMT_N_EMBD=768". Empty runs only the
+    family chosen above. If unsure, leave empty.
     """
 
     MATRIX_ABLATION: str
@@ -1517,18 +1518,18 @@ class Symbols:
     """
 
     MATRIX_PARALLEL_JOBS: int
-    """Runs at a time (0 = one per GPU, 1 on a CPU).
+    """Runs at a time (0 = as many as the GPUs take, 1 on a CPU).
 
-    How many runs train at once. On GPUs each concurrent run gets its
-    own GPU through CUDA_VISIBLE_DEVICES; on a CPU runs share the
-    cores, so more than 1 rarely helps. Override with PARALLEL_JOBS=.
-    If unsure, keep 0.
+    How many runs train at once, at most. On GPUs each run is given
+    a GPU through CUDA_VISIBLE_DEVICES, MATRIX_RUNS_PER_GPU runs per
+    GPU; 0 fills them all. On a CPU runs share the cores, so more
+    than 1 rarely helps. Override with PARALLEL_JOBS=. If unsure, 0.
     """
 
     MATRIX_EXECUTOR: Literal["local", "slurm"]
     """Where the runs execute.
 
-    This machine (one process per run, one per GPU at a time), or a
+    This machine (one process per run, MATRIX_RUNS_PER_GPU per GPU), or a
     Slurm cluster: one sbatch job per run, submitted by `make
     test-matrix` (DRY_RUN=1 prints the scripts). Override with
     EXECUTOR=local|slurm. If unsure, this machine.
@@ -1539,6 +1540,19 @@ class Symbols:
 
     MATRIX_EXECUTOR_SLURM: bool
     """A Slurm cluster (sbatch)."""
+
+    MATRIX_RUNS_PER_GPU: str | None = None
+    """Runs sharing one GPU (a number, auto, or empty = 1).
+
+    Empty or "1" gives each run a GPU of its own. A number 2 to 64
+    lets up to that many runs share a GPU, and "auto" as many as fit,
+    while their estimated peaks (`make estimate`'s, with its margin
+    and each process's CUDA context) fit in 90 % of its memory. A
+    7M-parameter run needs under 1 GiB. DDP runs keep whole GPUs; a
+    run too big for every GPU is refused before any run starts. On
+    the command line: SET="MATRIX_RUNS_PER_GPU=auto". If unsure,
+    leave empty.
+    """
 
     SLURM_PARTITION: str | None = None
     """Partition (empty = the cluster's default).

@@ -187,17 +187,39 @@ def _open_custom(custom_path: str | os.PathLike[str] | None) -> Source:
 # --- hub ---------------------------------------------------------------------
 
 
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def offline_variables() -> list[str]:
+    """The offline switches the environment turns on (read now, not at import)."""
+    return [n for n in OFFLINE_VARIABLES if os.environ.get(n, "").strip().lower() in _TRUE]
+
+
 def hub_offline() -> bool:
-    """Whether the user asked for no hub access (read now, not at import)."""
-    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
-    return any(os.environ.get(n, "").strip().lower() in _TRUE for n in names)
+    """Whether the user asked for no hub access."""
+    return bool(offline_variables())
+
+
+def offline_reason() -> str:
+    """What turned the hub off, naming only the variables actually set
+    ("HF_DATASETS_OFFLINE is set"): a cluster often sets just one of them."""
+    names = offline_variables()
+    listed = " and ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{listed} {'is' if len(names) == 1 else 'are'} set"
+
+
+def unset_advice() -> str:
+    """" (and unset HF_DATASETS_OFFLINE)" after "connect to the network": the
+    switches actually on, or nothing when the network itself failed."""
+    names = offline_variables()
+    return f" (and unset {' '.join(names)})" if names else ""
 
 
 def _unreachable(name: str, spec: HubDataset, why: str) -> DataError:
     return DataError(
         f"Dataset {name!r} comes from the Hugging Face hub ({spec.path}), which "
-        f"cannot be used here: {why}. Either connect to the network (and unset "
-        f"HF_HUB_OFFLINE), or choose the embedded, offline 'shakespeare' "
+        f"cannot be used here: {why}. Either connect to the network{unset_advice()}, "
+        f"or choose the embedded, offline 'shakespeare' "
         f"dataset, or the 'custom' dataset with DATA_CUSTOM_PATH pointing to a "
         f"local text file or folder."
     )
@@ -211,7 +233,7 @@ def check_hub(name: str, spec: HubDataset, timeout: float = HUB_TIMEOUT_S) -> No
     goes through the same endpoint, proxy and token settings as the download.
     """
     if hub_offline():
-        raise _unreachable(name, spec, "HF_HUB_OFFLINE is set")
+        raise _unreachable(name, spec, offline_reason())
     from huggingface_hub import HfApi
 
     try:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from lib.data.sources import HUB_TIMEOUT_S, DataError, hub_offline
+from lib.data.sources import HUB_TIMEOUT_S, DataError, hub_offline, offline_reason, unset_advice
 from lib.eval.record import now_iso, write_lm_eval
 from lib.paths import from_root
 
@@ -115,9 +115,9 @@ def hub_sources(manager: TaskManager, names: list[str]) -> dict[str, str]:
 def _unreachable(sources: dict[str, str], why: str) -> DataError:
     tasks, paths = ", ".join(sources), ", ".join(sorted(set(sources.values())))
     return DataError(f"lm-eval task(s) {tasks} read {paths} from the Hugging Face hub, which "
-                     f"cannot be used here: {why}. Connect to the network (and unset "
-                     f"HF_HUB_OFFLINE; once fetched, the datasets cache serves them offline), "
-                     f"or evaluate a local task: a YAML file over a local JSONL file in "
+                     f"cannot be used here: {why}. Connect to the network{unset_advice()}: "
+                     f"once fetched, the datasets cache serves them offline. Or evaluate a "
+                     f"local task: a YAML file over a local JSONL file in "
                      f"CONFIG_LM_EVAL_INCLUDE_PATH (tests/assets/lm_eval_task holds two).")
 
 
@@ -154,7 +154,7 @@ def load_tasks(names: list[str], include_path: str = "",
     except Exception as exc:  # the datasets package's errors have no common type
         why = f"{type(exc).__name__}: {exc}"
         if sources and hub_offline():
-            raise _unreachable(sources, "HF_HUB_OFFLINE is set and the datasets cache does "
+            raise _unreachable(sources, f"{offline_reason()} and the datasets cache does "
                                         f"not hold them ({why})") from exc
         raise DataError(f"cannot load lm-eval task(s) {', '.join(names)}: {why}") from exc
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from lib.data.corpus import SPLIT_FILES, is_prepared, load_meta
-from lib.data.sources import HUB_DATASETS, HUB_TIMEOUT_S, DataError, hub_offline
+from lib.data.sources import (HUB_DATASETS, HUB_TIMEOUT_S, DataError, hub_offline,
+                              offline_reason, unset_advice)
 from lib.paths import from_root
 
 # Set name -> (hub path, hub config, split, text field, the symbol that asks for it).
@@ -49,8 +50,8 @@ def hub_rows(name: str) -> list[str]:
 
     def unreachable(why: str) -> DataError:
         return DataError(f"evaluation set {name!r} comes from the Hugging Face hub ({path}), "
-                         f"which cannot be used here: {why}. Connect to the network (and "
-                         f"unset HF_HUB_OFFLINE), or turn CONFIG_{symbol} off; a local text "
+                         f"which cannot be used here: {why}. Connect to the network"
+                         f"{unset_advice()}, or turn CONFIG_{symbol} off; a local text "
                          f"file can be evaluated with CONFIG_EVAL_TEXT_FILE.")
 
     try:
@@ -65,7 +66,7 @@ def hub_rows(name: str) -> list[str]:
     except Exception as exc:  # DNS, timeout, 404, gated, renamed: all the same to the user
         why = f"{type(exc).__name__}: {exc}"
         if hub_offline():
-            why = f"HF_HUB_OFFLINE is set and the set is not in the datasets cache ({why})"
+            why = f"{offline_reason()} and the set is not in the datasets cache ({why})"
         raise unreachable(why) from exc
 
 

@@ -201,13 +201,29 @@ def _ablation_suffix(overrides: Overrides) -> str:
     return "".join(f"_{k.lower()}{re.sub(r'[^A-Za-z0-9.-]', '', v)}" for k, v in overrides)
 
 
+def parse_models(base: RunConfig) -> list[tuple[str, Overrides]]:
+    """MATRIX_MODELS -> (family, overrides its runs start with). A family other
+    than the chosen one has its menu hidden in .config, so its own settings
+    ride along: "gpt2 hamt:HAMT_N_LAYER=12,HAMT_N_EMBD=768"."""
+    out = []
+    for word in base.MATRIX_MODELS.split() or [base.MODEL]:
+        model, _, settings = word.partition(":")
+        pairs = [item.partition("=") for item in settings.split(",") if item]
+        if any(not sep or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name) or not value
+               for name, sep, value in pairs):
+            raise ConfigError([f"CONFIG_MATRIX_MODELS: '{word}' is not family or "
+                               f"family:SYMBOL=value,SYMBOL=value"])
+        model_o = [] if model == base.MODEL else [("MODEL", model)]
+        out.append((model, model_o + [(name, value) for name, _, value in pairs]))
+    return out
+
+
 def combinations(base: RunConfig, points: list[Overrides] | None = None
                  ) -> list[tuple[Overrides, Overrides]]:
     """Every valid run as (overrides, its ablation part), in a stable order
     (model, variant, optimizer, pruning, ablation). An enabled value that ends
     up in no run is an error: nothing the user enabled is dropped silently.
     points (a sweep's) multiply the ablation product and name runs like it."""
-    models = base.MATRIX_MODELS.split() or [base.MODEL]
     ablation = parse_ablation(base.MATRIX_ABLATION)
     ablation_runs = [list(zip([n for n, _ in ablation], values)) + point
                      for values in itertools.product(*[v for _, v in ablation])
@@ -220,9 +236,8 @@ def combinations(base: RunConfig, points: list[Overrides] | None = None
         raise ConfigError(["CONFIG_PRUNING_MODE_MULTIPLE is set but no pruning method, "
                            "sparsity or AdamWPrune score variant is enabled"])
     out = []
-    for model in models:
+    for model, model_o in parse_models(base):
         family = registry.family(model)
-        model_o = [] if model == base.MODEL else [("MODEL", model)]
         for variant_o in family.matrix_variants(base):
             for opt_o in optimizers:
                 for prune_o in prunings:

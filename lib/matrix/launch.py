@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from lib.run.atomic import write_text_atomic
 from lib.config.run_config import load_run_config
 from lib.paths import DOT_CONFIG as CONFIG
-from lib.matrix import reuse, slurm
+from lib.matrix import packing, reuse, slurm
 from lib.matrix.grid import PlannedRun, expand
 from lib.matrix.runner import Runner
 from lib.matrix.state import MatrixError, MatrixState, is_matrix
@@ -31,26 +31,6 @@ from lib.run.signals import EXIT_RESUMABLE
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
-
-
-def gpu_count(run: RunConfig) -> int:
-    if run.DEVICE == "cpu":
-        return 0
-    import torch  # only here: planning and dry runs stay fast
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def slots(run: RunConfig, ddp: bool) -> list[dict[str, str]]:
-    """One environment per concurrent job. PARALLEL_JOBS (MATRIX_PARALLEL_JOBS)
-    0 means one run per GPU, or one at a time on a CPU; DDP runs take every GPU,
-    so they go one at a time."""
-    if ddp:
-        return [{}]
-    gpus = gpu_count(run)
-    jobs = run.MATRIX_PARALLEL_JOBS or max(1, gpus)
-    if gpus == 0:
-        return [{} for _ in range(jobs)]
-    return [{"CUDA_VISIBLE_DEVICES": str(i % gpus)} for i in range(jobs)]
 
 
 def create(base: RunConfig, planned: list[PlannedRun], cli_args: list[str],
@@ -110,11 +90,13 @@ def train(state: MatrixState, base: RunConfig, run_ids: list[str], cli_args: lis
         run_ids = reuse.apply(state, configs, run_ids)
         configs = {r: configs[r] for r in run_ids}
     if base.MATRIX_EXECUTOR == "slurm":
-        slurm.submit(state, run_ids, configs)
-        print("[slurm] `make watch` follows them; `make continue` resubmits interrupted runs")
+        if slurm.submit(state, run_ids, configs):
+            print("[slurm] `make watch` follows them; `make continue` resubmits interrupted runs")
         return 0
-    ddp = any(c.GPT2_USE_DDP for c in configs.values())
-    runner = Runner(state, slots(base, ddp), extra_args=cli_args)
+    # Which GPU each run gets (MATRIX_RUNS_PER_GPU); a run too big for every GPU stops all here.
+    placer = packing.build(base, configs)
+    placer.check()
+    runner = Runner(state, placer, extra_args=cli_args)
     runner.run_all(run_ids)
     counts, linked = state.counts(), reuse.reused(state)
     print("[matrix] " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
@@ -161,6 +143,8 @@ def resume(root: Path, cli_args: list[str], retry_failed: bool) -> int:
     with own(root):
         state = MatrixState.load(root)
         base = load_run_config([], root / "base.config")
+        if base.MATRIX_EXECUTOR == "slurm":  # jobs that ended without recording it
+            slurm.reconcile(state)
         live = state.live()
         todo = state.to_run(retry_failed, live)
         skipped = [r for r, v in state.runs.items() if v["state"] in ("failed", "diverged")
@@ -203,7 +187,8 @@ def job(run_dir: Path, launcher: list[str], cli_args: list[str]) -> int:
     """A cluster job's body: train one run and record its state like a local run."""
     run_dir = run_dir.resolve()
     state = MatrixState.load(run_dir.parent)
-    runner = Runner(state, [{}], extra_args=cli_args, launcher=launcher)
+    state.update(run_dir.name, note=None)  # "submitted as job N": it runs now
+    runner = Runner(state, extra_args=cli_args, launcher=launcher)
     result = runner.run_one(run_dir.name, {})
     return 0 if result["state"] in ("completed", "pending") else 1
 

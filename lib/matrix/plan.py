@@ -2,13 +2,16 @@
 every run with its overrides, estimated peak memory and estimated time, and
 with MATRIX_SEEDS how many configurations times which seeds. A run an earlier
 completed run makes unnecessary (lib/matrix/reuse.py) shows `reused` and the
-run it links to, and the total says how much time that saves."""
+run it links to, and the total says how much time that saves. Last, how the
+runs share this machine's GPUs (lib/matrix/packing.py): the runs that start
+at once on each GPU; a run too big for every GPU stops the plan there."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lib.matrix import reuse
+from lib.matrix import packing, reuse
 from lib.matrix.grid import PlannedRun, parse_seeds
+from lib.estimate.memory import FIT_MARGIN
 from lib.run.rundir import results_root
 
 if TYPE_CHECKING:
@@ -79,3 +82,37 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     if note:
         print(note)
     print("memory: estimated training peak per device (`make estimate` explains one run)")
+    if base.MATRIX_EXECUTOR == "slurm":  # each run is a job of its own: nothing to pack
+        return
+    trained = [p for p in planned if p.run_id not in matches]
+    placer = packing.build(base, {p.run_id: p.config for p in trained})
+    placer.check()
+    for line in packing_lines(base, placer, [p.run_id for p in trained]):
+        print(line)
+
+
+def packing_lines(base: RunConfig, placer: packing.Packer, run_ids: list[str]) -> list[str]:
+    """Which runs start at once on which GPU, and how many follow."""
+    setting = f"MATRIX_RUNS_PER_GPU={(base.MATRIX_RUNS_PER_GPU or '1').strip()}"
+    wave = placer.first_wave(run_ids)
+    later = len(run_ids) - len(wave.where)
+    then = [f"  the other {_plural(later, 'run')} start as places free up"] if later else []
+    if not placer.gpus:
+        return [f"runs at a time: {placer.most_at_once} (no GPU here; PARALLEL_JOBS= changes "
+                f"it)"] + then
+    names = sorted({f"{g.name} ({g.memory_bytes / packing.GIB:.1f} GiB)" for g in placer.gpus})
+    lines = [f"packing ({setting}): {len(placer.gpus)} GPU(s), {', '.join(names)}; "
+             + (f"runs sharing a GPU fill at most {placer.margin:.0%} of it by their estimates "
+                f"(+{FIT_MARGIN:.0%} and the CUDA context each); " if placer.by_memory else "")
+             + f"up to {placer.most_at_once} at a time"]
+    for g, gpu in enumerate(placer.gpus):
+        here = wave.on[g]
+        used = f", {wave.used(g) / packing.GIB:.2f} GiB" if placer.by_memory else ""
+        lines.append(f"  GPU {gpu.visible}: {_plural(len(here), 'run')}{used}"
+                     + (": " + ", ".join(f"{r}{_why(placer.needs.get(r))}" for r in here)
+                        if here else ""))
+    return lines + then
+
+
+def _why(n: packing.Need | None) -> str:
+    return f" [{n.why}]" if n is not None and n.why else ""

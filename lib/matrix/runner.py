@@ -1,4 +1,9 @@
-"""Run a matrix's runs, each in its own process, one per GPU or one at a time.
+"""Run a matrix's runs, each in its own process, as many at a time as fit.
+
+Which GPU a run gets, through CUDA_VISIBLE_DEVICES, and when it may start
+is lib/matrix/packing.py's decision (MATRIX_RUNS_PER_GPU: one run per GPU,
+or several sharing one within their memory estimates); the runner starts
+each run in the matrix's order as soon as the packer places it.
 
 Each run is `scripts/train.py RUN_DIR=<run folder>` (which relaunches itself
 under torchrun when the run asks for DDP): a crash, an out-of-memory kill or a divergence ends that
@@ -21,7 +26,6 @@ import contextlib
 import io
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys
@@ -31,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from lib.paths import ROOT, SCRIPTS
+from lib.matrix.packing import Packer
 from lib.matrix.state import MatrixState
 from lib.run.signals import EXIT_RESUMABLE, STOP_SIGNALS, TORCHRUN_ENV, WHY
 
@@ -120,17 +125,19 @@ def outcome(run_dir: Path, code: int, started: float | None = None,
 
 
 class Runner:
-    """Trains the given runs of a matrix with `jobs` at a time.
+    """Trains the given runs of a matrix where and when `packer` places them
+    (the environment it gives, e.g. CUDA_VISIBLE_DEVICES, patches the run's);
+    without one, one at a time in this process's environment (a cluster job)."""
 
-    slots: one environment patch per concurrent job (e.g. CUDA_VISIBLE_DEVICES),
-    so each GPU trains one run at a time."""
-
-    def __init__(self, state: MatrixState, slots: list[dict[str, str]],
+    def __init__(self, state: MatrixState, packer: Packer | None = None,
                  echo: bool = True, log: Callable[[str], None] = print,
                  extra_args: Sequence[str] = (), launcher: Sequence[str] = ()):
-        self.state, self.slots, self.launcher = state, slots, list(launcher)
+        self.state, self.launcher = state, list(launcher)
+        self.packer = packer or Packer([], {}, 1, jobs=1)
         self.extra_args = list(extra_args)  # e.g. MAX_ITERS= given to `make continue`
-        self.echo, self.log = echo and len(slots) == 1, log
+        # A single run at a time shows its output here as it trains.
+        self.echo, self.log = echo and self.packer.most_at_once == 1, log
+        self._room = threading.Condition()  # notified when a run ends and frees its place
         self.interrupted = False
         self.signal: str | None = None  # the first stop signal the matrix received
         self._children: set[subprocess.Popen] = set()
@@ -175,25 +182,31 @@ class Runner:
             os.kill(proc.pid, sig)
 
     def run_all(self, run_ids: list[str]) -> None:
-        todo: queue.Queue[str] = queue.Queue()
-        for run_id in run_ids:
-            todo.put(run_id)
-        workers = [threading.Thread(target=self._worker, args=(todo, slot), daemon=True)
-                   for slot in self.slots]
+        """Start each run once the packer places it; return when every started
+        run has ended (after a stop signal no new run starts)."""
+        waiting, threads = list(run_ids), []
         with self._forwarding():
-            for w in workers:
-                w.start()
-            while any(w.is_alive() for w in workers):
-                for w in workers:
-                    w.join(timeout=0.2)
+            with self._room:
+                while waiting and not self.interrupted:
+                    picked = self.packer.next(waiting)
+                    if picked is None:  # no place now: wait for a run to end
+                        self._room.wait(timeout=0.2)
+                        continue
+                    waiting.remove(picked[0])
+                    thread = threading.Thread(target=self._run_placed, args=picked, daemon=True)
+                    thread.start()
+                    threads.append(thread)
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(timeout=0.2)
 
-    def _worker(self, todo: "queue.Queue[str]", slot: dict[str, str]) -> None:
-        while not self.interrupted:
-            try:
-                run_id = todo.get_nowait()
-            except queue.Empty:
-                return
-            self.run_one(run_id, slot)
+    def _run_placed(self, run_id: str, env: dict[str, str]) -> None:
+        try:
+            self.run_one(run_id, env)
+        finally:
+            with self._room:
+                self.packer.release(run_id)
+                self._room.notify()
 
     def run_one(self, run_id: str, slot: dict[str, str]) -> dict[str, Any]:
         run_dir = self.state.root / run_id

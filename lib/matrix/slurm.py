@@ -75,10 +75,20 @@ def launcher(job: SlurmSettings) -> list[str]:
             "--rdzv-id=$SLURM_JOB_ID"]
 
 
+# Slurm checks for due signals now and then: --signal "may be sent up to 60
+# seconds earlier than specified" (sbatch(1)); seen on Slurm 22.05 at 45 s.
+SIGNAL_EARLY_S = 60
+
+
 def warning_seconds(job: SlurmSettings) -> int:
-    """SLURM_SIGNAL_SECONDS, at most half the time limit: a warning longer than
-    the limit would arrive at once and stop every attempt before it trained."""
-    return max(1, min(job.signal_seconds, job.time_limit * 60 // 2))
+    """SLURM_SIGNAL_SECONDS, at most half the time limit, and early enough that
+    a warning Slurm sends a minute early still leaves a minute of training: a
+    warning at once would stop every attempt before it trained (seen with
+    --time=1). Under 3 minutes, 1 s: the warning then comes in the last minute,
+    and the time limit's own SIGTERM, which the run handles the same way, is
+    the backstop."""
+    limit = job.time_limit * 60
+    return max(1, min(job.signal_seconds, limit // 2, limit - 2 * SIGNAL_EARLY_S))
 
 
 def render(run: RunConfig, run_dir: Path, job_name: str) -> str:
@@ -117,6 +127,110 @@ def render(run: RunConfig, run_dir: Path, job_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Slurm's job states (squeue %T, sacct State, scontrol JobState) -> ours. A job
+# still queued or running keeps its run as Slurm says; for one that ended, the
+# job body's own record in matrix.json is what counts (it ran to its end), and
+# Slurm's state only explains a run the body could not record the end of:
+# killed at once (SIGKILL after KillWait, a lost node, the OOM killer).
+RESUMABLE_END = ("CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "COMPLETED")
+FAILED_END = ("FAILED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
+STATE_MAP = {
+    **{s: "pending" for s in ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED",
+                              "REQUEUE_HOLD", "RESV_DEL_HOLD", "SPECIAL_EXIT", "SUSPENDED",
+                              "STOPPED")},
+    **{s: "running" for s in ("RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING",
+                              "RESIZING")},
+    # Ended, resumable from the last checkpoint: `make continue` submits it again.
+    # COMPLETED here is a job whose body exited 0 without recording an end.
+    **{s: "pending" for s in RESUMABLE_END},
+    **{s: "failed" for s in FAILED_END},
+}
+ENDED = RESUMABLE_END + FAILED_END
+
+
+def _base(slurm_state: str) -> str:
+    return slurm_state.split()[0].rstrip("+") if slurm_state.strip() else ""
+
+
+def ours(slurm_state: str) -> str:
+    """Our run state for a Slurm job state; sacct writes "CANCELLED by 1000" and
+    squeue may add a "+" (e.g. "CANCELLED+"). Unknown states count as running:
+    the job is Slurm's until it says it ended."""
+    return STATE_MAP.get(_base(slurm_state), "running")
+
+
+def job_states(job_ids: list[str]) -> dict[str, str]:
+    """Slurm's state of each job it still knows: squeue --states=all covers
+    queued, running and recently ended jobs (MinJobAge, 300 s by default);
+    sacct the older ones, where the cluster keeps accounting."""
+    ids = sorted({j for j in job_ids if j})
+    found: dict[str, str] = {}
+    if not ids:
+        return found
+    if shutil.which("squeue"):
+        # Exit 1 when no id is known any more; the ones it knows are printed.
+        out = subprocess.run(["squeue", "--noheader", "--states=all", "--format=%i|%T",
+                              f"--jobs={','.join(ids)}"], capture_output=True, text=True)
+        found.update(_pairs(out.stdout, ids))
+    rest = [j for j in ids if j not in found]
+    if rest and shutil.which("sacct"):
+        # -X: the job's own line, not its steps'; "Slurm accounting storage is
+        # disabled" (no slurmdbd) exits non-zero with nothing on stdout.
+        out = subprocess.run(["sacct", "-X", "--noheader", "--parsable2",
+                              "--format=JobID,State", f"--jobs={','.join(rest)}"],
+                             capture_output=True, text=True)
+        if out.returncode == 0:
+            found.update(_pairs(out.stdout, rest))
+    return found
+
+
+def _pairs(text: str, ids: list[str]) -> dict[str, str]:
+    pairs = (line.split("|", 1) for line in text.splitlines() if "|" in line)
+    return {job: state.strip() for job, state in pairs if job.strip() in ids}
+
+
+def reconcile(state: MatrixState) -> dict[str, str]:
+    """Record Slurm's state of each run's job in matrix.json (slurm_state) and
+    settle runs whose job ended while matrix.json still says pending or running
+    (the body was killed before it could write its end): pending to resume for a
+    cancelled, timed-out, preempted or node-failed job, failed with the job
+    output's tail for a failed or out-of-memory one. Returns run -> Slurm state."""
+    jobs = {r: v["slurm_job"] for r, v in state.runs.items() if v.get("slurm_job")}
+    slurm_states = job_states(list(jobs.values()))
+    live = state.live()
+    seen: dict[str, str] = {}
+    for run_id, job_id in jobs.items():
+        known = slurm_states.get(job_id)
+        if known is None:
+            continue
+        seen[run_id] = known
+        entry, base = state.runs[run_id], _base(known)
+        fields: dict[str, Any] = {"slurm_state": known} if entry.get("slurm_state") != known else {}
+        if entry["state"] in ("pending", "running") and base in ENDED and run_id not in live:
+            mapped = ours(known)
+            if mapped == "failed":
+                fields.update(state="failed", error=f"Slurm job {job_id} ended {known}",
+                              log_tail=job_log_tail(state.root / run_id, job_id))
+            elif entry["state"] == "running":
+                fields.update(state="pending",
+                              note=f"Slurm job {job_id} ended {known} before the run recorded "
+                                   f"its end; `make continue` resumes it from its checkpoint")
+        if fields:
+            state.update(run_id, **fields)
+    return seen
+
+
+def job_log_tail(run_dir: Path, job_id: str, lines: int = 30) -> str:
+    """The end of the job's output (slurm-<job>.out), else the run's own log."""
+    from lib.matrix.runner import log_tail
+    path = run_dir / f"slurm-{job_id}.out"
+    if path.is_file():
+        text = path.read_text(errors="replace").splitlines()
+        if text:
+            return "\n".join(text[-lines:])
+    return log_tail(run_dir, lines)
+
+
 def queued_jobs() -> set[str]:
     """Job ids Slurm still holds (pending or running); empty without squeue."""
     if shutil.which("squeue") is None:
@@ -124,6 +238,37 @@ def queued_jobs() -> set[str]:
     out = subprocess.run(["squeue", "--noheader", "--format=%i", "--me"],
                          capture_output=True, text=True)
     return set(out.stdout.split()) if out.returncode == 0 else set()
+
+
+def _write(state: MatrixState, run_id: str, run: RunConfig) -> Path:
+    script = state.root / run_id / "slurm.sh"
+    script.write_text(render(run, state.root / run_id, f"{state.data['matrix_id']}:{run_id}"))
+    return script
+
+
+def check_resources(scripts: list[Path]) -> None:
+    """`sbatch --test-only` each distinct request before submitting any: Slurm
+    accepts a job asking for more than any node has (more CPUs, a GPU on a node
+    without one, a partition's limit) and leaves it pending for ever (Reason
+    PartitionConfig), unless the cluster sets EnforcePartLimits."""
+    seen: set[tuple[str, ...]] = set()
+    for script in scripts:
+        request = tuple(line for line in script.read_text().splitlines()
+                        if line.startswith("#SBATCH") and not
+                        line.startswith(("#SBATCH --job-name", "#SBATCH --output")))
+        if request in seen:
+            continue
+        seen.add(request)
+        done = subprocess.run(["sbatch", "--test-only", str(script)], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            asked = " ".join(line.removeprefix("#SBATCH ") for line in request
+                             if not line.startswith("#SBATCH --signal"))
+            raise MatrixError(
+                f"the cluster cannot run {script} ({asked}): "
+                f"{(done.stderr or done.stdout).strip()}. Ask for what `sinfo -o '%P %c %m %G'` "
+                f"shows a node has: SLURM_CPUS_PER_GPU, SLURM_GPUS_PER_NODE (0 on nodes without "
+                f"GPUs), SLURM_PARTITION, SLURM_TIME_LIMIT; nothing was submitted")
 
 
 def submit(state: MatrixState, run_ids: list[str], configs: dict[str, Any],
@@ -135,14 +280,16 @@ def submit(state: MatrixState, run_ids: list[str], configs: dict[str, Any],
         raise MatrixError("EXECUTOR=slurm needs `sbatch` on PATH (run on the cluster's login "
                           "node), or DRY_RUN=1 to only write and print the scripts")
     queued, out = (set() if dry_run else queued_jobs()), []
+    scripts = {r: _write(state, r, configs[r]) for r in run_ids
+               if state.runs[r].get("slurm_job") not in queued}
+    if not dry_run:
+        check_resources(list(scripts.values()))
     for run_id in run_ids:
         entry = state.runs[run_id]
         if entry.get("slurm_job") in queued:
             print(f"[slurm] {run_id}: job {entry['slurm_job']} is still queued; not resubmitted")
             continue
-        script = state.root / run_id / "slurm.sh"
-        script.write_text(render(configs[run_id], state.root / run_id,
-                                 f"{state.data['matrix_id']}:{run_id}"))
+        script = scripts[run_id]
         cmd = ["sbatch", "--parsable", str(script)]
         if dry_run:
             print(f"# {run_id}\n{script.read_text()}$ {' '.join(cmd)}\n")

@@ -104,6 +104,34 @@ def test_hub_dataset_offline_fails_at_once_with_alternatives(
     assert "'shakespeare'" in message and "'custom'" in message and "HF_HUB_OFFLINE" in message
 
 
+@pytest.mark.parametrize("name", sources.OFFLINE_VARIABLES)
+def test_offline_error_names_the_variable_that_is_set(
+    name: str, monkeypatch: pytest.MonkeyPatch, no_hub_calls: None
+) -> None:
+    monkeypatch.setenv(name, "1")
+    with pytest.raises(DataError) as info:
+        sources.open_source("tinystories")
+    message = str(info.value)
+    assert f"cannot be used here: {name} is set." in message
+    assert f"connect to the network (and unset {name})" in message
+    assert [n for n in sources.OFFLINE_VARIABLES if n in message] == [name]
+
+
+def test_offline_error_names_every_switch_on_and_no_switch_off(
+    monkeypatch: pytest.MonkeyPatch, no_hub_calls: None
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "off")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "Yes")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", " TRUE ")
+    assert sources.offline_variables() == ["HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"]
+    with pytest.raises(DataError) as info:
+        sources.open_source("finewebedu")
+    message = str(info.value)
+    assert "HF_DATASETS_OFFLINE and TRANSFORMERS_OFFLINE are set." in message
+    assert "(and unset HF_DATASETS_OFFLINE TRANSFORMERS_OFFLINE)" in message
+    assert "HF_HUB_OFFLINE" not in message
+
+
 def test_unreachable_hub_fails_with_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)
@@ -114,9 +142,10 @@ def test_unreachable_hub_fails_with_the_cause(monkeypatch: pytest.MonkeyPatch) -
         raise ConnectionError("Name or service not known")
 
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", unreachable)
-    with pytest.raises(DataError, match="ConnectionError: Name or service not known"):
+    with pytest.raises(DataError, match="ConnectionError: Name or service not known") as info:
         sources.open_source("tinystories")
     assert timeouts == [sources.HUB_TIMEOUT_S]
+    assert "Either connect to the network, or" in str(info.value)  # no switch to unset
 
 
 def _fake_hub(monkeypatch: pytest.MonkeyPatch, rows: dict[str, list[str]], calls: list[tuple]) -> None:

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lib.data.sources import DataError
+from lib.data.sources import OFFLINE_VARIABLES, DataError
 from lib.eval import sets
 
 
@@ -40,16 +40,32 @@ def test_hub_sets_come_from_the_datasets_cache_offline(offline_hub, monkeypatch)
     assert sets.wikitext("wikitext-2", detokenize=True).text == "\n= Title =\n\nA line-here.\n"
 
 
+@pytest.mark.parametrize("name", OFFLINE_VARIABLES)
+def test_offline_error_names_the_variable_that_is_set(offline_hub, monkeypatch, name):
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv(name, "true")
+    with pytest.raises(DataError) as err:
+        sets.lambada()
+    message = str(err.value)
+    assert f"{name} is set and the set is not in the datasets cache" in message
+    assert f"Connect to the network (and unset {name}), or turn CONFIG_EVAL_LAMBADA off" in message
+    assert [n for n in OFFLINE_VARIABLES if n in message] == [name]
+
+
 def test_unreachable_hub_is_reported_with_the_cause(monkeypatch):
     import huggingface_hub
 
     def refused(*args, **kwargs):
         raise ConnectionError("connection refused")
 
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")  # set, but off: the hub is asked
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", refused)
-    with pytest.raises(DataError, match="ConnectionError: connection refused.*EVAL_WIKITEXT2"):
+    with pytest.raises(DataError) as err:
         sets.wikitext("wikitext-2", False)
+    message = str(err.value)
+    assert "ConnectionError: connection refused" in message and "CONFIG_EVAL_WIKITEXT2" in message
+    # no offline switch is on, so none is blamed
+    assert "Connect to the network, or turn" in message and "OFFLINE" not in message
 
 
 def test_text_file_counts_words_and_missing_file_names_the_option(tmp_path):

@@ -208,10 +208,16 @@ def test_groups_and_tags_expand_to_their_hub_datasets():
     assert downstream.hub_sources(local, ["kconfig_llm_mc", "kconfig_llm_rolling"]) == {}
 
 
-def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch):
+@pytest.mark.parametrize("switches,named", [
+    (OFFLINE_VARS, "HF_HUB_OFFLINE, HF_DATASETS_OFFLINE and TRANSFORMERS_OFFLINE are set"),
+    (("HF_DATASETS_OFFLINE",), "HF_DATASETS_OFFLINE is set"),  # a cluster's usual one
+    (("TRANSFORMERS_OFFLINE",), "TRANSFORMERS_OFFLINE is set")])
+def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch, switches, named):
     import datasets
     import huggingface_hub
 
+    for name in OFFLINE_VARS:
+        monkeypatch.setenv(name, "1" if name in switches else "0")  # "0" is off
     asked = []
 
     def no_network(*args, **kwargs):
@@ -228,9 +234,11 @@ def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch):
     message = str(err.value)
     assert asked == ["Rowan/hellaswag"]
     for part in ("hellaswag read Rowan/hellaswag from the Hugging Face hub",
-                 "HF_HUB_OFFLINE is set and the datasets cache does not hold them",
+                 f"{named} and the datasets cache does not hold them",
+                 f"Connect to the network (and unset {' '.join(switches)}): once fetched",
                  "CONFIG_LM_EVAL_INCLUDE_PATH"):
         assert part in message
+    assert [n for n in OFFLINE_VARS if n in message] == list(switches)  # only those set
 
 
 def test_unreachable_hub_fails_after_one_short_request(monkeypatch):
@@ -251,8 +259,9 @@ def test_unreachable_hub_fails_after_one_short_request(monkeypatch):
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", unreachable)
     monkeypatch.setattr(datasets, "load_dataset", never)
     with pytest.raises(DataError, match="hellaswag read Rowan/hellaswag from the Hugging Face "
-                                        "hub, which cannot be used here: ConnectionError"):
+                                        "hub, which cannot be used here: ConnectionError") as err:
         downstream.load_tasks(["arc_easy", "hellaswag"])
+    assert "unset" not in str(err.value)  # the network failed, no offline switch to blame
     assert asked == [("Rowan/hellaswag", HUB_TIMEOUT_S)]  # the first failure ends it
 
 

@@ -43,5 +43,6 @@ def test_make_lm_eval_after_training_on_demand_and_offline(project, tmp_path):  
     hub = make(project, "lm-eval", "TASKS=hellaswag", env=offline)
     assert hub.returncode != 0 and time.monotonic() - started < 60
     assert "error: lm-eval task(s) hellaswag read Rowan/hellaswag from the Hugging Face hub" \
-           in hub.stderr and "HF_HUB_OFFLINE is set" in hub.stderr, hub.stderr
+           in hub.stderr, hub.stderr
+    assert "HF_HUB_OFFLINE and HF_DATASETS_OFFLINE are set" in hub.stderr, hub.stderr
     assert json.loads(eval_json.read_text()) == record
