@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from lib.config.run_config import load_run_config, typed_values, write_outputs
-from lib.config.kconfig import ConfigError, load_strict, open_tree
+from lib.config.kconfig import ConfigError, load_strict
 
 
 def test_values_are_typed(dot_config):

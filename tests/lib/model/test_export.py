@@ -6,7 +6,6 @@ import json
 import pytest
 import torch
 
-from lib.run.checkpoint import CheckpointError, save_checkpoint
 from lib.data.tokenizers import GPT2Tokenizer
 from lib.model.export import export_run
 from lib.run.rundir import create_run_dir
