@@ -230,7 +230,7 @@ bench: config.py
 bench-optim: config.py
 	$(Q)$(PY) scripts/bench.py optimizers $(BENCH_ARGS) $(OVERRIDES)
 
-## attention variants and HAMT at 64..2048 tokens, JSON + PNG [BENCH_VOCAB=]
+## attention variants and HAMT across lengths (CPU 64..2048, CUDA 1024..16384), JSON + PNG [BENCH_VOCAB=]
 .PHONY: bench-seqlen
 bench-seqlen: config.py
 	$(Q)$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
@@ -260,7 +260,12 @@ schema: | $(STAMP)
 .PHONY: test
 test: | $(STAMP)
 	$(PY) -m mypy
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m "not engine" tests
+
+## the tests that drive real engines: a one-node Slurm cluster, headless Chromium
+.PHONY: test-engines
+test-engines: | $(STAMP)
+	$(PY) -m pytest -q -m engine tests
 
 ## remove caches and generated scratch files; keeps results/ and data/
 .PHONY: clean

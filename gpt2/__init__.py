@@ -10,6 +10,7 @@ from lib.model.registry import ModelFamily, config_from_symbols
 from lib.config.run_config import value_or
 from gpt2.activations import activations
 from gpt2.config import GPT2Config
+from gpt2.pretrained import PretrainedGPT2Config, load_weights, pretrained_config
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -35,17 +36,25 @@ VARIANT_TAGS = {"vanilla": "vanilla", "sdpa_gate": "sdpagate", "mla": "mla",
 def from_run_config(run: RunConfig, vocab_size: int) -> GPT2Config:
     """Kconfig symbols -> GPT2Config; a size other than "custom" (the GPT2_MODEL
     choice) takes its shape from the preset."""
+    tokens = vocab_size
     if run.GPT2_PAD_VOCAB:
         vocab_size = -(-vocab_size // 64) * 64
     size = run.GPT2_MODEL
     assert size is not None  # visible whenever MODEL_GPT2, the only runs this family builds
     make = GPT2Config if size == "custom" else partial(GPT2Config.from_preset, size)
-    return config_from_symbols(make, SYMBOLS, run, vocab_size=vocab_size)
+    config = config_from_symbols(make, SYMBOLS, run, vocab_size=vocab_size)
+    if run.GPT2_INIT_FROM == "hf":  # gpt2/pretrained.py: checks the folder, no torch
+        return pretrained_config(config, value_or(run.GPT2_INIT_PATH, ""), tokens)
+    return config
 
 
 def build(config: GPT2Config):
     from gpt2.model import GPT2  # torch import deferred: config checks stay fast
-    return GPT2(config)
+    model = GPT2(config)
+    # On the meta device (estimates, resolved settings) there is nothing to load into.
+    if isinstance(config, PretrainedGPT2Config) and not next(model.parameters()).is_meta:
+        load_weights(model, config)
+    return model
 
 
 def export(*args: Any) -> None:
@@ -56,6 +65,8 @@ def export(*args: Any) -> None:
 def variant(run: RunConfig) -> str:
     # hidden only for HAMT runs and by GPT2_ATTENTION_MULTIPLE, a matrix the runs expand
     assert run.GPT2_ATTENTION is not None, "GPT2_ATTENTION_MULTIPLE is a matrix, not a run"
+    if run.GPT2_INIT_FROM == "hf":  # vanilla GPT-2 from pretrained weights: never mixed with scratch
+        return "hf"
     return VARIANT_TAGS[run.GPT2_ATTENTION]
 
 

@@ -1,10 +1,30 @@
 """GPT-2's activation formula for the memory estimate (lib/estimate/activations.py
-describes the method)."""
+describes the method).
+
+The architecture options, per block, as measured with saved_tensors_hooks
+on the CPU (w = n_embd + kv_dim, the width of q and k together):
+* GQA: c_attn's output is n_embd + 2 kv_dim wide instead of 3 n_embd; the
+  RA forms also keep the value heads repeated for their query groups.
+* RoPE: the rotated q and k (a N w; SDPA's inputs are no longer views of
+  c_attn's output) and the cos/sin tables, 2 T head_dim elements per layer.
+* QK-norm: RMSNorm runs in its fp32 gain's dtype (gpt2/norm.py normed): it
+  keeps x * rstd (4 N w), under autocast an fp32 copy of its 16-bit input
+  (4 N w), rstd (4 N per head), and SDPA the normalised q and k cast back
+  (a N w).
+* RMSNorm: rstd (4 N) instead of LayerNorm's mean and rstd (8 N), plus
+  x * rstd in fp32 (4 N C), kept for the gain's gradient.
+* SwiGLU: c_fc's and c_gate's outputs, silu's output and the product
+  (4 a N H, H its hidden width); under autocast each of the two input
+  Linears keeps its own 16-bit copy of ln_2's output.
+An untied head changes no activation (its parameters are memory.py's).
+"""
 from __future__ import annotations
 
 from typing import Any
 
 from lib.estimate.activations import R, Activations, Shape, attention_core, fused_possible
+
+from gpt2.config import swiglu_hidden
 
 
 def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
@@ -26,7 +46,8 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
     else:
         parts["ln_1_out"] = a * n * c
         q_width = d
-        inputs = {"qkv": 3 * a * n * c}
+        inputs = {"qkv": a * n * (c + 2 * cfg.kv_dim)}
+        parts.update(_qk_extras(cfg, s))
     if reciprocal and 0 < cfg.ra_window < s.seq:
         # The band is computed explicitly: the fp32 softmax, and under autocast
         # its 16-bit copy that multiplies v.
@@ -53,7 +74,27 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
         parts["output_gate"] = (2 + (1 if a < 4 else 0)) * a * n * c
     if cfg.attention == "ra_gated":
         parts["ra_gated_branch"] = _gated_branch(cfg, s, fused) * cfg.ra_gated_layers // cfg.n_layer
+    if cfg.kv_dim != c and cfg.attention == "ra_logit" and reciprocal:
+        parts["gqa_repeated_v"] = a * n * c  # SDPA reads the values repeated per query head
+    if cfg.qk_norm and cfg.attention in ("mla", "ra_mla"):
+        # the content q and k (n_embd wide each): the norm's input (no longer only
+        # consumed by the cat with the rotary part), x * rstd, the fp32 input copy, rstd
+        parts["qk_norm"] = 2 * (a + 4 + (4 if a < 4 else 0)) * n * c + 2 * 4 * n * h
     return parts, fused
+
+
+def _qk_extras(cfg: Any, s: Shape) -> dict[str, int]:
+    """What QK-norm and RoPE keep for q and k over c_attn (module docstring)."""
+    n, a, w = s.tokens, s.act, cfg.n_embd + cfg.kv_dim
+    rope, qk = cfg.position == "rope", cfg.qk_norm
+    out = {}
+    if qk:
+        out["qk_norm"] = (4 + (4 if a < 4 else 0)) * n * w + 4 * n * (cfg.n_head + cfg.kv_heads)
+    if rope or qk:
+        out["qk_sdpa_inputs"] = a * n * w
+    if rope:  # cos and sin for q and for k, in the rotated tensor's dtype
+        out["rope_tables"] = 2 * s.seq * cfg.head_dim * a
+    return out
 
 
 def _gated_branch(cfg: Any, s: Shape, fused: bool) -> int:
@@ -69,18 +110,31 @@ def _gated_branch(cfg: Any, s: Shape, fused: bool) -> int:
     core = attention_core(cfg, s, d, d, fused, heads)
     if not fused:
         core["attn_v_copy"] = 3 * a * n * c
-    return sum(core.values()) + 2 * norm * n * c + 8 * n + (a * n * c if fused else 0)
+    extra = a * n * c if fused else 0
+    if cfg.kv_dim != c:  # GQA: the reverse heads read keys and values repeated per query head
+        extra += 2 * a * n * c
+    if cfg.norm == "rmsnorm":  # ra_norm keeps x * rstd (fp32) and one statistic, not two
+        extra += 4 * n * c - 4 * n
+    return sum(core.values()) + 2 * norm * n * c + 8 * n + extra
 
 
 def activations(cfg: Any, s: Shape) -> Activations:
     n, c, a = s.tokens, cfg.n_embd, s.act
     parts, fused = gpt2_attention(cfg, s)
-    parts.update({
-        "block_input": R * n * c, "mid_stream": R * n * c,
-        "ln_2_out": a * n * c, "gelu_in_out": 8 * a * n * c,
-        "layernorm_stats": 16 * n,
-    })
+    parts.update({"block_input": R * n * c, "mid_stream": R * n * c})
+    if cfg.mlp == "swiglu":
+        readers = 2 if a < 4 else 1  # c_fc and c_gate
+        parts.update(ln_2_out=readers * a * n * c, swiglu=4 * a * n * swiglu_hidden(c))
+    else:
+        parts.update(ln_2_out=a * n * c, gelu_in_out=8 * a * n * c)
+    rms = cfg.norm == "rmsnorm"
+    if rms:
+        parts.update(rmsnorm_stats=2 * 4 * n, rmsnorm_scaled=2 * R * n * c)
+    else:
+        parts["layernorm_stats"] = 16 * n
     if s.mask:
         parts["dropout_masks"] = 2 * s.mask * n * c
-    base = R * n * c + a * n * c + 24 * n + s.mask * n * c  # ln_f in, head input, ids
+    # ln_f's input, statistics (and x * rstd), the head's input, the ids
+    ln_f = 4 * n + R * n * c if rms else 8 * n
+    base = R * n * c + a * n * c + ln_f + 16 * n + s.mask * n * c
     return Activations(parts, base, R * n * c, fused)

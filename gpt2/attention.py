@@ -3,6 +3,14 @@
 The cache lets generation feed one new token per step: keys and values of
 earlier tokens never change (attention is causal), so recomputing them for
 every generated token would repeat work that grows with the context.
+
+Options after GPT-2 (GPT2Config), shared by every layer built on this one
+(the SDPA gate, both RA forms): grouped-query attention (Ainslie et al.
+2023, "GQA", arXiv 2305.13245) projects n_kv_head key/value heads, each
+read by n_head / n_kv_head query heads, and caches only those (2 * kv_dim
+elements per token instead of 2 * n_embd); QK-norm (gpt2/norm.py) and
+RoPE (gpt2/rope.py) act on each head's q and k, in that order, before the
+keys enter the cache, so a cached key is already rotated at its position.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gpt2.config import GPT2Config
+from gpt2.norm import head_norm, normed
+from gpt2.rope import rotary
 
 
 @dataclass
@@ -72,12 +82,18 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.n_head = config.n_head
         self.n_embd = config.n_embd
+        self.head_dim = config.head_dim
+        self.n_kv_head = config.kv_heads
+        self.kv_dim = config.kv_dim
         self.dropout = config.dropout
+        self.rope_theta = config.rope_theta if config.position == "rope" else None
         # One matrix for q, k and v: a single larger matmul is faster than
         # three, and it matches the layout of GPT-2's published weights.
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_attn = nn.Linear(config.n_embd, config.n_embd + 2 * self.kv_dim, bias=config.bias)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.resid_dropout = nn.Dropout(config.dropout)
+        self.q_norm = head_norm(config, config.head_dim) if config.qk_norm else None
+        self.k_norm = head_norm(config, config.head_dim) if config.qk_norm else None
 
     def forward(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
@@ -85,16 +101,32 @@ class CausalSelfAttention(nn.Module):
 
     def heads_output(self, x: Tensor, cache: KVCache | None = None) -> Tensor:
         """The heads' outputs, merged to [B, T, C], before the output projection."""
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        q, k, v = (self._split_heads(t) for t in (q, k, v))
-        n_past = 0
+        n_past = 0 if cache is None else cache.pos
+        q, k, v = self.qkv(x, n_past)
         if cache is not None:
-            n_past = cache.pos
             k, v = cache.append(k, v)
         return merge_heads(self.attend(q, k, v, n_past))
 
+    def qkv(self, x: Tensor, n_past: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Queries [B, H, T, D], keys and values [B, H_kv, T, D] of the tokens
+        x, which follow n_past others: normalised (QK-norm) and rotated
+        (RoPE) where configured."""
+        batch, seq, _ = x.shape
+        # [B, T, h, D] views; norm and rotation act on them before the heads
+        # move forward, so their outputs keep c_attn's token-major layout, in
+        # which SDPA's output merges back to [B, T, C] without a copy.
+        q, k, v = (t.view(batch, seq, -1, self.head_dim) for t in
+                   self.c_attn(x).split((self.n_embd, self.kv_dim, self.kv_dim), dim=2))
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = normed(self.q_norm, q), normed(self.k_norm, k)
+        if self.rope_theta is not None:
+            q = rotary(q, n_past, self.rope_theta, seq_dim=-3)
+            k = rotary(k, n_past, self.rope_theta, seq_dim=-3)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
     def attend(self, q: Tensor, k: Tensor, v: Tensor, n_past: int) -> Tensor:
-        """Causal SDPA of the new queries q over all keys k and values v."""
+        """Causal SDPA of the new queries q over all keys k and values v
+        (with GQA, k and v have fewer heads: each serves a group of q's)."""
         mask, is_causal = causal_mask(q.size(2), n_past, q.device)
         return F.scaled_dot_product_attention(
             q,
@@ -104,12 +136,20 @@ class CausalSelfAttention(nn.Module):
             # Attention dropout is a training regulariser only.
             dropout_p=self.dropout if self.training else 0.0,
             is_causal=is_causal,
+            enable_gqa=k.size(1) != q.size(1),
         )
 
+    def expand_kv(self, t: Tensor) -> Tensor:
+        """[B, H_kv, S, D] -> [B, H, S, D], each KV head repeated for its group
+        of query heads (for the RA forms, which pair every query head with
+        its own key head)."""
+        groups = self.n_head // t.size(1)
+        return t if groups == 1 else t.repeat_interleave(groups, dim=1)
+
     def _split_heads(self, t: Tensor) -> Tensor:
-        """[B, T, C] -> [B, H, T, D]."""
+        """[B, T, h * D] -> [B, h, T, D], h query or key/value heads."""
         batch, seq, width = t.shape
-        return t.view(batch, seq, self.n_head, width // self.n_head).transpose(1, 2)
+        return t.view(batch, seq, width // self.head_dim, self.head_dim).transpose(1, 2)
 
 
 def merge_heads(y: Tensor) -> Tensor:

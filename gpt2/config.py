@@ -14,6 +14,16 @@ from gpt2.presets import PRESETS
 
 _POSITIVE_INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")
 ATTENTIONS = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated")
+LATENT_ATTENTIONS = ("mla", "ra_mla")  # keys and values from a latent: no KV heads to group
+POSITIONS = ("learned", "rope")
+NORMS = ("layernorm", "rmsnorm")
+MLPS = ("gelu", "swiglu")
+SWIGLU_MULTIPLE = 64  # SwiGLU hidden widths are rounded up to this (gpt2/mlp.py)
+
+
+def swiglu_hidden(n_embd: int) -> int:
+    """SwiGLU's hidden width: 2/3 * 4 * n_embd rounded up to a multiple of 64."""
+    return -(-8 * n_embd // (3 * SWIGLU_MULTIPLE)) * SWIGLU_MULTIPLE
 # Names earlier versions wrote into configs and checkpoints -> today's name.
 LEGACY_ATTENTIONS = {"ra": "ra_logit"}
 
@@ -66,16 +76,41 @@ class GPT2Config:
     ra_gated_heads: int = 1
     # ... and joins through tanh(g), g a learned scalar starting here.
     ra_gated_gate_init: float = 0.0
+    # Architecture options after GPT-2 (gpt2/Kconfig "Architecture"); each
+    # default is GPT-2's, so a config or checkpoint written before they
+    # existed loads unchanged.
+    # Positions: "learned" (GPT-2's wpe table) or "rope" (rotary on every
+    # head's q and k, gpt2/rope.py; MLA gets its positions from its
+    # decoupled RoPE, rope_dim > 0).
+    position: str = "learned"
+    # RoPE frequency base theta, for whole heads and MLA's rotary part.
+    rope_theta: float = 10000.0
+    # Block and final norm: "layernorm" (GPT-2) or "rmsnorm"; eps for both
+    # and for QK-norm (1e-5 is LayerNorm's and GPT-2's).
+    norm: str = "layernorm"
+    norm_eps: float = 1e-5
+    # Feed-forward layer: "gelu" (GPT-2's 4x MLP) or "swiglu" (gpt2/mlp.py).
+    mlp: str = "gelu"
+    # Grouped-query attention: key/value heads, each shared by
+    # n_head / n_kv_head query heads; 0 (or n_head) is multi-head attention.
+    n_kv_head: int = 0
+    # RMSNorm on each head's query and key before the dot product.
+    qk_norm: bool = False
+    # The LM head shares the token embedding's matrix (GPT-2); False gives
+    # the head its own vocab_size x n_embd matrix.
+    tie_head: bool = True
 
     def __post_init__(self) -> None:
         for name in _POSITIVE_INT_FIELDS:
             _check_positive_int(name, getattr(self, name))
         _check_dropout(self.dropout)
-        for name in ("bias", "q_latent", "v_up_per_head", "ra_alpha_learned"):
+        for name in ("bias", "q_latent", "v_up_per_head", "ra_alpha_learned", "qk_norm",
+                     "tie_head"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: it must be True or False")
         _check_heads_divide_width(self.n_embd, self.n_head)
         self._check_attention()
+        self._check_architecture()
 
     def _check_attention(self) -> None:
         self.attention = LEGACY_ATTENTIONS.get(self.attention, self.attention)
@@ -102,10 +137,54 @@ class GPT2Config:
             raise ValueError(f"ra_gated_gate_init={init!r} is invalid: it must be a number "
                              f"in [-5, 5]")
 
+    def _check_architecture(self) -> None:
+        for name, allowed in (("position", POSITIONS), ("norm", NORMS), ("mlp", MLPS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}={getattr(self, name)!r} is invalid: it must be one of "
+                                 f"{', '.join(allowed)}")
+        _check_number("rope_theta", self.rope_theta, 100, 1e7)
+        _check_number("norm_eps", self.norm_eps, 1e-8, 1e-3)
+        _check_int_range("n_kv_head", self.n_kv_head, 0, self.n_head)
+        latent = self.attention in LATENT_ATTENTIONS
+        if self.n_kv_head not in (0, self.n_head):
+            if latent:
+                raise ValueError(f"n_kv_head={self.n_kv_head} is invalid with {self.attention} "
+                                 f"attention: its keys and values come from a shared latent; "
+                                 f"use 0")
+            if self.n_head % self.n_kv_head:
+                raise ValueError(f"n_kv_head={self.n_kv_head} is invalid: it must divide "
+                                 f"n_head={self.n_head} (each KV head serves a whole group)")
+        if self.position == "rope":
+            if latent and not self.rope_dim:
+                raise ValueError(f"position='rope' is invalid with {self.attention} attention "
+                                 f"and rope_dim=0: MLA's positions come from its decoupled "
+                                 f"RoPE; set rope_dim (even, > 0)")
+            if not latent and self.head_dim % 2:
+                raise ValueError(f"position='rope' is invalid with head_dim={self.head_dim}: "
+                                 f"RoPE rotates pairs, so n_embd / n_head must be even")
+
     @property
     def head_dim(self) -> int:
         """Width of one attention head."""
         return self.n_embd // self.n_head
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads (n_head unless grouped-query attention)."""
+        return self.n_kv_head or self.n_head
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of the keys (or values) of one token: kv_heads * head_dim."""
+        return self.kv_heads * self.head_dim
+
+    @property
+    def gpt2_layout(self) -> bool:
+        """Whether GPT-2's published layout (GPT2LMHeadModel) holds this model:
+        vanilla attention and every architecture option at GPT-2's value."""
+        return (self.attention == "vanilla" and self.position == "learned"
+                and self.norm == "layernorm" and self.norm_eps == 1e-5 and self.mlp == "gelu"
+                and self.kv_heads == self.n_head and not self.qk_norm and self.tie_head)
 
     @classmethod
     def from_preset(cls, name: str, **overrides: Any) -> GPT2Config:
@@ -130,6 +209,11 @@ def _check_positive_int(name: str, value: object) -> None:
 def _check_int_range(name: str, value: object, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValueError(f"{name}={value!r} is invalid: it must be an integer from {low} to {high}")
+
+
+def _check_number(name: str, value: object, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{name}={value!r} is invalid: it must be a number from {low:g} to {high:g}")
 
 
 def _check_dropout(value: object) -> None:

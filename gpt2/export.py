@@ -1,9 +1,12 @@
 """GPT-2's `make export`: a checkpoint -> a Hugging Face folder with a model card.
 
-Vanilla attention has transformers' own layout: config.json and
-model.safetensors that GPT2LMHeadModel.from_pretrained loads (gpt2/hf.py).
-Every other attention variant (MLA, RA in both forms, RA+MLA, the output
-gate) has none, so the folder carries its model code instead
+Vanilla attention with GPT-2's architecture has transformers' own layout:
+config.json and model.safetensors that GPT2LMHeadModel.from_pretrained
+loads (gpt2/hf.py). Every other attention variant (MLA, RA in both forms,
+RA+MLA, the output gate) and every model with an architecture option away
+from GPT-2's (RoPE, RMSNorm, SwiGLU, grouped-query attention, QK-norm, an
+untied head, a norm eps other than 1e-5: GPT2Config.gpt2_layout) has none,
+so the folder carries its model code instead
 (lib/model/remote/): AutoModelForCausalLM.from_pretrained(folder,
 trust_remote_code=True) loads it. Both get the GPT-2 BPE tokenizer files
 when the run used them, and README.md (gpt2/card.py).
@@ -66,13 +69,27 @@ def export(state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path,
     config = GPT2Config(**state["model_config"])
     model = GPT2(config)
     model.load_state_dict(state["model"])
-    remote = config.attention != "vanilla"
+    remote = not config.gpt2_layout
+    what = (f"{config.attention} attention" if config.attention != "vanilla"
+            else "GPT-2 with " + ", ".join(architecture_options(config)))
     if remote:
         save_remote(model, "gpt2", "gpt2.remote", out, **special_tokens(state))
-        log(f"{config.attention} attention has no GPT2LMHeadModel layout: exported with its "
+        log(f"{what} has no GPT2LMHeadModel layout: exported with its "
             f"model code, for AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)")
     else:
         save_pretrained(model, out)
     has_tokenizer = save_tokenizer(state, out, config.block_size)
+    options = architecture_options(config)
     write_card(out, run_dir, state, checkpoint, model, has_tokenizer,
-               f"GPT-2 with {config.attention} attention", remote)
+               f"GPT-2 with {config.attention} attention"
+               + (f" ({', '.join(options)})" if options else ""), remote)
+
+
+def architecture_options(config: Any) -> list[str]:
+    """The architecture options away from GPT-2's, in words (the card, the log)."""
+    words = {"RoPE": config.position == "rope", "RMSNorm": config.norm == "rmsnorm",
+             "SwiGLU": config.mlp == "swiglu", "QK-norm": config.qk_norm,
+             f"{config.kv_heads} KV heads": config.kv_heads != config.n_head,
+             "untied head": not config.tie_head, f"norm eps {config.norm_eps:g}":
+             config.norm_eps != 1e-5, "no biases": not config.bias}
+    return [word for word, on in words.items() if on]

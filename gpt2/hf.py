@@ -20,41 +20,23 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from gpt2 import pretrained
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
 from lib.run.checkpoint import CheckpointError
 
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 BUFFERS = (".attn.bias", ".attn.masked_bias")  # not c_attn.bias
-GELU_TANH = ("gelu_new", "gelu_pytorch_tanh")
 LIST_AT_MOST = 12
 
 
 def read_config(model_dir: Path) -> dict[str, Any]:
-    """config.json of a GPT-2 folder, refusing variants our model cannot reproduce."""
-    path = Path(model_dir) / "config.json"
-    if not path.is_file():
-        raise CheckpointError(f"{path} is missing: not a Hugging Face model folder "
-                              f"(save_pretrained writes config.json beside the weights)")
-    hf = json.loads(path.read_text())
-    if hf.get("model_type") != "gpt2":
-        raise CheckpointError(f"{path}: model_type {hf.get('model_type')!r}; only GPT-2 "
-                              f"(model_type \"gpt2\") maps onto this model")
-    n_embd = hf.get("n_embd", 768)
-    unsupported = {
-        "activation_function": hf.get("activation_function", "gelu_new") not in GELU_TANH,
-        "n_inner": hf.get("n_inner") not in (None, 4 * n_embd),
-        "layer_norm_epsilon": hf.get("layer_norm_epsilon", 1e-5) != 1e-5,
-        "scale_attn_weights": not hf.get("scale_attn_weights", True),
-        "scale_attn_by_inverse_layer_idx": hf.get("scale_attn_by_inverse_layer_idx", False),
-        "add_cross_attention": hf.get("add_cross_attention", False),
-        "tie_word_embeddings": not hf.get("tie_word_embeddings", True),
-    }
-    bad = [f"{k}={hf.get(k)!r}" for k, v in unsupported.items() if v]
-    if bad:
-        raise CheckpointError(f"{path}: {', '.join(bad)} is not plain GPT-2 (tanh GELU, MLP "
-                              f"4x wide, LayerNorm eps 1e-5, tied head), which this model is")
-    return hf
+    """config.json of a GPT-2 folder, refusing variants our model cannot reproduce
+    (gpt2/pretrained.py, which config checks use without importing torch)."""
+    try:
+        return pretrained.read_config(model_dir)
+    except pretrained.PretrainedError as err:
+        raise CheckpointError(str(err)) from None
 
 
 def gpt2_config(hf: dict[str, Any]) -> GPT2Config:
@@ -157,10 +139,11 @@ def to_hf_state_dict(model: GPT2) -> dict[str, Tensor]:
     """Hugging Face tensors (Conv1D transposed, fp32, no tied head). A model
     built without biases gets zero biases, which compute the same thing."""
     cfg = model.config
-    if cfg.attention != "vanilla":
-        raise ValueError(f"attention {cfg.attention!r} has no Hugging Face GPT-2 layout; only "
-                         f"vanilla attention exports in it (gpt2/export.py exports the others "
-                         f"with their model code, lib/model/remote/)")
+    if not cfg.gpt2_layout:
+        raise ValueError(f"this model (attention {cfg.attention!r}, or a modern-block option) has "
+                         f"no Hugging Face GPT-2 layout; only GPT-2's own block exports in it "
+                         f"(gpt2/export.py exports the others with their model code, "
+                         f"lib/model/remote/)")
     state = model.state_dict()
     out: dict[str, Tensor] = {}
     with torch.device("meta"):  # shapes only: nothing is allocated

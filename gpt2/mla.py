@@ -14,6 +14,12 @@ cached next to c_KV. RoPE cannot be applied to k_C itself, because the
 rotation depends on the position and would have to be redone for every
 cached token.
 
+With config.position "rope" the model has no learned position table and
+the decoupled RoPE (rope_dim > 0, frequency base rope_theta) is MLA's only
+position signal. QK-norm (qk_norm) normalises each head's content query
+and key q_C, k_C (not the rotary parts: the rotary key is one vector
+shared by all heads), before the rotary parts are joined.
+
 Generation reconstructs every cached token's keys and values from the
 cached latents at each step. The paper's "absorbed" form (folding W_UK
 into the query and W_UV into the output projection so attention runs in
@@ -32,8 +38,10 @@ from torch import Tensor, nn
 
 from gpt2.attention import causal_mask
 from gpt2.config import GPT2Config
+from gpt2.norm import head_norm, normed
+# ROPE_BASE and rotary are re-exported: MLA's RoPE is the model's one implementation
+from gpt2.rope import ROPE_BASE as ROPE_BASE, rotary
 
-ROPE_BASE = 10000.0  # the usual RoPE frequency base (Su et al. 2021)
 
 
 @dataclass
@@ -68,26 +76,6 @@ def latent_cache_width(config: GPT2Config) -> int:
     return config.latent_dim + config.rope_dim
 
 
-def rotary(x: Tensor, start: int) -> Tensor:
-    """RoPE on the last dim of x [..., T, R] for absolute positions start.. start+T-1.
-
-    Pairs coordinate i with i + R/2 (the "rotate half" layout). Positions
-    are absolute so that a token rotated during prefill and one rotated
-    alone during generation get the same angle. Angles are computed in
-    float32, or in float64 for a float64 x: float32 angles at position
-    1000 are off by up to 2e-5 rad, far above a float64 model's precision
-    (16-bit x still gets float32 angles, cast after cos and sin).
-    """
-    half = x.size(-1) // 2
-    dtype = torch.promote_types(x.dtype, torch.float32)
-    inv_freq = ROPE_BASE ** (-torch.arange(half, dtype=dtype, device=x.device) / half)
-    pos = torch.arange(start, start + x.size(-2), dtype=dtype, device=x.device)
-    angles = torch.outer(pos, inv_freq)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    x1, x2 = x[..., :half], x[..., half:]
-    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
-
-
 class MLAttention(nn.Module):
     """Multi-head latent attention with optional low-rank queries and RoPE.
 
@@ -102,6 +90,7 @@ class MLAttention(nn.Module):
         self.n_head = config.n_head
         self.head_dim = config.head_dim
         self.rope_dim = config.rope_dim
+        self.rope_theta = config.rope_theta
         self.dropout = config.dropout
         self.q_latent = config.q_latent
         self.v_shared = not config.v_up_per_head
@@ -122,6 +111,8 @@ class MLAttention(nn.Module):
             self.k_rope = nn.Linear(width, config.rope_dim, bias=bias)
         self.c_proj = nn.Linear(width, width, bias=bias)
         self.resid_dropout = nn.Dropout(config.dropout)
+        self.q_norm = head_norm(config, config.head_dim) if config.qk_norm else None
+        self.k_norm = head_norm(config, config.head_dim) if config.qk_norm else None
 
     def forward(self, x: Tensor, cache: LatentCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
@@ -147,11 +138,13 @@ class MLAttention(nn.Module):
         of cached tokens before x (Dq = head_dim + rope_dim)."""
         n_past = 0 if cache is None else cache.pos
         c_kv = self.kv_down(x)
-        k_rope = rotary(self.k_rope(x), n_past) if self.rope_dim else None
+        k_rope = rotary(self.k_rope(x), n_past, self.rope_theta) if self.rope_dim else None
         if cache is not None:
             c_kv, k_rope = cache.append(c_kv, k_rope)
         q = self._queries(x, n_past)
         k = self._split_heads(self.k_up(c_kv))
+        if self.k_norm is not None:
+            k = normed(self.k_norm, k)
         if k_rope is not None:
             # One rotary key per token, the same for every head.
             shared = k_rope.unsqueeze(1).expand(-1, self.n_head, -1, -1)
@@ -177,9 +170,11 @@ class MLAttention(nn.Module):
         else:
             source = x
             q = self._split_heads(self.q_proj(source))
+        if self.q_norm is not None:
+            q = normed(self.q_norm, q)
         if not self.rope_dim:
             return q
-        q_rope = rotary(self._split_heads(self.q_rope(source)), n_past)
+        q_rope = rotary(self._split_heads(self.q_rope(source)), n_past, self.rope_theta)
         return torch.cat((q, q_rope), dim=-1)
 
     def _split_heads(self, t: Tensor) -> Tensor:

@@ -5,12 +5,18 @@ transformer.h.0.attn.c_attn, ...) so that a Hugging Face GPT-2 state dict
 maps onto this model by name. Those checkpoints store the four Linear
 weights of a block as Conv1D, i.e. transposed; a loader must transpose
 them and skip the checkpoint's attn.bias / attn.masked_bias buffers.
+
+The architecture options after GPT-2 (GPT2Config.position, norm, mlp,
+n_kv_head, qk_norm, tie_head; each default is GPT-2's) change modules, not
+names: with RoPE there is no transformer.wpe, RMSNorm replaces the
+LayerNorms under their names, SwiGLU adds mlp.c_gate, an untied head has
+its own lm_head.weight.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
@@ -21,6 +27,9 @@ from lib.model.sampling import check_sampling, sample_token
 from gpt2.attention import CausalSelfAttention, KVCache
 from gpt2.config import GPT2Config
 from gpt2.mla import LatentCache, MLAttention, latent_cache_width
+# MLP is re-exported: hamt/block.py imports it from here
+from gpt2.mlp import MLP as MLP, make_mlp
+from gpt2.norm import make_norm
 from gpt2.ra import (ReciprocalMLA, ReciprocalSelfAttention, new_ra_cache, ra_cache_width,
                      ra_score_width)
 from gpt2.ra_gated import gated_cache, gated_cache_width, gated_layer, gated_pair_width
@@ -51,9 +60,9 @@ def _same_every_layer(layer: Callable[[GPT2Config], nn.Module], new_cache: Calla
 
 ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
     "vanilla": _same_every_layer(CausalSelfAttention, lambda c: KVCache(),
-                                 lambda c: 2 * c.n_embd, lambda c: c.head_dim),
+                                 lambda c: 2 * c.kv_dim, lambda c: c.head_dim),
     "sdpa_gate": _same_every_layer(OutputGatedAttention, lambda c: KVCache(),
-                                   lambda c: 2 * c.n_embd, lambda c: c.head_dim),
+                                   lambda c: 2 * c.kv_dim, lambda c: c.head_dim),
     "mla": _same_every_layer(MLAttention, lambda c: LatentCache(), latent_cache_width,
                              lambda c: c.head_dim + c.rope_dim),
     "ra_logit": _same_every_layer(ReciprocalSelfAttention, new_ra_cache, ra_cache_width,
@@ -69,38 +78,16 @@ def cache_elements_per_token(config: GPT2Config) -> int:
     return sum(width(config, i) for i in range(config.n_layer))
 
 
-class MLPConfig(Protocol):
-    """The fields MLP reads: GPT2Config's and HAMTConfig's (HAMT's blocks share it)."""
-    n_embd: int
-    bias: bool
-    dropout: float
-
-
-class MLP(nn.Module):
-    """Position-wise feed-forward layer, four times as wide as the stream."""
-
-    def __init__(self, config: MLPConfig) -> None:
-        super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        # GPT-2 was trained with the tanh approximation; the exact GELU
-        # would shift pretrained activations slightly.
-        self.gelu = nn.GELU(approximate="tanh")
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
-        self.dropout = nn.Dropout(config.dropout)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
-
-
 class Block(nn.Module):
-    """Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+    """Pre-norm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)) (LayerNorm
+    or RMSNorm, GELU MLP or SwiGLU, as configured)."""
 
     def __init__(self, config: GPT2Config, attention: nn.Module | None = None) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_1 = make_norm(config, config.n_embd)
         self.attn = CausalSelfAttention(config) if attention is None else attention
-        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.mlp = MLP(config)
+        self.ln_2 = make_norm(config, config.n_embd)
+        self.mlp = make_mlp(config)
 
     def forward(self, x: Tensor, cache: Any = None) -> Tensor:
         x = x + self.attn(self.ln_1(x), cache)
@@ -108,22 +95,27 @@ class Block(nn.Module):
 
 
 class GPT2(LanguageModel):
-    """GPT-2 language model with the LM head tied to the token embedding."""
+    """GPT-2 language model, the LM head tied to the token embedding unless
+    config.tie_head is False."""
 
     def __init__(self, config: GPT2Config) -> None:
         super().__init__()
         self.config = config
         layer = ATTENTION_VARIANTS[config.attention].layer
+        modules: dict[str, nn.Module] = {"wte": nn.Embedding(config.vocab_size, config.n_embd)}
+        if config.position == "learned":  # RoPE positions live in the attention layers
+            modules["wpe"] = nn.Embedding(config.block_size, config.n_embd)
         self.transformer = nn.ModuleDict(
             {
-                "wte": nn.Embedding(config.vocab_size, config.n_embd),
-                "wpe": nn.Embedding(config.block_size, config.n_embd),
+                **modules,
                 "drop": nn.Dropout(config.dropout),
                 "h": nn.ModuleList(Block(config, layer(config, i)) for i in range(config.n_layer)),
-                "ln_f": nn.LayerNorm(config.n_embd, bias=config.bias),
+                "ln_f": make_norm(config, config.n_embd),
             }
         )
         self.tie_head()
+        if not config.tie_head:  # its own matrix, initialised with the rest below
+            self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         init_weights(self, [(b.attn.c_proj, b.mlp.c_proj) for b in self.transformer.h])
 
     # ----------------------------------------------------------- forward
@@ -139,7 +131,8 @@ class GPT2(LanguageModel):
 
     def cache_bytes_per_token(self) -> int:
         """Bytes the generation cache holds per token over all layers, in
-        the parameters' dtype (vanilla 2 * n_layer * n_embd elements)."""
+        the parameters' dtype (vanilla 2 * n_layer * n_embd elements,
+        2 * n_layer * kv_dim with grouped-query attention)."""
         element = next(self.parameters()).element_size()
         return cache_elements_per_token(self.config) * element
 
@@ -173,8 +166,11 @@ class GPT2(LanguageModel):
             raise ValueError(
                 f"sequence length {end} exceeds block_size {self.config.block_size}"
             )
-        pos = torch.arange(start, end, dtype=torch.long, device=idx.device)
-        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        x = self.transformer.wte(idx)
+        if "wpe" in self.transformer:
+            x = x + self.transformer.wpe(torch.arange(start, end, dtype=torch.long,
+                                                      device=idx.device))
+        x = self.transformer.drop(x)
         for i, block in enumerate(self.transformer.h):
             x = block(x, caches[i] if caches else None)
         return self.transformer.ln_f(x)
@@ -184,13 +180,18 @@ class GPT2(LanguageModel):
     def num_params(self, non_embedding: bool = True) -> int:
         """Parameter count; the tied token embedding is counted once.
 
-        non_embedding drops the position embedding, the usual convention
-        for scaling laws and FLOP estimates. The token embedding stays in
-        because, being tied, it is also the output layer's matmul.
+        non_embedding drops the embedding tables that are lookups, not
+        matmuls, the usual convention for scaling laws and FLOP estimates:
+        the position table (none with RoPE), and the token embedding only
+        when the head is untied (tied, it is also the output layer's
+        matmul; untied, the head's own matrix is that matmul).
         """
         total = sum(p.numel() for p in self.parameters())
         if non_embedding:
-            total -= self.transformer.wpe.weight.numel()
+            if "wpe" in self.transformer:
+                total -= self.transformer.wpe.weight.numel()
+            if self.lm_head.weight is not self.transformer.wte.weight:
+                total -= self.transformer.wte.weight.numel()
         return total
 
     def flops_per_token(self, seq_len: int) -> int:
@@ -198,8 +199,15 @@ class GPT2(LanguageModel):
         (w_qk + w_v) (PaLM, appendix B).
 
         6N covers the forward and backward matmuls with the weights (N
-        without the position table; MLA's down and up projections, the
-        output gate and the gated RA's ra_proj are weights like any other).
+        without the lookup tables, see num_params; MLA's down and up
+        projections, the output gate, the gated RA's ra_proj, SwiGLU's
+        three matrices and an untied head are weights like any other; the
+        norms' gains count too, a negligible overcount). Grouped-query
+        attention shrinks only N (c_attn projects 2 kv_dim instead of 2 C
+        for k and v); the second term is per query head and unchanged, since
+        every query head still scores T keys and sums T values of head_dim.
+        RoPE's rotations (about 3 FLOPs per q and k element) and QK-norm
+        are left out: elementwise, O(C) per token against O(C^2).
         The second term is attention's weight-free work: per head a token's
         query is scored against T keys (2 T w_qk FLOPs) and T values are
         summed (2 T w_v), tripled for the backward pass; T is the whole
@@ -240,6 +248,8 @@ class GPT2(LanguageModel):
         entries sit at the old positions) is dropped and every further step
         recomputes the last block_size tokens without it (which is why GPT-2
         overrides LanguageModel.generate: its positions end at block_size).
+        RoPE models do the same: they were trained on at most block_size
+        positions.
         """
         check_sampling(temperature, top_k)
         was_training = self.training

@@ -33,7 +33,8 @@ pick the copy per pair (banded_reciprocal): SDPA again, in query blocks.
 Cache. The reciprocal term for a new token i needs q_j of every earlier
 token j, so a generation cache holds the base cache plus each token's
 per-head queries: 3 * n_embd elements per token and layer over vanilla
-projections (k, v, q), latent_dim + rope_dim + n_head * (head_dim +
+projections (k, v, q; 2 * kv_dim + n_embd with grouped-query attention,
+whose key heads are repeated for their query groups only after the cache), latent_dim + rope_dim + n_head * (head_dim +
 rope_dim) over MLA. Storing q undoes much of MLA's saving; that is the
 price of the reciprocal term. With a fixed alpha = 0 the plain base cache
 is used.
@@ -99,7 +100,7 @@ def ra_cache_width(config: GPT2Config) -> int:
         base = latent_cache_width(config)
         q_width = config.n_head * (config.head_dim + config.rope_dim)
     else:
-        base, q_width = 2 * config.n_embd, config.n_embd
+        base, q_width = 2 * config.kv_dim, config.n_embd
     return base + q_width if reciprocal_on(config) else base
 
 
@@ -240,12 +241,12 @@ class ReciprocalSelfAttention(CausalSelfAttention):
             return super().forward(x, cache)
         assert not isinstance(cache, KVCache), QUERY_CACHE
         batch, n_new, width = x.shape
-        q, k, v = (self._split_heads(t) for t in self.c_attn(x).split(self.n_embd, dim=2))
-        n_past = 0
+        n_past = 0 if cache is None else cache.pos
+        q, k, v = self.qkv(x, n_past)
         if cache is not None:
-            n_past = cache.pos
             k, v = cache.base.append(k, v)
-        y = _attend(self, q, k, v, n_past, cache)
+        # The augmented keys [k_j, q_j] pair each query head with a key head.
+        y = _attend(self, q, self.expand_kv(k), self.expand_kv(v), n_past, cache)
         y = y.transpose(1, 2).contiguous().view(batch, n_new, width)
         return self.resid_dropout(self.c_proj(y))
 

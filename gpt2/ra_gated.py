@@ -33,7 +33,8 @@ is initialised like every Linear, N(0, 0.02), without the residual scaling
 
 Cache. Token i's reverse row needs the queries of every earlier token, so a
 reverse layer caches the reverse heads' queries beside its keys and values:
-2 * n_embd + n_r * head_dim elements per token; other layers cache 2 * n_embd.
+2 * n_embd + n_r * head_dim elements per token; other layers cache 2 * n_embd
+(2 * kv_dim for both with grouped-query attention).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from torch import Tensor, nn
 
 from gpt2.attention import CausalSelfAttention, KVCache, causal_mask, merge_heads
 from gpt2.config import GPT2Config
+from gpt2.norm import make_norm
 from gpt2.ra import ReciprocalCache
 
 
@@ -68,7 +70,7 @@ def gated_cache(config: GPT2Config, index: int) -> KVCache | ReciprocalCache[KVC
 def gated_cache_width(config: GPT2Config, index: int) -> int:
     """Elements layer `index` caches per token (see the module docstring)."""
     extra = config.ra_gated_heads * config.head_dim if index in reverse_layers(config) else 0
-    return 2 * config.n_embd + extra
+    return 2 * config.kv_dim + extra
 
 
 def gated_pair_width(config: GPT2Config, index: int) -> int:
@@ -88,21 +90,23 @@ class GatedReciprocalAttention(CausalSelfAttention):
         self.ra_gate = nn.Parameter(torch.full((1,), float(config.ra_gated_gate_init)))
         self.ra_proj = nn.Linear(config.ra_gated_heads * config.head_dim, config.n_embd,
                                  bias=config.bias)
-        self.ra_norm = nn.LayerNorm(config.n_embd, bias=config.bias)
+        # GPT-2's LayerNorm, or RMSNorm with config.norm (the model's norm throughout)
+        self.ra_norm = make_norm(config, config.n_embd)
 
     def forward(self, x: Tensor, cache: ReciprocalCache[KVCache] | KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
         # a reverse row reads every earlier token's query: gated_cache keeps them
         assert not isinstance(cache, KVCache), "a reverse layer's cache is a ReciprocalCache"
-        q, k, v = (self._split_heads(t) for t in self.c_attn(x).split(self.n_embd, dim=2))
+        n_past = 0 if cache is None else cache.pos
+        q, k, v = self.qkv(x, n_past)
         heads = slice(self.n_head - self.reverse_heads, self.n_head)
         q_all = q[:, heads]
-        n_past = 0
         if cache is not None:
-            n_past = cache.pos
             k, v = cache.base.append(k, v)
             q_all = cache.append_q(q_all)
         y = merge_heads(self.attend(q, k, v, n_past))
+        # A reverse head reads its query head's key and value head (GQA: the group's).
+        k, v = self.expand_kv(k), self.expand_kv(v)
         reverse = merge_heads(self.reverse(k[:, heads, n_past:], q_all, v[:, heads], n_past))
         y = y + torch.tanh(self.ra_gate) * self.ra_norm(self.ra_proj(reverse))
         return self.resid_dropout(self.c_proj(y))

@@ -1,6 +1,8 @@
 """GPT-2 (any attention variant) as a transformers model: the modelling file
 `make export` writes for every GPT-2 run without the GPT2LMHeadModel layout
-(MLA, RA, RA+MLA, gated RA, output gate; gpt2/export.py), as
+(MLA, RA, RA+MLA, gated RA, output gate, and any architecture option
+away from GPT-2's: RoPE, RMSNorm, SwiGLU, GQA, QK-norm, an untied head;
+gpt2/export.py), as
 modeling_kconfig_llm.py beside copies of the modules it imports
 (lib/model/remote/source.py).
 """

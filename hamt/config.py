@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BINDINGS = ("circular", "elementwise")
+# hamt/kernel.py's BACKENDS (repeated: this module imports no torch).
+SCAN_BACKENDS = ("auto", "torch", "triton")
 
 
 @dataclass(kw_only=True)
@@ -58,6 +60,10 @@ class HAMTConfig:
     # factored mixing matrix needs decays >= 0.39 (0.14 at 32), else the
     # slower broadcast runs (hamt/scan.py).
     chunk_size: int = 32
+    # The scan that trains the memory: "torch" (hamt/scan.py), "triton"
+    # (flash-linear-attention's chunk_gla, CUDA only, hamt/kernel.py) or
+    # "auto" (triton on CUDA when fla-core imports, else torch).
+    scan_backend: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "chunk_size",
@@ -69,6 +75,9 @@ class HAMTConfig:
             raise ValueError(
                 f"binding={self.binding!r} is invalid: it must be one of {', '.join(BINDINGS)}"
             )
+        if self.scan_backend not in SCAN_BACKENDS:
+            raise ValueError(f"scan_backend={self.scan_backend!r} is invalid: it must be one of "
+                             f"{', '.join(SCAN_BACKENDS)}")
         _check_float("aux_weight", self.aux_weight, 0.0, 1.0, "[0, 1]", open_high=False)
         _check_float("decay_init", self.decay_init, 0.0, 1.0, "(0, 1)", open_low=True)
         _check_float("dropout", self.dropout, 0.0, 1.0, "[0, 1)")

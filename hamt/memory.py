@@ -16,7 +16,8 @@ The layer keeps its memory as spectra, where either binding is an
 elementwise product (hamt/spectral.py), so no transform is paid per slot.
 Its retrieval auxiliary loss is defined in hamt/retrieval.py; the chunked
 scan that trains it, and its hierarchical slow bank's ticks, in
-hamt/scan.py.
+hamt/scan.py; the same scan as a gated-linear-attention kernel on CUDA
+(HAMT_SCAN_BACKEND) in hamt/kernel.py.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from hamt.config import HAMTConfig
-from hamt.retrieval import retrieval_loss, sample_sources
-from hamt.scan import chunked_scan
+from hamt.kernel import Backend, gla_scan, load_chunk_gla, resolve_backend
+from hamt.retrieval import (retrieval_cosine_loss, retrieval_loss, retrieval_queries,
+                            sample_sources)
+from hamt.scan import chunk_ends, chunked_scan
 from hamt.spectral import UnitBind, Unbind, complex_bins, from_spectrum, to_spectrum
 
 _EPS = 1e-12  # keeps a zero coefficient's division finite; far below any real magnitude
@@ -167,6 +170,11 @@ class HolographicMemory(nn.Module):
         self.ticking = config.hierarchical and config.slow_every > 1
         self.register_buffer("periods", slot_periods(config), persistent=False)
         self.dropout = nn.Dropout(config.dropout)
+        self.scan_backend = config.scan_backend
+
+    def backend(self, device: torch.device) -> Backend:
+        """The scan that runs on device (HAMT_SCAN_BACKEND resolved, hamt/kernel.py)."""
+        return resolve_backend(self.scan_backend, device)
 
     def log_decay(self) -> Tensor:
         """log lambda_s, computed stably from the logits."""
@@ -234,16 +242,43 @@ class HolographicMemory(nn.Module):
         logits = F.linear(x, self.c_in.weight[vec:], None if bias is None else bias[vec:])
         with torch.autocast(device_type=x.device.type, enabled=False):
             bound, read_key, gates, read_w = self._split(spec, logits)
-            clock = None
+            clock = ticks = None
             if self.ticking:
                 clock, ticks = self.clock(offset, x.size(1))
                 gates = gates * ticks
-            reads, afters = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk,
-                                         state, clock)
-            stats = self._aux(afters, bound, gates) if need_aux else {}
+            if self.backend(x.device).name == "torch":
+                reads, afters = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk,
+                                             state, clock)
+                final: Tensor | None = afters[:, -1]
+                stats = self._aux(afters, bound, gates) if need_aux else {}
+            else:
+                reads, final, stats = self._kernel_scan(bound, gates, read_w, state, ticks,
+                                                        need_state, need_aux)
             read = Unbind.apply(read_key, reads, self.bins)
         y = self.dropout(F.linear(read.to(w_out.dtype), w_out, self.c_proj.bias))
-        return y, (afters[:, -1] if need_state else None), stats
+        return y, (final if need_state else None), stats
+
+    def _kernel_scan(self, bound: Tensor, gates: Tensor, read_w: Tensor, state: Tensor | None,
+                     ticks: Tensor | None, need_state: bool, need_aux: bool
+                     ) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+        """The scan as gated linear attention (fla-core's chunk_gla,
+        hamt/kernel.py), the retrieval loss's reads at the chunk ends as its
+        second head. Draws the same lags as the torch path."""
+        batch, length, _ = bound.shape
+        aux_w = aux_at = None
+        if need_aux:
+            sources = sample_sources(length, self.chunk, batch, self.aux_max_lag, self.training,
+                                     bound.device)
+            target, aux_w, valid = retrieval_queries(bound, gates, sources)
+            aux_at = torch.tensor(chunk_ends(length, self.chunk), device=bound.device)
+        reads, final, retrieved = gla_scan(bound, gates, read_w, self.log_decay(),
+                                           load_chunk_gla(), state, ticks, aux_w, aux_at,
+                                           final=need_state)
+        if not need_aux:
+            return reads, final, {}
+        assert retrieved is not None
+        loss = retrieval_cosine_loss(retrieved, target, valid, self.parseval)
+        return reads, final, {"aux_loss": loss, "gate_mean": gates.mean(dim=(0, 1))}
 
     def _aux(self, afters: Tensor, bound: Tensor, gates: Tensor) -> dict[str, Tensor]:
         """Retrieval loss (hamt/retrieval.py: an item written a random lag

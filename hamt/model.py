@@ -137,6 +137,16 @@ class HAMT(LanguageModel):
 
     # ------------------------------------------------- trainer interface
 
+    def describe_kernels(self) -> dict[str, str | None]:
+        """The memory scan that runs where the model's weights are (every
+        layer resolves HAMT_SCAN_BACKEND alike): backend, what was asked,
+        why (auto's choice), kernel package. The trainer records this in
+        metrics.json ("kernels"). Raises if triton was asked for where it
+        cannot run."""
+        device = self.transformer.wte.weight.device
+        requested = self.config.scan_backend
+        return self.transformer.h[0].mem.backend(device).as_record(requested)
+
     def flops_per_token(self, seq_len: int) -> int:
         """Training FLOPs per token: 6N + 3 * L * (memory work per layer).
 

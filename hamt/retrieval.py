@@ -74,13 +74,28 @@ def retrieval_loss(afters: Tensor, bound: Tensor, gates: Tensor, sources: Tensor
     parseval [P]: the weights that make packed spectra's sums of squares
     the vectors' (hamt/memory.py), so the cosine is the vectors' cosine.
     """
+    target, weights, valid = retrieval_queries(bound, gates, sources)
+    retrieved = (weights.unsqueeze(-2) @ afters).squeeze(-2)  # [B, N, P]
+    return retrieval_cosine_loss(retrieved, target, valid, parseval)
+
+
+def retrieval_queries(bound: Tensor, gates: Tensor, sources: Tensor
+                      ) -> tuple[Tensor, Tensor, Tensor]:
+    """Per query: the target item [B, N, P] (detached), the slot weights p
+    [B, N, S] to read the slots with, and whether it has a source [B, N].
+    Apart from retrieval_loss, so that a scan returning no chunk states (the
+    GLA kernel, hamt/kernel.py) can read with p itself."""
     valid = sources >= 0
     rows = torch.arange(bound.size(0), device=bound.device).unsqueeze(1)
     at = sources.clamp(min=0)
     target = bound.detach()[rows, at]  # [B, N, P], no gradient buffer of bound's size
     weights = gates[rows, at]  # [B, N, S]
-    weights = weights / (weights.sum(-1, keepdim=True) + 1e-6)
-    retrieved = (weights.unsqueeze(-2) @ afters).squeeze(-2)  # [B, N, P]
+    return target, weights / (weights.sum(-1, keepdim=True) + 1e-6), valid
+
+
+def retrieval_cosine_loss(retrieved: Tensor, target: Tensor, valid: Tensor,
+                          parseval: Tensor) -> Tensor:
+    """Mean over valid queries of 1 - the Parseval-weighted cosine."""
     dot = (retrieved * target * parseval).sum(-1)
     norms = ((retrieved.square() * parseval).sum(-1)
              * (target.square() * parseval).sum(-1)).sqrt()

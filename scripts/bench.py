@@ -29,25 +29,37 @@ def print_step(r: dict) -> None:
         m = r[name]
         shown = f"{100 * m['mfu']:.1f}%" if m["mfu"] is not None else "n/a"
         print(f"{name:<8}{m['ms_per_iter']:>12.1f}{m['tokens_per_sec']:>14,.0f}{shown:>8}")
+    rounds = ", ".join(f"{x:.3f}" for x in r["speed_vs_plain_rounds"])
     print(f"ours runs at {r['speed_vs_plain']:.3f}x the plain loop's speed "
-          f"(>1 is faster); peak memory {r['peak_memory_mb']:.0f} MiB ({r['peak_memory_measure']})")
+          f"(>1 is faster; per round {rounds}); peak memory {r['peak_memory_mb']:.0f} MiB "
+          f"({r['peak_memory_measure']})")
+    for name in ("ours", "plain"):
+        pruning = f", pruning {r[name]['pruning']}" if r[name]["pruning"] else ", no pruning"
+        print(f"  {name}: {r[name]['optimizer']}{pruning}")
+    print_breakdown(r["breakdown"])
+
+
+def print_breakdown(b: dict) -> None:
+    print(f"where our step's time goes (torch.profiler, {b['steps']} steps, "
+          f"{b['step_ms']:.1f} ms/step under the profiler):")
+    for name, ms in b["parts_ms"].items():
+        print(f"  {name.replace('_', ' '):<14}{ms:>9.2f} ms{100 * b['shares'][name]:>7.1f}%")
 
 
 def print_optimizers(r: dict) -> None:
-    from lib.bench.optimizers import NAMES
-
     print(f"{r['params']:,} parameters ({r['prunable']:,} prunable), {r['dtype']} on "
           f"{r['device']}; masks updated every {r['frequency']} steps")
-    print(f"{'optimizer':<12}{'step ms':>10}{'vs AdamW':>10}{'opt.step ms':>13}{'vs AdamW':>10}")
-    for name in NAMES:
+    print(f"{'optimizer':<16}{'step ms':>10}{'vs AdamW':>10}{'opt.step ms':>13}{'vs AdamW':>10}")
+    for name in [n for n in r if isinstance(r[n], dict) and "full_step_ms" in r[n]]:
         m = r[name]
         full = f"{m.get('full_step_vs_adamw', 1):.3f}x"
         opt = f"{m.get('optimizer_step_vs_adamw', 1):.3f}x"
-        print(f"{name:<12}{m['full_step_ms']:>10.1f}{full:>10}{m['optimizer_step_ms']:>13.2f}{opt:>10}")
+        print(f"{name:<16}{m['full_step_ms']:>10.1f}{full:>10}{m['optimizer_step_ms']:>13.2f}{opt:>10}"
+              f"  {m['impl']}")
     m = r["adamwprune"]
     print(f"AdamWPrune masks: apply {m['mask_apply_ms']:.2f} ms/step, update {m['mask_update_ms']:.1f}"
           f" ms every {r['frequency']} steps = {100 * m['mask_update_share_of_step']:.2f}% of an "
-          f"AdamW step")
+          f"AdamW step; all mask work {100 * m['mask_share_of_step']:.2f}% amortised")
 
 
 def print_seqlen(r: dict) -> None:
@@ -57,6 +69,9 @@ def print_seqlen(r: dict) -> None:
     print(f"{'variant':<9}{'T':>6}{'train tok/s':>13}{'train MiB':>11}{'gen ms/tok':>12}"
           f"{'state bytes':>14}")
     for row in r["rows"]:
+        if "error" in row:
+            print(f"{row['variant']:<9}{row['seq_len']:>6}  {row['error']}")
+            continue
         print(f"{row['variant']:<9}{row['seq_len']:>6}{row['train_tokens_per_sec']:>13,.0f}"
               f"{row['peak_memory_mb']:>11.1f}{row['gen_ms_per_token']:>12.2f}"
               f"{row['state_bytes']:>14,}")
@@ -81,6 +96,12 @@ def main(argv: list[str]) -> None:
                    help="seqlen: vocabulary of the synthetic tokens (default: the dataset's)")
     p.add_argument("--steps", type=int, default=10, help="timed steps per round")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--lengths", type=lambda v: tuple(int(x) for x in v.split(",")),
+                   help="seqlen: sequence lengths, e.g. 1024,2048 (default: by device)")
+    p.add_argument("--tokens", type=int, help="seqlen: training tokens per step "
+                   "(default: 2048 on a CPU, 65536 on CUDA)")
+    p.add_argument("--variants", type=lambda v: tuple(v.split(",")),
+                   help="seqlen: e.g. vanilla,hamt (default: all on a CPU, those two on CUDA)")
     p.add_argument("--run", help="inference: run folder (default: results/latest)")
     p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
     p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
@@ -101,7 +122,8 @@ def main(argv: list[str]) -> None:
     else:
         from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
         from lib.bench.step import vocab_size
-        result = run_seqlen_bench(run, args.vocab or vocab_size(run), steps=args.steps)
+        result = run_seqlen_bench(run, args.vocab or vocab_size(run), args.lengths,
+                                  steps=args.steps, tokens=args.tokens, variants=args.variants)
         print_seqlen(result)
     out = results_root(run) / "bench" / f"{args.what}_{time.strftime('%Y%m%d-%H%M%S')}.json"
     write_json_atomic(out, result)

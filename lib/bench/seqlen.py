@@ -2,30 +2,73 @@
 at equal width and depth.
 
 For each variant and length T: training throughput (forward, backward, AdamW
-step on batches of max(1, 2048 // T) sequences, so every length trains on the
+step on batches of max(1, tokens // T) sequences, so every length trains on the
 same number of tokens per step; the variants' timed steps are interleaved),
 training memory, generation time per token with a context of T tokens, and
-the generation cache or state for the whole sequence. Memory is CUDA's max
-allocated on a GPU; on a CPU, which has no allocator statistics, it is
-parameters + gradients + AdamW moments + the activations autograd saves for
-backward (counted by storage, once each).
+the generation cache or state for the whole sequence.
+
+Settings (BenchSettings) follow the device. On a CPU: every variant, T = 64 ..
+2048, 2048 tokens per step, eager, the configured precision (fp32 unless set).
+On CUDA, the regime the models are meant for: vanilla and HAMT, T = 1024 ..
+16384, 65,536 tokens per step, the configured precision (bf16 autocast in the
+GPU defconfigs), torch.compile when COMPILE_MODEL is on (not for HAMT's torch
+scan, whose Python loop over T / 32 chunks the compiler would unroll), fused
+AdamW, and vanilla attention restricted to SDPA's flash backend. Each can be
+overridden (scripts/bench.py seqlen --lengths/--tokens/--variants).
+
+Memory on a GPU is the step's peak allocation above what was allocated before
+it, plus the variant's own resident weights and AdamW moments (the other
+variants' stay resident and are not counted). On a CPU, which has no
+allocator statistics, it is parameters + gradients + AdamW moments + the
+activations autograd saves for backward (counted by storage, once each). A
+variant that runs out of memory at a length gets an `error` in its row.
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from lib.model import registry
 from lib.bench.step import median_seconds
-from lib.hardware.precision import resolve_device
+from lib.hardware.precision import Precision, resolve_device, resolve_precision
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
 LENGTHS = (64, 128, 256, 512, 1024, 2048)
 TOKENS_PER_STEP = 2048
+# On CUDA (issue 19's settings): long contexts, at least 64k tokens per step.
+GPU_LENGTHS = (1024, 2048, 4096, 8192, 16384)
+GPU_TOKENS_PER_STEP = 65536
+GPU_VARIANTS = ("vanilla", "hamt")
+
+
+@dataclass
+class BenchSettings:
+    """What one bench-seqlen measures and how. variants: None = every one."""
+
+    lengths: tuple[int, ...]
+    tokens_per_step: int
+    variants: tuple[str, ...] | None
+    dtype: str
+    compile: bool
+    sdpa_flash: bool  # vanilla attention on SDPA's flash backend only (CUDA)
+
+    @classmethod
+    def for_device(cls, run: RunConfig, device: torch.device,
+                   lengths: tuple[int, ...] | None = None, tokens: int | None = None,
+                   variants: tuple[str, ...] | None = None) -> BenchSettings:
+        cuda = device.type == "cuda"
+        default_variants = GPU_VARIANTS if cuda else None
+        return cls(lengths=lengths or (GPU_LENGTHS if cuda else LENGTHS),
+                   tokens_per_step=tokens or (GPU_TOKENS_PER_STEP if cuda else TOKENS_PER_STEP),
+                   variants=variants or default_variants,
+                   dtype=resolve_precision(run, device).dtype,
+                   compile=cuda and bool(run.COMPILE_MODEL), sdpa_flash=cuda)
 
 
 def build_models(run: RunConfig, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
@@ -68,56 +111,122 @@ def saved_activation_bytes(model: torch.nn.Module, run_forward: Callable[[], tor
 
 
 def _train_all(models: dict[str, torch.nn.Module], vocab: int, seq_len: int,
-               device: torch.device, steps: int) -> dict[str, tuple[float, float]]:
-    """Per variant, (tokens/s, peak MiB) of forward + backward + AdamW at this length.
+               device: torch.device, steps: int, settings: BenchSettings | None = None
+               ) -> dict[str, tuple[float, float] | str]:
+    """Per variant, (tokens/s, peak MiB) of forward + backward + AdamW at this
+    length, or the error that stopped it (out of memory).
 
     Every variant trains on the same batch. After a warm-up step each (it
-    creates the optimizer state) and a step that measures memory, the timed
-    steps alternate between the variants, in reverse order every other
-    round, so that a slow spell on a shared machine falls on all of them
-    alike; a variant's time is the median of its steps.
+    creates the optimizer state, and compiles) and a step that measures
+    memory, the timed steps alternate between the variants, in reverse order
+    every other round, so that a slow spell on a shared machine falls on all
+    of them alike; a variant's time is the median of its steps.
     """
-    batch = max(1, TOKENS_PER_STEP // seq_len)
+    settings = settings or BenchSettings(LENGTHS, TOKENS_PER_STEP, None, "fp32", False, False)
+    batch = max(1, settings.tokens_per_step // seq_len)
     gen = torch.Generator().manual_seed(seq_len)
     x = torch.randint(vocab, (batch, seq_len), generator=gen).to(device)
     y = torch.roll(x, -1, dims=1)
-    steppers = {name: _Stepper(model, x, y) for name, model in models.items()}
+    precision = Precision(device, settings.dtype, "bench")
+    steppers = {name: _Stepper(model, x, y, precision, _attention_context(name, settings),
+                               settings.compile and _compiles(model))
+                for name, model in models.items()}
+    results: dict[str, tuple[float, float] | str] = {}
     peaks = {}
     for name, step in steppers.items():
-        step()  # warm-up
-        peaks[name] = _peak_mib(step, device)
-    names = list(models)
+        try:
+            step()  # warm-up
+            peaks[name] = _peak_mib(step, device)
+        except torch.OutOfMemoryError as err:
+            results[name] = f"out of memory: {str(err).splitlines()[0]}"
+            step.release()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    names = [name for name in models if name not in results]
     times: dict[str, list[float]] = {name: [] for name in names}
     for i in range(steps):
         for name in names if i % 2 == 0 else names[::-1]:
             times[name].append(median_seconds(steppers[name], 1, device))
-    return {name: (batch * seq_len / statistics.median(times[name]), peaks[name])
-            for name in names}
+    for name in names:
+        results[name] = (batch * seq_len / statistics.median(times[name]), peaks[name])
+    for step in steppers.values():
+        step.release()
+    return {name: results[name] for name in models}
+
+
+def _attention_context(name: str, settings: BenchSettings) -> Callable[[], Any]:
+    """SDPA restricted to the flash backend for vanilla attention, when asked."""
+    if not (settings.sdpa_flash and name == "vanilla"):
+        return contextlib.nullcontext
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+
+
+def _compiles(model: torch.nn.Module) -> bool:
+    """torch.compile where it helps: not HAMT's torch scan (its Python loop
+    over chunks would be unrolled into a graph of thousands of nodes)."""
+    kernels: dict[str, Any] = getattr(model, "describe_kernels", dict)()
+    return kernels.get("hamt_scan_backend", "triton") != "torch"
 
 
 class _Stepper:
-    """One training step of a model (AdamW), noting the activation bytes saved."""
+    """One training step of a model (AdamW, under the bench's autocast); on a
+    CPU it also notes the activation bytes saved for backward."""
 
-    def __init__(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
+    def __init__(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
+                 precision: Precision | None = None,
+                 context: Callable[[], Any] = contextlib.nullcontext,
+                 compile: bool = False) -> None:
         self.model, self.x, self.y = model, x, y
-        self.opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.precision = precision or Precision(x.device, "fp32", "bench")
+        self.context = context
+        self.compiled = compile
+        self.forward: Callable[..., Any] = torch.compile(model) if compile else model
+        cuda = x.device.type == "cuda"
+        self.opt: torch.optim.Optimizer | None = torch.optim.AdamW(
+            model.parameters(), lr=1e-4, fused=cuda or None)
         self.saved = 0
 
     def __call__(self) -> None:
-        loss, self.saved = saved_activation_bytes(self.model,
-                                                  lambda: self.model(self.x, self.y)[1])
+        assert self.opt is not None
+        with self.context(), self.precision.autocast():
+            if self.x.device.type == "cpu":  # no allocator statistics: count what is saved
+                loss, self.saved = saved_activation_bytes(
+                    self.model, lambda: self.forward(self.x, self.y)[1])
+            else:  # (the hooks would break compiled graphs and cost time on a GPU)
+                loss = self.forward(self.x, self.y)[1]
         loss.backward()
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
 
+    def resident_bytes(self) -> int:
+        """The model's weights and its AdamW moments."""
+        tensors = list(self.model.parameters())
+        if self.opt is not None:
+            tensors += [t for state in self.opt.state.values() for t in state.values()
+                        if isinstance(t, torch.Tensor)]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+    def release(self) -> None:
+        """Drop the optimizer state (GPU memory for the next length)."""
+        self.opt = None
+        for p in self.model.parameters():
+            p.grad = None
+
 
 def _peak_mib(step: _Stepper, device: torch.device) -> float:
-    """Training memory of one step: CUDA's peak allocation, or on a CPU the
-    weights, gradients, two AdamW moments and the activations saved."""
+    """Training memory of one step: on CUDA the peak allocation above what was
+    allocated before it plus the variant's own weights and moments (other
+    variants' stay resident and are left out); on a CPU the weights,
+    gradients, two AdamW moments and the activations saved."""
     if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
         torch.cuda.reset_peak_memory_stats(device)
         step()
-        return torch.cuda.max_memory_allocated(device) / 2**20
+        torch.cuda.synchronize(device)
+        above = torch.cuda.max_memory_allocated(device) - before
+        return (above + step.resident_bytes()) / 2**20
     step()
     params = sum(p.numel() * p.element_size() for p in step.model.parameters())
     return (4 * params + step.saved) / 2**20
@@ -125,41 +234,70 @@ def _peak_mib(step: _Stepper, device: torch.device) -> float:
 
 @torch.no_grad()
 def _generate(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.device,
-              steps: int) -> tuple[float, int]:
+              steps: int, precision: Precision | None = None) -> tuple[float, int]:
     """(ms per generated token with a context of seq_len, cache or state bytes)."""
     model.eval()
     prompt = torch.randint(vocab, (1, seq_len - steps), generator=torch.Generator().manual_seed(0))
     prompt = prompt.to(device)
     token = prompt[:, -1:]
-    _, state = model.start_generation(prompt)
+    autocast = (precision or Precision(device, "fp32", "bench")).autocast
+    with autocast():
+        _, state = model.start_generation(prompt)
     holder = [state]
 
     def decode() -> None:  # a cache grows with the context; a recurrent state does not
-        _, holder[0] = model.continue_generation(token, holder[0])
+        with autocast():
+            _, holder[0] = model.continue_generation(token, holder[0])
     size = model.generation_bytes(seq_len)
     seconds = median_seconds(decode, steps, device)
     model.train()
     return 1000 * seconds, size
 
 
-def run_seqlen_bench(run: RunConfig, vocab: int, lengths: tuple[int, ...] = LENGTHS,
-                     steps: int = 3) -> dict[str, Any]:
+def run_seqlen_bench(run: RunConfig, vocab: int, lengths: tuple[int, ...] | None = None,
+                     steps: int = 3, tokens: int | None = None,
+                     variants: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The benchmark with BenchSettings.for_device's settings (lengths,
+    tokens per step and variants as given, else the device's defaults)."""
     device = resolve_device(run.DEVICE)
+    settings = BenchSettings.for_device(run, device, lengths, tokens, variants)
     torch.manual_seed(run.TRAIN_SEED)
-    models = {k: m.to(device) for k, m in build_models(run, vocab, max(lengths)).items()}
+    built = build_models(run, vocab, max(settings.lengths))
+    unknown = set(settings.variants or ()) - set(built)
+    if unknown:
+        raise ValueError(f"unknown variants {', '.join(sorted(unknown))}; known: "
+                         f"{', '.join(built)}")
+    models = {k: m.to(device) for k, m in built.items()
+              if settings.variants is None or k in settings.variants}
+    precision = Precision(device, settings.dtype, "bench")
     rows = []
-    for seq_len in lengths:
-        trained = _train_all(models, vocab, seq_len, device, steps)
+    for seq_len in settings.lengths:
+        trained = _train_all(models, vocab, seq_len, device, steps, settings)
         for variant, model in models.items():
-            tps, peak = trained[variant]
-            gen_ms, state = _generate(model, vocab, seq_len, device, steps)
-            rows.append({"variant": variant, "seq_len": seq_len, "train_tokens_per_sec": tps,
-                         "peak_memory_mb": peak, "gen_ms_per_token": gen_ms,
-                         "state_bytes": state})
-    return {"device": str(device), "vocab_size": vocab, **_shape(run, vocab),
-            "variants": list(models),
+            row: dict[str, Any] = {"variant": variant, "seq_len": seq_len,
+                                   "batch_size": max(1, settings.tokens_per_step // seq_len)}
+            result = trained[variant]
+            if isinstance(result, str):
+                row["error"] = result
+            else:
+                row.update(train_tokens_per_sec=result[0], peak_memory_mb=result[1])
+                try:
+                    gen_ms, state = _generate(model, vocab, seq_len, device, steps, precision)
+                    row.update(gen_ms_per_token=gen_ms, state_bytes=state)
+                except torch.OutOfMemoryError as err:
+                    row["error"] = f"generation out of memory: {str(err).splitlines()[0]}"
+            rows.append(row)
+    return {"device": str(device), "device_name": _device_name(device), "vocab_size": vocab,
+            **_shape(run, vocab), "variants": list(models),
             "params": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
-            "tokens_per_train_step": TOKENS_PER_STEP, "rows": rows}
+            "tokens_per_train_step": settings.tokens_per_step, "settings": asdict(settings),
+            "compiled": {k: settings.compile and _compiles(m) for k, m in models.items()},
+            "kernels": {k: getattr(m, "describe_kernels", dict)() for k, m in models.items()},
+            "torch": torch.__version__, "rows": rows}
+
+
+def _device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
 def plot_seqlen(result: dict[str, Any], path: str) -> None:
@@ -172,7 +310,7 @@ def plot_seqlen(result: dict[str, Any], path: str) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
     for ax, (key, label) in zip(axes, panels):
         for variant in result["variants"]:
-            rows = [r for r in result["rows"] if r["variant"] == variant]
+            rows = [r for r in result["rows"] if r["variant"] == variant and key in r]
             ax.plot([r["seq_len"] for r in rows], [r[key] for r in rows], marker="o", label=variant)
         ax.set(xscale="log", yscale="log", xlabel="sequence length", title=label)
         ax.grid(True, which="both", alpha=0.3)

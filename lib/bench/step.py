@@ -3,8 +3,17 @@
 Both train identical copies of the configured model on the same synthetic
 batches, in alternating rounds so that both see the same machine state; the
 first steps of each (compilation, allocator warm-up) are excluded. The plain
-loop is what a careful researcher writes by hand: autocast, backward, clip,
-fused AdamW where available.
+loop is what a careful researcher writes by hand, nanoGPT's loop: autocast,
+backward, clip, torch.optim.AdamW fused on CUDA and torch's default (the
+per-tensor loop) elsewhere, as nanoGPT configures it. Ours is the trainer's
+TrainStep with the configured optimizer (OPTIMIZER_IMPL) and pruner; the
+result names what each side ran.
+
+Then a few of our steps run under torch.profiler and the time inside each
+of TrainStep's phase ranges (lib/train/step.py RANGES) is summed: forward,
+backward, optimizer, pruning, data, and host overhead, the rest of the
+step's wall time (on CUDA each phase ends with a device synchronize, so a
+phase's time is its device work and the rest is the GPU waiting on the host).
 """
 from __future__ import annotations
 
@@ -15,15 +24,18 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from lib.model import registry
 from lib.data import is_prepared, load_meta
 from lib.data.prepared import data_dir
 from lib.hardware.devices import describe_device
 from lib.run.metrics import mfu, peak_memory_mb
-from lib.optim import build_optimizer
+from lib.optim import build_optimizer, optimizer_impl
 from lib.hardware.precision import Precision, compile_model, resolve_device, resolve_precision
-from lib.train.step import TrainStep
+from lib.hardware.speed import apply_speed
+from lib.prune.build import build_pruner
+from lib.train.step import RANGES, TrainStep
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -100,29 +112,83 @@ def _time(step: Callable, next_batch: Callable, steps: int, device: torch.device
     return median_seconds(lambda: step(next_batch, 1e-4), steps, device)
 
 
-def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3) -> dict[str, Any]:
+class Numbered:
+    """Calls a TrainStep with increasing step numbers, from after the pruner's
+    warmup, so a configured pruner updates its masks every PRUNING_FREQUENCY
+    steps during the bench, as it does in a run."""
+
+    def __init__(self, step: TrainStep):
+        self.step = step
+        self.count = step.pruner.warmup if step.pruner is not None else 0
+
+    def __call__(self, next_batch: Callable, lr: float) -> torch.Tensor:
+        self.count += 1
+        return self.step(next_batch, lr, self.count)
+
+
+def step_breakdown(step: TrainStep, next_batch: Callable, steps: int,
+                   device: torch.device) -> dict[str, Any]:
+    """Milliseconds per step in each phase of `steps` profiled steps; the phases
+    and host_overhead sum to step_ms (module docstring)."""
+    numbered = Numbered(step)
+    numbered(next_batch, 1e-4)  # the profiler's own warm-up
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        step.synchronize = lambda: torch.cuda.synchronize(device)
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                numbered(next_batch, 1e-4)
+            wall_ms = 1000 * (time.perf_counter() - t0) / steps
+    finally:
+        step.synchronize = None
+    by_range = {event.key: event.cpu_time_total for event in prof.key_averages()}
+    parts = {name: by_range.get(key, 0.0) / 1000 / steps for name, key in RANGES.items()}
+    parts["host_overhead"] = wall_ms - sum(parts.values())
+    return {"steps": steps, "step_ms": wall_ms, "parts_ms": parts,
+            "shares": {name: ms / wall_ms for name, ms in parts.items()}}
+
+
+def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
+              profile_steps: int = 5) -> dict[str, Any]:
     setup = bench_setup(run)
     device, precision, config, next_batch = (setup.device, setup.precision, setup.config,
                                              setup.next_batch)
     ours_model = setup.model
     plain_model = copy.deepcopy(ours_model)
+    # The run's speed options (head loss, float8, attention kernel, TF32, compile
+    # mode) apply to our side, as the trainer applies them.
+    speed = apply_speed(run, ours_model, device, precision)
     accum, clip = run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP
-    ours = TrainStep(ours_model, build_optimizer(run, ours_model, device), precision, accum, clip)
+    optimizer = build_optimizer(run, ours_model, device)
+    ours = TrainStep(ours_model, optimizer, precision, accum, clip,
+                     build_pruner(run, ours_model, optimizer), eager=speed.forward(ours_model))
     plain_forward = plain_model
     if run.COMPILE_MODEL:
-        ours.forward = compile_model(ours_model)
+        ours.forward = speed.compiled(ours_model, ours_model)
         plain_forward = compile_model(plain_model)
+    # nanoGPT's choice: the fused kernel on CUDA, torch's default elsewhere.
     plain_opt = torch.optim.AdamW(plain_model.param_groups(run.WEIGHT_DECAY),
                                   lr=1e-4, fused=device.type == "cuda")
     plain = _plain_step(plain_model, plain_forward, plain_opt, precision, accum, clip)
+    ours_numbered = Numbered(ours)
 
-    for step in (ours, plain):
-        _time(step, next_batch, warmup, device)
+    for loop in (ours_numbered, plain):
+        _time(loop, next_batch, warmup, device)
     seconds: dict[str, list[float]] = {"ours": [], "plain": []}
     for _ in range(rounds):
-        seconds["ours"].append(_time(ours, next_batch, steps, device))
+        seconds["ours"].append(_time(ours_numbered, next_batch, steps, device))
         seconds["plain"].append(_time(plain, next_batch, steps, device))
-    return _report(run, config, ours_model, precision, device, seconds, steps, rounds)
+    result = _report(run, config, ours_model, precision, device, seconds, steps, rounds)
+    result["ours"]["optimizer"] = optimizer_impl(optimizer)
+    result["ours"]["pruning"] = run.PRUNING_METHOD if ours.pruner is not None else None
+    result["plain"]["optimizer"] = optimizer_impl(plain_opt)
+    result["plain"]["pruning"] = None
+    result["ours"]["speed"] = speed.record()
+    result["threads"] = torch.get_num_threads()
+    result["breakdown"] = step_breakdown(ours, next_batch, profile_steps, device)
+    return result
 
 
 def _report(run: RunConfig, config: Any, model: torch.nn.Module, precision: Precision,
@@ -145,4 +211,6 @@ def _report(run: RunConfig, config: Any, model: torch.nn.Module, precision: Prec
                         "mfu": mfu(fpt, tokens / s, peak_flops)}
     result["peak_memory_mb"], result["peak_memory_measure"] = peak_memory_mb(device)
     result["speed_vs_plain"] = result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"]
+    # Each round's own ratio (the rounds alternate): their spread says how noisy the machine was.
+    result["speed_vs_plain_rounds"] = [p / o for p, o in zip(seconds["plain"], seconds["ours"])]
     return result

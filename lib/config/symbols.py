@@ -203,7 +203,9 @@ class Symbols:
 
     DeepSeek-V2's decoupled RoPE: a rotary query part per head and a
     rotary key shared by all heads, cached beside the latent. Must be
-    even. 0 keeps GPT-2's learned positions only.
+    even. 0 keeps GPT-2's learned positions only; with RoPE positions
+    (GPT2_POSITION_ROPE) it is MLA's only position signal, so at
+    least 2 (DeepSeek-V2 uses half the head width).
     """
 
     RA_MLA_PER_HEAD_Q_LATENT: bool | None = None
@@ -287,7 +289,115 @@ class Symbols:
     """Biases in Linear and LayerNorm layers.
 
     GPT-2 has biases; without them the model is slightly smaller and
-    often as good. Say Y to match published GPT-2 parameter counts.
+    often as good (LLaMA, OLMo and modded-nanogpt have none; RMSNorm
+    has no bias either way). Say Y to match published GPT-2 parameter
+    counts.
+    """
+
+    GPT2_POSITION: Literal["learned", "rope"] | None = None
+    """Positions.
+
+    How the model knows where a token is. GPT-2 adds a learned table
+    of GPT2_BLOCK_SIZE vectors to the input. RoPE rotates every
+    head's query and key by an angle proportional to the position,
+    so scores depend on distance (gpt2/rope.py). If unsure, Learned.
+    """
+
+    GPT2_POSITION_LEARNED: bool | None = None
+    """Learned position embedding (GPT-2)."""
+
+    GPT2_POSITION_ROPE: bool | None = None
+    """Rotary position embedding (RoPE, RoFormer).
+
+    Su et al. 2021 (arXiv 2104.09864), as LLaMA: no position table;
+    q and k of every head are rotated before the dot product (and
+    cached rotated). MLA and RA+MLA keep their content keys
+    unrotated and take positions from their decoupled RoPE instead,
+    so RA_MLA_ROPE_DIM must then be at least 2. Needs an even head
+    width (n_embd / n_head), checked on load.
+    """
+
+    GPT2_ROPE_THETA: float | None = None
+    """RoPE frequency base theta.
+
+    Angles are position * theta^(-2i/d). Allowed 100 to 10000000.
+    10000 is RoFormer's and LLaMA-2's; larger bases (500000 in
+    LLaMA-3) suit much longer contexts. Also MLA's decoupled RoPE
+    base under RoPE positions. If unsure, keep 10000.0.
+    """
+
+    GPT2_NORM: Literal["layernorm", "rmsnorm"] | None = None
+    """Normalisation.
+
+    The norm before attention, before the MLP and after the last
+    block. If unsure, LayerNorm.
+    """
+
+    GPT2_NORM_LAYERNORM: bool | None = None
+    """LayerNorm (GPT-2)."""
+
+    GPT2_NORM_RMSNORM: bool | None = None
+    """RMSNorm (Zhang & Sennrich 2019).
+
+    x / rms(x) * g (torch.nn.RMSNorm, arXiv 1910.07467): no mean
+    subtraction and no bias, slightly cheaper; LLaMA's and OLMo's
+    norm. Also used by gated RA's ra_norm.
+    """
+
+    GPT2_NORM_EPS: float | None = None
+    """Norm epsilon.
+
+    Added to the variance (LayerNorm) or mean square (RMSNorm and
+    QK-norm) before the square root. Allowed 1e-8 to 0.001. 1e-5 is
+    GPT-2's; LLaMA uses 1e-5 or 1e-6. If unsure, keep 1e-5.
+    """
+
+    GPT2_MLP: Literal["gelu", "swiglu"] | None = None
+    """Feed-forward layer.
+
+    The position-wise layer of each block. If unsure, GELU.
+    """
+
+    GPT2_MLP_GELU: bool | None = None
+    """GELU MLP, 4 x n_embd wide (GPT-2)."""
+
+    GPT2_MLP_SWIGLU: bool | None = None
+    """SwiGLU (Shazeer 2020).
+
+    c_proj(silu(c_gate(x)) * c_fc(x)) (arXiv 2002.05202), three
+    matrices of hidden width 2/3 * 4 * n_embd rounded up to a
+    multiple of 64 (2048 for n_embd 768), so the parameters match
+    the GELU MLP's within that rounding (gpt2/mlp.py).
+    """
+
+    GPT2_N_KV_HEAD: int | None = None
+    """Key/value heads (grouped-query attention; 0 = one per head).
+
+    Ainslie et al. 2023 (GQA, arXiv 2305.13245): this many key and
+    value heads, each shared by n_head / this query heads; the KV
+    cache and c_attn shrink by the same factor. 0 or n_head is
+    multi-head attention (GPT-2), 1 is multi-query attention. Must
+    divide the number of heads (checked on load). Hidden for MLA and
+    RA+MLA, whose keys and values come from one shared latent, a
+    different way of shrinking the cache. If unsure, keep 0.
+    """
+
+    GPT2_QK_NORM: bool | None = None
+    """QK-norm: RMSNorm on each head's query and key.
+
+    Normalises q and k per head (a gain of head width shared by the
+    heads) before RoPE and the dot product, so attention logits
+    cannot grow without bound (Dehghani et al. 2023; OLMo-2,
+    modded-nanogpt). MLA: the content parts only. If unsure, say N.
+    """
+
+    GPT2_TIE_HEAD: bool | None = None
+    """Tie the LM head to the token embedding.
+
+    GPT-2 (and Press & Wolf 2017) share one vocab x n_embd matrix
+    between input and output. N gives the head its own matrix, as
+    LLaMA: vocab_size x n_embd more parameters, their gradients and
+    optimizer states (38.6M for GPT-2 BPE at 768). If unsure, say Y.
     """
 
     GPT2_PAD_VOCAB: bool | None = None
@@ -297,6 +407,47 @@ class Symbols:
     GPT-2 BPE) so matrix shapes suit GPU kernels; the extra rows are
     never targets. Costs 0.04 % more parameters. Say Y on a GPU, N to
     match the published 124,439,808-parameter count.
+    """
+
+    GPT2_INIT_FROM: Literal["scratch", "hf"] | None = None
+    """Initial weights.
+
+    Where training starts: GPT-2's random initialisation, or the
+    weights of a pretrained GPT-2 (fine-tuning, and pruning a
+    pretrained model as most pruning papers report). Any optimizer and
+    pruning method work from either. If unsure, From scratch.
+    """
+
+    GPT2_INIT_FROM_SCRATCH: bool | None = None
+    """From scratch (random initialisation)."""
+
+    GPT2_INIT_FROM_HF: bool | None = None
+    """From a Hugging Face GPT-2 folder (GPT2_INIT_PATH).
+
+    Loads config.json and model.safetensors (or pytorch_model.bin)
+    from GPT2_INIT_PATH before the first step, as nanoGPT's
+    init_from='gpt2'. GPT-2's weights fit only GPT-2's own block and
+    tokenizer, hence the dependencies: the GPT-2 BPE tokenizer,
+    vanilla attention, learned positions, LayerNorm, the GELU MLP,
+    multi-head attention, no QK-norm, a tied head and biases. The
+    model size must be the checkpoint's (GPT2_MODEL_124M for gpt2,
+    350M, 774M, 1558M for -medium, -large, -xl); GPT2_BLOCK_SIZE may
+    be shorter than its 1024 positions (the first rows are kept).
+    A mismatch is refused with the symbols to set. A resumed run
+    continues from its checkpoint, not from these weights; keep the
+    folder until the run is done (its hash is part of the run's
+    fingerprint).
+    """
+
+    GPT2_INIT_PATH: str | None = None
+    """Hugging Face GPT-2 folder.
+
+    A local folder in the save_pretrained layout: config.json and
+    model.safetensors (or pytorch_model.bin). Relative paths are
+    under the repository root. Nothing is downloaded; get GPT-2 124M
+    with `huggingface-cli download openai-community/gpt2 config.json
+    model.safetensors --local-dir data/hf/gpt2` and set data/hf/gpt2.
+    Empty is refused when the run starts.
     """
 
     HAMT_N_LAYER: int | None = None
@@ -417,6 +568,46 @@ class Symbols:
     speed only, not the language-model loss (the auxiliary loss is
     sampled once per chunk). 32 and 64 were fastest on a CPU at 2048
     tokens. If unsure, keep 32.
+    """
+
+    HAMT_SCAN_BACKEND: Literal["auto", "torch", "triton"] | None = None
+    """Memory scan backend.
+
+    What computes the slot-memory recurrence in training and prefill.
+    Both compute the same reads: the recurrence is gated linear
+    attention with one head, the slots as keys and the spectra as
+    values (hamt/kernel.py). Generation's one-token step is the same
+    recurrence in plain torch either way. The backend in use is
+    recorded in metrics.json ("kernels"). If unsure, auto.
+    """
+
+    HAMT_SCAN_BACKEND_AUTO: bool | None = None
+    """auto: Triton kernel on a CUDA GPU when fla-core imports, else torch.
+
+    triton when the model runs on a CUDA device and the fla-core
+    package imports, torch otherwise (a CPU, or the package missing:
+    the run's log and metrics.json say which and why).
+    """
+
+    HAMT_SCAN_BACKEND_TORCH: bool | None = None
+    """torch: the chunked scan of hamt/scan.py.
+
+    Batched matmuls within chunks of HAMT_CHUNK_SIZE tokens and a
+    Python loop over the chunks. Fast on a CPU; on a GPU it issues
+    many small kernels. Runs everywhere, needs nothing extra.
+    """
+
+    HAMT_SCAN_BACKEND_TRITON: bool | None = None
+    """triton: flash-linear-attention's chunk_gla kernel (CUDA).
+
+    Fused Triton kernels, forward and backward, from the fla-core
+    package: `.venv/bin/pip install -r requirements-gpu.txt` on the
+    GPU machine (without network: `pip download fla-core==0.6.0 -d
+    wheels/` where there is one, copy wheels/, then `pip install
+    --no-index --find-links wheels/ fla-core`). Kernel inputs are
+    float32 as in the torch scan (its matmuls may run in TF32).
+    A run that asks for it on a CPU or without the package stops
+    with an error saying so rather than silently using torch.
     """
 
     GPT2_DATASET_SHAKESPEARE: bool
@@ -559,8 +750,9 @@ class Symbols:
     """Optimizer steps to train.
 
     The run stops after this many optimizer steps (or earlier on
-    TRAIN_MAX_TIME). The cosine schedule decays over this length.
-    Override with MAX_ITERS=.
+    TRAIN_MAX_TIME). The LR schedule (LR_SCHEDULE) is laid out over
+    this length, so a run stopped early by TRAIN_MAX_TIME ends before
+    its decay. Override with MAX_ITERS=.
     """
 
     TRAIN_MAX_TIME: int
@@ -600,19 +792,91 @@ class Symbols:
     124M uses 6e-4; small models tolerate 1e-3.
     """
 
-    GPT2_MIN_LR: float
-    """Final learning rate of the cosine decay.
+    GPT2_MIN_LR: float | None = None
+    """Final learning rate of the decay.
 
-    The cosine schedule decays from LEARNING_RATE to this value at
-    GPT2_MAX_ITERS. Allowed 0 to 10. About a tenth of the peak is
-    customary (Chinchilla). Equal to LEARNING_RATE means constant.
+    The cosine or warmup-stable-decay schedule (LR_SCHEDULE) decays
+    from LEARNING_RATE to this value, reached at GPT2_MAX_ITERS.
+    Allowed 0 to 10. About a tenth of the peak is customary for the
+    cosine (Chinchilla); warmup-stable-decay recipes (Hagele et al.
+    2024, nanochat) decay to 0. If unsure, keep 1e-4.
     """
 
     GPT2_WARMUP_STEPS: int
     """Linear warmup steps.
 
     The learning rate rises linearly from 0 to LEARNING_RATE over this
-    many steps, then decays. GPT-2 124M recipes use 700 to 2000.
+    many steps (step s gets LEARNING_RATE x (s + 1) / this), then
+    follows LR_SCHEDULE. GPT-2 124M recipes use 700 to 2000.
+    """
+
+    LR_SCHEDULE: Literal["cosine", "wsd", "constant"]
+    """Learning-rate schedule after warmup.
+
+    What the learning rate does after GPT2_WARMUP_STEPS. Cosine decays
+    from the start and needs the run's length in advance; WSD holds
+    the peak and decays only at the end, so one long run's stable
+    phase can branch into decays of several lengths. The schedule is
+    recorded in metrics.json ("lr_schedule") and plotted by `make
+    results` (lr.png). Override with SET="LR_SCHEDULE=wsd".
+    If unsure, Cosine.
+    """
+
+    LR_SCHEDULE_COSINE: bool
+    """Cosine decay to GPT2_MIN_LR (GPT-2, nanoGPT).
+
+    After warmup, LR = min + (peak - min) x (1 + cos(pi x p)) / 2,
+    p going from 0 at the end of warmup to 1 at GPT2_MAX_ITERS.
+    """
+
+    LR_SCHEDULE_WSD: bool
+    """Warmup-stable-decay (MiniCPM, torchtitan).
+
+    Hu et al. 2024 (MiniCPM, arXiv 2404.06395); Hagele et al. 2024
+    (arXiv 2405.18392). After warmup the LR stays at LEARNING_RATE
+    until the last LR_DECAY_FRACTION of the run, then decays to
+    GPT2_MIN_LR with the shape LR_DECAY_SHAPE. Hagele et al. find it
+    matches a cosine at equal compute; the decay is where most of the
+    loss drop shows, so compare runs at their ends.
+    """
+
+    LR_SCHEDULE_CONSTANT: bool
+    """Constant at LEARNING_RATE.
+
+    After warmup the LR stays at LEARNING_RATE; GPT2_MIN_LR is not
+    used. For short fine-tuning runs and for ablations that must not
+    depend on the run's length.
+    """
+
+    LR_DECAY_FRACTION: float | None = None
+    """Decay phase as a fraction of the run (WSD).
+
+    The decay covers the last round(GPT2_MAX_ITERS x this) steps
+    (fewer if warmup leaves fewer). Allowed 0 to 1. Hagele et al.
+    2024 find a 20 % decay matches a cosine run of the same length
+    and shorter ones cost a little loss. 0 never decays (constant
+    after warmup). If unsure, keep 0.2.
+    """
+
+    LR_DECAY_SHAPE: Literal["linear", "cosine", "sqrt"] | None = None
+    """Shape of the WSD decay.
+
+    How the LR falls from LEARNING_RATE to GPT2_MIN_LR over the decay
+    phase, p going from 0 to 1 across it. Linear is torchtitan's
+    default and the warm-down of modded-nanogpt and nanochat; 1-sqrt
+    gave the lowest loss in Hagele et al. 2024. If unsure, Linear.
+    """
+
+    LR_DECAY_SHAPE_LINEAR: bool | None = None
+    """Linear: 1 - p."""
+
+    LR_DECAY_SHAPE_COSINE: bool | None = None
+    """Cosine: (1 + cos(pi x p)) / 2."""
+
+    LR_DECAY_SHAPE_SQRT: bool | None = None
+    """1-sqrt: 1 - sqrt(p) (Hagele et al. 2024).
+
+    Falls fastest at the start of the decay and slowest at its end.
     """
 
     TRAIN_GRAD_CLIP: float
@@ -741,7 +1005,7 @@ class Symbols:
     OPTIMIZER_MODE_MULTIPLE: bool
     """Several optimizers (test matrix)."""
 
-    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune"] | None = None
+    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune", "muon"] | None = None
     """Optimizer.
 
     The optimizer that updates the weights. If unsure, AdamW.
@@ -772,6 +1036,18 @@ class Symbols:
     score variant) are in the Pruning menu.
     """
 
+    OPTIMIZER_MUON: bool | None = None
+    """Muon (orthogonalised momentum for hidden matrices, AdamW for the rest).
+
+    Muon (Jordan et al. 2024, kellerjordan.github.io/posts/muon): the
+    2-D weight matrices inside the blocks take Nesterov momentum made
+    orthogonal by a 5-step Newton-Schulz iteration; embeddings, the
+    LM head, norms and biases take AdamW at LEARNING_RATE with the
+    Adam-family settings below. Dense or with magnitude or movement
+    pruning; not AdamWPrune's state pruning (see ADAMWPRUNE_BASE).
+    Settings under "Muon" below.
+    """
+
     OPTIMIZER_ENABLE_ADAMW: bool | None = None
     """AdamW.
 
@@ -793,6 +1069,13 @@ class Symbols:
     state-based score variant and sparsity (Pruning menu).
     """
 
+    OPTIMIZER_ENABLE_MUON: bool | None = None
+    """Muon.
+
+    Include Muon runs in the test matrix (dense and with magnitude or
+    movement pruning, as the Pruning menu enables).
+    """
+
     OPTIM_HAS_ADAMWPRUNE: bool | None = None
     """Derived: AdamWPrune runs (alone or in a matrix), so the state
     pruning method and its score variants are offered.
@@ -800,13 +1083,18 @@ class Symbols:
 
     OPTIM_HAS_MASK_PRUNING: bool | None = None
     """Derived: an optimizer that trains dense or with magnitude or
-    movement pruning (AdamW, AdamWSPAM) runs, alone or in a matrix.
+    movement pruning (AdamW, AdamWSPAM, Muon) runs, alone or in a
+    matrix.
     """
 
     ADAMWPRUNE_BASE: Literal["adamw", "adamwspam"] | None = None
     """AdamWPrune base optimizer.
 
     The optimizer AdamWPrune runs underneath; its settings apply.
+    Muon is not offered: AdamWPrune's scores read Adam's two moments
+    (exp_avg, exp_avg_sq), and Muon keeps one momentum buffer per
+    matrix and no second moment, so no score variant is defined for
+    it. Prune Muon runs by magnitude or movement.
     """
 
     ADAMWPRUNE_BASE_ADAMW: bool | None = None
@@ -817,6 +1105,11 @@ class Symbols:
 
     OPTIM_USES_SPAM: bool | None = None
     """"""
+
+    OPTIM_USES_MUON: bool | None = None
+    """Derived: Muon runs (alone or in a matrix), so its settings are
+    offered.
+    """
 
     ADAM_BETA1: float
     """Adam beta1 (first-moment decay).
@@ -856,6 +1149,38 @@ class Symbols:
     as its authors' code does. Allowed 0 to 10. The SPAM paper's
     runs used 0. If unsure, keep 0.1.
     """
+
+    OPTIMIZER_IMPL: Literal["auto", "fused", "foreach", "loop"] | None = None
+    """Optimizer implementation (fused, multi-tensor, per-tensor).
+
+    How the AdamW and AdamWSPAM steps are computed; the rule is the
+    same, results differ in float rounding only. Auto: AdamW uses
+    torch's fused kernel wherever torch has one for the device (CUDA
+    and, since torch 2.4, CPU: on 2 CPU cores 0.35 against 1.3 ms per
+    step for the 0.8M-parameter shakespeare-char model), AdamWSPAM its
+    multi-tensor step. Fused: AdamW's fused kernel; AdamWSPAM's step
+    compiled by torch.compile into one pass per tensor
+    (lib/optim/spam_compiled.py; tens of seconds to compile on the
+    first step, back to multi-tensor if compiling fails). Foreach:
+    both multi-tensor (torch._foreach_*). Loop: both one parameter at a
+    time, the readable reference paths (torch's CPU default for AdamW,
+    which nanoGPT uses on CPU); Fused is offered with AdamWSPAM only,
+    since for AdamW it is what Auto does. Muon's own AdamW part is not
+    affected.
+    Recorded in metrics.json (optimizer_impl). If unsure, keep Auto.
+    """
+
+    OPTIMIZER_IMPL_AUTO: bool | None = None
+    """Auto: fused AdamW, multi-tensor AdamWSPAM."""
+
+    OPTIMIZER_IMPL_FUSED: bool | None = None
+    """Fused: fused AdamW, compiled AdamWSPAM."""
+
+    OPTIMIZER_IMPL_FOREACH: bool | None = None
+    """Foreach: multi-tensor."""
+
+    OPTIMIZER_IMPL_LOOP: bool | None = None
+    """Loop: per-tensor."""
 
     SPAM_ENABLE_CLIP: bool | None = None
     """Spike-aware gradient clipping.
@@ -940,6 +1265,74 @@ class Symbols:
     the updates after a reset are then up to 6.6x larger (3.2x on the
     reset call), the warmup keeping them small; with beta2 0.95 at
     most 1.1x. If unsure, say N.
+    """
+
+    MUON_LR: float | None = None
+    """Muon learning rate (hidden matrices).
+
+    Peak LR of the Muon matrices, in units of spectral norm per step;
+    it follows the LR schedule (warmup, decay) scaled by MUON_LR /
+    LEARNING_RATE, and the AdamW part keeps LEARNING_RATE. Allowed
+    1e-8 to 10. The reference (KellerJordan/Muon) uses 0.02 with
+    MUON_SCALE_SHAPE; with MUON_SCALE_RMS use LEARNING_RATE's value.
+    If unsure, keep 0.02.
+    """
+
+    MUON_MOMENTUM: float | None = None
+    """Muon momentum.
+
+    Decay of Muon's momentum buffer, m <- beta m + (1 - beta) g.
+    Allowed 0 to 0.9999. The reference uses 0.95 and says it is
+    usually fine. If unsure, keep 0.95.
+    """
+
+    MUON_NESTEROV: bool | None = None
+    """Nesterov momentum.
+
+    Orthogonalise (1 - beta) g + beta m, the Nesterov look-ahead, as
+    the reference does by default; off: orthogonalise m itself. If
+    unsure, say Y.
+    """
+
+    MUON_NS_STEPS: int | None = None
+    """Newton-Schulz iterations.
+
+    Quintic Newton-Schulz steps that orthogonalise each update, in
+    bfloat16 with the reference's coefficients (3.4445, -4.7750,
+    2.0315). Each step costs three matrix products per matrix; fewer
+    leave the singular values further from 1. The reference uses 5.
+    If unsure, keep 5.
+    """
+
+    MUON_WEIGHT_DECAY: float | None = None
+    """Muon weight decay.
+
+    Decoupled decay of the Muon matrices, p <- p (1 - lr wd) with
+    Muon's scheduled LR, before each update (the AdamW part keeps
+    WEIGHT_DECAY). Allowed 0 to 10. The reference's usage example
+    uses 0.01 (its class default is 0). If unsure, keep 0.01.
+    """
+
+    MUON_SCALE: Literal["shape", "rms"] | None = None
+    """Muon update scaling.
+
+    The factor each orthogonalised update of a rows x cols matrix is
+    multiplied by. If unsure, the reference's shape rule.
+    """
+
+    MUON_SCALE_SHAPE: bool | None = None
+    """max(1, rows/cols)^0.5 (KellerJordan/Muon).
+
+    The reference: tall matrices (GPT-2's MLP c_fc, 4x taller than
+    wide, and the fused QKV, 3x) take larger updates.
+    """
+
+    MUON_SCALE_RMS: bool | None = None
+    """0.2 sqrt(max(rows, cols)): AdamW's update RMS (Moonshot).
+
+    Liu et al. 2025 (arXiv 2502.16982): the update's RMS becomes
+    about 0.2, as AdamW's, so AdamW's LR and weight decay carry over;
+    set MUON_LR to LEARNING_RATE with it.
     """
 
     PRUNING_MODE: Literal["none", "single", "multiple"]
@@ -1359,6 +1752,155 @@ class Symbols:
     By default a failed compilation is logged loudly, recorded in
     metrics.json, and training continues in eager mode. Say Y for
     strict benchmarks where an eager run would be misleading.
+    """
+
+    COMPILE_MODE: Literal["default", "max_autotune", "max_autotune_no_cudagraphs", "reduce_overhead"] | None = None
+    """torch.compile mode.
+
+    torch.compile's mode. Default compiles fastest. max-autotune
+    also benchmarks matmul and attention kernel choices while
+    compiling (minutes, not seconds) and captures CUDA graphs;
+    max-autotune-no-cudagraphs autotunes without graphs;
+    reduce-overhead captures CUDA graphs, which removes the host's
+    kernel-launch time: it matters for small models and micro-batches
+    and costs memory for the graphs' static buffers. The modes with
+    CUDA graphs need a CUDA GPU: on another device the run stops at
+    its start. A mode that fails to compile falls back to eager as
+    any compile failure does (COMPILE_STRICT). Not yet measured on a
+    GPU for this project (docs/benchmarks.md): if unsure, keep
+    Default; try reduce-overhead for models of 124M or smaller.
+    """
+
+    COMPILE_MODE_DEFAULT: bool | None = None
+    """default."""
+
+    COMPILE_MODE_MAX_AUTOTUNE: bool | None = None
+    """max-autotune (CUDA graphs)."""
+
+    COMPILE_MODE_MAX_AUTOTUNE_NO_CUDAGRAPHS: bool | None = None
+    """max-autotune-no-cudagraphs."""
+
+    COMPILE_MODE_REDUCE_OVERHEAD: bool | None = None
+    """reduce-overhead (CUDA graphs)."""
+
+    COMPILE_REGIONAL: bool | None = None
+    """Compile each block separately (regional compilation).
+
+    Compiles each transformer block (the family's compile_units())
+    instead of the whole model. The blocks share their code, so it
+    is compiled once and reused: compilation takes a fraction of
+    the time for deep models, with the same kernels inside the
+    blocks; the embedding, the final norm and the loss then run
+    eagerly. Checkpoints are unchanged. If unsure, say N for the
+    fastest steps, Y when compile time dominates (short runs, many
+    layers).
+    """
+
+    SDPA_BACKEND: Literal["auto", "flash", "cudnn", "efficient", "math"]
+    """Attention kernel (scaled dot-product attention).
+
+    Which kernel F.scaled_dot_product_attention may use in training
+    and evaluation steps. Auto lets PyTorch pick the fastest that
+    supports the inputs (FlashAttention-2 on recent GPUs in bf16).
+    Flash needs bf16 or fp16 on a GPU (a CPU has its own flash
+    kernel); cuDNN and efficient (memory-efficient) run on CUDA
+    only; math is the reference implementation, slow and
+    memory-hungry. A kernel that cannot serve the run's device,
+    dtype and head size stops the run at its start. Attention
+    variants that pass an explicit mask cannot use flash and fail
+    in their first step. HAMT has no attention: the option changes
+    nothing there. If unsure, keep Auto.
+    """
+
+    SDPA_BACKEND_AUTO: bool
+    """Auto."""
+
+    SDPA_BACKEND_FLASH: bool
+    """Flash."""
+
+    SDPA_BACKEND_CUDNN: bool
+    """cuDNN."""
+
+    SDPA_BACKEND_EFFICIENT: bool
+    """Memory-efficient."""
+
+    SDPA_BACKEND_MATH: bool
+    """Math (reference)."""
+
+    TF32: bool
+    """TF32 for float32 matmuls on NVIDIA GPUs.
+
+    Lets float32 matrix products use TensorFloat-32 tensor cores
+    (10-bit mantissa inputs, fp32 accumulation): several times
+    faster on Ampere and later. Under bf16 autocast the model's
+    matmuls are bf16 already, so this speeds up only what stays
+    fp32 (fp32 runs, optimizers with matmuls of their own). PyTorch
+    leaves it off; nanoGPT turns it on. On a CPU it changes nothing
+    (metrics.json records whether it was in force). If unsure, say
+    N for exact fp32 reproducibility, Y for speed in fp32 runs.
+    """
+
+    TRAIN_LOSS_IMPL: Literal["plain", "chunked", "liger", "auto"]
+    """LM head cross-entropy.
+
+    How the training loss is computed from the last hidden states.
+    Plain computes all (batch x block x vocabulary) logits, then the
+    cross-entropy: for GPT-2 124M at micro-batch 16 that is 1.6 GB
+    in bf16 and twice that again for the softmax. Chunked (plain
+    PyTorch, any device) computes the logits a few rows at a time
+    together with their gradients, so they are never all held: the
+    same loss and gradients up to rounding, the same FLOPs. Liger is
+    Liger Kernel's Triton version of the same (CUDA only, package
+    liger-kernel). Auto takes Liger on CUDA when it is installed,
+    chunked otherwise. Evaluation and generation always compute the
+    logits. Not yet measured on a GPU for this project: if unsure,
+    keep Plain; try Auto when a run is short of GPU memory (a larger
+    micro-batch then fits).
+    """
+
+    TRAIN_LOSS_IMPL_PLAIN: bool
+    """Plain."""
+
+    TRAIN_LOSS_IMPL_CHUNKED: bool
+    """Chunked (PyTorch)."""
+
+    TRAIN_LOSS_IMPL_LIGER: bool
+    """Liger Kernel (CUDA)."""
+
+    TRAIN_LOSS_IMPL_AUTO: bool
+    """Auto."""
+
+    TRAIN_FLOAT8: Literal["none", "tensorwise", "rowwise"]
+    """Float8 training of the blocks' linear layers.
+
+    Runs the matrix products of the blocks' linear layers in float8
+    through torchao (package torchao), with dynamic scales per tensor
+    (tensorwise: fastest) or per row (rowwise: more accurate);
+    weights and optimizer state stay fp32, and the LM head and any
+    layer whose sizes are not multiples of 16 stay as they were.
+    Needs an NVIDIA GPU of compute capability 8.9 or later (Ada or
+    Hopper; rowwise: Hopper): elsewhere the run stops at its start.
+    Use it with COMPILE_MODEL: eager float8 is slower than bf16. It
+    pays off for wide layers (about 2048 and wider); for GPT-2 124M
+    it may not. If unsure, keep None.
+    """
+
+    TRAIN_FLOAT8_NONE: bool
+    """None."""
+
+    TRAIN_FLOAT8_TENSORWISE: bool
+    """Tensorwise scaling."""
+
+    TRAIN_FLOAT8_ROWWISE: bool
+    """Rowwise scaling."""
+
+    PIN_MEMORY: bool
+    """Pinned-memory asynchronous batch copies.
+
+    On a CUDA GPU, each batch is copied into page-locked host memory
+    and sent to the GPU without waiting, so the copy overlaps the
+    step's kernels. The batches are the same either way; CPU and
+    MPS runs ignore it. If unsure, say Y.
     """
 
     GPT2_USE_DDP: bool

@@ -52,7 +52,8 @@ def train_steps(run: RunConfig, device: torch.device, vocab_size: int, steps: in
     """Build what the trainer builds and run `steps` optimizer steps."""
     from lib.model import registry
     from lib.optim import build_optimizer
-    from lib.hardware.precision import compile_model, resolve_precision
+    from lib.hardware.precision import resolve_precision
+    from lib.hardware.speed import apply_speed
     from lib.prune.build import build_pruner
     from lib.train.recompute import enable_checkpointing
     from lib.train.step import TrainStep
@@ -61,14 +62,16 @@ def train_steps(run: RunConfig, device: torch.device, vocab_size: int, steps: in
     family = registry.family(run.MODEL)
     cfg = family.from_run_config(run, vocab_size)
     model = family.build(cfg).to(device)
+    precision = resolve_precision(run, device)
+    speed = apply_speed(run, model, device, precision)  # head loss, float8, ... as a run has
     if run.TRAIN_GRADIENT_CHECKPOINTING:
         enable_checkpointing(model)
     optimizer = build_optimizer(run, model, device)
     pruner = build_pruner(run, model, optimizer)
-    step = TrainStep(model, optimizer, resolve_precision(run, device),
-                     run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP, pruner)
+    step = TrainStep(model, optimizer, precision, run.GPT2_GRADIENT_ACCUMULATION,
+                     run.TRAIN_GRAD_CLIP, pruner, eager=speed.forward(model))
     if run.COMPILE_MODEL:
-        step.forward = compile_model(model)
+        step.forward = speed.compiled(model, model)
     generator = torch.Generator().manual_seed(0)
 
     def batch() -> tuple[torch.Tensor, torch.Tensor]:

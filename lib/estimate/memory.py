@@ -18,7 +18,9 @@ own mix of components (the estimate reports the components at the peak):
   pass's logits are freed by then, TrainStep keeps no reference to them).
   Gradients are already allocated when accumulating.
 * backward end: all gradients, plus the second buffer of the tied
-  embedding's gradient (the embedding's and the LM head's are summed).
+  embedding's gradient (the embedding's and the LM head's are summed; an
+  untied head, GPT2_TIE_HEAD=n, has none, its V x C parameters being
+  counted with the others in parameters, gradients and optimizer state).
 * recompute (gradient checkpointing only): the block inputs, one block
   recomputed in full, and the gradients.
 * optimizer step: gradients plus the optimizer's temporaries.
@@ -126,7 +128,9 @@ def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
             model = family.build(cfg)
         params = list(model.parameters())
         linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-        tied = model.lm_head.weight.numel()  # every family ties it (lib/model/interface.py)
+        # the LM head's matrix when it is the embedding's (GPT2_TIE_HEAD=n: none shared)
+        tied = (model.lm_head.weight.numel()
+                if model.lm_head.weight is model.transformer.wte.weight else 0)
         _COUNTS[key] = ModelCounts(sum(p.numel() for p in params), linear,
                                    max(p.numel() for p in params),
                                    sum(p.numel() for _, p in model.prunable()), tied,
@@ -159,6 +163,8 @@ def world_size(run: RunConfig) -> int:
 def optimizer_bytes(run: RunConfig, counts: ModelCounts) -> int:
     """Moments (2 x fp32 per parameter), step counters, pruning buffers."""
     total = 8 * counts.params + 4 * counts.tensors
+    if run.OPTIMIZER == "muon":  # its block matrices (the prunable ones) keep one buffer
+        total -= 4 * counts.prunable
     if run.PRUNING_MODE != "none":
         total += counts.prunable * (5 if run.PRUNING_METHOD == "movement" else 1)
     return total
@@ -211,6 +217,11 @@ def _phases(run: RunConfig, counts: ModelCounts, cfg: Any, acts: Activations, s:
     # CUDA's log-softmax reads 16-bit logits straight into fp32 and returns a
     # 16-bit gradient (10 N V bytes); elsewhere autocast makes an fp32 copy (12).
     logits = (10 if kind == "cuda" and s.act == 2 else 12) * n * cfg.vocab_size
+    if _loss_impl(run, kind) != "plain":
+        # Chunked or Liger head loss: one chunk's logits and their gradient at a
+        # time, and the fp32 gradient of the hidden states it fills chunk by chunk.
+        from lib.model.fused_loss import chunk_rows
+        logits = 12 * chunk_rows(n, cfg.n_embd, cfg.vocab_size) * cfg.vocab_size + 4 * n * cfg.n_embd
     fixed = 16 * n + (CUDA_WORKSPACE if kind == "cuda" else 0)
     if world > 1 and not fsdp:
         fixed += 4 * counts.params  # DDP's gradient buckets
@@ -234,17 +245,33 @@ def _phases(run: RunConfig, counts: ModelCounts, cfg: Any, acts: Activations, s:
     return out
 
 
+def _loss_impl(run: RunConfig, kind: str) -> str:
+    """TRAIN_LOSS_IMPL as a run on `kind` resolves it ("plain" or a fused one)."""
+    from lib.config.run_config import value_or
+
+    choice = value_or(run.TRAIN_LOSS_IMPL, "plain")
+    return "plain" if choice == "plain" else "chunked"
+
+
 def _optimizer_temporaries(run: RunConfig, counts: ModelCounts, kind: str) -> int:
-    """Temporaries of the optimizer step (measured on CPU): fused AdamW (CUDA)
-    none; torch's per-tensor AdamW three fp32 copies of the largest tensor
-    (sqrt, its quotient, the update); AdamWSPAM's multi-tensor step two
+    """Temporaries of the optimizer step (measured on CPU): fused AdamW (the
+    default, OPTIMIZER_IMPL auto, on CUDA and CPU) none; torch's per-tensor
+    AdamW three fp32 copies of the largest tensor (sqrt, its quotient, the
+    update); multi-tensor AdamW the square roots of all second moments at
+    once (one copy of all parameters); AdamWSPAM's multi-tensor step two
     copies of all parameters (the clipped gradients and the bound or the
     denominator)."""
+    from lib.config.run_config import value_or
     from lib.optim import base_optimizer
 
-    if base_optimizer(run) == "adamwspam":
+    base, impl = base_optimizer(run), value_or(run.OPTIMIZER_IMPL, "auto")
+    if base == "adamwspam":
         return 2 * 4 * counts.params
-    return 0 if kind == "cuda" else 3 * 4 * counts.largest
+    if base == "adamw" and impl in ("auto", "fused"):
+        return 0
+    if base == "adamw" and impl == "foreach":
+        return 4 * counts.params
+    return 3 * 4 * counts.largest
 
 
 def configured_device(run: RunConfig) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -77,7 +77,75 @@ def choose_dtype(run: RunConfig, kind: str, bf16: bool) -> tuple[str, str]:
     return "fp16", "auto: the GPU lacks bf16; fp16 with a gradient scaler"
 
 
-def compile_model(model: torch.nn.Module) -> torch.nn.Module:
-    """torch.compile is lazy: failures surface on the first call, where the
-    trainer catches them and applies lib/train/fallback.py's decision."""
-    return torch.compile(model)
+# COMPILE_MODE value -> torch.compile's mode (None: its default).
+COMPILE_MODES: dict[str, str | None] = {
+    "default": None, "max_autotune": "max-autotune",
+    "max_autotune_no_cudagraphs": "max-autotune-no-cudagraphs",
+    "reduce_overhead": "reduce-overhead",
+}
+_CUDA_GRAPH_MODES = ("max_autotune", "reduce_overhead")
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How torch.compile runs: mode (a COMPILE_MODE value) and whether each
+    of the model's compile_units() is compiled alone (COMPILE_REGIONAL)."""
+    mode: str = "default"
+    regional: bool = False
+
+    @classmethod
+    def from_run(cls, run: RunConfig) -> CompileOptions:
+        return cls(run.COMPILE_MODE or "default", bool(run.COMPILE_REGIONAL))
+
+    def check(self, device: torch.device) -> None:
+        """Refuse a mode the device cannot run, before any step."""
+        if self.mode not in COMPILE_MODES:
+            raise ValueError(f"unknown compile mode {self.mode!r}; one of {', '.join(COMPILE_MODES)}")
+        if self.mode in _CUDA_GRAPH_MODES and device.type != "cuda":
+            raise RuntimeError(f"COMPILE_MODE {self.mode} captures CUDA graphs and needs a CUDA "
+                               f"GPU, this run is on {device.type}; choose default or "
+                               f"max_autotune_no_cudagraphs (CONFIG_COMPILE_MODE_*)")
+
+
+def compile_model(model: Callable, options: CompileOptions = CompileOptions(),
+                  units: list[torch.nn.Module] | None = None) -> Callable:
+    """torch.compile of the forward `model` (the model or its DDP/FSDP
+    wrapper), or with options.regional a forward that runs each of `units`
+    (default: model.compile_units()) compiled. torch.compile is lazy:
+    failures surface on the first call, where the trainer catches them and
+    applies lib/train/fallback.py's decision (eager: the units untouched)."""
+    mode = COMPILE_MODES[options.mode]
+    if not options.regional:
+        return torch.compile(model, mode=mode)
+    if units is None:
+        units = model.compile_units()  # type: ignore[attr-defined]
+    return RegionalForward(model, units, mode)
+
+
+class RegionalForward:
+    """`forward` run with each unit's forward compiled (regional compilation).
+
+    The compiled functions are swapped in for the call only, so the model
+    itself stays eager: its state_dict keys do not change, and the eager
+    forward the fallback returns to (TrainStep.compile_off) compiles nothing.
+    The units of a model share their code (the blocks), so dynamo compiles
+    it once and reuses it for every unit with the same shapes. A unit's own
+    forward attribute (gradient checkpointing's wrapper, lib/train/recompute.py)
+    is what gets compiled."""
+
+    def __init__(self, forward: Callable, units: list[torch.nn.Module], mode: str | None):
+        self.eager, self.units = forward, units
+        self.compiled = [torch.compile(unit.forward, mode=mode) for unit in units]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        own = [unit.__dict__.get("forward") for unit in self.units]
+        for unit, fn in zip(self.units, self.compiled):
+            unit.forward = fn
+        try:
+            return self.eager(*args, **kwargs)
+        finally:
+            for unit, previous in zip(self.units, own):
+                if previous is None:
+                    del unit.forward
+                else:
+                    unit.forward = previous

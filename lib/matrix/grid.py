@@ -5,11 +5,12 @@ variants (GPT-2's enabled attention variants), optimizers, pruning methods x
 sparsities x AdamWPrune score variants, and the ablation list
 (MATRIX_ABLATION), with the pairs Kconfig forbids in a single run removed:
 state pruning runs with AdamWPrune only; dense, magnitude and movement runs
-with AdamW and AdamWSPAM only. Each run is a list of NAME=VALUE overrides on
-the base .config; lib/config.load_run_config validates every one of them
-exactly as `make` would, before anything trains. MATRIX_SEEDS then trains
-every run once per seed: TRAIN_SEED=<seed> joins its overrides and _s<seed>
-ends its id, so `make results` groups the seeds of one configuration.
+with AdamW, AdamWSPAM and Muon only. Each run is a list of NAME=VALUE
+overrides on the base .config; lib/config.load_run_config validates every
+one of them exactly as `make` would, before anything trains. MATRIX_SEEDS
+then trains every run once per seed: TRAIN_SEED=<seed> joins its overrides
+and _s<seed> ends its id, so `make results` groups the seeds of one
+configuration.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from lib.run.rundir import run_tag
 # Multiple-selection symbols -> the value a single run uses. Written out (not
 # built from strings) so each symbol's reader is plain to see.
 OPTIMIZERS = {"OPTIMIZER_ENABLE_ADAMW": "adamw", "OPTIMIZER_ENABLE_ADAMWSPAM": "adamwspam",
-              "OPTIMIZER_ENABLE_ADAMWPRUNE": "adamwprune"}
+              "OPTIMIZER_ENABLE_ADAMWPRUNE": "adamwprune", "OPTIMIZER_ENABLE_MUON": "muon"}
 METHODS = {"PRUNING_ENABLE_NONE": "none", "PRUNING_ENABLE_MAGNITUDE": "magnitude",
            "PRUNING_ENABLE_MOVEMENT": "movement", "PRUNING_ENABLE_STATE": "state"}
 SPARSITIES = {"PRUNING_SPARSITY_50": "0.5", "PRUNING_SPARSITY_70": "0.7",
@@ -260,7 +261,7 @@ def _check_every_choice_used(optimizers: list[Overrides], prunings: list[Overrid
     for prune_o in prunings:
         if not any(set(prune_o) <= r for r in used):
             method = dict(prune_o).get("PRUNING_METHOD", "none (dense)")
-            need = "AdamWPrune" if method == "state" else "AdamW or AdamWSPAM"
+            need = "AdamWPrune" if method == "state" else "AdamW, AdamWSPAM or Muon"
             problems.append(f"pruning {method} is enabled but no run uses it: it needs {need}")
     if problems:
         raise ConfigError(problems, "test matrix")

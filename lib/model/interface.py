@@ -11,7 +11,13 @@ benchmarks, evaluation and sampling use only what is declared here:
   what that state holds after seq_len tokens; generate() samples with them;
 * param_groups(weight_decay), prunable(), num_params(), flops_per_token(T),
   aux_metrics(); and its blocks in transformer.h (gradient checkpointing
-  wraps them, lib/train/recompute.py).
+  wraps them, lib/train/recompute.py; regional torch.compile compiles each
+  of compile_units(), by default those blocks).
+
+In training mode with a fused head loss (use_head_loss, TRAIN_LOSS_IMPL),
+forward(idx, targets) returns an empty logits tensor: the [B, T, V] logits
+are never materialised (lib/model/fused_loss.py). In eval mode, and without
+targets, the logits are always computed.
 
 Shared here, so no family repeats them: the LM head tied to the token
 embedding (tie_head, logits_and_loss), GPT-2's initialisation
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -62,6 +68,10 @@ class LanguageModel(nn.Module, ABC):
     config: Any
     transformer: nn.ModuleDict
     lm_head: nn.Linear
+    # f(hidden, weight, targets) -> loss replacing lm_head + cross-entropy in
+    # training (use_head_loss); None: the plain path. Not a module: no state.
+    head_loss: Callable[[Tensor, Tensor, Tensor], Tensor] | None = None
+    head_loss_impl: str = "plain"
 
     # ------------------------------------------------------------ shared
 
@@ -81,10 +91,24 @@ class LanguageModel(nn.Module, ABC):
         the LM head is the largest matmul of a small model."""
         if targets is None:
             return self.lm_head(x[:, -1:, :]), None
+        if self.head_loss is not None and self.training:
+            return x.new_empty(0), self.head_loss(x, self.lm_head.weight, targets)
         logits = self.lm_head(x)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1),
                                ignore_index=-1)
         return logits, loss
+
+    def use_head_loss(self, impl: str) -> None:
+        """Compute the training loss with a resolved TRAIN_LOSS_IMPL ("plain",
+        "chunked" or "liger"; lib/model/fused_loss.py)."""
+        from lib.model.fused_loss import head_loss
+        self.head_loss, self.head_loss_impl = head_loss(impl), impl
+
+    def compile_units(self) -> list[nn.Module]:
+        """What regional torch.compile (COMPILE_REGIONAL) compiles one by one:
+        the blocks, whose identical code compiles once and is reused. A family
+        with other heavy modules outside its blocks names them too."""
+        return list(self.transformer.h)
 
     def num_params(self, non_embedding: bool = True) -> int:
         """Parameter count, the tied embedding counted once. A family with a

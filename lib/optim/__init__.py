@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from lib.optim.muon import Muon, muon_param_groups
 from lib.optim.spam import AdamWSPAM
 from lib.config.run_config import value_or
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def base_optimizer(run: RunConfig) -> str:
-    """"adamw" or "adamwspam": what actually updates the weights."""
+    """"adamw", "adamwspam" or "muon": what actually updates the weights."""
     if run.OPTIMIZER is None:  # hidden by OPTIMIZER_MODE_MULTIPLE
         raise ValueError("CONFIG_OPTIMIZER_MODE_MULTIPLE selects several optimizers for the "
                          "test matrix (`make test-matrix`); one run needs OPTIMIZER_MODE=single "
@@ -34,8 +35,9 @@ def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device
     base = base_optimizer(run)
     lr, betas, eps = run.LEARNING_RATE, (run.ADAM_BETA1, run.ADAM_BETA2), run.ADAM_EPSILON
     groups = model.param_groups(run.WEIGHT_DECAY)
+    impl = value_or(run.OPTIMIZER_IMPL, "auto")
     if base == "adamw":
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=device.type == "cuda")
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, **adamw_impl(impl, device))
     if base == "adamwspam":  # a hidden SPAM switch is off
         return AdamWSPAM(groups, lr=lr, betas=betas, eps=eps,
                          theta=value_or(run.SPAM_THETA, 5000.0),
@@ -45,8 +47,40 @@ def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device
                          warmup_steps=value_or(run.SPAM_WARMUP_STEPS, 0),
                          clip_skip_steps=value_or(run.SPAM_CLIP_SKIP_STEPS, 0),
                          spare_unseen=value_or(run.SPAM_CLIP_SPARE_UNSEEN, False),
-                         restart_bias_correction=value_or(run.SPAM_RESTART_BIAS_CORRECTION, False))
+                         restart_bias_correction=value_or(run.SPAM_RESTART_BIAS_CORRECTION, False),
+                         foreach={"foreach": True, "loop": False}.get(impl), fused=impl == "fused")
+    if base == "muon":  # hidden matrices by Muon, the rest by AdamW at LEARNING_RATE
+        assert run.MUON_LR is not None and run.MUON_MOMENTUM is not None  # visible with Muon
+        assert run.MUON_NS_STEPS is not None and run.MUON_WEIGHT_DECAY is not None
+        assert run.MUON_SCALE is not None
+        return Muon(muon_param_groups(
+            model, groups, lr=lr, muon_lr=run.MUON_LR, momentum=run.MUON_MOMENTUM,
+            nesterov=bool(run.MUON_NESTEROV), ns_steps=run.MUON_NS_STEPS, scale=run.MUON_SCALE,
+            muon_weight_decay=run.MUON_WEIGHT_DECAY, betas=betas, eps=eps))
     raise ValueError(f"optimizer '{base}' has no implementation")
+
+
+# Device types with torch.optim.AdamW(fused=True) in torch >= 2.4 (CPU since 2.4).
+FUSED_ADAMW_DEVICES = ("cuda", "cpu", "mps", "xpu")
+
+
+def adamw_impl(impl: str, device: torch.device) -> dict[str, bool]:
+    """torch.optim.AdamW's fused/foreach arguments for OPTIMIZER_IMPL `impl`."""
+    if impl in ("auto", "fused"):
+        if device.type in FUSED_ADAMW_DEVICES:
+            return {"fused": True}
+        return {}  # no fused kernel here (e.g. MPS on an old torch): torch's default
+    return {"foreach": impl == "foreach"}
+
+
+def optimizer_impl(optimizer: torch.optim.Optimizer) -> str:
+    """What the step runs, e.g. "AdamW (fused)", "AdamWSPAM (foreach)" (metrics.json)."""
+    impl = getattr(optimizer, "impl", None)
+    if impl is None:
+        d = optimizer.defaults
+        impl = ("fused" if d.get("fused") else "foreach" if d.get("foreach")
+                else "torch default" if d.get("foreach") is None else "loop")
+    return f"{type(optimizer).__name__} ({impl})"
 
 
 def optimizer_stats(optimizer: torch.optim.Optimizer) -> dict[str, int]:

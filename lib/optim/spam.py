@@ -30,12 +30,17 @@ and v the raw second moment:
    s = 1 - 0.99, and call reset+i with j = i.
 6. Weight decay after the update: p -= lr * weight_decay * p (not scaled by s).
 
-Two code paths compute this: a per-parameter loop (foreach=False, written
-for reading) and a multi-tensor one (foreach=True, lib/optim/spam_foreach.py:
+Three code paths compute this: a per-parameter loop (foreach=False, written
+for reading), a multi-tensor one (foreach=True, lib/optim/spam_foreach.py:
 a few torch._foreach_* kernels per step instead of about a dozen per
-parameter).  foreach=None, the default, picks the multi-tensor path when all
-parameters are on one device type, as torch's optimizers do.  Both give the
-same results and counters; on CPU, where their kernels are the same, to the bit.
+parameter) and a compiled one (fused=True, lib/optim/spam_compiled.py: the
+per-parameter operations compiled by torch.compile into one fused pass per
+tensor; it falls back to the multi-tensor path if compiling fails, and
+`impl` says which path runs).  foreach=None, the default, picks the
+multi-tensor path when all parameters are on one device type, as torch's
+optimizers do.  All give the same results and counters; on CPU, the loop and
+the multi-tensor path to the bit (their kernels are the same), the compiled
+path as tests/lib/optim/test_optim_spam_compiled.py states.
 
 State uses torch's names (exp_avg, exp_avg_sq, step: a float32 0-dim CPU
 tensor).  The call count, the warmup counter j and the counters of stats()
@@ -53,6 +58,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from lib.optim.spam_compiled import step_group_compiled
 from lib.optim.spam_foreach import step_group, step_size
 
 _FLOOR = 0.01  # the warmup starts from 1% of the update (0.99 is decayed away)
@@ -70,12 +76,17 @@ def _is_count(value: Any) -> bool:
 class AdamWSPAM(torch.optim.Optimizer):
     """Adam with spike-aware clipping, periodic momentum reset and decoupled weight decay."""
 
+    # An entry whose weight, moments and gradient are 0 stays 0 (clip, moments, update
+    # and decay all keep 0): the pruner need not re-apply its masks every step.
+    keeps_zero_entries = True
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
                  weight_decay: float = 0.0, *, theta: float = 5000.0, interval: int = 500,
                  warmup_steps: int = 150, clip_skip_steps: int = 20, clip: bool = True,
                  reset: bool = True, restart_bias_correction: bool = False,
-                 spare_unseen: bool = False, foreach: bool | None = None) -> None:
+                 spare_unseen: bool = False, foreach: bool | None = None,
+                 fused: bool = False) -> None:
         _check("lr", lr > 0, "lr > 0", lr)
         _check("betas", len(betas) == 2, "a pair (beta1, beta2)", betas)
         _check("betas[0]", 0 <= betas[0] < 1, "0 <= beta1 < 1", betas[0])
@@ -96,6 +107,8 @@ class AdamWSPAM(torch.optim.Optimizer):
         self.restart_bias_correction = bool(restart_bias_correction)
         self.spare_unseen = bool(spare_unseen)
         self.foreach = foreach  # None: decided at each step (item 6 of the module doc)
+        self.fused = bool(fused)
+        self.fused_error: str | None = None  # why the compiled path fell back
         self._calls = 0  # k of the latest call
         self._warmup_count = self.warmup_steps + 1  # j of the next call (item 5)
         self._resets = 0
@@ -137,6 +150,8 @@ class AdamWSPAM(torch.optim.Optimizer):
             for p in params:
                 self._prepare(p, reset)
             clip = group["clip"] and self.clips_at(k)
+            if self.fused and params and self._step_fused(group, params, scale, clip):
+                continue
             if foreach and params:
                 step_group(group, params, self.state, scale, clip, self.spare_unseen,
                            self._spikes_dev)
@@ -162,6 +177,26 @@ class AdamWSPAM(torch.optim.Optimizer):
             state["exp_avg_sq"].zero_()
             if self.restart_bias_correction:
                 state["step"].zero_()
+
+    def _step_fused(self, group: dict[str, Any], params: list[torch.Tensor], scale: float,
+                    clip: bool) -> bool:
+        """The compiled step; False (and the multi-tensor path for good) if it fails."""
+        try:
+            step_group_compiled(group, params, self.state, scale, clip, self.spare_unseen,
+                                self._spikes_dev)
+            return True
+        except Exception as err:  # any compiler failure: the eager paths give the same step
+            self.fused, self.foreach = False, True
+            self.fused_error = f"{type(err).__name__}: {err}"[:500]
+            return False
+
+    @property
+    def impl(self) -> str:
+        """The path step() takes: "fused (compiled)", "foreach" or "loop"."""
+        if self.fused:
+            return "fused (compiled)"
+        fell_back = f" (compile failed: {self.fused_error})" if self.fused_error else ""
+        return ("foreach" if self.uses_foreach() else "loop") + fell_back
 
     def uses_foreach(self) -> bool:
         """Whether step() takes the multi-tensor path (item 6)."""

@@ -1,5 +1,5 @@
-"""PNG plots of a set of runs: validation loss curves, perplexity against
-sparsity per method, peak memory and throughput per run.
+"""PNG plots of a set of runs: validation loss curves, the LR schedules,
+perplexity against sparsity per method, peak memory and throughput per run.
 
 A configuration with several finished seeds (lib/results/seeds.py) is drawn
 as one curve: the mean over its seeds with a min-max band, and in the
@@ -66,6 +66,30 @@ def val_loss(rows: list[RunRow], path: Path) -> Path | None:
         plt.close(fig)
         return None
     ax.set(xlabel="iteration", ylabel="validation loss (nats/token)", title="Validation loss")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def lr_curves(rows: list[RunRow], path: Path) -> Path | None:
+    """The logged LR against the step, one line per configuration (its seeds
+    share the schedule), labelled with the schedule metrics.json names."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    drawn = False
+    for c in configurations(rows):
+        for r in c.runs.values():
+            curve = r.metrics.get("lr") or {}
+            if curve.get("iters"):
+                schedule = r.metrics.get("lr_schedule")
+                name = schedule.get("name") if isinstance(schedule, dict) else None
+                ax.plot(curve["iters"], curve["values"],
+                        label=f"{c.key} ({name})" if name else c.key)
+                drawn = True
+                break
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set(xlabel="iteration", ylabel="learning rate", title="Learning rate schedule")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return _save(fig, path)
@@ -148,6 +172,7 @@ def _bars(rows: list[RunRow], values: list[float | None], xlabel: str, title: st
 def write_all(rows: list[RunRow], baselines: dict[str, RunRow], out: Path) -> list[Path]:
     made = [
         val_loss(rows, out / "val_loss.png"),
+        lr_curves(rows, out / "lr.png"),
         ppl_vs_sparsity(rows, baselines, out / "ppl_vs_sparsity.png"),
         _bars(rows, [r.peak_memory_mb / 1024 if r.peak_memory_mb else None for r in rows],
               "peak memory (GiB)", "Peak memory per run", out / "memory.png"),

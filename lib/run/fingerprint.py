@@ -6,6 +6,9 @@ content_hash() is the SHA-256 of one canonical JSON document holding
 - the prepared data's fingerprint: meta.json without its preparation time,
   the tokenizer's files, and each token file's size with a SHA-256 of its
   first and last MiB (a whole-corpus hash would read gigabytes per plan);
+- for a run started from pretrained weights (GPT2_INIT_FROM=hf), their folder's
+  config.json and each weight file's size with a SHA-256 of its first and last
+  MiB: the path alone does not say which weights it held;
 - the code version: `git rev-parse HEAD` and whether the working tree has
   uncommitted changes; outside a git checkout, the package version and a
   SHA-256 of the source files.
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from lib.data.corpus import META_NAME, SPLIT_FILES, is_prepared
 from lib.data.prepared import data_dir
-from lib.paths import ROOT
+from lib.paths import ROOT, from_root
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -55,6 +58,7 @@ UNHASHED: dict[str, str] = {
     "EVAL_": "`make eval` settings and greedy samples, which draw no random numbers",
     "LM_EVAL_": "downstream evaluation after training",
     "INFERENCE_": "inference figures measured after training",
+    "PIN_MEMORY": "how batches reach the GPU (pinned, asynchronous); the same tokens either way",
 }
 # With HYPER_PARAM_AUTO the device picks the split at start; TARGET_EFFECTIVE_BATCH is hashed.
 AUTO_SPLIT = ("BATCH_SIZE", "GPT2_GRADIENT_ACCUMULATION")
@@ -84,10 +88,12 @@ def _canonical(document: Any) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def content_hash(run: RunConfig, data: str, code: dict[str, Any]) -> str:
-    return hashlib.sha256(_canonical({
-        "schema": SCHEMA, "symbols": hashed_symbols(run), "world": world_size(run),
-        "data": data, "code": code})).hexdigest()
+def content_hash(run: RunConfig, data: str, code: dict[str, Any], init: str | None = None) -> str:
+    document = {"schema": SCHEMA, "symbols": hashed_symbols(run), "world": world_size(run),
+                "data": data, "code": code}
+    if init is not None:  # only runs from pretrained weights: other hashes stay as they were
+        document["init"] = init
+    return hashlib.sha256(_canonical(document)).hexdigest()
 
 
 def _file_digest(path: Path, sample: int | None = None) -> str:
@@ -130,6 +136,32 @@ def data_fingerprint(path: Path) -> str | None:
         return _data_digest(path, stamp)
     except (OSError, ValueError):
         return None
+
+
+# The files of a Hugging Face folder a pretrained start reads (gpt2/pretrained.py).
+INIT_FILES = ("config.json", "*.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def init_fingerprint(run: RunConfig) -> str | None:
+    """The pretrained weights a run starts from (GPT2_INIT_FROM=hf), by content;
+    None for a run from scratch."""
+    if run.values.get("GPT2_INIT_FROM") != "hf":
+        return None
+    folder = from_root(Path(run.values.get("GPT2_INIT_PATH") or "").expanduser()).resolve()
+    try:
+        files = sorted({p for pattern in INIT_FILES for p in folder.glob(pattern) if p.is_file()})
+        stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    except OSError:
+        stamp = ()
+    return _init_digest(folder, stamp) if stamp else f"missing: {folder}"
+
+
+@functools.lru_cache(maxsize=16)
+def _init_digest(path: Path, stamp: tuple) -> str:
+    """stamp: the files with sizes and times, so a replaced file is read again."""
+    parts = {name: _file_digest(path / name, None if name.endswith(".json") else SAMPLE_BYTES)
+             for name, _, _ in stamp}
+    return hashlib.sha256(_canonical(parts)).hexdigest()
 
 
 def _git(root: Path, *args: str) -> str:
@@ -182,4 +214,6 @@ def fingerprint(run: RunConfig, code: dict[str, Any] | None = None) -> dict[str,
     if data is None:
         return None
     code = code_version() if code is None else code
-    return {"hash": content_hash(run, data, code), "schema": SCHEMA, "data": data, "code": code}
+    init = init_fingerprint(run)
+    return {"hash": content_hash(run, data, code, init), "schema": SCHEMA, "data": data,
+            "code": code, **({"init": init} if init is not None else {})}

@@ -2,17 +2,41 @@
 
 Shared by the trainer and by `make bench`, so the benchmark times exactly
 the step that training runs.
+
+The step returns its mean loss as a 0-dim tensor on the model's device and
+never reads it: reading it (.item()) waits for the device, which a CUDA step
+should not do every step (the trainer reads the losses once per log
+interval). The one host sync left is the GradScaler's own (fp16, and the
+pruner's `_will_skip` with it).
+
+Each phase runs inside a torch.profiler range named in RANGES, so a
+profile of a few steps says where the time goes (`make bench` prints that
+breakdown); outside a profiler the ranges cost one flag test each.
 """
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Iterator
 
 import torch
+from torch.autograd.profiler import record_function
 
 from lib.hardware.precision import Precision
 
 Batch = tuple[torch.Tensor, torch.Tensor]
+
+# Profiler range names, one per phase of a step (lib/bench/step.py aggregates them).
+RANGES = {"data": "step.data", "forward": "step.forward", "backward": "step.backward",
+          "optimizer": "step.optimizer", "pruning": "step.pruning"}
+_NULL = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _range(name: str, synchronize: Callable[[], None] | None) -> Iterator[None]:
+    with record_function(name):
+        yield
+        if synchronize is not None:  # the phase's device work ends inside its range
+            synchronize()
 
 
 class TrainStep:
@@ -44,35 +68,53 @@ class TrainStep:
         # sync(last) wraps each micro-batch: under DDP it skips the gradient
         # all-reduce (no_sync) on all but the last one of an accumulation.
         self.sync: Callable[[bool], Any] = lambda last: contextlib.nullcontext()
+        # Called at the end of each phase range while profiling (make bench on CUDA).
+        self.synchronize: Callable[[], None] | None = None
 
-    def __call__(self, next_batch: Callable[[], Batch], lr: float, step: int = 0) -> float:
+    def phase(self, name: str) -> ContextManager[Any]:
+        """The profiler range of phase `name`, or nothing when no profiler runs."""
+        # torch's own flag (private; were it gone, every range would be recorded: ~4 us each)
+        if getattr(torch.autograd.profiler, "_is_profiler_enabled", True):
+            return _range(RANGES[name], self.synchronize)
+        return _NULL
+
+    def __call__(self, next_batch: Callable[[], Batch], lr: float, step: int = 0) -> torch.Tensor:
         """Run optimizer step number `step` (1-based) at learning rate lr; returns
-        the mean loss."""
+        the mean loss, a detached 0-dim tensor on the model's device (unread)."""
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        total = torch.zeros((), device=next(self.model.parameters()).device)
+            group["lr"] = lr * group.get("lr_ratio", 1.0)  # Muon's groups: own LR scale
+        total: torch.Tensor | None = None
         for i in range(self.accumulation):
-            x, y = next_batch()
+            with self.phase("data"):
+                x, y = next_batch()
             with self.sync(i == self.accumulation - 1):
-                with self.precision.autocast():
+                with self.phase("forward"), self.precision.autocast():
                     # Not binding the logits frees them before backward (B x T x vocab).
                     loss = self.forward(x, y)[1]
                 # Dividing makes the summed gradient equal one batch accumulation x larger.
-                loss = loss / self.accumulation
-                self.scaler.scale(loss).backward()
-            total += loss.detach()
-        if self.grad_clip > 0 or self.pruner is not None:
-            self.scaler.unscale_(self.optimizer)  # clip and score true gradients, not scaled ones
-        if self.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+                if self.accumulation > 1:
+                    loss = loss / self.accumulation
+                with self.phase("backward"):
+                    self.scaler.scale(loss).backward()
+            total = loss.detach() if total is None else total + loss.detach()
+        with self.phase("optimizer"):
+            if self.grad_clip > 0 or self.pruner is not None:
+                self.scaler.unscale_(self.optimizer)  # clip and score true gradients, not scaled ones
+            if self.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
         if self.pruner is not None:
-            self.pruner.before_step(step, skipped=self._will_skip())
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
+            with self.phase("pruning"):
+                self.pruner.before_step(step, skipped=self._will_skip())
+        with self.phase("optimizer"):
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
         if self.pruner is not None:
-            self.pruner.after_step(step)
-        self.optimizer.zero_grad(set_to_none=True)
-        return total.item()
+            with self.phase("pruning"):
+                self.pruner.after_step(step)
+        with self.phase("optimizer"):
+            self.optimizer.zero_grad(set_to_none=True)
+        assert total is not None  # accumulation >= 1
+        return total
 
     def use_compiled(self, compiled: Callable) -> None:
         """Run `compiled` (torch.compile of the eager forward) from the next step;

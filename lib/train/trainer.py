@@ -29,7 +29,6 @@ from lib.data import BatchLoader, load_meta
 from lib.data.prepared import ensure_prepared
 from lib.distributed.runtime import SINGLE, DistEnv
 from lib.train.early_stop import EarlyStop
-from lib.estimate import estimate_memory
 from lib.estimate.fit import plan_batch
 from lib.eval.samples import SampleLog
 from lib.bench.inference import inference_at_end
@@ -37,12 +36,15 @@ from lib.train.fallback import CompileOff, FirstSteps, retrying
 from lib.hardware.devices import describe_device
 from lib.run.metrics import RunMetrics, mfu, peak_memory_mb
 from lib.observe.monitor import CPU_FILE, GPU_FILE, build_monitor
-from lib.optim import build_optimizer, optimizer_stats, state_bytes
+from lib.optim import build_optimizer, optimizer_impl, optimizer_stats
 from lib.hardware.precision import compile_model, resolve_device, resolve_precision
+from lib.hardware.speed import apply_speed
 from lib.prune.build import build_pruner
 from lib.train.recompute import enable_checkpointing
-from lib.train.schedule import lr_schedule
+from lib.train.schedule import lr_schedule, schedule_settings
 from lib.run.signals import STOP, Abandoned
+from lib.train.losses import PendingLosses, divergence, logged
+from lib.train.records import batch_record, optimizer_summary
 from lib.train.step import TrainStep
 from lib.observe.tracking import Tracker
 
@@ -72,6 +74,8 @@ class Trainer:
                                           self.meta["vocab_size"], (resume or {}).get("batch"))
         self.run = run
         self.model = family.build(self.model_config).to(self.device)
+        # Loss implementation, float8 layers, TF32, attention kernel, compile mode.
+        self.speed = apply_speed(run, self.model, self.device, self.precision)
         dist.seed_ranks(run.TRAIN_SEED)  # different dropout masks per rank
         if run.TRAIN_GRADIENT_CHECKPOINTING:
             enable_checkpointing(self.model)
@@ -80,12 +84,13 @@ class Trainer:
         self.pruner = build_pruner(run, self.model, self.optimizer)
         self.train_step = TrainStep(self.model, self.optimizer, self.precision,
                                     self.batch_plan.accumulation, run.TRAIN_GRAD_CLIP,
-                                    self.pruner, eager=forward)
+                                    self.pruner, eager=self.speed.forward(forward))
         self.train_step.sync = dist.sync(forward)
         block = self.model_config.block_size
         self.loaders = {split: BatchLoader(data_dir, split, self.batch_plan.batch_size, block,
                                            device=self.device, seed=run.TRAIN_SEED,
-                                           rank=dist.rank, world_size=dist.world_size)
+                                           rank=dist.rank, world_size=dist.world_size,
+                                           pin_memory=self.speed.pin_memory)
                         for split in ("train", "val")}
         self.derived = run.derived(dist.world_size)
         self.metrics = RunMetrics(self.run_dir / "metrics.json", self._static(),
@@ -96,10 +101,12 @@ class Trainer:
         self.tracker = Tracker(run, self.run_dir, log, dist.is_main)  # TensorBoard / W&B; off by default
         self.samples = SampleLog(run, self.run_dir, self.meta["tokenizer"], log, dist.is_main)
         self.step = 0
+        self.losses = PendingLosses(dist.mean)  # read in one sync per log step (losses.py)
         self.stop_signal: str | None = None  # the signal that stopped the run
         self.abandoned = False  # stopped at once by a repeated signal: nothing saved
         if run.COMPILE_MODEL:
-            self.train_step.use_compiled(compile_model(forward))
+            compiled = compile_model(forward, self.speed.compile, self.model.compile_units())
+            self.train_step.use_compiled(self.speed.forward(compiled))
         self.first_steps = FirstSteps(run, dist.active)  # compile and out-of-memory fallbacks
         if resume:
             self._restore(resume)
@@ -116,6 +123,9 @@ class Trainer:
             "params_non_embedding": self.model.num_params(non_embedding=True),
             "dataset": self.meta["dataset"], "tokenizer": self.meta["tokenizer"]["name"],
             "optimizer": self.run.OPTIMIZER, "max_iters": self.run.GPT2_MAX_ITERS,
+            "optimizer_impl": optimizer_impl(self.optimizer),  # OPTIMIZER_IMPL as resolved
+            "lr_schedule": schedule_settings(self.run),
+            "init": getattr(self.model_config, "init_record", {"from": "scratch"}),  # gpt2/pretrained.py
             "effective_batch_size": self.derived["effective_batch_size"],
             "tokens_per_iter": self.derived["tokens_per_iter"],
             "device": info.kind, "device_name": info.name,
@@ -123,20 +133,11 @@ class Trainer:
             "overrides": self.run.overrides, "world_size": self.dist.world_size,
             "batch_plan": self.batch_plan.as_dict(),
             "gradient_checkpointing": bool(self.run.TRAIN_GRADIENT_CHECKPOINTING),
-            **self._batch_record(info),
+            "speed": self.speed.record(),
+            # which kernels a family chose at run time (HAMT's scan backend), if it says
+            "kernels": getattr(self.model, "describe_kernels", dict)(),
+            **batch_record(self.run, self.meta["vocab_size"], self.batch_plan, info, self.log),
         }
-
-    def _batch_record(self, info: Any) -> dict[str, Any]:
-        """The batch that runs, with `make estimate`'s figure for it (to compare
-        with peak_memory_mb)."""
-        plan, estimate_mb = self.batch_plan, None
-        try:
-            estimate_mb = estimate_memory(self.run, self.meta["vocab_size"], plan.batch_size,
-                                          plan.accumulation, info).total_bytes / 2**20
-        except Exception as err:  # an estimate must never stop a run
-            self.log(f"memory estimate unavailable: {type(err).__name__}: {err}")
-        return {"micro_batch_size": plan.batch_size, "gradient_accumulation": plan.accumulation,
-                "memory_estimate_mb": estimate_mb}
 
     def describe(self) -> None:
         s = self.metrics.static
@@ -146,10 +147,13 @@ class Trainer:
         self.log(f"data: {s['dataset']} / {s['tokenizer']}: {self.meta['train_tokens']:,} train "
                  f"and {self.meta['val_tokens']:,} val tokens")
         self.log(f"device: {s['device_name']}; precision {s['dtype']} ({s['dtype_reason']})")
+        if s.get("kernels"):  # e.g. HAMT's scan backend, and why auto chose it
+            self.log(f"kernels: {s['kernels']}")
         self.log(self.run.describe(self.dist.world_size))
         self.log(self.batch_plan.describe())
         compiling = "requested; compiles on the first step" if self.train_step.compiled else "off"
         self.log(f"torch.compile: {compiling}")
+        self.log(self.speed.describe())
 
     # -- loop -------------------------------------------------------------------
 
@@ -176,21 +180,27 @@ class Trainer:
                 late = bool(run.TRAIN_MAX_TIME) and time.monotonic() - started >= run.TRAIN_MAX_TIME
                 signalled = STOP.signal is not None
                 if self.dist.any(late or signalled):  # every rank stops at the same step
-                    status, reason = "stopped", self._stop_reason(late, signalled, total)
+                    # A loss not read yet may have diverged: then no resume checkpoint.
+                    reason, best_loss = self._check_losses(self.losses.read(), best_loss, bar)
+                    status = "diverged" if reason else "stopped"
+                    reason = reason or self._stop_reason(late, signalled, total)
                     break
                 lr = schedule(self.step)
                 t0 = time.perf_counter()
-                loss = self.dist.mean(self._step(lr))  # averaged over ranks
-                self.metrics.record_step(time.perf_counter() - t0, self.derived["tokens_per_iter"])
+                self.losses.add(self.step + 1, self._step(lr), lr)
                 self.step += 1
+                # Losses are read (one device sync) at log and eval steps and at the
+                # last one; the wait then counts in this step's time, so the totals hold.
+                evaluating = self.step % run.GPT2_EVAL_INTERVAL == 0 or self.step == total
+                reading = evaluating or logged(self.step, run.TRAIN_LOG_INTERVAL, total)
+                read = self.losses.read() if reading else []
+                self.metrics.record_step(time.perf_counter() - t0, self.derived["tokens_per_iter"])
                 bar.update(1)
-                reason = self._divergence(loss, best_loss)
+                reason, best_loss = self._check_losses(read, best_loss, bar)
                 if reason:
                     status = "diverged"
                     break
-                best_loss = min(best_loss, loss)
-                self._log_step(loss, lr, bar)
-                if self.step % run.GPT2_EVAL_INTERVAL == 0 or self.step == total:
+                if evaluating:
                     self._evaluate_and_save()
                     if self.early_stop.reason and self.step < total:
                         reason = self.early_stop.reason  # still "completed"
@@ -206,12 +216,15 @@ class Trainer:
             self.monitor.stop()
         return self._finish(status, reason)
 
-    def _step(self, lr: float) -> float:
-        """One optimizer step; the first ones guarded (lib/train/fallback.py)."""
-        def attempt() -> float:
-            return self.train_step(self.loaders["train"].next_batch, lr, self.step + 1)
+    def _step(self, lr: float) -> torch.Tensor | float:
+        """One optimizer step; the first ones guarded (lib/train/fallback.py).
+        Returns the loss unread (a device tensor), except in a guarded step, which
+        reads it so that an asynchronous device error surfaces inside the guard."""
         if not self.first_steps.guards(self.step, self.train_step.compile_proven):
-            return attempt()
+            return self.train_step(self.loaders["train"].next_batch, lr, self.step + 1)
+
+        def attempt() -> float:
+            return self.train_step(self.loaders["train"].next_batch, lr, self.step + 1).item()
         loss = retrying(attempt, self.loaders, self.optimizer, self._recover)
         if self.train_step.compile_ran():
             self.log("torch.compile: compiled model is running")
@@ -229,7 +242,8 @@ class Trainer:
             for loader in self.loaders.values():
                 loader.batch_size = plan.batch_size
             ts.accumulation = plan.accumulation
-            self.metrics.static.update(self._batch_record(describe_device(self.device)))
+            self.metrics.static.update(batch_record(self.run, self.meta["vocab_size"], plan,
+                                                    describe_device(self.device), self.log))
         self.metrics.record_event(step=self.step, **decision.record())
         self.log(decision.message())
 
@@ -242,20 +256,23 @@ class Trainer:
                     f"`make continue` resumes it")
         return f"TRAIN_MAX_TIME={self.run.TRAIN_MAX_TIME}s reached"
 
-    def _divergence(self, loss: float, best: float) -> str | None:
-        if not math.isfinite(loss):
-            return f"training loss is {loss} at step {self.step}"
-        factor = self.run.TRAIN_DIVERGENCE_FACTOR
-        if factor and math.isfinite(best) and loss > factor * best:
-            return (f"training loss {loss:.4f} at step {self.step} exceeds "
-                    f"TRAIN_DIVERGENCE_FACTOR={factor:g} x best {best:.4f}")
-        return None
+    def _check_losses(self, read: list[tuple[int, float, float]], best: float,
+                      bar: tqdm) -> tuple[str | None, float]:
+        """Divergence check of each read loss in step order, and the log of the
+        logged steps: (the reason to stop, or None; the best loss so far).
+        A divergence is found when its step's loss is read: at that step, or at
+        the end of its log interval (the steps after it change no checkpoint)."""
+        for step, loss, lr in read:
+            reason = divergence(loss, best, step, self.step, self.run.TRAIN_DIVERGENCE_FACTOR)
+            if reason:
+                return reason, best
+            best = min(best, loss)
+            if logged(step, self.run.TRAIN_LOG_INTERVAL, self.run.GPT2_MAX_ITERS):
+                self._log_step(loss, lr, bar, step)
+        return None, best
 
-    def _log_step(self, loss: float, lr: float, bar: tqdm) -> None:
-        last = self.step == self.run.GPT2_MAX_ITERS
-        if self.step % self.run.TRAIN_LOG_INTERVAL and self.step != 1 and not last:
-            return
-        self.metrics.record_train(self.step, loss, lr)
+    def _log_step(self, loss: float, lr: float, bar: tqdm, step: int) -> None:
+        self.metrics.record_train(step, loss, lr)
         tps = self.metrics.tokens_per_sec
         ms = 1000 * self.derived["tokens_per_iter"] / tps if tps else float("nan")
         ppl = math.exp(min(loss, 50))
@@ -263,16 +280,16 @@ class Trainer:
         extra = ""
         if self.pruner is not None:
             sparsity = self.pruner.report()["sparsity"]
-            self.metrics.record_point("sparsity", self.step, sparsity)
+            self.metrics.record_point("sparsity", step, sparsity)
             extra += f" | sparsity {100 * sparsity:.1f}%"
         for key, value in optimizer_stats(self.optimizer).items():
             extra += f" | {key.replace('_', ' ')} {value}"
         for key, value in self.model.aux_metrics().items():  # e.g. HAMT slot utilisation
-            self.metrics.record_point(key, self.step, value)
+            self.metrics.record_point(key, step, value)
             extra += f" | {key.replace('_', ' ')} {value:.3f}"
-        self.log(f"iter {self.step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
+        self.log(f"iter {step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
                  f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}")
-        self.tracker.log_train(self.step, self.metrics, self.device)
+        self.tracker.log_train(step, self.metrics, self.device)
 
     # -- evaluation, checkpoints, records ----------------------------------------
 
@@ -364,25 +381,7 @@ class Trainer:
             "peak_memory_mb": peak, "peak_memory_measure": measured, "monitor": self.monitor.write(),
             "stopped_early": status == "completed" and self.step < self.run.GPT2_MAX_ITERS,
             "stop_signal": self.stop_signal,  # set: resumable (exit code EXIT_RESUMABLE)
-            **self._optimizer_summary()})
-
-    def _optimizer_summary(self) -> dict[str, Any]:
-        """Optimizer and pruning figures: state memory (the AdamWPrune claim is
-        that pruning adds only a boolean mask), sparsity, SPAM counters."""
-        optimizer_bytes = state_bytes(self.optimizer)
-        pruner_bytes = self.pruner.state_bytes() if self.pruner is not None else 0
-        out: dict[str, Any] = {
-            "optimizer_state_bytes": optimizer_bytes + pruner_bytes,
-            "optimizer_state_breakdown": {"optimizer": optimizer_bytes, "pruning": pruner_bytes},
-            **{f"spam_{k}": v for k, v in optimizer_stats(self.optimizer).items()},
-        }
-        if self.pruner is not None:
-            report = self.pruner.report()
-            out.update(pruning_method=self.run.PRUNING_METHOD,
-                       pruning_variant=self.run.ADAMWPRUNE_VARIANT,
-                       sparsity=report["sparsity"], sparsity_target=self.run.PRUNING_TARGET_SPARSITY,
-                       sparsity_per_layer=report["per_layer"])
-        return out
+            **optimizer_summary(self.run, self.optimizer, self.pruner)})
 
     def _finish(self, status: str, reason: str | None) -> dict[str, Any]:
         if status == "stopped" and not self.abandoned:

@@ -120,5 +120,5 @@ def test_export_loads_in_transformers_with_the_same_logits(tmp_path, bias):
 def test_export_refuses_attention_variants(tmp_path):
     mla = GPT2(GPT2Config(vocab_size=97, block_size=16, n_layer=1, n_head=2, n_embd=32,
                           attention="mla", latent_dim=16))
-    with pytest.raises(ValueError, match="only vanilla attention exports"):
+    with pytest.raises(ValueError, match="no Hugging Face GPT-2 layout"):
         save_pretrained(mla, tmp_path / "out")

@@ -21,11 +21,11 @@ SETTINGS = {"MODEL_HAMT": "y", "GPT2_BLOCK_SIZE": "64", "HAMT_N_LAYER": "3",
             "HAMT_BINDING_ELEMENTWISE": "y", "HAMT_AUX_WEIGHT": "0.25",
             "HAMT_AUX_MAX_LAG": "48", "HAMT_DECAY_INIT": "0.95", "HAMT_HIERARCHICAL": "y",
             "HAMT_SLOW_EVERY": "4", "HAMT_DROPOUT": "0.1", "HAMT_BIAS": "n",
-            "HAMT_CHUNK_SIZE": "16"}
+            "HAMT_CHUNK_SIZE": "16", "HAMT_SCAN_BACKEND_TORCH": "y"}
 EXPECTED = {"vocab_size": 101, "block_size": 64, "n_layer": 3, "n_head": 1, "n_embd": 48,
             "num_slots": 8, "hcm_mult": 3, "binding": "elementwise", "aux_weight": 0.25,
             "aux_max_lag": 48, "decay_init": 0.95, "hierarchical": True, "slow_every": 4,
-            "dropout": 0.1, "bias": False, "chunk_size": 16}
+            "dropout": 0.1, "bias": False, "chunk_size": 16, "scan_backend": "torch"}
 # "num_slots=3": how HAMTConfig names a value; Kconfig users know only the symbols.
 FIELD_STYLE = re.compile(r"\b(" + "|".join(f.name for f in fields(HAMTConfig)) + r")=")
 
@@ -110,8 +110,11 @@ def test_every_hamt_symbol_is_read_by_the_field_it_names():
     """hamt.SYMBOLS covers every HAMTConfig field but n_head (fixed at 1) and
     vocab_size (the tokenizer's), and every HAMT_* symbol but the choice's members."""
     kconf = open_tree()
-    members = {sym.name for sym in kconf.named_choices["HAMT_BINDING"].syms}
-    assert members == {"HAMT_BINDING_CIRCULAR", "HAMT_BINDING_ELEMENTWISE"}
+    members = {sym.name for choice in ("HAMT_BINDING", "HAMT_SCAN_BACKEND")
+               for sym in kconf.named_choices[choice].syms}
+    assert members == {"HAMT_BINDING_CIRCULAR", "HAMT_BINDING_ELEMENTWISE",
+                       "HAMT_SCAN_BACKEND_AUTO", "HAMT_SCAN_BACKEND_TORCH",
+                       "HAMT_SCAN_BACKEND_TRITON"}
     mapped = {f: s for f, s in hamt.SYMBOLS.items() if s in SYMBOL_NAMES}
     assert set(mapped) == {f.name for f in fields(HAMTConfig)} - {"n_head", "vocab_size"}
     assert set(mapped.values()) - {"GPT2_BLOCK_SIZE"} == {

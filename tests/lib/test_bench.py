@@ -57,3 +57,28 @@ def test_seqlen_bench_rows_state_sizes_and_plot(tiny_run, tmp_path):
     png = tmp_path / "seqlen.png"
     plot_seqlen(result, str(png))
     assert png.stat().st_size > 10_000
+
+
+def test_bench_breakdown_sums_to_the_step_and_names_each_side(tiny_run):
+    result = run_bench(tiny_run(), steps=2, warmup=1, rounds=1, profile_steps=3)
+    b = result["breakdown"]
+    parts = b["parts_ms"]
+    assert set(parts) == {"data", "forward", "backward", "optimizer", "pruning", "host_overhead"}
+    assert sum(parts.values()) == pytest.approx(b["step_ms"], rel=1e-9)  # by construction...
+    for name in ("data", "forward", "backward", "optimizer"):
+        assert parts[name] > 0, name
+    assert parts["pruning"] == 0  # no pruner configured
+    # ...so the real check: the ranges hold most of the step, not the remainder.
+    assert 0 <= parts["host_overhead"] < 0.5 * b["step_ms"]
+    assert parts["forward"] + parts["backward"] > parts["data"]
+    assert sum(b["shares"].values()) == pytest.approx(1.0)
+    assert result["ours"]["optimizer"] == "AdamW (fused)" and result["ours"]["pruning"] is None
+    assert result["plain"]["optimizer"] == "AdamW (torch default)"  # nanoGPT's CPU choice
+
+
+def test_bench_breakdown_counts_the_pruners_time(tiny_run):
+    run = tiny_run(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_WARMUP="2",
+                   PRUNING_FREQUENCY="2", PRUNING_RAMP_END="200")
+    result = run_bench(run, steps=2, warmup=1, rounds=1, profile_steps=4)
+    assert result["ours"]["pruning"] == "magnitude" and result["plain"]["pruning"] is None
+    assert result["breakdown"]["parts_ms"]["pruning"] > 0

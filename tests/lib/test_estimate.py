@@ -91,8 +91,15 @@ CASES = {
     "mla": {"GPT2_ATTENTION_MLA": "y", "MIXED_PRECISION_DTYPE_BF16": "y"},
     "ra": {"GPT2_ATTENTION_RA_LOGIT": "y"},
     "adamwprune": {"OPTIMIZER_ADAMWPRUNE": "y"},
+    "muon": {"OPTIMIZER_MUON": "y"},  # one buffer for the block matrices, two for the rest
     "small batch": {"BATCH_SIZE": 1, "GPT2_BLOCK_SIZE": 16, "GPT2_N_EMBD": 256},
+    # the head's loss in chunks of rows: the whole logits never exist
+    "chunked loss": {"TRAIN_LOSS_IMPL_CHUNKED": "y", "BATCH_SIZE": 48},
     "hamt": {"MODEL_HAMT": "y", "HAMT_N_LAYER": 2, "HAMT_N_EMBD": 64},
+    # gpt2-modern-124m's block: RoPE, RMSNorm, SwiGLU, GQA, QK-norm, untied head, no biases
+    "modern": {"GPT2_POSITION_ROPE": "y", "GPT2_NORM_RMSNORM": "y", "GPT2_MLP_SWIGLU": "y",
+               "GPT2_N_KV_HEAD": 2, "GPT2_QK_NORM": "y", "GPT2_TIE_HEAD": "n", "GPT2_BIAS": "n",
+               "MIXED_PRECISION_DTYPE_BF16": "y"},
 }
 
 

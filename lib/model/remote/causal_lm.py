@@ -5,7 +5,9 @@ A family's template (gpt2/remote.py, hamt/remote.py) subclasses both
 classes. The config holds the family's own config as a dict (model_config,
 as the checkpoint recorded it); the model wraps the family's model
 unchanged as `self.model`, so the weights keep the names the trainer saved,
-with a "model." prefix, and the LM head stays tied to the token embedding.
+with a "model." prefix, and the LM head stays tied to the token embedding
+(unless the model_config says tie_head false: then it is saved and loaded
+as a weight of its own).
 
 forward returns CausalLMOutput: logits for every position and, with labels,
 transformers' loss (position t predicts labels[t + 1], -100 ignored; the
@@ -46,7 +48,8 @@ class RemoteConfig(PretrainedConfig):
         for name, field in STANDARD_NAMES.items():
             kwargs.pop(name, None)  # derived, so a saved copy never disagrees
             setattr(self, name, self.model_config.get(field))
-        kwargs["tie_word_embeddings"] = True
+        # GPT-2's tie_head (False: the head has its own weights); other families tie
+        kwargs["tie_word_embeddings"] = bool(self.model_config.get("tie_head", True))
         kwargs["use_cache"] = False
         super().__init__(**kwargs)
 

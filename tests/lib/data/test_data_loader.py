@@ -139,3 +139,30 @@ def test_cuda_batches_match_cpu_batches(counting: Path) -> None:
     assert x.device.type == "cuda" and x.dtype == torch.int64
     cx, cy = cpu.next_batch()
     assert torch.equal(x.cpu(), cx) and torch.equal(y.cpu(), cy)
+
+
+def test_pinning_changes_no_token_and_is_off_on_a_cpu(counting: Path) -> None:
+    """The windows are the offsets drawn from the split's own generator, as
+    before PIN_MEMORY existed, whether or not pinning is asked for."""
+    from lib.data.loader import _split_seed
+    gen = torch.Generator().manual_seed(_split_seed(5, "train"))
+    starts = [torch.randint(10_000 - 8, (3,), generator=gen) for _ in range(2)]
+    for pin in (True, False):
+        loader = BatchLoader(counting, "train", 3, 8, seed=5, pin_memory=pin)
+        assert loader.pin_memory is False  # only a CUDA device has anything to pin
+        for drawn in starts:
+            x, y = loader.next_batch()
+            expected = (drawn[:, None] + torch.arange(9)) % 1000
+            assert torch.equal(x, expected[:, :-1]) and torch.equal(y, expected[:, 1:])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_pinned_and_unpinned_cuda_batches_are_equal(counting: Path) -> None:
+    pinned = BatchLoader(counting, "train", 4, 64, device="cuda", pin_memory=True)
+    plain = BatchLoader(counting, "train", 4, 64, device="cuda", pin_memory=False)
+    assert pinned.pin_memory and not plain.pin_memory
+    for _ in range(3):
+        (px, py), (x, y) = pinned.next_batch(), plain.next_batch()
+        torch.cuda.synchronize()
+        assert torch.equal(px, x) and torch.equal(py, y)

@@ -57,6 +57,29 @@ def test_ddp_on_two_processes_matches_one_process_with_the_same_effective_batch(
         torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
 
 
+def test_ddp_muon_matches_one_process(tiny_run):
+    """Every rank orthogonalises the same averaged gradient, so Muon under DDP
+    is one process's Muon. The averaged gradient equals one process's up to
+    float rounding, and bfloat16 Newton-Schulz can round such inputs apart
+    (measured: one of 8 matrices, by 5e-4 after 4 steps), so Muon's matrices are
+    compared to 5% of one update (MUON_LR 0.02), everything else as for AdamW."""
+    settings = dict(SETTINGS, OPTIMIZER_MUON="y", GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=4)
+    run = tiny_run(RUN_NAME="single", BATCH_SIZE=8, **settings)
+    single = Trainer(run, create_run_dir(run), log=lambda _: None)
+    alone = single.train()
+    ddp = tiny_run(RUN_NAME="ddp", BATCH_SIZE=4, GPT2_USE_DDP="y", GPT2_NUM_GPUS=2, **settings)
+    run_dir = create_run_dir(ddp)
+    metrics = launch(run_dir)
+    assert metrics["status"] == "completed" and metrics["optimizer"] == "muon"
+    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
+                                                            rel=1e-5)
+    weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]
+    muon = {id(p) for g in single.optimizer.param_groups if g["use_muon"] for p in g["params"]}
+    for name, value in single.model.named_parameters():
+        atol = 1e-3 if id(value) in muon else 1e-5
+        torch.testing.assert_close(weights[name], value.detach(), rtol=1e-4, atol=atol, msg=name)
+
+
 def test_torchrun_command_for_one_and_several_machines(tiny_run):
     one = torchrun_command(tiny_run(GPT2_USE_DDP="y", GPT2_NUM_GPUS=4), "scripts/train.py", [])
     assert one[1:] == ["-m", "torch.distributed.run", "--nproc-per-node=4", "--nnodes=1",
@@ -87,3 +110,31 @@ def test_fsdp_on_two_processes_matches_one_process(tiny_run):
     weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]  # gathered, unsharded
     for name, value in single.model.state_dict().items():
         torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
+
+
+@pytest.mark.slow  # about 4 s on 2 idle cores; the DDP test covers Muon's default path
+def test_fsdp_muon_gathers_each_matrix_and_matches_one_process(tiny_run):
+    """Under FSDP each rank holds row shards: Newton-Schulz runs on the gathered
+    matrix, so the result is one process's (tolerances as for DDP above)."""
+    settings = dict(SETTINGS, OPTIMIZER_MUON="y", GPT2_MAX_ITERS=3, GPT2_EVAL_INTERVAL=3)
+    run = tiny_run(RUN_NAME="single", BATCH_SIZE=8, **settings)
+    single = Trainer(run, create_run_dir(run), log=lambda _: None)
+    alone = single.train()
+    fsdp = tiny_run(RUN_NAME="fsdp", BATCH_SIZE=4, GPT2_USE_DDP="y", GPT2_NUM_GPUS=2,
+                    DIST_STRATEGY_FSDP="y", **settings)
+    run_dir = create_run_dir(fsdp)
+    metrics = launch(run_dir)
+    assert metrics["status"] == "completed" and metrics["world_size"] == 2
+    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
+                                                            rel=1e-5)
+    state = load_checkpoint(run_dir / "ckpt_latest.pt")  # gathered, unsharded
+    muon = {id(p) for g in single.optimizer.param_groups if g["use_muon"] for p in g["params"]}
+    for name, value in single.model.named_parameters():
+        atol = 1e-3 if id(value) in muon else 1e-5
+        torch.testing.assert_close(state["model"][name], value.detach(), rtol=1e-4, atol=atol,
+                                   msg=name)
+    buffers = [s["momentum_buffer"] for s in state["optimizer"]["state"].values()
+               if "momentum_buffer" in s]
+    whole = [tuple(p.shape) for g in single.optimizer.param_groups if g["use_muon"]
+             for p in g["params"]]
+    assert sorted(tuple(b.shape) for b in buffers) == sorted(whole)  # not row shards

@@ -40,12 +40,12 @@ def _params(run, vocab: int = 50257) -> int:
 
 def test_smoke_matrix_covers_every_optimizer_method_and_attention_family(tmp_path):
     runs = [r.config for r in _expand("cpu-smoke-matrix", tmp_path)]
-    assert len(runs) == _described_count("cpu-smoke-matrix") == 35
-    assert {r.OPTIMIZER for r in runs} == {"adamw", "adamwspam", "adamwprune"}
+    assert len(runs) == _described_count("cpu-smoke-matrix") == 49
+    assert {r.OPTIMIZER for r in runs} == {"adamw", "adamwspam", "adamwprune", "muon"}
     assert {r.PRUNING_METHOD for r in runs} == {"magnitude", "movement", "state"}
     assert {r.GPT2_ATTENTION for r in runs if r.MODEL == "gpt2"} == {
         "vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated"}
-    assert sum(r.MODEL == "hamt" for r in runs) == 5
+    assert sum(r.MODEL == "hamt" for r in runs) == 7
     # reciprocal attention really on (alpha 0 would be plain MLA), ramp inside the run
     assert all(r.RA_MLA_RA_ALPHA == 0.5 for r in runs if r.GPT2_ATTENTION in ("ra_logit", "ra_mla"))
     assert all(r.PRUNING_RAMP_END < r.GPT2_MAX_ITERS for r in runs)
@@ -58,10 +58,11 @@ def test_smoke_matrix_covers_every_optimizer_method_and_attention_family(tmp_pat
 
 def test_optimizer_matrix_is_every_allowed_pair_at_50_70_90(tmp_path):
     runs = [r.config for r in _expand("gpt2-optimizer-matrix", tmp_path)]
-    assert len(runs) == _described_count("gpt2-optimizer-matrix") == 17
+    assert len(runs) == _described_count("gpt2-optimizer-matrix") == 24
     pairs = {(r.OPTIMIZER, r.PRUNING_METHOD or "none", r.PRUNING_TARGET_SPARSITY) for r in runs}
-    expected = {(o, "none", None) for o in ("adamw", "adamwspam")}
-    expected |= {(o, m, s) for o in ("adamw", "adamwspam") for m in ("magnitude", "movement")
+    masking = ("adamw", "adamwspam", "muon")
+    expected = {(o, "none", None) for o in masking}
+    expected |= {(o, m, s) for o in masking for m in ("magnitude", "movement")
                  for s in (0.5, 0.7, 0.9)}
     expected |= {("adamwprune", "state", s) for s in (0.5, 0.7, 0.9)}
     assert pairs == expected

@@ -24,7 +24,7 @@ from tests.lib.conftest import synthetic_corpus
 from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import ROOT, make, project  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 PARTITION = "local"

@@ -39,14 +39,19 @@ GPT2_VARIANTS = {
     "ra_gated": dict(attention="ra_gated", ra_gated_layers=1, ra_gated_heads=1,
                      ra_gated_gate_init=0.8),
     "sdpa_gate": dict(attention="sdpa_gate"),
+    # vanilla attention, but no GPT2LMHeadModel layout: RoPE, RMSNorm, SwiGLU, GQA, QK-norm,
+    # no biases and an untied head, whose own weights must survive the round trip
+    "modern": dict(position="rope", norm="rmsnorm", mlp="swiglu", n_kv_head=1, qk_norm=True,
+                   bias=False, tie_head=False),
 }
 # hierarchical: the slot periods (a buffer the weights file does not hold) are not all 1
 HAMT_CONFIG = dict(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=1, n_embd=32,
                    num_slots=4, hierarchical=True, slow_every=2, chunk_size=8)
-GPT2_CODE = ["gpt2_attention.py", "gpt2_config.py", "gpt2_mla.py", "gpt2_model.py",
-             "gpt2_presets.py", "gpt2_ra.py", "gpt2_ra_gated.py", "gpt2_sdpa_gate.py",
-             "lib_model_interface.py", "lib_model_remote_causal_lm.py", "lib_model_sampling.py"]
-HAMT_CODE = ["hamt_block.py", "hamt_config.py", "hamt_memory.py", "hamt_model.py",
+GPT2_CODE = ["gpt2_attention.py", "gpt2_config.py", "gpt2_mla.py", "gpt2_mlp.py", "gpt2_model.py",
+             "gpt2_norm.py", "gpt2_presets.py", "gpt2_ra.py", "gpt2_ra_gated.py",
+             "gpt2_rope.py", "gpt2_sdpa_gate.py",
+             "lib_model_fused_loss.py", "lib_model_interface.py", "lib_model_remote_causal_lm.py", "lib_model_sampling.py"]
+HAMT_CODE = ["hamt_block.py", "hamt_config.py", "hamt_kernel.py", "hamt_memory.py", "hamt_model.py",
              "hamt_retrieval.py", "hamt_scan.py", "hamt_spectral.py"]
 
 # Run in a fresh interpreter, elsewhere, with no PYTHONPATH: only the folders' code.

@@ -349,3 +349,23 @@ def test_masks_hold_exactly_on_cuda():
         for p, mask in zip(params, pruner.masks):
             for t in (p, optimizer.state[p]["exp_avg"], optimizer.state[p]["exp_avg_sq"]):
                 assert int(torch.count_nonzero(t.detach()[~mask])) == 0
+
+
+@pytest.mark.parametrize("opt, every_step", [("adamw_fused", False), ("sgd", True)])
+def test_masks_are_reapplied_only_when_the_optimizer_could_move_a_zero(opt, every_step,
+                                                                       monkeypatch):
+    # Under Adam a pruned entry (weight, moments, gradient 0) stays exactly 0, so the
+    # masks are applied at mask updates only; other rules get them every step.
+    model, _ = make_model()
+    optimizer = (torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1, fused=True)
+                 if opt == "adamw_fused" else
+                 torch.optim.SGD(model.parameters(), lr=3e-3, momentum=0.9))
+    pruner = Pruner(model.prunable(), method="magnitude", schedule="linear", scope="global",
+                    optimizer=optimizer, target=0.5, warmup=2, ramp_end=6, frequency=2)
+    applied = []
+    real = pruner.apply_masks
+    monkeypatch.setattr(pruner, "apply_masks", lambda: (applied.append(pruner.step), real()))
+    train(model, optimizer, pruner, batches(12), 1, 12)
+    assert applied == (list(range(1, 13)) if every_step else [4, 6])  # updates after 4 and 6
+    for (_, p), mask in zip(model.prunable(), pruner.masks):
+        assert int(torch.count_nonzero(p.detach()[~mask])) == 0

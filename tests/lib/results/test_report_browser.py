@@ -21,7 +21,7 @@ from tests.lib.conftest import synthetic_corpus
 from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import make, project  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",

@@ -110,7 +110,7 @@ def memory_limit(monkeypatch):
             raise torch.OutOfMemoryError(f"CUDA out of memory (simulated, {idx.size(0)} rows)")
         return forward(self, idx, targets)
 
-    def compiled(model):
+    def compiled(model, *options):
         def run(*args, **kwargs):
             raise RuntimeError("compilation failed") from torch.OutOfMemoryError("simulated")
         return run

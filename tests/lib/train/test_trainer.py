@@ -70,7 +70,7 @@ def test_time_limit_stops_with_a_resumable_checkpoint(tiny_run):
     assert load_checkpoint(run_dir / "ckpt_latest.pt")["step"] == summary["iterations"] > 0
 
 
-def failing_compile(model):
+def failing_compile(model, *options):
     def compiled(*args, **kwargs):
         raise RuntimeError("backend exploded (simulated)")
     return compiled
@@ -112,3 +112,20 @@ def test_mixed_precision_trains_on_gpu(tiny_run, dtype):
     _, summary, _ = train(run)
     assert summary["dtype"] == dtype.lower() and summary["status"] == "completed"
     assert summary["val_loss"]["values"][-1] < summary["val_loss"]["values"][0]
+
+
+def test_divergence_is_found_within_its_log_interval(tiny_run):
+    # Losses are read once per TRAIN_LOG_INTERVAL: the run stops at the end of the
+    # interval in which it diverged, and the reason names the step it diverged at.
+    import re
+    run = tiny_run(GPT2_MAX_ITERS=50, GPT2_EVAL_INTERVAL=1000, LEARNING_RATE="10",
+                   GPT2_WARMUP_STEPS=0, TRAIN_GRAD_CLIP="0", TRAIN_DIVERGENCE_FACTOR="1.5",
+                   TRAIN_LOG_INTERVAL=5, RUN_NAME="diverge-late")
+    _, summary, run_dir = train(run)
+    assert summary["status"] == "diverged", summary["reason"]
+    stopped = summary["iterations"]
+    at = int(re.search(r"at step (\d+)", summary["reason"]).group(1))
+    assert stopped % 5 == 0 and stopped - 5 < at <= stopped, (stopped, summary["reason"])
+    assert (f"(read at step {stopped})" in summary["reason"]) == (at != stopped)
+    assert all(i == 1 or i % 5 == 0 for i in summary["train_loss"]["iters"])
+    assert not (run_dir / "ckpt_latest.pt").exists()

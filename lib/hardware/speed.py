@@ -1,0 +1,155 @@
+"""The speed options a run applies to its model and device, checked before
+the first step and recorded in metrics.json ("speed"):
+
+* TRAIN_LOSS_IMPL: the LM head's cross-entropy without materialising the
+  logits (lib/model/fused_loss.py);
+* COMPILE_MODE, COMPILE_REGIONAL: how torch.compile runs (precision.py);
+* SDPA_BACKEND: which scaled-dot-product-attention kernel the forward may use;
+* TF32: TensorFloat-32 for float32 matmuls on NVIDIA GPUs;
+* TRAIN_FLOAT8: float8 linear layers through torchao (float8.py);
+* PIN_MEMORY: pinned host batches copied asynchronously (lib/data/loader.py).
+
+What a user asks for is what runs: a kernel or mode the device cannot run is
+an error here, at the start of the run, never a silent substitute. The one
+exception is TF32, a permission rather than a kernel: on a device without
+it (a CPU) it changes nothing, and the record says so.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+
+from lib.config.run_config import value_or
+from lib.hardware.float8 import check_float8, convert_float8
+from lib.hardware.precision import DTYPES, CompileOptions, Precision, compile_model
+from lib.model.fused_loss import resolve_loss_impl
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+    from lib.model.interface import LanguageModel
+
+# SDPA_BACKEND value -> torch.nn.attention.SDPBackend member name ("auto": torch picks).
+SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                 "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
+
+
+@contextlib.contextmanager
+def attention_backend(choice: str) -> Iterator[None]:
+    """Restrict F.scaled_dot_product_attention to one backend ("auto": none)."""
+    if choice == "auto":
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    with sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[choice])):
+        yield
+
+
+def with_attention_backend(forward: Callable, choice: str) -> Callable:
+    """forward, called under attention_backend(choice); forward itself for auto.
+    Around a compiled forward the backend is in force when it is traced, so
+    the compiled graph holds that backend's kernel."""
+    if choice == "auto":
+        return forward
+
+    @functools.wraps(forward)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with attention_backend(choice):
+            return forward(*args, **kwargs)
+    return wrapped
+
+
+def check_attention_backend(choice: str, device: torch.device, dtype: str, head_dim: int) -> None:
+    """Run one small causal attention under the backend, on the run's device
+    and autocast dtype: a backend that cannot serve it (flash in fp32 on a
+    GPU, cuDNN or efficient on a CPU, a head size a kernel lacks) fails here
+    with a message that says what to change, not in the first step."""
+    if choice == "auto":
+        return
+    if choice not in SDPA_BACKENDS:
+        raise ValueError(f"unknown attention backend {choice!r}; one of auto, "
+                         f"{', '.join(SDPA_BACKENDS)}")
+    q = torch.zeros(1, 1, 8, head_dim, device=device, dtype=DTYPES[dtype])
+    try:
+        with attention_backend(choice):
+            F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    except RuntimeError as err:
+        raise RuntimeError(f"CONFIG_SDPA_BACKEND {choice} cannot run attention on "
+                           f"{device.type} in {dtype} with head size {head_dim}: "
+                           f"{str(err).splitlines()[0]}; choose auto (torch picks the fastest "
+                           f"available kernel)") from err
+
+
+def apply_tf32(enabled: bool, device: torch.device) -> bool:
+    """Allow TF32 for float32 matmuls on a CUDA device (PyTorch's default is
+    full fp32); returns whether it is in force. Only the legacy call is used:
+    mixing it with the per-backend fp32_precision API makes PyTorch raise."""
+    if not enabled or device.type != "cuda":
+        return False
+    torch.set_float32_matmul_precision("high")
+    return True
+
+
+@dataclass
+class Speed:
+    """What the speed options resolved to for this run (module docstring)."""
+    loss_impl: str = "plain"
+    loss_impl_reason: str = "as configured"
+    compile: CompileOptions = field(default_factory=CompileOptions)
+    sdpa_backend: str = "auto"
+    tf32: bool = False
+    float8: str = "none"
+    float8_layers: int = 0
+    pin_memory: bool = False  # PIN_MEMORY and a CUDA device (BatchLoader pins only then)
+
+    def record(self) -> dict[str, Any]:
+        """metrics.json's "speed" entry."""
+        out = asdict(self)
+        out["compile"] = asdict(self.compile)
+        return out
+
+    def forward(self, forward: Callable) -> Callable:
+        """The eager forward with the attention backend applied."""
+        return with_attention_backend(forward, self.sdpa_backend)
+
+    def compiled(self, forward: Callable, model: LanguageModel) -> Callable:
+        """torch.compile of forward with these options (regional: the model's
+        compile_units()), with the attention backend applied; what the trainer
+        does, for benchmarks."""
+        return self.forward(compile_model(forward, self.compile, model.compile_units()))
+
+    def describe(self) -> str:
+        compiled = f"compile mode {self.compile.mode}{' regional' if self.compile.regional else ''}"
+        return (f"speed: loss {self.loss_impl} ({self.loss_impl_reason}); {compiled}; attention "
+                f"{self.sdpa_backend}; tf32 {'on' if self.tf32 else 'off'}; float8 {self.float8}"
+                f"{f' ({self.float8_layers} layers)' if self.float8_layers else ''}; pinned "
+                f"batches {'on' if self.pin_memory else 'off'}")
+
+
+def apply_speed(run: RunConfig, model: LanguageModel, device: torch.device,
+                precision: Precision) -> Speed:
+    """Check every option against the device, then apply those that change
+    the model (float8 layers, the head loss) and the process (TF32). Call it
+    after the model is on its device and before the optimizer is built (the
+    float8 swap keeps the weights, but a wrapper built before would miss the
+    new modules)."""
+    options = CompileOptions.from_run(run)
+    if run.COMPILE_MODEL:
+        options.check(device)
+    backend = value_or(run.SDPA_BACKEND, "auto")
+    config = model.config
+    head_dim = config.n_embd // config.n_head if hasattr(config, "n_head") else 64
+    check_attention_backend(backend, device, precision.dtype, head_dim)
+    float8 = value_or(run.TRAIN_FLOAT8, "none")
+    layers = 0
+    if float8 != "none":
+        check_float8(float8, device)
+        layers = len(convert_float8(model, float8))
+    impl, reason = resolve_loss_impl(value_or(run.TRAIN_LOSS_IMPL, "plain"), device)
+    model.use_head_loss(impl)
+    return Speed(impl, reason, options, backend, apply_tf32(bool(run.TF32), device), float8,
+                 layers, bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda")
