@@ -9,6 +9,7 @@ error leaves no half-written dataset and keeps any previous good one.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -189,8 +190,13 @@ def _make_partial(out_dir: Path) -> Path:
 def _install(tmp: Path, out_dir: Path) -> None:
     """Rename the finished tmp folder onto out_dir, replacing an old one."""
     if not out_dir.exists():
-        os.replace(tmp, out_dir)
-        return
+        try:
+            os.replace(tmp, out_dir)
+            return
+        except OSError as exc:
+            # Another process installed its copy between the check and the rename.
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
     # rename() cannot replace a non-empty folder: move the old one aside,
     # put the new one in place, then delete the old one.
     old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))

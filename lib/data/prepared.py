@@ -1,6 +1,7 @@
 """Where a run's dataset lives, and preparing it the first time it is needed."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -39,9 +40,16 @@ def ensure_prepared(run: RunConfig, log: Callable[[str], None] = print) -> Path:
     path = data_dir(run)
     if is_prepared(path):
         return path
-    dataset, custom = _dataset(run)
-    log(f"preparing dataset '{dataset}' with the {run.DATA_TOKENIZER} tokenizer "
-        f"into {path} (once)")
-    return prepare(dataset, run.DATA_TOKENIZER, path, token_cap=run.DATA_TOKEN_CAP,
-                   val_fraction=run.DATA_VAL_FRACTION, custom_path=custom,
-                   bpe_vocab_size=run.DATA_BPE_VOCAB_SIZE)
+    # Runs of a matrix started together all find the folder missing: the
+    # first to take the lock tokenizes, the others wait and then read it.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f".{path.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_prepared(path):
+            return path
+        dataset, custom = _dataset(run)
+        log(f"preparing dataset '{dataset}' with the {run.DATA_TOKENIZER} tokenizer "
+            f"into {path} (once)")
+        return prepare(dataset, run.DATA_TOKENIZER, path, token_cap=run.DATA_TOKEN_CAP,
+                       val_fraction=run.DATA_VAL_FRACTION, custom_path=custom,
+                       bpe_vocab_size=run.DATA_BPE_VOCAB_SIZE)
