@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -41,9 +42,11 @@ def ensure_prepared(run: RunConfig, log: Callable[[str], None] = print) -> Path:
     if is_prepared(path):
         return path
     # Runs of a matrix started together all find the folder missing: the
-    # first to take the lock tokenizes, the others wait and then read it.
+    # first to lock DATA_DIR tokenizes, the others wait and then read it. The
+    # lock is on the folder itself, so a failed preparation leaves no file.
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f".{path.name}.lock", "a") as lock:
+    lock = os.open(path.parent, os.O_RDONLY)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if is_prepared(path):
             return path
@@ -53,3 +56,5 @@ def ensure_prepared(run: RunConfig, log: Callable[[str], None] = print) -> Path:
         return prepare(dataset, run.DATA_TOKENIZER, path, token_cap=run.DATA_TOKEN_CAP,
                        val_fraction=run.DATA_VAL_FRACTION, custom_path=custom,
                        bpe_vocab_size=run.DATA_BPE_VOCAB_SIZE)
+    finally:
+        os.close(lock)  # releases the lock

@@ -44,8 +44,8 @@ def test_runs_started_together_prepare_the_data_once(tmp_path: Path, monkeypatch
     assert len(messages) == 1 and messages[0].startswith("preparing dataset 'custom'")
     out = next((tmp_path / "data").glob("custom_*-char"))
     assert is_prepared(out) and load_meta(out)["vocab_size"] > 10
-    # Nothing is left behind but the data and its lock file.
-    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == sorted([out.name, f".{out.name}.lock"])
+    # Nothing is left behind but the data.
+    assert [p.name for p in (tmp_path / "data").iterdir()] == [out.name]
 
 
 def test_install_survives_a_copy_that_appears_between_check_and_rename(tmp_path: Path,
