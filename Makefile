@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-KCONFIGS := Kconfig $(wildcard */Kconfig */*/Kconfig */*/*/Kconfig)
+KCONFIGS := Kconfig $(wildcard */Kconfig* */*/Kconfig* */*/*/Kconfig*)
 
 # Every value a target hands to a script. Only values typed on the make
 # command line count, never the same names inherited from the environment
@@ -72,7 +72,7 @@ RESULTS_ARGS := $(call arg,RESULTS,--dir) $(call arg,BASELINE,--baseline)
 RUN_ARGS := $(call arg,RUN,--run) $(call arg,CHECKPOINT,--checkpoint)
 
 # Internal rules: the virtual environment, the configuration files.
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-lock.txt
 	$(Q)bash scripts/bootstrap.sh $(VENV)
 
 .config:

@@ -34,7 +34,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for name in Makefile Kconfig requirements.txt pyproject.toml lib gpt2 hamt scripts defconfigs; do
+for name in Makefile Kconfig requirements.txt requirements-lock.txt pyproject.toml lib gpt2 hamt scripts defconfigs; do
     cp -r "$ROOT/$name" "$work/"
 done
 cd "$work"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Create .venv and install the pinned requirements into it, once.
 # Called by make before the first target that needs Python. The stamp file
-# records which requirements.txt was installed, so a second run is instant.
+# records which requirements.txt and requirements-lock.txt (the versions of
+# their dependencies) were installed, so a second run is instant.
 set -u
 venv=${1:-.venv}
 stamp="$venv/.installed"
 python=${PYTHON:-python3}
 
-if [ -f "$stamp" ] && cmp -s requirements.txt "$stamp"; then
+wanted() { cat requirements.txt requirements-lock.txt; }
+if [ -f "$stamp" ] && wanted | cmp -s - "$stamp"; then
 	exit 0
 fi
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -20,12 +22,12 @@ if [ ! -x "$venv/bin/python" ] && ! "$python" -m venv "$venv"; then
 	exit 1
 fi
 log="$venv/install.log"
-if ! "$venv/bin/python" -m pip install --disable-pip-version-check -r requirements.txt >"$log" 2>&1; then
+if ! "$venv/bin/python" -m pip install --disable-pip-version-check -r requirements.txt -c requirements-lock.txt >"$log" 2>&1; then
 	echo "error: installing the requirements into $venv failed. The last lines of $log:" >&2
 	grep -v "is ignored" "$log" | tail -n 15 >&2
 	echo "Fix the cause (network, disk space, Python version), then rerun the same make command;" >&2
 	echo "'make mrproper' removes $venv for a clean retry." >&2
 	exit 1
 fi
-cp requirements.txt "$stamp"
+wanted >"$stamp"
 echo ">> $venv ready"

@@ -71,7 +71,7 @@ def choose_dtype(run: RunConfig, kind: str, bf16: bool) -> tuple[str, str]:
                                "CPU; choose bf16 or auto (CONFIG_MIXED_PRECISION_DTYPE_*)")
         return wanted, "as configured"
     if kind != "cuda":
-        return "fp32", f"auto: 16-bit autocast is usually slower on {kind}"
+        return "fp32", f"auto: fp32 on {kind} (bf16 is a choice: CONFIG_MIXED_PRECISION_DTYPE_BF16)"
     if bf16:
         return "bf16", "auto: the GPU supports bf16"
     return "fp16", "auto: the GPU lacks bf16; fp16 with a gradient scaler"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ["Makefile", "Kconfig", "requirements.txt", "pyproject.toml", "lib", "gpt2", "hamt",
+SOURCES = ["Makefile", "Kconfig", "requirements.txt", "requirements-lock.txt", "pyproject.toml", "lib", "gpt2", "hamt",
            "scripts", "defconfigs"]
 
 
