@@ -35,7 +35,10 @@ def print_step(r: dict) -> None:
           f"({r['peak_memory_measure']})")
     for name in ("ours", "plain"):
         pruning = f", pruning {r[name]['pruning']}" if r[name]["pruning"] else ", no pruning"
-        print(f"  {name}: {r[name]['optimizer']}{pruning}")
+        speed = r[name].get("speed", {})
+        linear = (f", linear layers {speed['cpu_linear']} ({speed['cpu_linear_reason']})"
+                  if speed else ", PyTorch's default kernels")
+        print(f"  {name}: {r[name]['optimizer']}{pruning}{linear}")
     print_breakdown(r["breakdown"])
 
 

@@ -34,7 +34,7 @@ ELSEWHERE = {
     "COMPILE_MODE": "lib/hardware/precision.py", "COMPILE_REGIONAL": "lib/hardware/precision.py",
     "SDPA_BACKEND": "lib/hardware/speed.py", "TF32": "lib/hardware/speed.py",
     "TRAIN_LOSS_IMPL": "lib/hardware/speed.py", "TRAIN_FLOAT8": "lib/hardware/speed.py",
-    "PIN_MEMORY": "lib/hardware/speed.py",
+    "PIN_MEMORY": "lib/hardware/speed.py", "CPU_LINEAR_BACKEND": "lib/hardware/speed.py",
     "OPTIMIZER_MODE": "lib/matrix/grid.py", "PRUNING_MODE_MULTIPLE": "lib/matrix/grid.py",
     "GPT2_ATTENTION_MULTIPLE": "lib/matrix/grid.py",
     "TRAIN_MAX_TIME": "lib/train/trainer.py", "TRAIN_EVAL_ITERS": "lib/train/trainer.py",

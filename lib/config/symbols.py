@@ -1723,9 +1723,10 @@ class Symbols:
     gradient scaler) on older ones; on a CPU or MPS it uses fp32,
     so a first run does not depend on the CPU's instruction set.
     On a CPU with native bf16 (AVX512_BF16 or AMX in lscpu's
-    flags) choose bf16: gpt2-shakespeare-char ran its step 1.13x faster
-    that way on a 2-core EPYC (docs/benchmarks.md). Without those
-    flags bf16 is emulated: time it with
+    flags) bf16 can be faster: on a 2-core EPYC with AVX512_BF16
+    gpt2-shakespeare-char's step was 1.13x faster in bf16 than in
+    fp32 on MKL, but slower than fp32 on oneDNN
+    (CPU_LINEAR_BACKEND, docs/benchmarks.md). Time it with
     make bench SET="MIXED_PRECISION_DTYPE=bf16" before you switch.
     The choice is printed and recorded.
     """
@@ -1831,6 +1832,34 @@ class Symbols:
 
     SDPA_BACKEND_MATH: bool
     """Math (reference)."""
+
+    CPU_LINEAR_BACKEND: Literal["auto", "aten", "onednn"]
+    """Linear-layer kernel on a CPU (fp32).
+
+    Which library multiplies the fp32 linear layers when a run
+    trains on a CPU. Aten is PyTorch's default, the BLAS its wheel
+    was built with (MKL on x86). oneDNN runs each layer's forward
+    and input gradient through oneDNN's linear kernel, which
+    PyTorch's x86 wheels carry but use only for bf16: the same fp32
+    arithmetic up to summation order, 2x MKL's GFLOP/s at
+    gpt2-shakespeare-char's shapes on a 2-core AMD EPYC and
+    1.22-1.26x its whole training step (docs/benchmarks.md). Auto uses oneDNN
+    for fp32 eager training on a CPU whose PyTorch has the kernel
+    and Aten otherwise (GPUs; bf16 autocast, whose CPU matmuls go
+    to oneDNN already; torch.compile, which picks its own kernels).
+    The log and metrics.json ("speed") say which ran. If unsure,
+    keep Auto; say Aten to reproduce another tool's fp32 numbers
+    to the last bit.
+    """
+
+    CPU_LINEAR_BACKEND_AUTO: bool
+    """Auto."""
+
+    CPU_LINEAR_BACKEND_ATEN: bool
+    """PyTorch's default (BLAS)."""
+
+    CPU_LINEAR_BACKEND_ONEDNN: bool
+    """oneDNN."""
 
     TF32: bool
     """TF32 for float32 matmuls on NVIDIA GPUs.

@@ -7,6 +7,7 @@ the first step and recorded in metrics.json ("speed"):
 * SDPA_BACKEND: which scaled-dot-product-attention kernel the forward may use;
 * TF32: TensorFloat-32 for float32 matmuls on NVIDIA GPUs;
 * TRAIN_FLOAT8: float8 linear layers through torchao (float8.py);
+* CPU_LINEAR_BACKEND: fp32 linear layers through oneDNN on a CPU (cpu_linear.py);
 * PIN_MEMORY: pinned host batches copied asynchronously (lib/data/loader.py).
 
 What a user asks for is what runs: a kernel or mode the device cannot run is
@@ -25,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from lib.config.run_config import value_or
+from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
 from lib.hardware.float8 import check_float8, convert_float8
 from lib.hardware.precision import DTYPES, CompileOptions, Precision, compile_model
 from lib.model.fused_loss import resolve_loss_impl
@@ -104,6 +106,9 @@ class Speed:
     tf32: bool = False
     float8: str = "none"
     float8_layers: int = 0
+    cpu_linear: str = "aten"
+    cpu_linear_reason: str = "as configured"
+    cpu_linear_layers: int = 0
     pin_memory: bool = False  # PIN_MEMORY and a CUDA device (BatchLoader pins only then)
 
     def record(self) -> dict[str, Any]:
@@ -126,7 +131,9 @@ class Speed:
         compiled = f"compile mode {self.compile.mode}{' regional' if self.compile.regional else ''}"
         return (f"speed: loss {self.loss_impl} ({self.loss_impl_reason}); {compiled}; attention "
                 f"{self.sdpa_backend}; tf32 {'on' if self.tf32 else 'off'}; float8 {self.float8}"
-                f"{f' ({self.float8_layers} layers)' if self.float8_layers else ''}; pinned "
+                f"{f' ({self.float8_layers} layers)' if self.float8_layers else ''}; linear "
+                f"{self.cpu_linear}{f' ({self.cpu_linear_layers} layers)' if self.cpu_linear_layers else ''}"
+                f" ({self.cpu_linear_reason}); pinned "
                 f"batches {'on' if self.pin_memory else 'off'}")
 
 
@@ -149,7 +156,11 @@ def apply_speed(run: RunConfig, model: LanguageModel, device: torch.device,
     if float8 != "none":
         check_float8(float8, device)
         layers = len(convert_float8(model, float8))
+    linear, linear_reason = resolve_cpu_linear(value_or(run.CPU_LINEAR_BACKEND, "auto"), device,
+                                               precision.dtype, bool(run.COMPILE_MODEL))
+    linear_layers = len(convert_linears(model)) if linear == "onednn" else 0
     impl, reason = resolve_loss_impl(value_or(run.TRAIN_LOSS_IMPL, "plain"), device)
     model.use_head_loss(impl)
     return Speed(impl, reason, options, backend, apply_tf32(bool(run.TF32), device), float8,
-                 layers, bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda")
+                 layers, linear, linear_reason, linear_layers,
+                 bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda")
