@@ -8,7 +8,8 @@ training memory, generation time per token with a context of T tokens, and
 the generation cache or state for the whole sequence.
 
 Settings (BenchSettings) follow the device. On a CPU: every variant, T = 64 ..
-2048, 2048 tokens per step, eager, the configured precision (fp32 unless set).
+2048, 2048 tokens per step, eager, the configured precision (fp32 unless set),
+the linear layers on the kernel CPU_LINEAR_BACKEND resolves to, as in training.
 On CUDA, the regime the models are meant for: vanilla and HAMT, T = 1024 ..
 16384, 65,536 tokens per step, the configured precision (bf16 autocast in the
 GPU defconfigs), torch.compile when COMPILE_MODEL is on (not for HAMT's torch
@@ -34,6 +35,8 @@ import torch
 
 from lib.model import registry
 from lib.bench.step import median_seconds
+from lib.config.run_config import value_or
+from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
 from lib.hardware.precision import Precision, resolve_device, resolve_precision
 
 if TYPE_CHECKING:
@@ -57,6 +60,7 @@ class BenchSettings:
     dtype: str
     compile: bool
     sdpa_flash: bool  # vanilla attention on SDPA's flash backend only (CUDA)
+    cpu_linear: str = "aten"  # CPU_LINEAR_BACKEND resolved: every variant's linear layers
 
     @classmethod
     def for_device(cls, run: RunConfig, device: torch.device,
@@ -64,11 +68,13 @@ class BenchSettings:
                    variants: tuple[str, ...] | None = None) -> BenchSettings:
         cuda = device.type == "cuda"
         default_variants = GPU_VARIANTS if cuda else None
+        dtype, compile = resolve_precision(run, device).dtype, cuda and bool(run.COMPILE_MODEL)
+        linear, _ = resolve_cpu_linear(value_or(run.CPU_LINEAR_BACKEND, "auto"), device, dtype,
+                                       compile)
         return cls(lengths=lengths or (GPU_LENGTHS if cuda else LENGTHS),
                    tokens_per_step=tokens or (GPU_TOKENS_PER_STEP if cuda else TOKENS_PER_STEP),
-                   variants=variants or default_variants,
-                   dtype=resolve_precision(run, device).dtype,
-                   compile=cuda and bool(run.COMPILE_MODEL), sdpa_flash=cuda)
+                   variants=variants or default_variants, dtype=dtype, compile=compile,
+                   sdpa_flash=cuda, cpu_linear=linear)
 
 
 def build_models(run: RunConfig, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
@@ -269,6 +275,9 @@ def run_seqlen_bench(run: RunConfig, vocab: int, lengths: tuple[int, ...] | None
                          f"{', '.join(built)}")
     models = {k: m.to(device) for k, m in built.items()
               if settings.variants is None or k in settings.variants}
+    if settings.cpu_linear == "onednn":
+        for model in models.values():
+            convert_linears(model)
     precision = Precision(device, settings.dtype, "bench")
     rows = []
     for seq_len in settings.lengths:

@@ -6,6 +6,8 @@ import torch
 
 import lib.bench.seqlen as seqlen
 from lib.bench.seqlen import BenchSettings, run_seqlen_bench
+from lib.hardware import cpu_linear
+from lib.hardware.cpu_linear import onednn_available
 from lib.hardware.precision import Precision
 
 
@@ -15,6 +17,7 @@ def test_cpu_keeps_the_small_eager_settings_and_cuda_gets_the_long_ones(tiny_run
     assert (cpu.lengths, cpu.tokens_per_step, cpu.variants) == (
         (64, 128, 256, 512, 1024, 2048), 2048, None)
     assert not cpu.compile and not cpu.sdpa_flash  # compiling costs more than it saves here
+    assert cpu.cpu_linear == "aten"  # bf16 autocast: PyTorch's own kernels
     # On CUDA (no GPU needed to choose): the configured bf16 and compile, 64k tokens.
     monkeypatch.setattr(seqlen, "resolve_precision",
                         lambda run, device: Precision(device, "bf16", "as configured"))
@@ -27,7 +30,10 @@ def test_cpu_keeps_the_small_eager_settings_and_cuda_gets_the_long_ones(tiny_run
     assert (mine.lengths, mine.tokens_per_step, mine.variants) == ((512,), 4096, ("mla",))
 
 
-def test_chosen_variants_rows_and_what_ran(tiny_run):
+def test_chosen_variants_rows_and_what_ran(tiny_run, monkeypatch):
+    calls = []
+    real = cpu_linear._onednn_linear
+    monkeypatch.setattr(cpu_linear, "_onednn_linear", lambda *a: calls.append(1) or real(*a))
     run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="2")
     result = run_seqlen_bench(run, vocab=64, lengths=(16,), steps=1, tokens=64,
                               variants=("vanilla", "hamt"))
@@ -35,6 +41,9 @@ def test_chosen_variants_rows_and_what_ran(tiny_run):
     assert [(r["variant"], r["batch_size"]) for r in result["rows"]] == [("vanilla", 4),
                                                                          ("hamt", 4)]
     assert result["settings"]["dtype"] == "fp32"
+    # fp32 eager on a CPU: the linear layers on oneDNN, as the trainer runs them
+    assert result["settings"]["cpu_linear"] == ("onednn" if onednn_available() else "aten")
+    assert bool(calls) == onednn_available()
     assert result["compiled"] == {"vanilla": False, "hamt": False}
     assert result["kernels"]["hamt"]["hamt_scan_backend"] == "torch"  # auto on a CPU
     assert result["kernels"]["vanilla"] == {}
