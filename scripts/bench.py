@@ -52,6 +52,9 @@ def print_breakdown(b: dict) -> None:
 def print_optimizers(r: dict) -> None:
     print(f"{r['params']:,} parameters ({r['prunable']:,} prunable), {r['dtype']} on "
           f"{r['device']}; masks updated every {r['frequency']} steps")
+    speed = r["speed"]
+    print(f"speed options: head loss {speed['loss_impl']}, attention {speed['sdpa_backend']}, "
+          f"linear layers {speed['cpu_linear']}, float8 {speed['float8']}")
     print(f"{'optimizer':<16}{'step ms':>10}{'vs AdamW':>10}{'opt.step ms':>13}{'vs AdamW':>10}")
     for name in [n for n in r if isinstance(r[n], dict) and "full_step_ms" in r[n]]:
         m = r[name]

@@ -14,7 +14,10 @@ warm-up). SPAM uses the paper's settings (theta 5000, reset every 500, warmup 15
 clips from call 2 on (a run skips clipping in 20 calls out of 500, a bench of
 a few dozen calls would skip most), and AdamWPrune the configured variant
 (bitter7 by default), so the figures describe the methods rather than one
-run's tuning.
+run's tuning. The run's speed options (lib/hardware/speed.py: head loss,
+float8, attention kernel, CPU linear kernel, TF32) apply to every copy of the
+model as the trainer applies them, and are recorded ("speed"); the model is
+not compiled here.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lib.bench.step import bench_setup, median_seconds
+from lib.hardware.speed import apply_speed
 from lib.optim import adamw_impl, optimizer_impl
 from lib.optim.spam import AdamWSPAM
 from lib.prune import Pruner
@@ -71,10 +75,11 @@ def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dic
     timed = names(run)
     for name in timed:
         model = copy.deepcopy(base)
+        speed = apply_speed(run, model, device, precision)
         opt = _optimizer(name, model, device, value_or(run.OPTIMIZER_IMPL, "auto"))
         pruner = _pruner(run, model, opt, frequency) if name == "adamwprune" else None
         setups[name] = TrainStep(model, opt, precision, run.GPT2_GRADIENT_ACCUMULATION,
-                                 run.TRAIN_GRAD_CLIP, pruner)
+                                 run.TRAIN_GRAD_CLIP, pruner, eager=speed.forward(model))
     counters = {name: 0 for name in timed}
 
     def full_step(name: str) -> None:
@@ -96,7 +101,7 @@ def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dic
                         "optimizer_step_ms": 1000 * _optimizer_only(setups[name], steps, device),
                         "impl": optimizer_impl(setups[name].optimizer)}
     result["adamwprune"].update(_mask_costs(setups["adamwprune"].pruner, frequency, steps, device))
-    return _ratios(result)
+    return {**_ratios(result), "speed": speed.record()}
 
 
 def _optimizer_only(step: TrainStep, repeats: int, device: torch.device) -> float:

@@ -34,6 +34,22 @@ def test_optimizer_bench_reports_each_optimizer_and_mask_costs(tiny_run):
     assert prune["mask_update_amortised_ms"] == pytest.approx(prune["mask_update_ms"] / 10)
     assert prune["mask_update_share_of_step"] == pytest.approx(
         prune["mask_update_amortised_ms"] / r["adamw"]["full_step_ms"])
+    assert r["speed"]["loss_impl"] == "plain"
+
+
+def test_optimizer_bench_applies_the_run_s_speed_options(tiny_run, monkeypatch):
+    """What the user sets is what bench-optim times: the chunked head loss runs."""
+    from lib.bench.optimizers import run_optimizer_bench
+    from lib.model import fused_loss
+
+    calls = []
+    real = fused_loss.chunked_linear_cross_entropy
+    monkeypatch.setattr(fused_loss, "chunked_linear_cross_entropy",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    r = run_optimizer_bench(tiny_run(TRAIN_LOSS_IMPL_CHUNKED="y", CPU_LINEAR_BACKEND_ATEN="y"),
+                            steps=1, rounds=1)
+    assert (r["speed"]["loss_impl"], r["speed"]["cpu_linear"]) == ("chunked", "aten")
+    assert calls  # every optimizer's steps went through the chunked loss
 
 
 def test_seqlen_bench_rows_state_sizes_and_plot(tiny_run, tmp_path):
