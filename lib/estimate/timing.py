@@ -9,7 +9,7 @@ appendix B) x training tokens, plus a third of that per evaluation token
   torch.compile) or 0.25 in eager mode (typically 20-30 % for this size).
 * GPU, fp32: the peak / 15: PyTorch leaves TF32 off by default, and plain
   fp32 runs at 1/16 (A100: 19.5 of 312 TFLOP/s) to 1/15 (H100) of it.
-* CPU: 30 GFLOP/s per thread, measured (lib/hardware.CPU_FLOPS_PER_CORE).
+* CPU: 65 GFLOP/s per thread, measured (lib/hardware.CPU_FLOPS_PER_CORE).
 * Several GPUs: divided by the world size at 90 % scaling efficiency.
 
 Unknown peaks (MPS, GPUs not in the table) give None. Compilation adds a

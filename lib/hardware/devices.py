@@ -65,9 +65,12 @@ KNOWN_GPUS: tuple[GPUProfile, ...] = (
 
 # Sustained fp32 FLOP/s per CPU core that training reaches, for time
 # estimates only (no MFU is reported on CPUs). Measured with `make bench` on
-# this project's 2-core machine: the 7.2M-parameter tiny GPT-2 at 1,437
-# tokens/s x 43.6 MFLOP/token = 62.7 GFLOP/s on 2 cores, about 30 per core.
-CPU_FLOPS_PER_CORE = 30e9
+# this project's 2-core AMD EPYC (docs/bench-data/cpu/tiny_step_20261124-163026.json):
+# the 7.2M-parameter gpt2-tiny-shakespeare at 3,063 tokens/s x 43.7 MFLOP/token
+# = 134 GFLOP/s on 2 cores with the linear layers on oneDNN (CPU_LINEAR_BACKEND's
+# default; 104 on MKL), about 65 per core. The 0.8M-parameter shakespeare-char
+# model reaches 82 per core, so small models finish sooner than estimated.
+CPU_FLOPS_PER_CORE = 65e9
 
 
 @dataclass(frozen=True)

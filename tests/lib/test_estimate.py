@@ -134,7 +134,7 @@ def test_estimate_seconds_from_flops_and_assumed_utilisation():
     tokens = 1000 * 8 * 1024 + 10 * 8 * 1024 / 3  # training + one evaluation (forward only)
     assert estimate_seconds(run, H100) == pytest.approx(per_token * tokens / (989e12 * 0.25))
     cpu = cpu_info()
-    assert estimate_seconds(run, cpu) == pytest.approx(per_token * tokens / (30e9 * cpu.cores))
+    assert estimate_seconds(run, cpu) == pytest.approx(per_token * tokens / (65e9 * cpu.cores))
     unknown = profile_info(profile("L4"))
     assert estimate_seconds(run, unknown.__class__(**{**unknown.__dict__,
                                                       "peak_flops_16bit": None})) is None
