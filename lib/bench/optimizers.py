@@ -73,9 +73,9 @@ def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dic
     frequency = value_or(run.PRUNING_FREQUENCY, 10)
     setups = {}
     timed = names(run)
+    speed = apply_speed(run, base, device, precision)  # each copy below inherits it
     for name in timed:
         model = copy.deepcopy(base)
-        speed = apply_speed(run, model, device, precision)
         opt = _optimizer(name, model, device, value_or(run.OPTIMIZER_IMPL, "auto"))
         pruner = _pruner(run, model, opt, frequency) if name == "adamwprune" else None
         setups[name] = TrainStep(model, opt, precision, run.GPT2_GRADIENT_ACCUMULATION,
