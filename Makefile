@@ -20,7 +20,8 @@ OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN
 	PARALLEL_JOBS EXECUTOR SEEDS RUNS_PER_GPU REUSE DRY_RUN YES RETRY_FAILED
 OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
-	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS
+	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS TRUST_CHECKPOINT STAGES GPU_CHECK_BUDGET_S \
+	GPU_WHEELS_PYTHON
 GIVEN := $(foreach v,$(OVERRIDE_VARS) $(OPTION_VARS),$(if $(filter command line,$(origin $(v))),$(v)))
 
 # Values reach the scripts byte for byte, whatever they hold: quotes, $(...),
@@ -119,6 +120,12 @@ olddefconfig: .config | $(STAMP) lib/config/symbols.py
 alldefconfig: | $(STAMP) lib/config/symbols.py
 	$(Q)$(PY) scripts/kconfig.py alldefconfig
 
+## load a knlp-format file: FILE=<path> [NAME=<name>: write defconfigs/<name> instead
+## of .config], with knlp's defaults for what it leaves unset and a report
+.PHONY: import-knlp
+import-knlp: | $(STAMP) lib/config/symbols.py
+	$(Q)$(if $(FILE),,$(error FILE=<knlp defconfig> is required))$(PY) scripts/kconfig.py import-knlp "$(FILE)" "$(NAME)"
+
 ## write a minimal ./defconfig that reproduces .config
 .PHONY: savedefconfig
 savedefconfig: .config | $(STAMP)
@@ -145,11 +152,11 @@ train: config.py prepare
 prepare: config.py
 	$(Q)$(PY) scripts/prepare.py $(OVERRIDES)
 
-## resume results/latest (or RUN_NAME=): a run from its last checkpoint,
+## resume results/latest (or RUN_NAME=, or RUN=<dir>): a run from its last checkpoint,
 ## a matrix's pending/interrupted runs [RETRY_FAILED=1 retries failed]
 .PHONY: continue
 continue: | $(STAMP)
-	$(Q)$(PY) scripts/continue.py $(OVERRIDES)
+	$(Q)$(PY) scripts/continue.py $(call arg,RUN,--run) $(OVERRIDES)
 
 ## train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS= REUSE=n]
 .PHONY: test-matrix
@@ -244,6 +251,23 @@ bench-inference: | $(STAMP)
 .PHONY: estimate
 estimate: config.py
 	$(Q)$(PY) scripts/estimate.py $(call arg,GPU,--device) $(OVERRIDES)
+
+# The GPU node's own Python (its torch) when there is no .venv: both targets
+# run without bootstrapping one, which a node without network could not do.
+GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+
+## download into .whl/ the wheels a GPU node without network lacks (cp312 by
+## default: GPU_WHEELS_PYTHON=311); copy .whl/ along with the tree
+.PHONY: gpu-wheels
+gpu-wheels:
+	$(Q)$(GPU_PY) scripts/gpu_wheels.py
+
+## test and time everything GPU-side in one time-boxed run -> OUT/gpu_check.json
+## [STAGES=abcdef OUT=<dir> DEVICE=cpu (tiny shapes) GPU_CHECK_BUDGET_S=480]
+.PHONY: gpu-check
+gpu-check:
+	$(Q)$(GPU_PY) scripts/gpu_check.py $(call arg,DEVICE,--device) $(call arg,OUT,--out) \
+		$(call arg,STAGES,--stages)
 
 ##@ Maintenance
 

@@ -30,7 +30,8 @@ SYMBOLS = {f.name: "GPT2_" + f.name.upper() for f in fields(GPT2Config) if f.nam
 # underscores, so a tag stays one word of the id). The two RA forms get
 # different tags so one results table never mixes them.
 VARIANT_TAGS = {"vanilla": "vanilla", "sdpa_gate": "sdpagate", "mla": "mla",
-                "ra_logit": "ralogit", "ra_mla": "ramla", "ra_gated": "ragated"}
+                "ra_logit": "ralogit", "ra_mla": "ramla", "ra_gated": "ragated",
+                "sdpa_gate_ra_gated": "sdpagateragated"}
 
 
 def from_run_config(run: RunConfig, vocab_size: int) -> GPT2Config:
@@ -76,7 +77,8 @@ MATRIX_ATTENTION = {"GPT2_ATTENTION_ENABLE_VANILLA": "vanilla",
                     "GPT2_ATTENTION_ENABLE_MLA": "mla",
                     "GPT2_ATTENTION_ENABLE_RA_LOGIT": "ra_logit",
                     "GPT2_ATTENTION_ENABLE_RA_MLA": "ra_mla",
-                    "GPT2_ATTENTION_ENABLE_RA_GATED": "ra_gated"}
+                    "GPT2_ATTENTION_ENABLE_RA_GATED": "ra_gated",
+                    "GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED": "sdpa_gate_ra_gated"}
 
 
 def matrix_variants(run: RunConfig) -> list[list[tuple[str, str]]]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from lib.estimate.activations import R, Activations, Shape, attention_core, fused_possible
 
-from gpt2.config import swiglu_hidden
+from gpt2.config import GATED_RA_ATTENTIONS, OUTPUT_GATED_ATTENTIONS, swiglu_hidden
 
 
 def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
@@ -68,11 +68,18 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
         parts.update(inputs)
     parts.update(learned_k)
     parts.update(attention_core(cfg, s, q_width, d, fused))
-    if cfg.attention == "sdpa_gate":
+    gated_ra = cfg.attention in GATED_RA_ATTENTIONS
+    if cfg.attention in OUTPUT_GATED_ATTENTIONS:
         # The gate's sigmoid output and the gated heads' output (c_proj's
         # input); under autocast the gate Linear keeps its own copy of ln_1's.
         parts["output_gate"] = (2 + (1 if a < 4 else 0)) * a * n * c
-    if cfg.attention == "ra_gated":
+        if gated_ra and fused:
+            # On a reverse layer the product only feeds the branch's sum, which
+            # _gated_branch counts as c_proj's input: one tensor fewer. Without
+            # a fused kernel the sum is new beside the merged heads the product
+            # keeps (attn_out), so the count stands.
+            parts["output_gate"] -= a * n * c * cfg.ra_gated_layers // cfg.n_layer
+    if gated_ra:
         parts["ra_gated_branch"] = _gated_branch(cfg, s, fused) * cfg.ra_gated_layers // cfg.n_layer
     if cfg.kv_dim != c and cfg.attention == "ra_logit" and reciprocal:
         parts["gqa_repeated_v"] = a * n * c  # SDPA reads the values repeated per query head

@@ -13,8 +13,13 @@ from typing import Any
 from gpt2.presets import PRESETS
 
 _POSITIVE_INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")
-ATTENTIONS = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated")
+ATTENTIONS = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated",
+              "sdpa_gate_ra_gated")
 LATENT_ATTENTIONS = ("mla", "ra_mla")  # keys and values from a latent: no KV heads to group
+# The original project's two independent switches (knlp GPT2_KNLP_SDPA_GATE,
+# GPT2_KNLP_RA): the variants with its output gate, and with its gated RA.
+OUTPUT_GATED_ATTENTIONS = ("sdpa_gate", "sdpa_gate_ra_gated")
+GATED_RA_ATTENTIONS = ("ra_gated", "sdpa_gate_ra_gated")
 POSITIONS = ("learned", "rope")
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("gelu", "swiglu")
@@ -46,8 +51,9 @@ class GPT2Config:
     # Attention variant: "vanilla" (GPT-2), "sdpa_gate" (vanilla with a
     # sigmoid output gate, Qwen-style), "mla" (multi-head latent attention,
     # DeepSeek-V2), "ra_logit" and "ra_mla" (the logit form of reciprocal
-    # attention over the vanilla or MLA projections, gpt2/ra.py) or
-    # "ra_gated" (the gated reverse-SDPA form, gpt2/ra_gated.py).
+    # attention over the vanilla or MLA projections, gpt2/ra.py),
+    # "ra_gated" (the gated reverse-SDPA form, gpt2/ra_gated.py) or
+    # "sdpa_gate_ra_gated" (both gates, as the original with both on).
     attention: str = "vanilla"
     # MLA latent width d_c: the only per-token tensor MLA caches (with the
     # RoPE key). Also the width of the query latent when q_latent is set.
@@ -129,7 +135,8 @@ class GPT2Config:
             raise ValueError(f"ra_alpha={alpha!r} is invalid: it must be a number in [0, 1]")
         # Checked against the shape only where they apply: the defaults (3
         # layers) must not stop a 2-layer model of another variant.
-        limits = (self.n_layer, self.n_head) if self.attention == "ra_gated" else (128, 128)
+        gated = self.attention in GATED_RA_ATTENTIONS
+        limits = (self.n_layer, self.n_head) if gated else (128, 128)
         _check_int_range("ra_gated_layers", self.ra_gated_layers, 1, limits[0])
         _check_int_range("ra_gated_heads", self.ra_gated_heads, 1, limits[1])
         init = self.ra_gated_gate_init

@@ -69,6 +69,9 @@ ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
                                   ra_score_width),
     "ra_mla": _same_every_layer(ReciprocalMLA, new_ra_cache, ra_cache_width, ra_score_width),
     "ra_gated": AttentionVariant(gated_layer, gated_cache, gated_cache_width, gated_pair_width),
+    # gated_layer adds the output gate for this one (gpt2/ra_gated.py)
+    "sdpa_gate_ra_gated": AttentionVariant(gated_layer, gated_cache, gated_cache_width,
+                                           gated_pair_width),
 }
 
 
@@ -123,6 +126,11 @@ class GPT2(LanguageModel):
     def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Logits and mean cross-entropy loss (LanguageModel.logits_and_loss)."""
         return self.logits_and_loss(self._hidden(idx, caches=None), targets)
+
+    def hidden_states(self, idx: Tensor) -> Tensor:
+        """Final hidden states [B, T, C], which lm_head maps to logits: lets an
+        evaluation put only the positions it scores through the head."""
+        return self._hidden(idx, caches=None)
 
     def new_cache(self) -> list[Any]:
         """An empty generation cache of the attention's kind, one per block."""
@@ -218,8 +226,8 @@ class GPT2(LanguageModel):
           2 (Q + R), since the scores are dot products of the augmented
           [q, sqrt(alpha) k] and [k, sqrt(alpha) q] (the banded path scores
           the same vectors); a fixed alpha = 0 runs the base attention;
-          ra_gated: each reverse head of a reverse layer is one more head
-          (w_qk = w_v = Q), 12 T Q per reverse head.
+          ra_gated, sdpa_gate_ra_gated: each reverse head of a reverse
+          layer is one more head (w_qk = w_v = Q), 12 T Q per reverse head.
         """
         cfg = self.config
         width = ATTENTION_VARIANTS[cfg.attention].pair_width

@@ -31,6 +31,18 @@ Attention dropout applies to both SDPA calls, as in the reference. ra_proj
 is initialised like every Linear, N(0, 0.02), without the residual scaling
 (its name is not c_proj), as in the reference.
 
+With the output gate (attention "sdpa_gate_ra_gated": the reference with
+both GPT2_KNLP_SDPA_GATE and GPT2_KNLP_RA on), every layer multiplies its
+merged heads by sigmoid(W_g x + b_g) as gpt2/sdpa_gate.py does, x the
+layer's input, and a reverse layer adds its branch after that product, so
+the branch itself is not gated by it:
+
+    y = c_proj(merge(SDPA(q, k, v)) * sigmoid(W_g x + b_g)
+               + tanh(g) * LN(ra_proj(merge(R))))
+
+the other layers are the output-gated attention. At g = 0 the model is the
+output-gated one exactly.
+
 Cache. Token i's reverse row needs the queries of every earlier token, so a
 reverse layer caches the reverse heads' queries beside its keys and values:
 2 * n_embd + n_r * head_dim elements per token; other layers cache 2 * n_embd
@@ -44,9 +56,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from gpt2.attention import CausalSelfAttention, KVCache, causal_mask, merge_heads
-from gpt2.config import GPT2Config
+from gpt2.config import OUTPUT_GATED_ATTENTIONS, GPT2Config
 from gpt2.norm import make_norm
 from gpt2.ra import ReciprocalCache
+from gpt2.sdpa_gate import OutputGatedAttention
 
 
 def reverse_layers(config: GPT2Config) -> range:
@@ -56,9 +69,12 @@ def reverse_layers(config: GPT2Config) -> range:
 
 
 def gated_layer(config: GPT2Config, index: int) -> nn.Module:
-    """Layer `index` of a gated-RA model: reverse branch or vanilla attention."""
+    """Layer `index` of a gated-RA model: reverse branch, or vanilla attention
+    (output-gated with the output gate)."""
     if index in reverse_layers(config):
         return GatedReciprocalAttention(config)
+    if config.attention in OUTPUT_GATED_ATTENTIONS:
+        return OutputGatedAttention(config)
     return CausalSelfAttention(config)
 
 
@@ -81,8 +97,9 @@ def gated_pair_width(config: GPT2Config, index: int) -> int:
 
 
 class GatedReciprocalAttention(CausalSelfAttention):
-    """Vanilla attention plus the gated reverse branch; a vanilla state dict
-    loads into it except for ra_gate, ra_proj and ra_norm."""
+    """Vanilla attention plus the gated reverse branch, the heads' output
+    gated first where configured; a vanilla (output-gated) state dict loads
+    into it except for ra_gate, ra_proj and ra_norm."""
 
     def __init__(self, config: GPT2Config) -> None:
         super().__init__(config)
@@ -92,6 +109,9 @@ class GatedReciprocalAttention(CausalSelfAttention):
                                  bias=config.bias)
         # GPT-2's LayerNorm, or RMSNorm with config.norm (the model's norm throughout)
         self.ra_norm = make_norm(config, config.n_embd)
+        # the output gate's parameter name, so an output-gated state dict loads
+        self.output_gate = (nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+                            if config.attention in OUTPUT_GATED_ATTENTIONS else None)
 
     def forward(self, x: Tensor, cache: ReciprocalCache[KVCache] | KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
@@ -105,6 +125,8 @@ class GatedReciprocalAttention(CausalSelfAttention):
             k, v = cache.base.append(k, v)
             q_all = cache.append_q(q_all)
         y = merge_heads(self.attend(q, k, v, n_past))
+        if self.output_gate is not None:  # before the branch joins, as the reference
+            y = y * torch.sigmoid(self.output_gate(x))
         # A reverse head reads its query head's key and value head (GQA: the group's).
         k, v = self.expand_kv(k), self.expand_kv(v)
         reverse = merge_heads(self.reverse(k[:, heads, n_past:], q_all, v[:, heads], n_past))

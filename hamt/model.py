@@ -67,6 +67,10 @@ class HAMT(LanguageModel):
                       "gate_mean": torch.stack([s["gate_mean"] for s in stats]).detach()}
         return logits, loss + self.config.aux_weight * aux
 
+    def hidden_states(self, idx: Tensor) -> Tensor:
+        """Final hidden states [B, T, C], which lm_head maps to logits (as GPT2's)."""
+        return self._run(idx, None, need_state=False, need_aux=False)[0]
+
     def _run(self, idx: Tensor, states: list[Tensor] | None, need_state: bool, need_aux: bool,
              offset: int = 0) -> tuple[Tensor, list[Tensor], list[dict[str, Tensor]]]:
         """Final hidden states [B, T, C], new per-layer states, per-layer stats.

@@ -1,12 +1,21 @@
-"""`make continue`: resume results/latest (or RUN_NAME=<id>): a test matrix
-(its pending and interrupted runs; RETRY_FAILED=1 also retries failed ones)
-or a single run from its last checkpoint (from step 0 when it was stopped
-before its first one). A run or matrix that a live process owns is not
-touched (lib/run/owner.py): a matrix's live runs are skipped, a live single run
-or matrix launcher is refused. User errors end as one paragraph, exit code 2.
+"""`make continue`: resume results/latest, RUN_NAME=<id> under the results folder
+(SET="RESULTS_DIR=..." names another one, as when the run was started), or
+RUN=<dir>, a run or matrix folder anywhere: a test matrix (its pending and
+interrupted runs; RETRY_FAILED=1 also retries failed ones) or a single run from
+its last checkpoint (from step 0 when it was stopped before its first one; a
+run trained with SAVE_CHECKPOINT off is refused: it has none).
+
+A run resumes with its own configuration (its config.txt) plus the overrides
+given; .config is not read beyond its RESULTS_DIR line, so a broken .config
+does not stop it. A completed run is left untouched ("already completed")
+unless MAX_ITERS is raised past the steps it trained. A run or matrix that a
+live process owns is not touched (lib/run/owner.py): a matrix's live runs are
+skipped, a live single run or matrix launcher is refused. User errors end as
+one paragraph, exit code 2.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -15,27 +24,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib.cli import run_script  # noqa: E402
 from lib.matrix.state import MatrixError, is_matrix  # noqa: E402
 from lib.config.overrides import split_args  # noqa: E402
+from lib.run.resume import already_completed, not_resumable  # noqa: E402
 from lib.run.rundir import (RunDirError, check_run_name, claim_run,  # noqa: E402
-                        configured_results_root, find_run_dir)
+                            configured_results_root, find_run_dir, run_folder)
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--run", help="the run or matrix folder to resume (RUN=<dir>)")
+    args, argv = parser.parse_known_args(argv)
     overrides, flags, _ = split_args(argv)
-    results = configured_results_root()
+    results = configured_results_root(overrides)
     name = dict(overrides).get("RUN_NAME")
+    if args.run and name:
+        raise RunDirError(f"RUN={args.run} and RUN_NAME={name}: give one of them (RUN= is a "
+                          f"folder anywhere, RUN_NAME= a name under {results})")
     if name is not None:  # RUN_NAME= (empty) means results/latest, as without it
         name = check_run_name(name, results) if name else None
-    target = results / (name or "latest")
+    target = Path(args.run) if args.run else results / (name or "latest")
+    rest = [a for a in argv if not a.startswith(("RUN_NAME=", "RETRY_FAILED="))]
     if is_matrix(target):
         from lib.matrix import launch
 
-        if not target.resolve().is_relative_to(results.resolve()):
+        if not args.run and not target.resolve().is_relative_to(results.resolve()):
             raise MatrixError(f"{target} leads outside the results folder {results}: "
                               f"nothing was resumed")
-        rest = [a for a in argv if not a.startswith(("RUN_NAME=", "RETRY_FAILED="))]
         return launch.resume(target.resolve(), rest, flags["RETRY_FAILED"])
-    # A single run: refuse a bad or busy one before importing torch (seconds).
-    claim_run(find_run_dir(results, name))  # held on by train.main below
+    # A single run: refuse a bad, busy or finished one before importing torch (seconds).
+    run_dir = run_folder(target, results) if args.run else find_run_dir(results, name)
+    claim_run(run_dir)  # held on by train.main below
+    done = already_completed(run_dir, rest)
+    if done:
+        print(done)
+        return 0
+    refused = not_resumable(run_dir, rest)  # SAVE_CHECKPOINT off: nothing to resume
+    if refused:
+        raise RunDirError(refused)
     from lib.run.signals import STOP
 
     STOP.install()  # as train.py does first: a stop signal stops at a step, with a checkpoint
@@ -43,8 +67,8 @@ def main(argv: list[str]) -> int:
     from lib.run.checkpoint import CheckpointError  # both import torch: only for a single run
     from lib.data import DataError
 
-    try:
-        return train.main_or_stop(["RESUME=1", *argv])
+    try:  # RUN_DIR: train.py resumes the run in that folder with its config.txt
+        return train.main_or_stop([f"RUN_DIR={run_dir}", *rest])
     except (CheckpointError, DataError) as err:
         raise RunDirError(str(err)) from None
 

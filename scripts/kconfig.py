@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -15,8 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from lib.cli import run_script  # noqa: E402
 from lib.config import menu  # noqa: E402
 from lib.config.generate import render_symbols  # noqa: E402
+from lib.config.knlp.table import COMMIT as KNLP_COMMIT  # noqa: E402
 from lib.config.kconfig import ConfigError, load_strict, open_tree  # noqa: E402
-from lib.config.run_config import load_run_config, write_outputs  # noqa: E402
+from lib.config.run_config import load_run_config, load_valid, write_outputs  # noqa: E402
 from lib.paths import DEFCONFIGS, DOT_CONFIG as CONFIG, ROOT, SYMBOLS_PY  # noqa: E402
 from lib.run.atomic import write_text_atomic  # noqa: E402
 
@@ -42,8 +44,43 @@ def defconfig(name: str) -> None:
         print(f"error: no defconfig named '{name}'. Available:", file=sys.stderr)
         list_defconfigs()
         raise SystemExit(2)
-    write_outputs(load_strict(path))
+    notes: list[str] = []
+    kconf = _reported(lambda: load_valid(path, notes), notes)
+    write_outputs(kconf)
     print(f"wrote .config and config.py from defconfigs/{name}")
+
+
+def _reported(load, notes: list[str]):
+    """load(), with a knlp file's report printed whether it loads or not."""
+    try:
+        return load()
+    finally:
+        if notes:
+            print("\n".join(notes))
+
+
+def import_knlp(file: str, name: str | None) -> None:
+    """A knlp-format file (lib/config/knlp/): with NAME, written as
+    defconfigs/<NAME> in this project's names; without, loaded into .config."""
+    path = Path(file)
+    notes: list[str] = []
+    kconf = _reported(lambda: load_valid(path, notes, knlp=True), notes)
+    if name is None:
+        write_outputs(kconf)
+        print(f"wrote .config and config.py from {file} (knlp format)")
+        return
+    target = DEFCONFIGS / name
+    if target.exists():
+        raise ConfigError([f"defconfigs/{name} exists; choose another NAME= or remove it"])
+    title = next((line.lstrip("# ").strip() for line in path.read_text().splitlines()
+                  if line.startswith("#") and "CONFIG_" not in line), name)
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp) / name
+        kconf.write_min_config(str(scratch), header=f"# {title}\n# Imported from knlp-format "
+                               f"{path.name} with knlp's defaults at {KNLP_COMMIT[:8]}\n")
+        write_text_atomic(target, scratch.read_text())
+    print(f"wrote defconfigs/{name} (this project's names); load it with "
+          f"`make defconfig-{name}`")
 
 
 def menuconfig() -> None:
@@ -58,7 +95,7 @@ def menuconfig() -> None:
     if not CONFIG.exists():
         print("no configuration saved")
         return
-    write_outputs(load_strict(CONFIG))
+    write_outputs(load_valid(CONFIG))
     print("config.py regenerated from .config")
 
 
@@ -66,17 +103,19 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("command", choices=["defconfig", "list", "menuconfig", "olddefconfig",
                                             "alldefconfig", "savedefconfig", "genconfig",
-                                            "show", "schema"])
+                                            "show", "schema", "import-knlp"])
     parser.add_argument("args", nargs="*", help="defconfig name, or NAME=VALUE overrides")
     opts = parser.parse_args(argv)
     if opts.command == "defconfig":
         defconfig(opts.args[0])
+    elif opts.command == "import-knlp":
+        import_knlp(opts.args[0], opts.args[1] if len(opts.args) > 1 and opts.args[1] else None)
     elif opts.command == "list":
         list_defconfigs()
     elif opts.command == "menuconfig":
         menuconfig()
     elif opts.command in ("olddefconfig", "genconfig"):
-        write_outputs(load_strict(CONFIG))
+        write_outputs(load_valid(CONFIG))
     elif opts.command == "alldefconfig":
         write_outputs(open_tree())
         print("wrote .config and config.py with every option at its default")

@@ -1,4 +1,5 @@
-"""`make results` (summary of results/latest or RESULTS=<dir>, BASELINE=<run-id>),
+"""`make results` (summary of results/latest or RESULTS=<dir>: one run, a matrix or
+any folder of runs; BASELINE=<run-id>),
 `make report` (index.html of the same folder) and `make compare RUNS="a b"`
 (runs from anywhere under results/).
 
@@ -31,20 +32,21 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("command", choices=["summary", "report", "compare"])
     p.add_argument("runs", nargs="*", help="compare: run names or paths")
-    p.add_argument("--dir", help="summary, report: a matrix or folder of runs "
+    p.add_argument("--dir", help="summary, report: a run, a matrix or a folder of runs "
                                  "(default results/latest)")
     p.add_argument("--baseline", help="run id the delta column compares against")
     p.add_argument("--out", help="compare: output folder")
     args = p.parse_intermixed_args(argv)
-    results = configured_results_root()
     if args.command == "compare":
-        md, files, rows = compare_runs(results, args.runs, Path(args.out) if args.out else None,
-                                       args.baseline)
-    else:
-        root = Path(args.dir) if args.dir else results / "latest"
-        if not root.exists():
-            raise FileNotFoundError(f"{root} does not exist: run `make test-matrix` first, "
-                                    f"or name a folder with RESULTS=<dir>")
+        md, files, rows = compare_runs(configured_results_root(), args.runs,
+                                       Path(args.out) if args.out else None, args.baseline)
+    else:  # RESULTS=<dir> needs no .config
+        root = Path(args.dir) if args.dir else configured_results_root() / "latest"
+        if not root.is_dir():
+            raise FileNotFoundError(
+                f"{root} is not a folder: train a run with `make` (or a matrix with "
+                f"`make test-matrix`) first, or pass RESULTS=<dir>: a run folder, a matrix "
+                f"folder, or a folder of run folders")
         if args.command == "report":
             path, rows = build_report(root.resolve(), args.baseline)
             print(f"wrote {path}")

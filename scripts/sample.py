@@ -13,7 +13,7 @@ from lib.model import registry# noqa: E402
 from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
 from lib.data import tokenizer_from_meta  # noqa: E402
-from lib.paths import DEFAULT_RESULTS  # noqa: E402
+from lib.run.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
 
 
 def positive(kind):
@@ -34,7 +34,7 @@ def non_negative(text: str) -> float:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--run", default=str(DEFAULT_RESULTS / "latest"), help="run folder")
+    p.add_argument("--run", help="run folder (default: the latest run)")
     p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
     p.add_argument("--prompt", default="", help="start text (empty: start of a document)")
     p.add_argument("--tokens", type=positive(int), default=200, help="tokens to generate")
@@ -48,7 +48,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
-    state = load_checkpoint(Path(args.run) / f"ckpt_{args.checkpoint}.pt", args.device)
+    run_dir = run_folder(args.run, configured_results_root())
+    state = load_checkpoint(run_dir / f"ckpt_{args.checkpoint}.pt", args.device)
     family = registry.family(state["family"])
     model = family.build(family.config_cls(**state["model_config"]))
     model.load_state_dict(state["model"])
@@ -66,4 +67,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    run_script(main, (CheckpointError, ValueError))
+    run_script(main, (CheckpointError, RunDirError, ValueError))

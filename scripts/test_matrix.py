@@ -1,5 +1,7 @@
 """`make test-matrix` (plan and train the grid .config enables),
-`make test-matrix-dry-run`, `make test-rerun TARGET=<run-id>` and `make sweep`.
+`make test-matrix-dry-run`, `make test-rerun TARGET=<run-id>` and `make sweep`;
+`outputs RUN_DIR=<matrix>/<run-id> --make=inference|lm-eval`: what a reused run
+lacks, made on its checkpoint (the matrix starts it, lib/matrix/outputs.py).
 
 Arguments are NAME=VALUE overrides applied to every run (MAX_ITERS=, TIME=,
 PARALLEL_JOBS=, DRY_RUN=1, YES=1); `rerun` takes the run id first.
@@ -13,14 +15,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.matrix import launch, plan, sweep  # noqa: E402
+from lib.matrix import launch, outputs, plan, sweep  # noqa: E402
 from lib.matrix.state import MatrixError  # noqa: E402
 from lib.run.rundir import configured_results_root  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("command", choices=["run", "rerun", "sweep", "job"])
+    p.add_argument("command", choices=["run", "rerun", "sweep", "job", "outputs"])
     p.add_argument("--launcher", default="", help="job: command words that start the ranks")
     p.add_argument("--sweep", default="", help="sweep: SYMBOL=v1,v2 or SYMBOL=lo..hi[:log] words")
     p.add_argument("--sweep-file", help="sweep: sweeps/<name> or a path")
@@ -29,6 +31,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0, help="sweep: random mode's seed")
     p.add_argument("--target", help="rerun: the run id to train again")
     p.add_argument("--matrix", help="rerun: the matrix folder name (default: results/latest)")
+    p.add_argument("--make", action="append", default=[], choices=list(outputs.LABELS),
+                   help="outputs: what to make for the reused run")
     p.add_argument("overrides", nargs="*", help="NAME=VALUE overrides for every run")
     args = p.parse_intermixed_args(argv)
     if args.command == "run":
@@ -39,11 +43,13 @@ def main(argv: list[str]) -> int:
         plan_ = (sweep.from_file(args.sweep_file) if args.sweep_file else
                  sweep.parse(args.sweep, args.mode, args.trials, args.seed))
         return launch.start(args.overrides, launch.ask, plan.show, plan_)
-    if args.command == "job":  # inside a cluster job: RUN_DIR=<run folder>
+    if args.command in ("job", "outputs"):  # RUN_DIR=<run folder>
         run_dirs = [a.partition("=")[2] for a in args.overrides if a.startswith("RUN_DIR=")]
         if not run_dirs:
-            p.error("job needs RUN_DIR=<run folder>")
+            p.error(f"{args.command} needs RUN_DIR=<run folder>")
         rest = [a for a in args.overrides if not a.startswith("RUN_DIR=")]
+        if args.command == "outputs":
+            return launch.outputs(Path(run_dirs[0]), tuple(args.make))
         return launch.job(Path(run_dirs[0]), args.launcher.split(), rest)
     if not args.target:
         p.error("rerun needs TARGET=<run-id>")

@@ -4,9 +4,10 @@ Arguments are NAME=VALUE overrides (see lib/config/overrides.py); RESUME=1 resum
 results/latest, or results/<RUN_NAME> when RUN_NAME= is given, with the
 configuration that run recorded in its config.txt.
 
-Exit codes: 0 completed (or stopped at TRAIN_MAX_TIME), 1 failed, 2 a user
-error, 3 diverged, 75 (EXIT_RESUMABLE) stopped by SIGTERM, SIGINT or SIGUSR1
-with a checkpoint: requeue it and resume (`make continue`).
+Exit codes: 0 completed (or stopped at TRAIN_MAX_TIME), 1 failed (or stopped by
+a signal with SAVE_CHECKPOINT off: nothing to resume), 2 a user error, 3
+diverged, 75 (EXIT_RESUMABLE) stopped by SIGTERM, SIGINT or SIGUSR1 with a
+checkpoint: requeue it and resume (`make continue`).
 """
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned  # noq
 if __name__ == "__main__":  # first, before torch loads: from here on a stop signal stops cleanly
     STOP.install()
 
+from lib.run.atomic import DiskFullError  # noqa: E402
 from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
 from lib.config.run_config import RunConfig, load_run_config  # noqa: E402
 from lib.matrix.grid import one_run  # noqa: E402
 from lib.data import DataError  # noqa: E402
+from lib.hardware.allocator import AllocConfError, apply_alloc_conf  # noqa: E402
 from lib.config.overrides import split_args  # noqa: E402
 from lib.run.rundir import RunDirError, RunLog, configured_results_root, create_run_dir, find_run_dir, run_id  # noqa: E402
 
@@ -46,9 +49,9 @@ def open_run(args: list[str], create: bool = True):
     if run_dirs:
         run_dir = find_run_dir(Path(run_dirs[-1]).parent, Path(run_dirs[-1]).name)
         claim_run(run_dir, by_matrix=True)  # held until this process ends
-        ckpt = resume_point(run_dir)
-        return (load_run_config(args, path=run_dir / "config.txt"), run_dir,
-                load_checkpoint(ckpt) if ckpt else None)
+        run = load_run_config(args, path=run_dir / "config.txt")
+        ckpt = resume_point(run_dir, saving=bool(run.SAVE_CHECKPOINT))
+        return run, run_dir, load_checkpoint(ckpt) if ckpt else None
     overrides, flags, _ = split_args(args)
     if not flags["RESUME"]:
         run = one_run(load_run_config(args), "make")
@@ -70,9 +73,12 @@ def main(args: list[str]) -> int:
 
         env = distributed.from_environment()
         run, run_dir, state = env.follow_rank0(lambda: open_run(args), load_checkpoint)
+        allocator_note = apply_alloc_conf(run.PYTORCH_CUDA_ALLOC_CONF)  # inherited: None
         env = env.for_run(run)
     else:
         run, run_dir, state = open_run(args, create=False)
+        # Before anything starts CUDA here or in torchrun's workers (they inherit it).
+        allocator_note = apply_alloc_conf(run.PYTORCH_CUDA_ALLOC_CONF)
         if run.flags["DRY_RUN"]:
             run_id(run)  # an invalid RUN_NAME is the same error as in a real run
             print(run.config_text + run.describe())
@@ -86,6 +92,9 @@ def main(args: list[str]) -> int:
         run_dir = run_dir or create_run_dir(run)
         env = distributed.SINGLE
     log = RunLog(run_dir / "output.log") if env.is_main else distributed.QuietLog()
+    STOP.saving = bool(run.SAVE_CHECKPOINT)  # what the stop signal's notice promises
+    if allocator_note:
+        log(allocator_note)
     try:
         from lib.train.trainer import Trainer
 
@@ -100,7 +109,12 @@ def main(args: list[str]) -> int:
             _record(run_dir, status="stopped", stop_signal=str(err), reason=(
                 f"{err} received again while stopping: stopped at once; resumes from the "
                 f"last checkpoint"))
-        return EXIT_RESUMABLE
+        return EXIT_RESUMABLE if run.SAVE_CHECKPOINT else EXIT["failed"]
+    except (DiskFullError, DataError) as err:  # one paragraph says it all
+        log(f"run failed: {err}")
+        if env.is_main:
+            _record_failure(run_dir, err)
+        return EXIT["failed"]
     except Exception as err:
         log(f"run failed: {type(err).__name__}: {err}")
         log(traceback.format_exc())
@@ -110,8 +124,8 @@ def main(args: list[str]) -> int:
     finally:
         log.close()
         distributed.teardown()
-    if summary["status"] == "stopped" and trainer.stop_signal:
-        return EXIT_RESUMABLE
+    if summary["status"] == "stopped" and trainer.stop_signal:  # resumable with a checkpoint
+        return EXIT_RESUMABLE if trainer.checkpoints.enabled else EXIT["failed"]
     if env.is_main and run.LM_EVAL_AT_END and summary["status"] in ("completed", "stopped"):
         lm_eval_at_end(run_dir, run)
     return EXIT[summary["status"]]
@@ -174,7 +188,8 @@ def exit_without_teardown(code: int) -> None:
 
 if __name__ == "__main__":
     try:
-        run_script(main_or_stop, (RunDirError, CheckpointError, DataError), error_code=2)
+        run_script(main_or_stop, (RunDirError, CheckpointError, DataError, AllocConfError),
+                   error_code=2)
     except SystemExit as done:
         if "LOCAL_RANK" not in os.environ:
             raise

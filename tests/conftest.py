@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # Prefixes and names of the variables the libraries the project uses read.
 # "TORCH" covers TORCH_*, TORCHINDUCTOR_*, TORCHDYNAMO_* and TORCHELASTIC_*.
 CLEARED_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "WANDB_", "TORCH", "PYTORCH_")
-CLEARED_NAMES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+CLEARED_NAMES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                 "TRUST_CHECKPOINT")  # ours: loads checkpoints the unsafe way
 
 
 SCRATCH_PREFIX = "kconfig-llm-tests-hf-"

@@ -47,6 +47,10 @@ ELSEWHERE = {
     "TRAIN_OOM_MIN_BATCH": "lib/train/fallback.py", "TRAIN_SEED": "lib/train/trainer.py",
     "HYPER_PARAM": "lib/estimate/fit.py", "DATA_VAL_FRACTION": "lib/data/prepared.py",
     "BACKUP_DIR": "lib/run/backup.py",
+    # Runtime only: when checkpoints are written and how the GPU is set up.
+    "SAVE_CHECKPOINT": "lib/run/checkpointer.py", "CHECKPOINT_INTERVAL": "lib/run/checkpointer.py",
+    "CUDNN_BENCHMARK": "lib/hardware/speed.py", "GPU_WARMUP": "lib/hardware/speed.py",
+    "PYTORCH_CUDA_ALLOC_CONF": "lib/hardware/allocator.py",
 }
 # Where the model, attention, optimizer and pruning paths fork.
 FORKS = ("MODEL", "GPT2_ATTENTION", "OPTIMIZER", "ADAMWPRUNE_BASE", "PRUNING_METHOD",
@@ -71,7 +75,7 @@ def _candidates(sym: kconfiglib.Symbol) -> list[str]:
         lo, hi = next(((int(a.str_value), int(b.str_value)) for a, b, cond in sym.ranges
                        if kconfiglib.expr_value(cond)), (-2**31, 2**31 - 1))
         v = int(now)
-        wanted = [v * 2, v // 2, v + 1, v - 1, lo, hi, (lo + hi) // 2]
+        wanted = [v * 2, v // 2, v + 1, v - 1, v + 2, lo, hi, (lo + hi) // 2]
         return [str(c) for c in dict.fromkeys(wanted) if lo <= c <= hi and c != v]
     bounds = float_bounds(sym)
     if bounds:

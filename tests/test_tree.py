@@ -11,7 +11,10 @@ from lib.config.kconfig import open_tree
 ROOT = Path(__file__).resolve().parent.parent
 PY_SOURCES = [p for d in ("lib", "gpt2", "hamt", "scripts") for p in (ROOT / d).rglob("*.py")]
 CONFIG_READERS = {"lib/config/kconfig.py", "lib/config/run_config.py", "lib/config/overrides.py",
-                  "lib/config/menu.py", "lib/config/generate.py"}
+                  "lib/config/menu.py", "lib/config/generate.py",
+                  # the original project's configurations (lib/config/knlp/)
+                  "lib/config/knlp/tree.py", "lib/config/knlp/translate.py",
+                  "lib/config/knlp/source.py", "lib/config/knlp/check.py"}
 GENERATED = {"lib/config/symbols.py"}  # one field per symbol: as long as the Kconfig files
 
 

@@ -151,12 +151,14 @@ def step_breakdown(step: TrainStep, next_batch: Callable, steps: int,
 
 
 def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
-              profile_steps: int = 5) -> dict[str, Any]:
+              profile_steps: int = 5, plain: bool = True) -> dict[str, Any]:
+    """Our step against the plain loop (plain=False: ours alone, e.g. to compare
+    speed options; profile_steps=0: no profiled breakdown)."""
     setup = bench_setup(run)
     device, precision, config, next_batch = (setup.device, setup.precision, setup.config,
                                              setup.next_batch)
     ours_model = setup.model
-    plain_model = copy.deepcopy(ours_model)
+    plain_model = copy.deepcopy(ours_model) if plain else None
     # The run's speed options (head loss, float8, attention kernel, TF32, compile
     # mode) apply to our side, as the trainer applies them.
     speed = apply_speed(run, ours_model, device, precision)
@@ -164,30 +166,32 @@ def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
     optimizer = build_optimizer(run, ours_model, device)
     ours = TrainStep(ours_model, optimizer, precision, accum, clip,
                      build_pruner(run, ours_model, optimizer), eager=speed.forward(ours_model))
-    plain_forward = plain_model
     if run.COMPILE_MODEL:
         ours.forward = speed.compiled(ours_model, ours_model)
-        plain_forward = compile_model(plain_model)
-    # nanoGPT's choice: the fused kernel on CUDA, torch's default elsewhere.
-    plain_opt = torch.optim.AdamW(plain_model.param_groups(run.WEIGHT_DECAY),
-                                  lr=1e-4, fused=device.type == "cuda")
-    plain = _plain_step(plain_model, plain_forward, plain_opt, precision, accum, clip)
-    ours_numbered = Numbered(ours)
+    loops: dict[str, Callable] = {"ours": Numbered(ours)}
+    if plain_model is not None:
+        plain_forward = compile_model(plain_model) if run.COMPILE_MODEL else plain_model
+        # nanoGPT's choice: the fused kernel on CUDA, torch's default elsewhere.
+        plain_opt = torch.optim.AdamW(plain_model.param_groups(run.WEIGHT_DECAY),
+                                      lr=1e-4, fused=device.type == "cuda")
+        loops["plain"] = _plain_step(plain_model, plain_forward, plain_opt, precision, accum, clip)
 
-    for loop in (ours_numbered, plain):
+    for loop in loops.values():
         _time(loop, next_batch, warmup, device)
-    seconds: dict[str, list[float]] = {"ours": [], "plain": []}
+    seconds: dict[str, list[float]] = {name: [] for name in loops}
     for _ in range(rounds):
-        seconds["ours"].append(_time(ours_numbered, next_batch, steps, device))
-        seconds["plain"].append(_time(plain, next_batch, steps, device))
+        for name, loop in loops.items():
+            seconds[name].append(_time(loop, next_batch, steps, device))
     result = _report(run, config, ours_model, precision, device, seconds, steps, rounds)
     result["ours"]["optimizer"] = optimizer_impl(optimizer)
     result["ours"]["pruning"] = run.PRUNING_METHOD if ours.pruner is not None else None
-    result["plain"]["optimizer"] = optimizer_impl(plain_opt)
-    result["plain"]["pruning"] = None
+    if plain_model is not None:
+        result["plain"]["optimizer"] = optimizer_impl(plain_opt)
+        result["plain"]["pruning"] = None
     result["ours"]["speed"] = speed.record()
     result["threads"] = torch.get_num_threads()
-    result["breakdown"] = step_breakdown(ours, next_batch, profile_steps, device)
+    if profile_steps:
+        result["breakdown"] = step_breakdown(ours, next_batch, profile_steps, device)
     return result
 
 
@@ -210,7 +214,8 @@ def _report(run: RunConfig, config: Any, model: torch.nn.Module, precision: Prec
         result[name] = {"ms_per_iter": 1000 * s, "tokens_per_sec": tokens / s,
                         "mfu": mfu(fpt, tokens / s, peak_flops)}
     result["peak_memory_mb"], result["peak_memory_measure"] = peak_memory_mb(device)
-    result["speed_vs_plain"] = result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"]
-    # Each round's own ratio (the rounds alternate): their spread says how noisy the machine was.
-    result["speed_vs_plain_rounds"] = [p / o for p, o in zip(seconds["plain"], seconds["ours"])]
+    if "plain" in seconds:
+        result["speed_vs_plain"] = result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"]
+        # Each round's own ratio (the rounds alternate): their spread says how noisy the machine was.
+        result["speed_vs_plain_rounds"] = [p / o for p, o in zip(seconds["plain"], seconds["ours"])]
     return result

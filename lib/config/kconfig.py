@@ -13,16 +13,20 @@ is the single, machine-read source of the bounds.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import math
 import os
 import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import kconfiglib
 
-from lib.config.renames import rewrite
+from lib.config.knlp.names import ROWS as KNLP_ROWS
+from lib.config.knlp.translate import is_knlp, translate
+from lib.config.renames import RENAMED, rewrite
 from lib.paths import KCONFIG, ROOT
 
 
@@ -105,8 +109,10 @@ def assignment_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def asked_in_file(kconf: kconfiglib.Kconfig, text: str, shown: str) -> dict[str, Asked]:
-    """What a loaded file asked for, symbol by symbol, with file:line."""
+def asked_in_file(kconf: kconfiglib.Kconfig, text: str, shown: str,
+                  where: dict[str, str] | None = None) -> dict[str, Asked]:
+    """What a loaded file asked for, symbol by symbol, with file:line (or, for
+    a translated file, `where` each value came from)."""
     lines = assignment_lines(text)
     asked = {}
     for sym in kconf.unique_defined_syms:
@@ -115,35 +121,93 @@ def asked_in_file(kconf: kconfiglib.Kconfig, text: str, shown: str) -> dict[str,
         value = sym.user_value
         if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
             value = kconfiglib.TRI_TO_STR[value]
-        asked[sym.name] = Asked(str(value), f"{shown}:{lines[sym.name]}")
+        place = where[sym.name] if where else f"{shown}:{lines[sym.name]}"
+        asked[sym.name] = Asked(str(value), place)
     return asked
 
 
-def load_strict(path: Path) -> kconfiglib.Kconfig:
-    """Load `path` (a .config or defconfig) and raise ConfigError on any problem.
+def shown_path(path: Path) -> str:
+    """A path as messages show it: relative to the project root when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+def read_config_text(path: Path) -> str:
+    """A .config-style file's text, or ConfigError naming the line of a byte
+    that is not UTF-8. utf-8-sig: a byte-order mark (editors on Windows add
+    one) is not a malformed line."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ConfigError([f"{shown_path(path)}:{line}: byte 0x{data[err.start]:02x} "
+                           f"(column {column}) is not UTF-8 text; retype that line in "
+                           f"plain text or fix it with `make menuconfig`"], shown_path(path)) from None
+
+
+def _as_error(warning: str) -> str:
+    """kconfiglib's load warning as the error it is here (nothing is ignored)."""
+    text = warning.replace("warning: ", "", 1).replace(" Assignment ignored.", "")
+    m = re.search(r"ignoring malformed line '(.*)'$", text)
+    if m:
+        text = text[:m.start()] + (f"malformed line '{m.group(1)}': expected CONFIG_NAME=value, "
+                                   f"'# CONFIG_NAME is not set', a comment or a blank line")
+    return text
+
+
+def load_checked(path: Path, notes: list[str] | None = None,
+                 knlp: bool | None = None) -> tuple[kconfiglib.Kconfig, list[str]]:
+    """Load `path` (a .config or defconfig) as far as it goes: the tree and
+    every problem, each naming the file and line (load_strict raises on them).
 
     Old and the original project's symbol names load as the current ones
-    (lib/config/renames.py); kconfiglib reads the rewritten text, line for line."""
-    path = Path(path).resolve()
-    shown = str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
-    if not path.is_file():
+    (lib/config/renames.py); kconfiglib reads the rewritten text, line for line.
+    A file in knlp's format (or any file with knlp=True) loads as the
+    experiment it is there (lib/config/knlp/); its report goes to `notes`."""
+    shown = shown_path(path)
+    if not Path(path).is_file():
         raise ConfigError([f"{shown}: no such file"])
-    # utf-8-sig: a byte-order mark (editors on Windows add one) is not a malformed line
-    text, problems = rewrite(path.read_text(encoding="utf-8-sig"), shown)
+    raw = read_config_text(path)
     kconf = open_tree()
+    where, imported = None, None
+    if knlp or (knlp is None and is_knlp(raw)):
+        imported = translate(raw, shown, kconf, lambda name: suggest(name, kconf))
+        text, problems, where = imported.text, imported.problems, imported.where
+        if notes is not None:
+            notes += imported.report
+        if imported.missing:  # what follows from a missing feature would only be noise
+            return kconf, problems
+    else:
+        text, problems = rewrite(raw, shown)
     with tempfile.TemporaryDirectory() as tmp:
         current = Path(tmp) / "config"
         current.write_text(text)
         kconf.load_config(str(current))
-    problems += [w.replace(str(current), shown) for w in kconf.warnings]
+    problems += [_as_error(w.replace(str(current), shown)) for w in kconf.warnings]
     lines = assignment_lines(text)
     for name, value in kconf.missing_syms:
-        problems.append(f"{shown}:{lines.get(name, '?')}: CONFIG_{name}={value}: "
-                        f"unknown symbol{_closest(kconf, name)}")
-    asked = asked_in_file(kconf, text, shown)
+        near = suggest(name, kconf)
+        problems.append(f"{shown}:{lines.get(name, '?')}: CONFIG_{name}={value}: unknown "
+                        f"symbol{f' (did you mean CONFIG_{near}?)' if near else ''}")
+    asked = asked_in_file(kconf, text, shown, where)
+    if imported is not None:
+        for name in sorted(imported.optional & asked.keys()):
+            if not kconf.syms[name].visibility:
+                if notes is not None:
+                    notes.append(f"{asked[name].where}: CONFIG_{name} left out: it "
+                                 f"{_unmet(kconf.syms[name].direct_dep)}")
+                del asked[name]
     problems += check_asked(kconf, asked) + check_floats(kconf, asked)
+    return kconf, problems
+
+
+def load_strict(path: Path) -> kconfiglib.Kconfig:
+    """Load `path` and raise ConfigError listing every problem (load_checked)."""
+    kconf, problems = load_checked(path)
     if problems:
-        raise ConfigError(problems, shown)
+        raise ConfigError(problems, shown_path(path))
     return kconf
 
 
@@ -230,7 +294,25 @@ def _unmet(dep) -> str:
             + "".join(f"; {d}" for d in derived))
 
 
-def _closest(kconf: kconfiglib.Kconfig, name: str) -> str:
-    import difflib
-    near = difflib.get_close_matches(name, kconf.syms.keys(), n=1)
-    return f" (did you mean CONFIG_{near[0]}?)" if near else ""
+def closest_name(name: str, names: Iterable[str]) -> str | None:
+    """The known name a misspelt one most likely meant, if any is close.
+
+    A knlp name points to the symbol that holds its setting here. The
+    matrix-only *_ENABLE_* symbols are suggested only for a name that has
+    ENABLE in it (OPTIMIZER_SELECT_X means OPTIMIZER_X, not OPTIMIZER_ENABLE_X)."""
+    names = list(names)
+    if name in RENAMED:
+        return RENAMED[name]
+    row = KNLP_ROWS.get(name)
+    if row is not None and (row.ours or row.values):
+        return row.ours or row.values[0][1]
+    if "ENABLE" not in name:
+        names = [n for n in names if "_ENABLE_" not in n]
+    near = difflib.get_close_matches(name, names, n=1)
+    return near[0] if near else None
+
+
+def suggest(name: str, kconf: kconfiglib.Kconfig) -> str | None:
+    """closest_name among the tree's symbols and choices."""
+    return closest_name(name, [*kconf.named_choices,
+                               *(s.name for s in kconf.unique_defined_syms)])

@@ -29,8 +29,9 @@ from typing import Any
 
 import kconfiglib
 
-from lib.config.run_config import check_rules, typed_values
-from lib.config.kconfig import ConfigError, float_bounds, load_strict, open_tree, parse_float
+from lib.config.run_config import check_rules, rules_beside, typed_values
+from lib.config.kconfig import (ConfigError, float_bounds, load_checked, load_strict, open_tree,
+                                parse_float)
 from lib.config.renames import rewrite
 
 FIX_HINT = "Press / and type a symbol's name to jump to it."
@@ -43,10 +44,10 @@ Menuconfig = Any
 def problems_in(path: Path) -> list[str]:
     """Everything that keeps `path` from being written as the configuration."""
     try:
-        kconf = load_strict(path)
+        kconf, problems = load_checked(path)
     except ConfigError as err:
         return err.problems
-    return check_rules(typed_values(kconf))
+    return problems + rules_beside(kconf, problems)
 
 
 def load_for_menu(path: Path) -> tuple[kconfiglib.Kconfig, list[str]]:
@@ -64,7 +65,8 @@ def load_for_menu(path: Path) -> tuple[kconfiglib.Kconfig, list[str]]:
     else:
         return kconf, check_rules(typed_values(kconf))
     kconf = open_tree()
-    text, _ = rewrite(path.read_text(encoding="utf-8-sig"), path.name)
+    # a byte that is not UTF-8 is among the problems shown; the menu opens anyway
+    text, _ = rewrite(path.read_bytes().decode("utf-8-sig", errors="replace"), path.name)
     with tempfile.TemporaryDirectory() as tmp:
         current = Path(tmp) / "config"
         current.write_text(text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import kconfiglib
 
-from lib.config.kconfig import Asked
+from lib.config.kconfig import Asked, closest_name
 from lib.config.renames import current_name
 
 # Short names researchers type on the make command line -> Kconfig symbol.
@@ -85,9 +85,7 @@ def apply_overrides(kconf: kconfiglib.Kconfig,
             continue
         sym = kconf.syms.get(target)
         if sym is None or not sym.nodes:
-            known = ", ".join(sorted(ALIASES))
-            problems.append(f"{where}: unknown name; use one of {known} or a Kconfig "
-                            f"symbol name (SET=\"SYMBOL=value\")")
+            problems.append(_unknown(kconf, name, where))
             continue
         if sym.orig_type == kconfiglib.BOOL and value not in ("y", "n"):
             problems.append(f"{where}: CONFIG_{sym.name} is a bool; allowed y or n")
@@ -95,6 +93,15 @@ def apply_overrides(kconf: kconfiglib.Kconfig,
         sym.set_value(value)
         asked[sym.name] = Asked(value, where)
     return asked, problems
+
+
+def _unknown(kconf: kconfiglib.Kconfig, name: str, where: str) -> str:
+    """An unknown override name, with the alias, choice or symbol it most likely meant."""
+    names = [*ALIASES, *FLAGS, "TRACKER", *kconf.named_choices,
+             *(s.name for s in kconf.unique_defined_syms)]
+    near = closest_name(name.removeprefix("CONFIG_"), names)
+    return (f"{where}: unknown name{f' (did you mean {near}?)' if near else ''}; use one of "
+            f"{', '.join(sorted(ALIASES))} or a Kconfig symbol name (SET=\"SYMBOL=value\")")
 
 
 def _choice_member(choice: kconfiglib.Choice, value: str, where: str,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import tempfile
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -24,13 +25,15 @@ from typing import Any, Sequence, TypeVar
 
 import kconfiglib
 
-from lib.bench.inference import check_lengths
+from lib.config import schedule_rules  # noqa: F401  (registers the schedule rules)
 from lib.config.generate import config_sha256, prompts, render_config_py
-from lib.config.kconfig import ConfigError, check_asked, check_floats, float_bounds, load_strict
+from lib.config.kconfig import (ConfigError, check_asked, check_floats, float_bounds,
+                                load_checked, read_config_text, shown_path)
 from lib.config.overrides import apply_overrides, split_args
-from lib.config.rules import check_family, check_optimizer, check_pruning
+from lib.config.rules import broken_rules
 from lib.config.symbols import Symbols
 from lib.paths import CONFIG_PY, DOT_CONFIG as CONFIG
+from lib.plural import counted
 from lib.run.atomic import write_text_atomic
 
 SYMBOL_NAMES = tuple(f.name for f in fields(Symbols))
@@ -91,7 +94,8 @@ class RunConfig(Symbols):
                  f"(HYPER_PARAM_AUTO: micro-batch and accumulation are chosen at start)",
                  f"tokens/iter {d['tokens_per_iter']:,} = effective batch x block "
                  f"{self.GPT2_BLOCK_SIZE}; {d['total_tokens']:,} tokens over "
-                 f"{self.GPT2_MAX_ITERS} iterations, {d['evaluations']} evaluations"]
+                 f"{counted(self.GPT2_MAX_ITERS, 'iteration')}, "
+                 f"{counted(d['evaluations'], 'evaluation')}"]
         if self.overrides:
             lines.append("overrides: " + " ".join(f"{k}={v}" for k, v in self.overrides.items()))
         return "\n".join(lines)
@@ -123,10 +127,25 @@ def value_or(value: T | None, default: T) -> T:
 
 
 def check_rules(values: dict[str, Any]) -> list[str]:
-    """Rules across symbols that Kconfig cannot state (lib/config/rules.py).
-    Checked whenever a configuration is loaded or written."""
-    run = RunConfig.from_values(values)
-    return check_optimizer(run) + check_pruning(run) + check_family(run) + check_lengths(run)
+    """Rules across symbols that Kconfig cannot state (lib/config/rules.py, all
+    registered rules together). Checked whenever a configuration is loaded or written."""
+    return broken_rules(RunConfig.from_values(values))
+
+
+def rules_beside(kconf: kconfiglib.Kconfig, problems: list[str]) -> list[str]:
+    """The rules' problems, also when the symbols themselves have `problems`, so
+    that one load reports every conflict: a rule naming a symbol whose value
+    was refused is left out (that symbol holds a value nobody asked for), and
+    so is a rule naming no symbol while there are other problems."""
+    try:
+        found = check_rules(typed_values(kconf))
+    except (ValueError, ConfigError):  # a refused float cannot be typed: its error says why
+        return []
+    if not problems:
+        return found
+    refused = set(re.findall(r"CONFIG_(\w+)", "\n".join(problems)))
+    return [p for p in found
+            if (named := set(re.findall(r"CONFIG_(\w+)", p))) and not named & refused]
 
 
 def with_batch_plan(run: RunConfig, micro_batch: int, accumulation: int) -> RunConfig:
@@ -168,26 +187,41 @@ def load_run_config(args: Sequence[str] = (), path: Path = CONFIG) -> RunConfig:
         raise ConfigError([f"{path} does not exist: start from a defconfig, e.g. "
                            f"`make defconfig-gpt2-tiny-shakespeare` (`make list-defconfigs` "
                            f"lists them)"])
+    text = read_config_text(path)
     synced = not args and path.resolve() == CONFIG.resolve()
-    if synced and (run := _from_config_py(path.read_text())) is not None:
+    if synced and (run := _from_config_py(text)) is not None:
         return run
-    kconf = load_strict(path)
+    kconf, in_file = load_checked(path)
     overrides, flags, problems = split_args(list(args))
     asked, more = apply_overrides(kconf, overrides)
-    problems += more + check_asked(kconf, asked) + check_floats(kconf, asked)
-    values: dict[str, Any] = {}
-    if not problems:
-        values = typed_values(kconf)
-        problems += check_rules(values)
+    problems = in_file + problems + more + check_asked(kconf, asked) + check_floats(kconf, asked)
+    # A run's record (config.txt) loads as it ran: the rules decide what may
+    # start, and one added since must not make a finished run unreadable.
+    if overrides or not text.startswith(RUN_HEADER):
+        problems += rules_beside(kconf, problems)
     if problems:
-        raise ConfigError(problems, "command-line overrides" if overrides else str(path))
+        source = shown_path(path) + (" and command-line overrides" if overrides else "")
+        raise ConfigError(problems, source if in_file or not overrides else "command-line overrides")
+    values = typed_values(kconf)
     applied = dict(overrides)
     header = RUN_HEADER + (": .config with overrides " + " ".join(f"{k}={v}" for k, v in applied.items())
                            if applied else ": .config as is")
     if synced:  # .config was edited by hand and is valid: bring config.py up to date
-        write_text_atomic(CONFIG_PY, render_config_py(values, prompts(kconf), path.read_text()))
+        write_text_atomic(CONFIG_PY, render_config_py(values, prompts(kconf), text))
     return RunConfig.from_values(values, overrides=applied, flags=flags,
                                  config_text=config_text(kconf, header + "\n"))
+
+
+def load_valid(path: Path, notes: list[str] | None = None,
+               knlp: bool | None = None) -> kconfiglib.Kconfig:
+    """Load a .config or defconfig; ConfigError lists every problem of its
+    symbols and every rule it breaks, all at once. A knlp-format file's
+    report goes to `notes` (lib/config/knlp/)."""
+    kconf, problems = load_checked(path, notes, knlp)
+    problems += rules_beside(kconf, problems)
+    if problems:
+        raise ConfigError(problems, shown_path(path))
+    return kconf
 
 
 def run_config_from_defaults(settings: dict[str, str]) -> RunConfig:

@@ -129,7 +129,16 @@ class Symbols:
     "ragated", so they never mix with the logit form's "ralogit".
     """
 
-    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated"] | None = None
+    GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED: bool | None = None
+    """Gated RA with the SDPA output gate (knlp, both on).
+
+    Include runs with the output gate and gated RA together (knlp's
+    "sdpa_ra"; GPT2_RA_GATED_* below). With VANILLA, SDPA_GATE and
+    RA_GATED this is the original project's four-way ablation. Run
+    ids say "sdpagateragated".
+    """
+
+    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated", "sdpa_gate_ra_gated"] | None = None
     """Attention.
 
     How each block attends. Vanilla is GPT-2's; the others gate its
@@ -183,6 +192,16 @@ class Symbols:
     and keys swapped on the last GPT2_RA_GATED_HEADS heads, projected,
     LayerNorm-ed and added to the attention output times tanh(g), g a
     learned scalar per layer. Causal; starts as vanilla at g = 0.
+    """
+
+    GPT2_ATTENTION_SDPA_GATE_RA_GATED: bool | None = None
+    """Gated RA with the SDPA output gate (knlp, both on).
+
+    The original project with GPT2_KNLP_SDPA_GATE and GPT2_KNLP_RA
+    both on: every layer's heads' output is gated as SDPA_GATE's; on
+    the gated-RA layers the reverse branch is then added, ungated:
+    c_proj(heads * sigmoid(W x + b) + tanh(g) LN(ra_proj(R))).
+    Settings and cache are RA_GATED's; starts as SDPA_GATE at g = 0.
     """
 
     ENABLE_RA_MLA: bool | None = None
@@ -274,7 +293,8 @@ class Symbols:
 
     Starting value of each reverse layer's learned gate logit.
     Allowed -5 to 5. 0.0, the original's, starts with the branch
-    off (the model is vanilla at step 0) and lets training open it.
+    off (the model is vanilla, or SDPA_GATE's, at step 0) and lets
+    training open it.
     """
 
     GPT2_DROPOUT: float | None = None
@@ -807,7 +827,10 @@ class Symbols:
 
     The learning rate rises linearly from 0 to LEARNING_RATE over this
     many steps (step s gets LEARNING_RATE x (s + 1) / this), then
-    follows LR_SCHEDULE. GPT-2 124M recipes use 700 to 2000.
+    follows LR_SCHEDULE. Must be below GPT2_MAX_ITERS (checked when
+    loading, so `make MAX_ITERS=20` on a 30-step warmup is refused).
+    GPT-2 124M recipes use 700 to 2000; a tenth of a short run is
+    customary. If unsure, keep 30 for the tiny CPU run.
     """
 
     LR_SCHEDULE: Literal["cosine", "wsd", "constant"]
@@ -851,8 +874,9 @@ class Symbols:
     LR_DECAY_FRACTION: float | None = None
     """Decay phase as a fraction of the run (WSD).
 
-    The decay covers the last round(GPT2_MAX_ITERS x this) steps
-    (fewer if warmup leaves fewer). Allowed 0 to 1. Hagele et al.
+    The decay covers the last round(GPT2_MAX_ITERS x this) steps,
+    which must fit after GPT2_WARMUP_STEPS and, above 0, be at least
+    one step (checked when loading). Allowed 0 to 1. Hagele et al.
     2024 find a 20 % decay matches a cosine run of the same length
     and shorter ones cost a little loss. 0 never decays (constant
     after warmup). If unsure, keep 0.2.
@@ -916,7 +940,9 @@ class Symbols:
     """Evaluations without improvement before stopping.
 
     How many consecutive evaluations (one every GPT2_EVAL_INTERVAL
-    steps) may fail to improve before the run stops. Lower stops
+    steps) may fail to improve before the run stops; the run must
+    have more evaluations before its last step than this (checked
+    when loading). Lower stops
     sooner but may cut a run short in a noisy stretch. The count is
     kept in checkpoints, so a resumed run continues it.
     If unsure, keep 5.
@@ -1150,6 +1176,18 @@ class Symbols:
     runs used 0. If unsure, keep 0.1.
     """
 
+    ADAM_AMSGRAD: bool | None = None
+    """AMSGrad: divide by the running maximum of the second moment.
+
+    AdamW, AdamWSPAM and AdamWPrune's base divide the update by the
+    root of the largest second moment seen so far, not the current
+    one (Reddi et al., ICLR 2018); one more buffer per weight.
+    AdamWSPAM's clipping still reads v, and its resets leave the
+    maximum alone, as in knlp. Off in PyTorch and the SPAM authors'
+    code; knlp's AdamWSPAM always uses it. Not for Muon's AdamW part.
+    If unsure, say N.
+    """
+
     OPTIMIZER_IMPL: Literal["auto", "fused", "foreach", "loop"] | None = None
     """Optimizer implementation (fused, multi-tensor, per-tensor).
 
@@ -1211,7 +1249,8 @@ class Symbols:
     each reset on (N is this value), while v is still near zero. The
     authors' code uses 20 (grad_accu_steps). Below 2, the entries of
     call 1 would be compared with v = 0 and set to zero, so it needs
-    SPAM_CLIP_SPARE_UNSEEN. Must be below SPAM_INTERVAL. If unsure, 20.
+    SPAM_CLIP_SPARE_UNSEEN. Must be below SPAM_INTERVAL (checked when
+    loading); a run of N steps or fewer is never clipped. If unsure, 20.
     """
 
     SPAM_CLIP_SPARE_UNSEEN: bool | None = None
@@ -1240,7 +1279,10 @@ class Symbols:
 
     Optimizer calls between momentum resets: the moments are zeroed
     at the start of calls 500, 1000, ... The paper and the authors'
-    code use 500 (DeltaT). If unsure, keep 500.
+    code use 500 (DeltaT). A run of fewer steps has no reset, and one
+    whose last call is a multiple of this ends with a reset (as the
+    paper's 10000 steps at 500 do); neither is refused. If unsure,
+    keep 500.
     """
 
     SPAM_WARMUP_STEPS: int | None = None
@@ -1265,6 +1307,26 @@ class Symbols:
     the updates after a reset are then up to 6.6x larger (3.2x on the
     reset call), the warmup keeping them small; with beta2 0.95 at
     most 1.1x. If unsure, say N.
+    """
+
+    SPAM_SPIKE_RESET: bool | None = None
+    """Damp the moments on gradient-norm spikes (knlp's AdamWSPAM).
+
+    Each call compares the global gradient norm with the last 99
+    (from the 10th on): when its z-score, (norm - mean) / std, exceeds
+    SPAM_SPIKE_THRESHOLD, m is halved and v multiplied by 0.9 before
+    this call's update, as mcgrof/knlp's AdamWSPAM does (its
+    lib/optimizers.py). Dampings are counted in metrics.json. Costs a
+    host sync per step. Not in the SPAM paper. If unsure, say N.
+    """
+
+    SPAM_SPIKE_THRESHOLD: float | None = None
+    """Spike z-score threshold.
+
+    A gradient norm this many standard deviations above the mean of
+    the previous ones is a spike. Allowed 0.1 to 100; lower damps more
+    often. knlp uses 2.0 (its code ignores its own
+    SPAM_SPIKE_THRESHOLD). If unsure, keep 2.0.
     """
 
     MUON_LR: float | None = None
@@ -1634,7 +1696,8 @@ class Symbols:
     """Dense steps before pruning starts.
 
     Steps trained without pruning, so scores mean something when the
-    first mask is chosen. Must be below PRUNING_RAMP_END.
+    first mask is chosen. Must be below PRUNING_RAMP_END (checked
+    when loading). If unsure, a fifth of PRUNING_RAMP_END.
     """
 
     PRUNING_RAMP_END: int | None = None
@@ -1937,6 +2000,46 @@ class Symbols:
     MPS runs ignore it. If unsure, say Y.
     """
 
+    CUDNN_BENCHMARK: bool | None = None
+    """cuDNN autotuner (torch.backends.cudnn.benchmark).
+
+    Lets cuDNN time its algorithms for each new input shape and keep
+    the fastest. PyTorch documents it for convolutions, which GPT-2
+    and HAMT do not have, so it changes little here; where it does,
+    the chosen kernels can differ between runs and a GPU run is no
+    longer bit-reproducible. Off a CUDA device it has no effect;
+    metrics.json ("speed") records whether it was in force. The
+    original project's GPT2_CUDNN_BENCHMARK is this. If unsure, say N.
+    """
+
+    PYTORCH_CUDA_ALLOC_CONF: str | None = None
+    """CUDA memory allocator settings (PYTORCH_CUDA_ALLOC_CONF).
+
+    Given to PyTorch's CUDA caching allocator through the environment
+    variable of the same name, set before CUDA starts: comma-separated
+    key:value pairs from PyTorch's CUDA semantics notes, e.g.
+    "expandable_segments:True", which grows memory segments in place
+    instead of fragmenting them (fewer out-of-memory errors when
+    shapes change, as with torch.compile). Empty keeps the shell's
+    value, if any. A malformed value or unknown key stops the run at
+    its start; metrics.json ("speed") records the value in force and
+    its source. If unsure, leave it empty.
+    """
+
+    GPU_WARMUP: bool | None = None
+    """Warm up the GPU before the first step.
+
+    On a CUDA device, runs 10 untimed forward passes of a zero batch
+    (evaluation mode, no gradients, random state restored) before
+    training, so CUDA's context, cuBLAS and the allocator are started
+    before step 1 and the first progress lines show steady ms/iter.
+    The trained weights and losses are the same either way, and
+    throughput and MFU already leave out each start's first 3 steps;
+    torch.compile still compiles in step 1. Costs about a second;
+    metrics.json ("speed") records the passes and their time. If
+    unsure, say N.
+    """
+
     GPT2_USE_DDP: bool
     """Train on several GPUs (torchrun + DistributedDataParallel).
 
@@ -2036,6 +2139,32 @@ class Symbols:
     Each run writes output.log, metrics.json, config.txt and its
     checkpoints under <this>/<run-id>/; <this>/latest points to the
     newest run.
+    """
+
+    SAVE_CHECKPOINT: bool
+    """Save checkpoints.
+
+    Writes ckpt_latest.pt (the resume point) and ckpt_best.pt (the
+    weights of the best validation loss) in the run's folder, each
+    with model and optimizer state: about 12 bytes per parameter with
+    AdamW (1.5 GB for GPT-2 124M). Say N to spare disk and write time in
+    large sweeps; the run then cannot be resumed (`make continue`
+    refuses it; a stop signal ends it without a resume point), and
+    make sample, eval, export and lm-eval have no weights to read.
+    metrics.json is written either way. If unsure, say Y.
+    """
+
+    CHECKPOINT_INTERVAL: int | None = None
+    """Write the resume checkpoint every N steps (0 = at each evaluation).
+
+    ckpt_latest.pt is rewritten every N optimizer steps, at the last
+    step and when the run is stopped; 0 writes it at every evaluation
+    (GPT2_EVAL_INTERVAL). ckpt_best.pt is still written at each
+    evaluation that improves the validation loss. A larger N writes
+    less, but a run killed outright (kill -9, a lost node) resumes
+    from its last write and trains the steps since again. The original
+    project's CHECKPOINT_INTERVAL is this (its default: 1000). If
+    unsure, keep 0.
     """
 
     BACKUP_DIR: str
@@ -2327,12 +2456,12 @@ class Symbols:
     no network. If unsure, leave it empty.
     """
 
-    LM_EVAL_AT_END: bool
+    LM_EVAL_AT_END: bool | None = None
     """Run the lm-eval tasks when training finishes.
 
     When a run finishes (completed, or stopped at TRAIN_MAX_TIME), its
-    best checkpoint is scored on LM_EVAL_TASKS as `make lm-eval` would,
-    into its eval.json. Costs the tasks' time (minutes for the default
+    best checkpoint (so only with SAVE_CHECKPOINT) is scored on
+    LM_EVAL_TASKS as `make lm-eval` would, into its eval.json. Costs the tasks' time (minutes for the default
     tasks on a GPU); a failure is logged and leaves the run completed.
     The original AdamWPrune's RUN_LM_EVAL. If unsure, say N.
     """

@@ -27,6 +27,7 @@ from lib.data.sources import DataError, Source, open_source
 from lib.data.tokenizers import TOKENIZERS, Tokenizer, build_tokenizer
 from lib.data.tokenizers.bpe import bpe_streams
 from lib.data.tokenizers.documents import BATCH_CHARS, encode_documents
+from lib.data.tokenfile import ends_digest
 
 FORMAT_VERSION = 1
 META_NAME = "meta.json"
@@ -160,6 +161,10 @@ def _write_splits(source: Source, tokenizer: str, tmp: Path, token_cap: int, val
         "train_tokens": n_train,
         "val_tokens": n_val,
         "val_from": val_from,
+        # SHA-256 of each file's first and last MiB, checked whenever a run
+        # opens the dataset (lib/data/validate.py).
+        "checksums": {split: ends_digest(tmp / name, dtype.itemsize)
+                      for split, name in SPLIT_FILES.items()},
     }
 
 

@@ -14,6 +14,11 @@ process would with a world_size times larger batch_size.
 On a CUDA device with pin_memory (PIN_MEMORY), a batch is copied into
 page-locked host memory and sent without blocking, so the copy overlaps the
 GPU's work; the tokens are the same either way.
+
+The folder is checked when a loader opens it (lib/data/validate.py: sizes,
+dtype, the ends of each file), and every batch's ids are compared with the
+vocabulary: an id the embedding has no row for stops the run with the file
+and the position, not an IndexError deep inside the model.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import torch
 
 from lib.data.corpus import SPLIT_FILES, load_meta
 from lib.data.sources import DataError
+from lib.data.validate import check_prepared
 
 
 def _split_seed(seed: int, split: str) -> int:
@@ -54,6 +60,7 @@ class BatchLoader:
             raise ValueError(f"batch_size and block_size must be >= 1, got {batch_size}, {block_size}")
         self.data_dir = Path(data_dir)
         self.meta = load_meta(self.data_dir)
+        check_prepared(self.data_dir)
         self.split, self.batch_size, self.block_size = split, batch_size, block_size
         self.device = torch.device(device)
         self.pin_memory = pin_memory and self.device.type == "cuda"
@@ -84,7 +91,10 @@ class BatchLoader:
                            generator=self.generator)
         ix = ix[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]
         # One fancy-indexing read of all windows: (B, T+1) tokens.
-        windows = self._data()[ix.numpy()[:, None] + self._offsets].astype(np.int64)
+        starts = ix.numpy()
+        windows = self._data()[starts[:, None] + self._offsets].astype(np.int64)
+        if windows.max() >= self.vocab_size:  # one pass over B x T ids: negligible
+            self._out_of_range(windows, starts)
         self.batches_drawn += 1
         t = torch.from_numpy(windows)
         x, y = t[:, :-1].contiguous(), t[:, 1:].contiguous()
@@ -95,6 +105,15 @@ class BatchLoader:
                 y.pin_memory().to(self.device, non_blocking=True),
             )
         return x.to(self.device), y.to(self.device)
+
+    def _out_of_range(self, windows: np.ndarray, starts: np.ndarray) -> None:
+        row, col = np.argwhere(windows >= self.vocab_size)[0]
+        raise DataError(
+            f"{self.path} holds token id {windows[row, col]:,} at position "
+            f"{starts[row] + col:,}, but its tokenizer has {self.vocab_size:,} ids (0 to "
+            f"{self.vocab_size - 1:,}): the file does not hold what was prepared. Delete "
+            f"{self.data_dir} and run `make prepare` (or the run) to tokenize the dataset again."
+        )
 
     def __iter__(self) -> BatchLoader:
         return self

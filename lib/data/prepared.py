@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from lib.data.corpus import dataset_dir_name, is_prepared, prepare
+from lib.data.corpus import dataset_dir_name, prepare
+from lib.data.sources import DataError
+from lib.data.validate import inspect
 from lib.paths import from_root
 
 if TYPE_CHECKING:
@@ -36,10 +38,23 @@ def data_dir(run: RunConfig) -> Path:
                                                         run.DATA_BPE_VOCAB_SIZE)
 
 
+def _usable(path: Path, log: Callable[[str], None]) -> bool:
+    """True when path can be used as it is; False when it is to be prepared
+    (saying why, when it was there but damaged); DataError when it must not
+    be touched (lib/data/validate.py)."""
+    verdict = inspect(path)
+    if verdict.state == "refuse":
+        raise DataError(verdict.message)
+    if verdict.state == "rebuild":
+        log(f"data: {verdict.message}")
+    return verdict.state == "ok"
+
+
 def ensure_prepared(run: RunConfig, log: Callable[[str], None] = print) -> Path:
-    """The prepared dataset folder, tokenizing the corpus first if needed."""
+    """The prepared dataset folder, tokenizing the corpus first if needed; its
+    token files are checked on the way (lib/data/validate.py)."""
     path = data_dir(run)
-    if is_prepared(path):
+    if inspect(path).state == "ok":
         return path
     # Runs of a matrix started together all find the folder missing: the
     # first to lock DATA_DIR tokenizes, the others wait and then read it. The
@@ -48,7 +63,7 @@ def ensure_prepared(run: RunConfig, log: Callable[[str], None] = print) -> Path:
     lock = os.open(path.parent, os.O_RDONLY)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if is_prepared(path):
+        if _usable(path, log):
             return path
         dataset, custom = _dataset(run)
         log(f"preparing dataset '{dataset}' with the {run.DATA_TOKENIZER} tokenizer "

@@ -161,8 +161,8 @@ def world_size(run: RunConfig) -> int:
 
 
 def optimizer_bytes(run: RunConfig, counts: ModelCounts) -> int:
-    """Moments (2 x fp32 per parameter), step counters, pruning buffers."""
-    total = 8 * counts.params + 4 * counts.tensors
+    """Moments (2 x fp32 per parameter, 3 with AMSGrad), step counters, pruning buffers."""
+    total = (12 if run.ADAM_AMSGRAD else 8) * counts.params + 4 * counts.tensors
     if run.OPTIMIZER == "muon":  # its block matrices (the prunable ones) keep one buffer
         total -= 4 * counts.prunable
     if run.PRUNING_MODE != "none":

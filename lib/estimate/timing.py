@@ -13,11 +13,14 @@ appendix B) x training tokens, plus a third of that per evaluation token
 * Several GPUs: divided by the world size at 90 % scaling efficiency.
 
 Unknown peaks (MPS, GPUs not in the table) give None. Compilation adds a
-fixed minute. Data preparation is not counted. Expect +-50 %: MFU varies
-with size, sequence length and kernels.
+fixed minute. Data preparation and the process's start-up are not counted
+here: lib/estimate/calibrate.py adds them, and replaces the assumed rate by
+this machine's measured one where completed runs of the same shape exist.
+Expect +-50 %: MFU varies with size, sequence length and kernels.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -41,9 +44,29 @@ def sustained_flops(run: RunConfig, info: Any, dtype: str, world: int) -> float 
     return peak * mfu * scale
 
 
+@dataclass(frozen=True)
+class Breakdown:
+    """A run's compute time by the FLOP model: steps, evaluations, compilation."""
+    steps: int
+    step_s: float        # one training step
+    evaluations: int
+    eval_s: float        # one evaluation (forward passes only)
+    compile_s: float
+
+    @property
+    def total(self) -> float:
+        return self.steps * self.step_s + self.evaluations * self.eval_s + self.compile_s
+
+
 def estimate_seconds(run: RunConfig, device_info: Any = None) -> float | None:
     """Seconds to train `run` to GPT2_MAX_ITERS on device_info (default: the
     configured device), or None where no sustained FLOP/s is known."""
+    parts = breakdown(run, device_info)
+    return parts.total if parts else None
+
+
+def breakdown(run: RunConfig, device_info: Any = None) -> Breakdown | None:
+    """estimate_seconds() in its parts; None where no sustained FLOP/s is known."""
     from lib.estimate.memory import configured_device, default_vocab, model_counts, world_size
     from lib.hardware.precision import choose_dtype
 
@@ -58,7 +81,8 @@ def estimate_seconds(run: RunConfig, device_info: Any = None) -> float | None:
     if not flops:
         return None
     d = run.derived(world)
-    eval_tokens = d["evaluations"] * run.TRAIN_EVAL_ITERS * run.BATCH_SIZE * cfg.block_size * world
-    work = counts.flops_per_token * (d["total_tokens"] + eval_tokens / 3)
+    eval_tokens = run.TRAIN_EVAL_ITERS * run.BATCH_SIZE * cfg.block_size * world
     compile_s = COMPILE_SECONDS if run.COMPILE_MODEL and info.kind == "cuda" else 0.0
-    return work / flops + compile_s
+    return Breakdown(run.GPT2_MAX_ITERS, counts.flops_per_token * d["tokens_per_iter"] / flops,
+                     d["evaluations"], counts.flops_per_token * eval_tokens / 3 / flops,
+                     compile_s)

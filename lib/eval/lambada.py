@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
 from lib.data.tokenizers import Tokenizer
 
@@ -49,15 +50,19 @@ def encode_passages(texts: Sequence[str], tokenizer: Tokenizer,
 @torch.no_grad()
 def last_word_accuracy(model: nn.Module, tokenizer: Tokenizer, texts: Sequence[str],
                        block: int, batch_size: int = 8, device: torch.device | str = "cpu",
-                       autocast: contextlib.AbstractContextManager | None = None) -> dict[str, Any]:
+                       autocast: contextlib.AbstractContextManager | None = None,
+                       progress: str | None = None) -> dict[str, Any]:
     """Accuracy and per-word perplexity of the last word of each passage.
 
     Passages are batched with right padding: the model is causal, so padding
-    after a passage's last input cannot change its logits.
+    after a passage's last input cannot change its logits. progress: a label
+    for a progress bar with ETA (stderr), or None.
     """
     passages = encode_passages(texts, tokenizer, block)
     correct, nll_total, target_tokens = 0, 0.0, 0
-    for start in range(0, len(passages), batch_size):
+    starts = range(0, len(passages), batch_size)
+    for start in tqdm(starts, desc=progress, unit="batch", dynamic_ncols=True, mininterval=0.5,
+                      disable=progress is None):
         group = passages[start:start + batch_size]
         width = max(len(ids) - 1 for ids, _ in group)
         x = torch.zeros(len(group), width, dtype=torch.long)

@@ -9,6 +9,15 @@ tokens of context. stride = block gives disjoint windows (cheapest, least
 context); stride = 1 gives every token the whole block (slowest). Half the
 block is the usual compromise (Hugging Face's perplexity guide uses 512 for
 GPT-2's 1024).
+
+Cost: one pass of each window through the blocks, then the LM head and its
+softmax over the scored positions only, a few rows at a time. The head is
+most of a small model's work (tiny GPT-2: 128 x 50304 = 6.4M multiply-adds
+per token, its blocks 0.8M), and a batch's whole [batch, block, vocabulary]
+logits are hundreds of MB, allocated and page-faulted in anew for every
+batch. A family whose model offers hidden_states(idx)
+(lib/model/interface.py) gets this path; any other is scored through
+forward(idx, targets), logits and all.
 """
 from __future__ import annotations
 
@@ -20,6 +29,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from tqdm import tqdm
 
 
 @dataclass(frozen=True)
@@ -84,28 +94,74 @@ def _batches(windows: list[Window], batch_size: int) -> list[list[Window]]:
     return groups
 
 
+# Logits computed at once when scoring hidden states: on a CPU a chunk stays
+# within the allocator's reused heap (8 MiB of fp32), where larger temporaries
+# are fresh pages, faulted in anew for every batch; an accelerator takes more.
+LOGITS_PER_CHUNK = {"cpu": 1 << 21}
+LOGITS_PER_CHUNK_ACCELERATOR = 1 << 26
+
+
+def _scored(group: list[Window], tokens: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(row, column, target) of every prediction the group's windows score."""
+    rows, cols, targets = [], [], []
+    for row, w in enumerate(group):
+        first = w.first - w.begin - 1  # the column whose logits predict tokens[w.first]
+        cols.append(torch.arange(first, w.end - w.begin))
+        rows.append(torch.full((w.end - w.begin - first,), row))
+        targets.append(tokens[w.first:w.end + 1])
+    return torch.cat(rows), torch.cat(cols), torch.cat(targets)
+
+
+def _nll_from_hidden(model: nn.Module, x: Tensor, rows: Tensor, cols: Tensor,
+                     targets: Tensor) -> Tensor:
+    """Summed NLL of the scored positions: blocks over all of x, head over the rows."""
+    hidden = model.hidden_states(x)[rows, cols]  # [K, C]
+    head = model.lm_head
+    chunk = max(1, LOGITS_PER_CHUNK.get(x.device.type, LOGITS_PER_CHUNK_ACCELERATOR)
+                // head.weight.size(0))
+    total = hidden.new_zeros((), dtype=torch.float32)
+    for i in range(0, hidden.size(0), chunk):
+        logits = head(hidden[i:i + chunk])
+        total += F.cross_entropy(logits.float(), targets[i:i + chunk], reduction="sum")
+    return total
+
+
+def _nll_from_forward(model: nn.Module, x: Tensor, rows: Tensor, cols: Tensor,
+                      targets: Tensor) -> Tensor:
+    """The same through forward(idx, targets): whatever logits the model makes."""
+    y = torch.full_like(x, -1)
+    y[rows, cols] = targets
+    logits, _ = model(x, y)
+    return F.cross_entropy(logits[rows, cols].float(), targets, reduction="sum")
+
+
 @torch.no_grad()
 def sliding_window_nll(model: nn.Module, tokens: Tensor, block: int, stride: int,
                        batch_size: int = 8, device: torch.device | str = "cpu",
-                       autocast: contextlib.AbstractContextManager | None = None) -> Perplexity:
+                       autocast: contextlib.AbstractContextManager | None = None,
+                       progress: str | None = None) -> Perplexity:
     """Perplexity of model on a 1-D tensor of token ids.
 
     model follows the project's interface: model(idx, targets) -> (logits
-    [B, T, V], loss); targets of -1 are ignored. Only the scored positions'
-    logits are turned into log-probabilities (in fp32), so memory stays near
-    one batch of logits. The caller puts the model in eval mode.
+    [B, T, V], loss); targets of -1 are ignored; with hidden_states(idx) and
+    lm_head only the scored positions reach the head (module docstring).
+    Log-probabilities are taken in fp32. The caller puts the model in eval
+    mode. progress: a label for a progress bar with ETA (stderr), or None.
     """
     tokens = tokens.to(torch.long).flatten()
     windows = plan_windows(tokens.numel(), block, stride)
-    nll = 0.0
-    for group in _batches(windows, batch_size):
-        x = torch.stack([tokens[w.begin:w.end] for w in group])
-        y = torch.stack([tokens[w.begin + 1:w.end + 1] for w in group]).clone()
-        for row, w in enumerate(group):
-            y[row, :w.first - w.begin - 1] = -1  # already scored by an earlier window
-        x, y = x.to(device), y.to(device)
-        with autocast or contextlib.nullcontext():
-            logits, _ = model(x, y)
-        keep = y >= 0
-        nll += F.cross_entropy(logits[keep].float(), y[keep], reduction="sum").item()
-    return Perplexity(nll, tokens.numel() - 1, len(windows), block, stride)
+    score = _nll_from_hidden if hasattr(model, "hidden_states") else _nll_from_forward
+    # Summed on the device and read once, so batches are queued without a sync;
+    # in float64 where the device has it (MPS does not).
+    wide = torch.float32 if torch.device(device).type == "mps" else torch.float64
+    nll = torch.zeros((), dtype=wide, device=device)
+    bar = tqdm(total=tokens.numel() - 1, desc=progress, unit="tok", unit_scale=True,
+               dynamic_ncols=True, mininterval=0.5, disable=progress is None)
+    with bar:
+        for group in _batches(windows, batch_size):
+            x = torch.stack([tokens[w.begin:w.end] for w in group]).to(device)
+            rows, cols, targets = (t.to(device) for t in _scored(group, tokens))
+            with autocast or contextlib.nullcontext():
+                nll += score(model, x, rows, cols, targets).to(wide)
+            bar.update(targets.numel())
+    return Perplexity(nll.item(), tokens.numel() - 1, len(windows), block, stride)

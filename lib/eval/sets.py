@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from lib.data.corpus import SPLIT_FILES, is_prepared, load_meta
+from lib.data.corpus import SPLIT_FILES, load_meta
 from lib.data.sources import (HUB_DATASETS, HUB_TIMEOUT_S, DataError, hub_offline,
                               offline_reason, unset_advice)
+from lib.data.validate import check_prepared
 from lib.paths import from_root
 
 # Set name -> (hub path, hub config, split, text field, the symbol that asks for it).
@@ -117,11 +118,12 @@ def text_file(path: str) -> EvalSet:
 
 
 def validation_split(data_dir: Path) -> EvalSet:
-    """The val.bin a run trained against, read in place (a memory map)."""
-    if not is_prepared(data_dir):
-        raise DataError(f"the validation split in {data_dir} is missing or incomplete: "
-                        f"prepare the run's dataset again (`make prepare` with its "
-                        f"configuration), or turn CONFIG_EVAL_VAL off")
+    """The val.bin a run trained against, read in place (a memory map), once its
+    folder passes the checks a run makes (lib/data/validate.py)."""
+    try:
+        check_prepared(data_dir)
+    except DataError as err:
+        raise DataError(f"{err} Or turn CONFIG_EVAL_VAL off.") from None
     meta = load_meta(data_dir)
     ids = np.memmap(data_dir / SPLIT_FILES["val"], dtype=np.dtype(meta["dtype"]), mode="r")
     return EvalSet("val", f"{data_dir / SPLIT_FILES['val']} ({meta['val_from']})", ids=ids)

@@ -31,6 +31,7 @@ from lib.eval.lambada import last_word_accuracy
 from lib.eval.perplexity import sliding_window_nll
 from lib.eval.record import now_iso, write_eval
 from lib.hardware.precision import Precision, resolve_device, resolve_precision
+from lib.run.environment import environment
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -108,15 +109,16 @@ def evaluate_sets(model: nn.Module, tokenizer: Tokenizer, found: list[eval_sets.
         if s.passages:
             entry = {"kind": "last_word", "source": s.source,
                      **last_word_accuracy(model, tokenizer, s.passages, block, plan.batch_size,
-                                          device, precision.autocast())}
+                                          device, precision.autocast(), progress="eval lambada")}
             summary = f"accuracy {entry['accuracy']:.4f} over {entry['examples']} passages"
         else:
             assert s.ids is not None, "gather() tokenizes every set without passages"
             cut = 0 < plan.max_tokens < len(s.ids)
             ids = torch.from_numpy(np.asarray(s.ids[:plan.max_tokens] if cut else s.ids,
                                               dtype=np.int64))
+            _check_ids(s, ids, tokenizer.vocab_size)
             result = sliding_window_nll(model, ids, block, stride, plan.batch_size, device,
-                                        precision.autocast())
+                                        precision.autocast(), progress=f"eval {s.name}")
             entry = {"kind": "perplexity", "source": s.source, **result.as_dict(),
                      "truncated": cut}
             if s.text is not None and not cut:
@@ -134,6 +136,17 @@ def evaluate_sets(model: nn.Module, tokenizer: Tokenizer, found: list[eval_sets.
     return entries
 
 
+def _check_ids(s: eval_sets.EvalSet, ids: torch.Tensor, vocab_size: int) -> None:
+    """DataError naming the set and the first id the model has no embedding for."""
+    bad = torch.nonzero(ids >= vocab_size)
+    if bad.numel():
+        at = int(bad[0, 0])
+        raise DataError(f"eval {s.name}: {s.source} holds token id {int(ids[at]):,} at position "
+                        f"{at:,}, but the model's tokenizer has {vocab_size:,} ids (0 to "
+                        f"{vocab_size - 1:,}): it was tokenized for another vocabulary. "
+                        f"Prepare the run's dataset again (`make prepare`), or turn the set off.")
+
+
 def _evaluate(model: nn.Module, tokenizer: Tokenizer, val: Path | str | None, eval_cfg: Any,
               model_info: dict[str, Any], out_dir: Path, log: Log) -> dict[str, Any]:
     plan = EvalPlan.from_run(eval_cfg)
@@ -148,7 +161,7 @@ def _evaluate(model: nn.Module, tokenizer: Tokenizer, val: Path | str | None, ev
     if plan.val and isinstance(val, str):
         entries["val"] = {"skipped": val}
     record = {"created": now_iso(), "run_id": out_dir.name, "model": model_info,
-              "device": device.type, "dtype": precision.dtype,
+              "device": device.type, "dtype": precision.dtype, "environment": environment(),
               "settings": {"stride": plan.stride_for(block), "batch_size": plan.batch_size,
                            "max_tokens": plan.max_tokens},
               "seconds": round(time.perf_counter() - started, 3), "sets": entries}

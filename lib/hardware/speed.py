@@ -8,12 +8,15 @@ the first step and recorded in metrics.json ("speed"):
 * TF32: TensorFloat-32 for float32 matmuls on NVIDIA GPUs;
 * TRAIN_FLOAT8: float8 linear layers through torchao (float8.py);
 * CPU_LINEAR_BACKEND: fp32 linear layers through oneDNN on a CPU (cpu_linear.py);
-* PIN_MEMORY: pinned host batches copied asynchronously (lib/data/loader.py).
+* PIN_MEMORY: pinned host batches copied asynchronously (lib/data/loader.py);
+* CUDNN_BENCHMARK: cuDNN's autotuner (torch.backends.cudnn.benchmark);
+* PYTORCH_CUDA_ALLOC_CONF: recorded here, set before CUDA starts (allocator.py);
+* GPU_WARMUP: untimed forward passes before the first step (warmup.py).
 
 What a user asks for is what runs: a kernel or mode the device cannot run is
 an error here, at the start of the run, never a silent substitute. The one
-exception is TF32, a permission rather than a kernel: on a device without
-it (a CPU) it changes nothing, and the record says so.
+exceptions are TF32 and CUDNN_BENCHMARK, permissions rather than kernels: on
+a device without them (a CPU) they change nothing, and the record says so.
 """
 from __future__ import annotations
 
@@ -26,9 +29,11 @@ import torch
 import torch.nn.functional as F
 
 from lib.config.run_config import value_or
+from lib.hardware.allocator import alloc_conf_record
 from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
 from lib.hardware.float8 import check_float8, convert_float8
 from lib.hardware.precision import DTYPES, CompileOptions, Precision, compile_model
+from lib.hardware.warmup import warm_up, warmup_passes
 from lib.model.fused_loss import resolve_loss_impl
 
 if TYPE_CHECKING:
@@ -96,6 +101,14 @@ def apply_tf32(enabled: bool, device: torch.device) -> bool:
     return True
 
 
+def apply_cudnn_benchmark(enabled: bool, device: torch.device) -> bool:
+    """Set torch.backends.cudnn.benchmark for this process (off unless asked,
+    so an earlier run in the process cannot leave it on); returns whether it is
+    in force: asked for, on a CUDA device."""
+    torch.backends.cudnn.benchmark = on = bool(enabled) and device.type == "cuda"
+    return on
+
+
 @dataclass
 class Speed:
     """What the speed options resolved to for this run (module docstring)."""
@@ -110,6 +123,9 @@ class Speed:
     cpu_linear_reason: str = "as configured"
     cpu_linear_layers: int = 0
     pin_memory: bool = False  # PIN_MEMORY and a CUDA device (BatchLoader pins only then)
+    cudnn_benchmark: bool = False  # CUDNN_BENCHMARK and a CUDA device
+    cuda_alloc_conf: dict[str, Any] = field(default_factory=dict)  # value in force, source
+    gpu_warmup: dict[str, Any] | None = None  # GPU_WARMUP's passes and seconds, if run
 
     def record(self) -> dict[str, Any]:
         """metrics.json's "speed" entry."""
@@ -134,13 +150,26 @@ class Speed:
                 f"{f' ({self.float8_layers} layers)' if self.float8_layers else ''}; linear "
                 f"{self.cpu_linear}{f' ({self.cpu_linear_layers} layers)' if self.cpu_linear_layers else ''}"
                 f" ({self.cpu_linear_reason}); pinned "
-                f"batches {'on' if self.pin_memory else 'off'}")
+                f"batches {'on' if self.pin_memory else 'off'}{self._describe_gpu()}")
+
+    def _describe_gpu(self) -> str:
+        """The GPU runtime settings, where any is in force."""
+        parts = ["cudnn.benchmark on"] if self.cudnn_benchmark else []
+        if self.cuda_alloc_conf.get("value"):
+            parts.append(f"allocator {self.cuda_alloc_conf['value']} "
+                         f"(from {self.cuda_alloc_conf['source']})")
+        if self.gpu_warmup:
+            warm = self.gpu_warmup
+            parts.append(f"warm-up {warm['passes']} passes in {warm['seconds']:.2f} s"
+                         + (f" ({warm['error']})" if "error" in warm else ""))
+        return "; " + "; ".join(parts) if parts else ""
 
 
 def apply_speed(run: RunConfig, model: LanguageModel, device: torch.device,
-                precision: Precision) -> Speed:
+                precision: Precision, warm: bool = False) -> Speed:
     """Check every option against the device, then apply those that change
-    the model (float8 layers, the head loss) and the process (TF32). Call it
+    the model (float8 layers, the head loss) and the process (TF32, cuDNN's
+    autotuner), and with `warm` (training) run GPU_WARMUP's passes. Call it
     after the model is on its device and before the optimizer is built (the
     float8 swap keeps the weights, but a wrapper built before would miss the
     new modules)."""
@@ -161,6 +190,13 @@ def apply_speed(run: RunConfig, model: LanguageModel, device: torch.device,
     linear_layers = len(convert_linears(model)) if linear == "onednn" else 0
     impl, reason = resolve_loss_impl(value_or(run.TRAIN_LOSS_IMPL, "plain"), device)
     model.use_head_loss(impl)
-    return Speed(impl, reason, options, backend, apply_tf32(bool(run.TF32), device), float8,
-                 layers, linear, linear_reason, linear_layers,
-                 bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda")
+    speed = Speed(impl, reason, options, backend, apply_tf32(bool(run.TF32), device), float8,
+                  layers, linear, linear_reason, linear_layers,
+                  bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda",
+                  apply_cudnn_benchmark(bool(run.CUDNN_BENCHMARK), device),
+                  alloc_conf_record(run.PYTORCH_CUDA_ALLOC_CONF))
+    if warm:  # before any optimizer or pruner exists: nothing can see the passes
+        speed.gpu_warmup = warm_up(speed.forward(model), model,
+                                   (run.BATCH_SIZE, model.config.block_size), device,
+                                   precision.autocast, warmup_passes(bool(run.GPU_WARMUP), device))
+    return speed

@@ -27,6 +27,7 @@ from lib.paths import DOT_CONFIG as CONFIG
 from lib.config.kconfig import ConfigError
 from lib.config.overrides import ALIASES
 from lib.config.renames import current_name
+from lib.plural import counted
 from lib.run.rundir import run_tag
 
 # Multiple-selection symbols -> the value a single run uses. Written out (not
@@ -296,7 +297,7 @@ def expand(cli_args: Sequence[str] = (), path: Path = CONFIG,
                 problems.append(f"two runs would share the id {run_id}")
             seen.add(run_id)
             planned.append(PlannedRun(run_id, overrides, run))
-    problems += [f"{problem} (in {len(runs)} run{'s' * (len(runs) > 1)}, e.g. {runs[0]})"
+    problems += [f"{problem} (in {counted(len(runs), 'run')}, e.g. {runs[0]})"
                  for problem, runs in failing.items()]
     if problems:
         raise ConfigError(problems, "test matrix")

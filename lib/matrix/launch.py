@@ -28,6 +28,7 @@ from lib.config.overrides import split_args
 from lib.run.owner import Busy, describe, owner, owning
 from lib.run.rundir import is_name, point_latest, results_root
 from lib.run.signals import EXIT_RESUMABLE
+from lib.plural import counted
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -71,7 +72,7 @@ def start(cli_args: list[str], confirm: Callable[[str], bool],
                      dry_run=True)
         print(f"[slurm] scripts written under {state.root}; `make continue` submits them")
         return 0
-    if not base.flags["YES"] and not confirm(f"Start {len(planned)} runs? [y/N] "):
+    if not base.flags["YES"] and not confirm(f"Start {counted(len(planned), 'run')}? [y/N] "):
         print("nothing started")
         return 1
     state = create(base, planned, cli_args, sweep=sweep.record() if sweep else None)
@@ -96,6 +97,8 @@ def train(state: MatrixState, base: RunConfig, run_ids: list[str], cli_args: lis
     # Which GPU each run gets (MATRIX_RUNS_PER_GPU); a run too big for every GPU stops all here.
     placer = packing.build(base, configs)
     placer.check()
+    state.data["runs_at_once"] = placer.most_at_once  # `make watch` lays out the rest by it
+    state.save()
     runner = Runner(state, placer, extra_args=cli_args)
     runner.run_all(run_ids)
     counts, linked = state.counts(), reuse.reused(state)
@@ -191,6 +194,19 @@ def job(run_dir: Path, launcher: list[str], cli_args: list[str]) -> int:
     runner = Runner(state, extra_args=cli_args, launcher=launcher)
     result = runner.run_one(run_dir.name, {})
     return 0 if result["state"] in ("completed", "pending") else 1
+
+
+def outputs(run_dir: Path, what: tuple[str, ...]) -> int:
+    """What a reused run lacks, with the settings its matrix asked for
+    (base.config and the run's overrides), into the folder its link leads to."""
+    from lib.matrix.outputs import produce
+
+    root = run_dir.absolute().parent
+    entry = MatrixState.load(root).runs.get(run_dir.name)
+    if entry is None:
+        raise MatrixError(f"no run '{run_dir.name}' in {root}")
+    produce(load_run_config(list(entry["overrides"]), root / "base.config"), run_dir, what)
+    return 0
 
 
 def ask(prompt: str) -> bool:

@@ -1,5 +1,6 @@
 """The plan a test matrix prints before it runs (and all DRY_RUN=1 prints):
-every run with its overrides, estimated peak memory and estimated time, and
+every run with its overrides, estimated peak memory and estimated time (its
+whole process, lib/estimate/calibrate.py, with what the estimate rests on), and
 with MATRIX_SEEDS how many configurations times which seeds. A run an earlier
 completed run makes unnecessary (lib/matrix/reuse.py) shows `reused` and the
 run it links to, and the total says how much time that saves. Last, how the
@@ -7,27 +8,40 @@ runs share this machine's GPUs (lib/matrix/packing.py): the runs that start
 at once on each GPU; a run too big for every GPU stops the plan there."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
+from lib.estimate.calibrate import Measured, RunEstimate, completed_runs, estimate_run
 from lib.matrix import packing, reuse
 from lib.matrix.grid import PlannedRun, parse_seeds
 from lib.estimate.memory import FIT_MARGIN
 from lib.run.rundir import results_root
+from lib.plural import counted
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
 
-def _estimates(run: RunConfig) -> tuple[float | None, float | None]:
-    """(GiB, seconds) from lib/estimate; None where it cannot say."""
-    from lib.estimate import estimate_memory, estimate_seconds
+def _estimates(run: RunConfig, completed: list[Measured]
+               ) -> tuple[float | None, RunEstimate | None]:
+    """(GiB, time) from lib/estimate; None where it cannot say."""
+    from lib.estimate import estimate_memory
 
     try:
         gib = estimate_memory(run).total_bytes / 2**30
     except (ValueError, KeyError) as err:  # an estimator gap must not block a plan
         print(f"  (memory estimate unavailable for {run.RUN_NAME or 'a run'}: {err})")
         gib = None
-    return gib, estimate_seconds(run)
+    return gib, estimate_run(run, completed)
+
+
+def time_basis(estimates: list[RunEstimate | None]) -> str:
+    """What the times rest on: "calibrated from 4 runs of this shape on this
+    machine", "from the FLOP rate, uncalibrated", or both with their counts."""
+    bases = Counter(e.basis for e in estimates if e is not None)
+    if len(bases) == 1:
+        return next(iter(bases))
+    return "; ".join(f"{counted(n, 'run')} {basis}" for basis, n in bases.most_common())
 
 
 def _duration(seconds: float | None) -> str:
@@ -39,33 +53,33 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes:.1f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' * (n != 1)}"
-
-
 def _count(base: RunConfig, planned: list[PlannedRun]) -> str:
     """"6 runs (2 configurations x 3 seeds: 1 2 3)"; "6 runs" without seeds."""
     seeds = parse_seeds(base.MATRIX_SEEDS)
     if not seeds:
-        return _plural(len(planned), "run")
-    configurations = _plural(len(planned) // len(seeds), "configuration")
-    return (f"{_plural(len(planned), 'run')} ({configurations} x "
-            f"{_plural(len(seeds), 'seed')}: {' '.join(map(str, seeds))})")
+        return counted(len(planned), "run")
+    configurations = counted(len(planned) // len(seeds), "configuration")
+    return (f"{counted(len(planned), 'run')} ({configurations} x "
+            f"{counted(len(seeds), 'seed')}: {' '.join(map(str, seeds))})")
 
 
 def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     """Print the grid as a table, the run count and the totals."""
     matches, note = reuse.find({p.run_id: p.config for p in planned}, results_root(base))
-    rows, total_s, saved_s, unknown = [], 0.0, 0.0, False
+    completed = completed_runs(results_root(base))
+    rows, total_s, saved_s, unknown, estimates = [], 0.0, 0.0, False, []
     for p in planned:
-        gib, seconds = _estimates(p.config)
+        gib, estimate = _estimates(p.config, completed)
+        seconds = estimate.seconds if estimate else None
         what = " ".join(f"{k}={v}" for k, v in p.overrides if k not in ("OPTIMIZER_MODE",))
         match = matches.get(p.run_id)
         if match is not None:  # the estimate, else what the earlier run took
             saved_s += seconds if seconds is not None else match.wall_time_s or 0.0
-            rows.append((p.run_id, "-", "reused", f"{what}  <- {match.name}"))
+            gains = f"  {match.owed.describe()}" if match.owed.produce else ""
+            rows.append((p.run_id, "-", "reused", f"{what}  <- {match.name}{gains}"))
             continue
         unknown |= seconds is None
+        estimates.append(estimate)
         total_s += seconds or 0.0
         rows.append((p.run_id, "?" if gib is None else f"{gib:.2f}", _duration(seconds), what))
     width = max([len(r[0]) for r in rows] + [6])
@@ -76,8 +90,11 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     print(f"{_count(base, planned)}, about {_duration(total_s)} one after another"
           f"{' (some unknown)' if unknown else ''}"
           f"{'; every run also gets ' + common if common else ''}")
+    if any(estimates):
+        print(f"time: an estimate of each run's whole process, start-up included, "
+              f"{time_basis(estimates)}")
     if matches:
-        print(f"{_plural(len(matches), 'run')} reused from earlier runs with the same fingerprint "
+        print(f"{counted(len(matches), 'run')} reused from earlier runs with the same fingerprint "
               f"(<- its folder), saving about {_duration(saved_s)}; REUSE=n trains them again")
     if note:
         print(note)
@@ -96,7 +113,7 @@ def packing_lines(base: RunConfig, placer: packing.Packer, run_ids: list[str]) -
     setting = f"MATRIX_RUNS_PER_GPU={(base.MATRIX_RUNS_PER_GPU or '1').strip()}"
     wave = placer.first_wave(run_ids)
     later = len(run_ids) - len(wave.where)
-    then = [f"  the other {_plural(later, 'run')} start as places free up"] if later else []
+    then = [f"  the other {counted(later, 'run')} start as places free up"] if later else []
     if not placer.gpus:
         return [f"runs at a time: {placer.most_at_once} (no GPU here; PARALLEL_JOBS= changes "
                 f"it)"] + then
@@ -108,7 +125,7 @@ def packing_lines(base: RunConfig, placer: packing.Packer, run_ids: list[str]) -
     for g, gpu in enumerate(placer.gpus):
         here = wave.on[g]
         used = f", {wave.used(g) / packing.GIB:.2f} GiB" if placer.by_memory else ""
-        lines.append(f"  GPU {gpu.visible}: {_plural(len(here), 'run')}{used}"
+        lines.append(f"  GPU {gpu.visible}: {counted(len(here), 'run')}{used}"
                      + (": " + ", ".join(f"{r}{_why(placer.needs.get(r))}" for r in here)
                         if here else ""))
     return lines + then

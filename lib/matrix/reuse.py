@@ -13,16 +13,19 @@ changes, a folder `make test-rerun` set aside (<id>.prev-<time>) and a link
 (a reused run is found through its original). Nothing is reused while this
 tree has uncommitted changes, nor into a folder where training has begun
 (it is resumed instead). REUSE=n (MATRIX_REUSE) turns it off;
-`make test-rerun` always trains.
+`make test-rerun` always trains. A run whose match lacks outputs the request
+asks for beyond the fingerprint (lib/matrix/outputs.py) gains them from the
+match's checkpoint, or is trained again where only training makes them.
 """
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from lib.matrix import outputs
 from lib.matrix.state import FILE as MATRIX_FILE, MatrixState
 from lib.run import fingerprint as fp
 from lib.run.atomic import read_json_object
@@ -41,6 +44,7 @@ class Match:
     name: str     # its path under the results root
     hash: str
     wall_time_s: float | None
+    owed: outputs.Owed = outputs.Owed()  # what the new request asks for that it lacks
 
 
 def _folders(results: Path) -> Iterator[tuple[Path, str | None]]:
@@ -96,15 +100,21 @@ def find(runs: dict[str, RunConfig], results: Path) -> tuple[dict[str, Match], s
     earlier = completed(results)
     if not earlier:
         return {}, None
-    out, unprepared = {}, 0
+    out, unprepared, retrain = {}, 0, []
     for run_id, run in wanted.items():
         record = fp.fingerprint(run, code)
         unprepared += record is None
         if record is not None and record["hash"] in earlier:
-            out[run_id] = earlier[record["hash"]]
-    note = (f"reuse: {unprepared} run(s) not checked, their data is not prepared yet "
-            f"(`make prepare`; `make test-matrix` prepares it first)") if unprepared else None
-    return out, note
+            match = earlier[record["hash"]]
+            owed = outputs.owed(run, match.source)
+            if owed.retrain:
+                retrain.append(f"reuse: {run_id} is {owed.describe()} ({match.name})")
+            else:
+                out[run_id] = replace(match, owed=owed)
+    notes = retrain + ([f"reuse: {unprepared} run(s) not checked, their data is not prepared "
+                        f"yet (`make prepare`; `make test-matrix` prepares it first)"]
+                       if unprepared else [])
+    return out, "\n".join(notes) or None
 
 
 FRESH = ("config.txt", "slurm.sh")  # what a matrix writes into a run folder before training
@@ -141,7 +151,24 @@ def apply(state: MatrixState, configs: dict[str, RunConfig], run_ids: list[str],
         link(state, run_id, match)
         log(f"[matrix] {run_id}: reused {match.name} (same fingerprint {match.hash[:12]}); "
             f"REUSE=n trains it again")
+    for run_id, match in matches.items():
+        if match.owed.produce:
+            complete(state, run_id, match, log)
     return [r for r in run_ids if r not in matches]
+
+
+def complete(state: MatrixState, run_id: str, match: Match, log: Callable[[str], None]) -> None:
+    """Make what the reused run lacks (outputs.py); a failure is recorded and
+    reported, the run stays reused (its training is done either way)."""
+    what = match.owed.produce
+    log(f"[matrix] {run_id}: adding {match.owed.describe()[2:]}")
+    code, tail = outputs.run_process(state.root / run_id, what)
+    if code == 0:
+        state.update(run_id, added=list(what), added_error=None)
+        log(f"[matrix] {run_id}: added {outputs.names(what)} to {match.name}")
+    else:
+        state.update(run_id, added=[], added_error=tail)
+        log(f"[matrix] {run_id}: could not add {outputs.names(what)} (exit {code}):\n{tail}")
 
 
 def reused(state: MatrixState) -> int:

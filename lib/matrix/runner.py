@@ -220,6 +220,8 @@ class Runner:
         with self._forwarding():  # a cluster job's body calls run_one directly
             code = self._launch(run_dir, slot)
         result = outcome(run_dir, code, started, self.signal)
+        # The whole process, start-up included: what calibrates the next plan's estimate.
+        result["seconds"] = round(time.time() - started, 1)
         self.state.update(run_id, **result)
         self.log(f"[matrix] {run_id}: {result['state']}"
                  f"{': ' + result['error'] if result.get('error') else ''}")

@@ -10,6 +10,8 @@ default output folder is <run>/hf/.
 """
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -28,6 +30,26 @@ def export_run(run_dir: Path | str, checkpoint: str = "best", out_dir: Path | st
         raise CheckpointError(f"{run_dir.name} is a {family.name} run; only {able} runs "
                               f"have an export format")
     out = Path(out_dir) if out_dir else run_dir / "hf"
+    before = _files(out)
     family.export(state, run_dir, checkpoint, out, log)
+    _apply_umask(out, before)
     log(f"exported {run_dir.name} (step {state['step']}, {checkpoint} checkpoint) to {out}")
     return out
+
+
+def _files(folder: Path) -> dict[Path, int]:
+    """Each file under folder and its change time (ns)."""
+    if not folder.is_dir():
+        return {}
+    return {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def _apply_umask(folder: Path, before: dict[Path, int]) -> None:
+    """Give the files this export wrote the user's umask: safetensors (and with it
+    transformers' save_pretrained) writes through a private temporary and keeps
+    its mode 0600, so a group sharing the folder could not read the weights."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for path, changed in _files(folder).items():
+        if before.get(path) != changed:
+            os.chmod(path, stat.S_IMODE(0o666 & ~mask))

@@ -12,7 +12,10 @@ benchmarks, evaluation and sampling use only what is declared here:
 * param_groups(weight_decay), prunable(), num_params(), flops_per_token(T),
   aux_metrics(); and its blocks in transformer.h (gradient checkpointing
   wraps them, lib/train/recompute.py; regional torch.compile compiles each
-  of compile_units(), by default those blocks).
+  of compile_units(), by default those blocks);
+* optionally hidden_states(idx): the final hidden states [B, T, C] that
+  lm_head maps to logits, so perplexity puts only the positions it scores
+  through the head (lib/eval/perplexity.py); without it, forward is used.
 
 In training mode with a fused head loss (use_head_loss, TRAIN_LOSS_IMPL),
 forward(idx, targets) returns an empty logits tensor: the [B, T, V] logits

@@ -5,7 +5,8 @@ best validation loss; rewritten at every evaluation), the last progress and
 evaluation lines of output.log (iteration, loss, ms/iter, tokens/s) and the
 monitor's stats file. A matrix is a folder holding matrix.json, whose "runs"
 map run ids to {"state": "pending|running|completed|failed|diverged", ...};
-running runs are shown with their own progress.
+running runs are shown with their own progress, and the whole matrix with
+its runs done and the time the rest still takes (lib/matrix/eta.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.run.atomic import read_json_object
+from lib.plural import counted
 
 TAIL_BYTES = 64 << 10
 STALE_S = 600  # a running run whose log is older than this may have died
@@ -116,13 +118,40 @@ def _matrix_run_dir(folder: Path, run_id: str, entry: dict[str, Any]) -> Path | 
     return None
 
 
+_ESTIMATES: dict[Path, Any] = {}  # matrix folder -> its runs' estimates, across refreshes
+
+
+def eta_line(folder: Path, matrix: dict[str, Any], now: float | None = None) -> str:
+    """"3 of 5 runs done; about 4m 10s left (2 at a time; <what the estimates rest on>)"."""
+    from lib.matrix.eta import Estimates, matrix_eta
+
+    folder = Path(folder).resolve()
+    estimates = _ESTIMATES.setdefault(folder, Estimates(folder))
+    estimates.prepare()
+
+    def progress(run_id: str) -> dict[str, Any] | None:
+        run_dir = _matrix_run_dir(folder, run_id, matrix["runs"][run_id])
+        return run_progress(run_dir, now) if run_dir is not None else None
+
+    eta = matrix_eta(matrix, estimates, progress, now)
+    done = f"{eta.done} of {counted(eta.total, 'run')} done"
+    if eta.done == eta.total:
+        return done
+    if eta.remaining_s is None:
+        return f"{done}; time left unknown (no estimate for some runs)"
+    basis = f"; {eta.basis}" if eta.basis else ""
+    return f"{done}; about {duration(eta.remaining_s)} left ({eta.at_once} at a time{basis})"
+
+
 def render_matrix(folder: Path, now: float | None = None) -> str:
     matrix = read_json_object(Path(folder) / "matrix.json")
     runs: dict[str, dict[str, Any]] = matrix.get("runs") or {}
     counts = {s: sum(1 for r in runs.values() if r.get("state") == s) for s in STATES}
     head = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines = [f"matrix {matrix.get('matrix_id', Path(folder).name)}: {head or 'no runs'} "
-             f"({len(runs)} runs)"]
+             f"({counted(len(runs), 'run')})"]
+    if runs:
+        lines.append("  " + eta_line(folder, matrix, now))
     width = max((len(r) for r in runs), default=0)
     for run_id, entry in runs.items():
         state = entry.get("state", "?")

@@ -11,6 +11,7 @@ evaluation val/loss and val/perplexity. TensorBoard writes <run>/tensorboard/
 CONFIG_TRACKER_WANDB_OFFLINE is set (`wandb sync` uploads later); WANDB_MODE in
 the environment wins. A tracker that is missing or fails, at start-up or
 later, warns once and is switched off: tracking never stops training.
+metrics.json's "trackers" records which were in effect and why any went off.
 """
 from __future__ import annotations
 
@@ -96,8 +97,10 @@ class Tracker:
     def __init__(self, run: RunConfig, run_dir: Path, log: Callable[[str], None], main: bool = True):
         """main: whether this process logs (the first rank of a distributed run)."""
         self.log, self.backends = log, {}
+        self.requested = [name for name, (symbol, _) in BACKENDS.items() if run.values.get(symbol)]
+        self.failed: dict[str, str] = {}  # name -> why it went off
         for name, (symbol, make) in BACKENDS.items():
-            if main and run.values.get(symbol):
+            if main and name in self.requested:
                 try:
                     self.backends[name] = make(run, Path(run_dir))
                     log(f"tracking: {name} is on")
@@ -109,8 +112,17 @@ class Tracker:
 
     def _warn(self, name: str, err: Exception | str) -> None:
         why = err if isinstance(err, str) else f"{type(err).__name__}: {err}"
+        self.failed[name] = why
         self.log(f"WARNING: tracker {name} failed ({why}); it is off for the rest of this "
                  f"run, and training goes on")
+
+    def record(self) -> dict[str, Any]:
+        """metrics.json's "trackers": what was in effect, not only what was asked
+        (TRACKER_* in the configuration): "active" are still logging, "failed"
+        went off at start-up or later, with the reason. Ranks other than the
+        first never log, so they report nothing active."""
+        return {"requested": list(self.requested), "active": sorted(self.backends),
+                "failed": dict(self.failed)}
 
     def _each(self, call: Callable[[Any], None]) -> None:
         for name, backend in list(self.backends.items()):

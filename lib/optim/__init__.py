@@ -36,8 +36,10 @@ def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device
     lr, betas, eps = run.LEARNING_RATE, (run.ADAM_BETA1, run.ADAM_BETA2), run.ADAM_EPSILON
     groups = model.param_groups(run.WEIGHT_DECAY)
     impl = value_or(run.OPTIMIZER_IMPL, "auto")
+    amsgrad = bool(run.ADAM_AMSGRAD)
     if base == "adamw":
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, **adamw_impl(impl, device))
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, amsgrad=amsgrad,
+                                 **adamw_impl(impl, device))
     if base == "adamwspam":  # a hidden SPAM switch is off
         return AdamWSPAM(groups, lr=lr, betas=betas, eps=eps,
                          theta=value_or(run.SPAM_THETA, 5000.0),
@@ -48,6 +50,8 @@ def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device
                          clip_skip_steps=value_or(run.SPAM_CLIP_SKIP_STEPS, 0),
                          spare_unseen=value_or(run.SPAM_CLIP_SPARE_UNSEEN, False),
                          restart_bias_correction=value_or(run.SPAM_RESTART_BIAS_CORRECTION, False),
+                         amsgrad=amsgrad, spike_reset=value_or(run.SPAM_SPIKE_RESET, False),
+                         spike_threshold=value_or(run.SPAM_SPIKE_THRESHOLD, 2.0),
                          foreach={"foreach": True, "loop": False}.get(impl), fused=impl == "fused")
     if base == "muon":  # hidden matrices by Muon, the rest by AdamW at LEARNING_RATE
         assert run.MUON_LR is not None and run.MUON_MOMENTUM is not None  # visible with Muon

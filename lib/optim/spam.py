@@ -30,6 +30,19 @@ and v the raw second moment:
    s = 1 - 0.99, and call reset+i with j = i.
 6. Weight decay after the update: p -= lr * weight_decay * p (not scaled by s).
 
+Two options come from knlp's AdamWSPAM (mcgrof/knlp at 041ec5f2, which
+builds on torch's AdamW with amsgrad=True), both off by default:
+- amsgrad: item 4 divides by sqrt(u) + eps, u the running maximum of v
+  (state "max_exp_avg_sq", updated after item 3). Clipping (item 2) still
+  compares with v, and resets (item 1, and the spike damping below) leave u
+  alone, as knlp's do: after a reset the denominator stays at the maximum.
+- spike_reset: at the start of each call the global gradient norm goes to
+  lib/optim/spike.py's z-score test; on a spike, after item 2 and before
+  item 3, m *= 0.5 and v *= 0.9 for every parameter (knlp's "soft reset").
+  The norm is measured on the gradient this optimizer receives (after the
+  trainer's GPT2_GRAD_CLIP, before item 2): knlp measures it after its own
+  per-entry clipping and before its clip at norm 1.0. One host sync per call.
+
 Three code paths compute this: a per-parameter loop (foreach=False, written
 for reading), a multi-tensor one (foreach=True, lib/optim/spam_foreach.py:
 a few torch._foreach_* kernels per step instead of about a dozen per
@@ -60,6 +73,7 @@ import torch
 
 from lib.optim.spam_compiled import step_group_compiled
 from lib.optim.spam_foreach import step_group, step_size
+from lib.optim.spike import EXP_AVG_FACTOR, EXP_AVG_SQ_FACTOR, SpikeDetector, grad_norm
 
 _FLOOR = 0.01  # the warmup starts from 1% of the update (0.99 is decayed away)
 
@@ -85,7 +99,8 @@ class AdamWSPAM(torch.optim.Optimizer):
                  weight_decay: float = 0.0, *, theta: float = 5000.0, interval: int = 500,
                  warmup_steps: int = 150, clip_skip_steps: int = 20, clip: bool = True,
                  reset: bool = True, restart_bias_correction: bool = False,
-                 spare_unseen: bool = False, foreach: bool | None = None,
+                 spare_unseen: bool = False, amsgrad: bool = False, spike_reset: bool = False,
+                 spike_threshold: float = 2.0, foreach: bool | None = None,
                  fused: bool = False) -> None:
         _check("lr", lr > 0, "lr > 0", lr)
         _check("betas", len(betas) == 2, "a pair (beta1, beta2)", betas)
@@ -98,7 +113,7 @@ class AdamWSPAM(torch.optim.Optimizer):
         _check("warmup_steps", _is_count(warmup_steps), "integer >= 0", warmup_steps)
         _check("clip_skip_steps", _is_count(clip_skip_steps), "integer >= 0", clip_skip_steps)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        theta=float(theta), clip=bool(clip))
+                        theta=float(theta), clip=bool(clip), amsgrad=bool(amsgrad))
         super().__init__(params, defaults)
         self.interval = int(interval)
         self.warmup_steps = int(warmup_steps)
@@ -106,6 +121,8 @@ class AdamWSPAM(torch.optim.Optimizer):
         self.reset = bool(reset) and self.interval > 0
         self.restart_bias_correction = bool(restart_bias_correction)
         self.spare_unseen = bool(spare_unseen)
+        self.spike = SpikeDetector(spike_threshold) if spike_reset else None
+        self._spike_resets = 0
         self.foreach = foreach  # None: decided at each step (item 6 of the module doc)
         self.fused = bool(fused)
         self.fused_error: str | None = None  # why the compiled path fell back
@@ -144,26 +161,49 @@ class AdamWSPAM(torch.optim.Optimizer):
         reset = self.resets_at(k)
         self._resets += reset
         scale = self.update_scale(self._warmup_count)
+        damp = self._spike()
         foreach = self.uses_foreach()
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             for p in params:
-                self._prepare(p, reset)
+                self._prepare(p, reset, group["amsgrad"])
+            if damp:  # parameters without a gradient now: damped here, the others after clipping
+                self._damp([p for p in group["params"] if p.grad is None and self.state[p]])
             clip = group["clip"] and self.clips_at(k)
-            if self.fused and params and self._step_fused(group, params, scale, clip):
+            # a damping step (rare) takes the eager path: the compiled one has no damping
+            if self.fused and not damp and params and self._step_fused(group, params, scale, clip):
                 continue
-            if foreach and params:
+            if (foreach or self.fused) and params:
                 step_group(group, params, self.state, scale, clip, self.spare_unseen,
-                           self._spikes_dev)
+                           self._spikes_dev, damp)
             else:
                 for p in params:
-                    self._step_param(p, group, scale, clip)
+                    self._step_param(p, group, scale, clip, damp)
         self._warmup_count += 1
         if self.resets_at(k + 1):
             self._warmup_count = 0
         return loss
 
-    def _prepare(self, p: torch.Tensor, reset: bool) -> None:
+    def _spike(self) -> bool:
+        """Whether this call damps the moments (spike_reset; lib/optim/spike.py)."""
+        if self.spike is None:
+            return False
+        params = [p for g in self.param_groups for p in g["params"]]
+        spike = self.spike.observe(grad_norm(params))
+        self._spike_resets += spike
+        return spike
+
+    @staticmethod
+    def _damp_pairs(exp_avgs: list[torch.Tensor], exp_avg_sqs: list[torch.Tensor]) -> None:
+        for m, v in zip(exp_avgs, exp_avg_sqs):
+            m.mul_(EXP_AVG_FACTOR)
+            v.mul_(EXP_AVG_SQ_FACTOR)
+
+    def _damp(self, params: list[torch.Tensor]) -> None:
+        self._damp_pairs([self.state[p]["exp_avg"] for p in params],
+                         [self.state[p]["exp_avg_sq"] for p in params])
+
+    def _prepare(self, p: torch.Tensor, reset: bool, amsgrad: bool) -> None:
         """Create p's state on its first gradient; zero its moments on a reset call."""
         if p.grad.is_sparse:
             raise RuntimeError("AdamWSPAM does not support sparse gradients")
@@ -172,7 +212,9 @@ class AdamWSPAM(torch.optim.Optimizer):
             state["step"] = torch.tensor(0.0, dtype=torch.float32)
             state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
             state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-        elif reset:
+        if amsgrad and "max_exp_avg_sq" not in state:  # also after loading a state without it
+            state["max_exp_avg_sq"] = state["exp_avg_sq"].clone()
+        if reset:
             state["exp_avg"].zero_()
             state["exp_avg_sq"].zero_()
             if self.restart_bias_correction:
@@ -205,17 +247,22 @@ class AdamWSPAM(torch.optim.Optimizer):
         return len({p.device.type for g in self.param_groups for p in g["params"]}) <= 1
 
     def _step_param(self, p: torch.Tensor, group: dict[str, Any], scale: float,
-                    clip: bool) -> None:
-        """Items 2 to 4 and 6 of the module doc for one parameter."""
+                    clip: bool, damp: bool) -> None:
+        """Items 2 to 4 and 6 of the module doc (and the options) for one parameter."""
         beta1, beta2 = group["betas"]
         lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
         grad, state = p.grad, self.state[p]
         exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
         if clip:
             grad = self._clip(grad, exp_avg_sq, group["theta"])
+        if damp:
+            self._damp_pairs([exp_avg], [exp_avg_sq])
         step_t += 1
         exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        if group["amsgrad"]:
+            torch.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
+            exp_avg_sq = state["max_exp_avg_sq"]
         denom = exp_avg_sq.sqrt().add_(eps)
         p.addcdiv_(exp_avg, denom, value=-step_size(lr, beta1, beta2, step_t.item()) * scale)
         if wd > 0:
@@ -239,15 +286,22 @@ class AdamWSPAM(torch.optim.Optimizer):
         self._spikes_dev.clear()
 
     def stats(self) -> dict[str, int]:
-        """{"spikes_clipped": entries clipped so far, "resets": resets made so far}."""
+        """{"spikes_clipped": entries clipped so far, "resets": resets made so far,
+        with spike_reset "spike_resets": dampings made so far}."""
         self._flush()
-        return {"spikes_clipped": self._spikes, "resets": self._resets}
+        out = {"spikes_clipped": self._spikes, "resets": self._resets}
+        if self.spike is not None:
+            out["spike_resets"] = self._spike_resets
+        return out
 
     def state_dict(self) -> dict[str, Any]:
         sd = super().state_dict()
         self._flush()
         sd["spam"] = {"global_step": self._calls, "warmup_count": self._warmup_count,
                       "spikes_clipped": self._spikes, "resets": self._resets}
+        if self.spike is not None:
+            sd["spam"] |= {"spike_resets": self._spike_resets,
+                           "spike_norms": self.spike.state_dict()["norms"]}
         return sd
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -262,4 +316,7 @@ class AdamWSPAM(torch.optim.Optimizer):
         self._warmup_count = int(extra.get("warmup_count", self._warmup_count))
         self._spikes = int(extra.get("spikes_clipped", self._spikes))
         self._resets = int(extra.get("resets", self._resets))
+        self._spike_resets = int(extra.get("spike_resets", self._spike_resets))
+        if self.spike is not None and "spike_norms" in extra:
+            self.spike.load_state_dict({"norms": list(extra["spike_norms"])})
 

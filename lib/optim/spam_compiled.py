@@ -28,14 +28,15 @@ from torch import Tensor
 
 from lib.optim.spam_foreach import step_size
 
-_COMPILED: dict[bool, Callable[..., Tensor]] = {}
+_COMPILED: dict[tuple[bool, bool], Callable[..., Tensor]] = {}
 
 
 def _spam_math(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-               exp_avg_sqs: list[Tensor], theta: Tensor, beta1: float, beta2: float,
-               eps: float, value: Tensor, decay: Tensor, *, spare_unseen: bool) -> Tensor:
+               exp_avg_sqs: list[Tensor], maxes: list[Tensor], theta: Tensor, beta1: float,
+               beta2: float, eps: float, value: Tensor, decay: Tensor, *,
+               spare_unseen: bool, amsgrad: bool) -> Tensor:
     count = torch.zeros((), dtype=torch.int64, device=params[0].device)
-    for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs):
+    for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         # spam.py _clip: copysign(sqrt(theta*v), g) where |g| > sqrt(theta*v)
         limit = (v * theta).sqrt()
         mask = g.abs() > limit
@@ -45,18 +46,22 @@ def _spam_math(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor]
         g = torch.where(mask, limit.copysign(g), g)
         m.mul_(beta1).add_(g, alpha=1 - beta1)
         v.mul_(beta2).add_((1 - beta2) * g * g)  # addcmul_'s CPU association: (value * g) * g
+        if amsgrad:  # AMSGrad: divide by the running maximum of v
+            maxes[i].copy_(torch.maximum(maxes[i], v))
+            v = maxes[i]
         p.add_((value * m) / (v.sqrt() + eps))  # addcdiv_'s CPU association
         p.mul_(decay)
     return count
 
 
-def compiled_math(spare_unseen: bool) -> Callable[..., Tensor]:
-    """The compiled step (created once per process and spare_unseen setting)."""
-    if spare_unseen not in _COMPILED:
+def compiled_math(spare_unseen: bool, amsgrad: bool = False) -> Callable[..., Tensor]:
+    """The compiled step (created once per process and setting)."""
+    key = (spare_unseen, amsgrad)
+    if key not in _COMPILED:
         def math(*args: Any) -> Tensor:
-            return _spam_math(*args, spare_unseen=spare_unseen)
-        _COMPILED[spare_unseen] = torch.compile(math, dynamic=False, fullgraph=True)
-    return _COMPILED[spare_unseen]
+            return _spam_math(*args, spare_unseen=spare_unseen, amsgrad=amsgrad)
+        _COMPILED[key] = torch.compile(math, dynamic=False, fullgraph=True)
+    return _COMPILED[key]
 
 
 def step_group_compiled(group: dict[str, Any], params: list[Tensor], state: dict[Tensor, Any],
@@ -73,10 +78,12 @@ def step_group_compiled(group: dict[str, Any], params: list[Tensor], state: dict
         theta = torch.tensor(group["theta"] if clip else float("inf"), dtype=torch.float32)
         value = torch.tensor(-step_size(lr, beta1, beta2, done + 1) * scale, dtype=torch.float32)
         decay = torch.tensor(1 - lr * wd if wd > 0 else 1.0, dtype=torch.float32)
-        count = compiled_math(spare_unseen)(
+        amsgrad = bool(group["amsgrad"])
+        count = compiled_math(spare_unseen, amsgrad)(
             ps, [p.grad for p in ps], [state[p]["exp_avg"] for p in ps],
-            [state[p]["exp_avg_sq"] for p in ps], theta.to(device), beta1, beta2,
-            group["eps"], value.to(device), decay.to(device))
+            [state[p]["exp_avg_sq"] for p in ps],
+            [state[p]["max_exp_avg_sq"] for p in ps] if amsgrad else [],
+            theta.to(device), beta1, beta2, group["eps"], value.to(device), decay.to(device))
         for p in ps:  # after the call: a failed compile leaves the state as it was
             state[p]["step"] += 1
         if clip:

@@ -31,6 +31,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from lib.optim.spike import EXP_AVG_FACTOR, EXP_AVG_SQ_FACTOR
+
 # The clip count is a float sum of 0/1 entries, exact up to 2**24 terms; tensors
 # are summed in pieces of at most this many entries, the pieces as integers.
 COUNT_PIECE = 1 << 24
@@ -38,12 +40,13 @@ COUNT_PIECE = 1 << 24
 
 def step_group(group: dict[str, Any], params: list[Tensor], state: dict[Tensor, Any],
                scale: float, clip: bool, spare_unseen: bool,
-               counts: dict[torch.device, Tensor]) -> None:
+               counts: dict[torch.device, Tensor], damp: bool = False) -> None:
     """One SPAM step of `params` (all with gradients and state) of `group`.
 
-    scale is the warmup factor of the update, clip whether this call clips;
-    clip counts are added to counts[device] (int64 tensors, as the
-    per-parameter path keeps them).
+    scale is the warmup factor of the update, clip whether this call clips,
+    damp whether the moments are damped after clipping (spike reset); clip
+    counts are added to counts[device] (int64 tensors, as the per-parameter
+    path keeps them).
     """
     buckets: dict[tuple[torch.device, torch.dtype, float], list[Tensor]] = {}
     for p in params:
@@ -56,8 +59,13 @@ def step_group(group: dict[str, Any], params: list[Tensor], state: dict[Tensor, 
             grads, count = clip_spikes(grads, exp_avg_sqs, group["theta"], spare_unseen)
             acc = counts.get(device)
             counts[device] = count if acc is None else acc.add_(count)
-        update(ps, grads, [state[p]["exp_avg"] for p in ps], exp_avg_sqs,
-               [state[p]["step"] for p in ps], group, done + 1, scale)
+        exp_avgs = [state[p]["exp_avg"] for p in ps]
+        if damp:
+            scale_(exp_avgs, EXP_AVG_FACTOR)
+            scale_(exp_avg_sqs, EXP_AVG_SQ_FACTOR)
+        maxes = [state[p]["max_exp_avg_sq"] for p in ps] if group["amsgrad"] else None
+        update(ps, grads, exp_avgs, exp_avg_sqs, [state[p]["step"] for p in ps], group,
+               done + 1, scale, maxes)
 
 
 def clip_spikes(grads: list[Tensor], exp_avg_sqs: list[Tensor], theta: float,
@@ -90,10 +98,11 @@ def count_nonzero(signs: list[Tensor]) -> Tensor:
 
 def update(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
            exp_avg_sqs: list[Tensor], steps: list[Tensor], group: dict[str, Any],
-           step: float, scale: float) -> None:
+           step: float, scale: float, maxes: list[Tensor] | None = None) -> None:
     """Moments, the update with eps on the root of the raw v, then weight decay.
 
-    step is the bias-correction count after this step (all `steps` equal step - 1).
+    step is the bias-correction count after this step (all `steps` equal step - 1);
+    with maxes (AMSGrad) they become max(maxes, v) and divide instead of v.
     """
     beta1, beta2 = group["betas"]
     lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
@@ -102,7 +111,9 @@ def update(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
     torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
     scale_(exp_avg_sqs, beta2)
     torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
-    denom = torch._foreach_sqrt(exp_avg_sqs)
+    if maxes is not None:
+        torch._foreach_maximum_(maxes, exp_avg_sqs)
+    denom = torch._foreach_sqrt(exp_avg_sqs if maxes is None else maxes)
     torch._foreach_add_(denom, eps)
     torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size(lr, beta1, beta2, step) * scale)
     del denom

@@ -3,10 +3,11 @@
 A run folder may be complete, still running, failed, never started (only
 config.txt), or damaged (metrics.json missing or malformed): every case gives
 a row with a status and, where something is wrong, a problem that says what.
-A record that parses but has a field of the wrong type or shape (checked by
-lib/results/records.py) gives a row with status "invalid" and the file and
-field in its problem; its values are not used. Nothing here raises on a bad
-run's file; only a matrix.json the whole folder depends on can stop a summary.
+A record that does not parse (truncated), is not a JSON object, or has a field
+of the wrong type or shape (checked by lib/results/records.py) gives a row with
+status "invalid" and the file and field in its problem; its values are not
+used. Nothing here raises on a bad run's file; only a matrix.json the whole
+folder depends on can stop a summary.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from lib.eval.record import EVAL_FILE, lm_eval_scores, load_eval
 from lib.config.kconfig import ConfigError
 from lib.matrix.state import FILE as MATRIX_FILE, MatrixError, MatrixState
 from lib.results.records import (check_eval, check_matrix, check_matrix_run, check_metrics,
-                                 reason)
+                                 reason, shown)
 
 INVALID = "invalid"  # the status of a row whose record has a wrong field
 SEED_SUFFIX = re.compile(r"_s(\d+)$")  # a seeded matrix run's id: <configuration>_s<seed>
@@ -114,12 +115,10 @@ def _from_metrics(row: RunRow) -> None:
         return
     try:
         m = json.loads(path.read_text())
-        if not isinstance(m, dict):
-            raise ValueError("not a JSON object")
-    except (OSError, ValueError) as err:
-        row.problems.append(f"metrics.json malformed: {err}")
+    except (OSError, ValueError) as err:  # truncated, or not JSON at all
+        _invalid(row, [f"{shown(path)}: not readable as JSON ({err})"])
         return
-    problems = check_metrics(path, m)
+    problems = check_metrics(path, m)  # a JSON value other than an object is a problem too
     if problems:
         _invalid(row, problems)
         return
@@ -183,8 +182,9 @@ def _pretrained(row: RunRow) -> RunRow:
 
 
 def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
-    """Rows for a matrix folder (in matrix order, states from matrix.json) or for
-    any folder of run folders; plus the matrix record ({} for plain folders)."""
+    """Rows for a matrix folder (in matrix order, states from matrix.json), for
+    any folder of run folders, or for one run folder; plus the matrix record
+    ({} for the others)."""
     root = Path(root)
     if (root / MATRIX_FILE).exists():
         try:
@@ -207,19 +207,41 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
                 row.problems.append(error)
             rows.append(row)
         return rows, state.data
-    runs = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()
-                  and ".prev-" not in p.name
-                  and ((p / "config.txt").exists() or (p / "eval.json").exists()))
+    if is_run(root):  # one run (results/latest after a plain `make`)
+        return [read_run(root)], {}
+    runs = sorted(p for p in root.iterdir() if is_run(p) and not p.is_symlink()
+                  and ".prev-" not in p.name)
     return [read_run(p) for p in runs], {}
+
+
+def is_run(path: Path) -> bool:
+    """A run folder: a trained run's config.txt, or `make eval-baseline`'s eval.json."""
+    return path.is_dir() and ((path / "config.txt").exists() or (path / "eval.json").exists())
+
+
+def _no_runs(root: Path) -> FileNotFoundError:
+    """What to pass instead of a folder that holds no runs: the folders under it that do."""
+    try:
+        inside = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
+                        and ((p / MATRIX_FILE).exists() or any(map(is_run, p.iterdir()))))
+    except OSError:
+        inside = []
+    where = (f"; the folders under it that do: {', '.join(inside[:6])}"
+             f"{' and more' if len(inside) > 6 else ''}" if inside else "")
+    return FileNotFoundError(
+        f"{shown(root)} holds no runs (no config.txt, no matrix.json, no run folders){where}. "
+        f"Pass RESULTS=<dir>: a run folder, a matrix folder, or a folder of run folders, "
+        f"e.g. RESULTS={shown(root / inside[0]) if inside else 'results/<run-id>'}")
 
 
 def load_rows(root: Path, baseline: str | None = None
               ) -> tuple[list[RunRow], dict[str, Any], dict[str, RunRow]]:
     """A folder's rows with their delta against the baseline applied, its matrix
-    record, and the baseline per model: what `make results` and `make report` show."""
+    record, and the baseline per model: what `make results` and `make report` show.
+    The folder is a matrix, any folder of run folders, or one run folder."""
     rows, matrix = collect(root)
     if not rows:
-        raise FileNotFoundError(f"{root} holds no runs (no matrix.json and no run folders)")
+        raise _no_runs(root)
     baselines = pick_baseline(rows, baseline)
     apply_baseline(rows, baselines)
     return rows, matrix, baselines

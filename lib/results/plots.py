@@ -1,182 +1,152 @@
-"""PNG plots of a set of runs: validation loss curves, the LR schedules,
-perplexity against sparsity per method, peak memory and throughput per run.
+"""The PNG figures of a set of runs: training and validation loss and the LR
+schedule (lib/results/curves.py), perplexity against sparsity per method, and
+peak memory and throughput per configuration.
 
-A configuration with several finished seeds (lib/results/seeds.py) is drawn
-as one curve: the mean over its seeds with a min-max band, and in the
-sparsity plot a point at the mean with sd error bars. Failed and unfinished
-seeds are left out of both; configurations of one seed are drawn run by run."""
+Configurations are named as lib/results/labels.py names them. A configuration
+with several finished seeds is one point or bar at the mean over its seeds,
+with sd error bars; failed and unfinished seeds are left out. Points of
+different methods at the same target sparsity are set side by side, so their
+error bars never overlap."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # files only; no display needed
-import matplotlib.pyplot as plt  # noqa: E402
+from lib.results import curves, labels, style
+from lib.results.collect import RunRow
+from lib.results.seeds import Configuration, configuration_of, configurations
+from lib.results.stats import spread
 
-from lib.results.collect import RunRow  # noqa: E402
-from lib.results.seeds import Configuration, configuration_of, configurations  # noqa: E402
-from lib.results.stats import spread  # noqa: E402
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+CAPSIZE = 4  # points, each side of an error bar
 
 
-def _curve(r: RunRow) -> dict[int, float]:
-    c = r.metrics.get("val_loss") or {}
-    return dict(zip(c.get("iters") or [], c.get("values") or []))
+@dataclass
+class Point:
+    target: float  # target sparsity in %: the column the point stands in
+    mean: float
+    sd: float | None  # over seeds; None for one run
 
 
-Band = tuple[list[int], list[float], list[float], list[float], int]
-
-
-def _seed_band(c: Configuration) -> Band:
-    """(iterations, mean, min, max, seeds) over the finished seeds' validation curves, at
-    the iterations every one of them evaluated (so each point has the same seeds);
-    empty below two curves."""
-    curves = [k for r in c.done.values() if (k := _curve(r))]
-    if len(c.runs) < 2 or len(curves) < 2:
-        return [], [], [], [], 0
-    iters = sorted(set.intersection(*(set(k) for k in curves)))
-    points = [[k[i] for k in curves] for i in iters]
-    return (iters, [sum(p) / len(p) for p in points], [min(p) for p in points],
-            [max(p) for p in points], len(curves))
-
-
-def val_loss(rows: list[RunRow], path: Path) -> Path | None:
-    drawn = False
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for c in configurations(rows):
-        iters, mean, low, high, n = _seed_band(c)
-        if iters:
-            line, = ax.plot(iters, mean, marker=".", label=f"{c.key} (mean of {n} seeds)")
-            ax.fill_between(iters, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
-            drawn = True
-            continue
-        for r in c.runs.values():
-            curve = r.metrics.get("val_loss") or {}
-            if curve.get("iters"):
-                ax.plot(curve["iters"], curve["values"], marker=".", label=r.run_id)
-                drawn = True
-    if not drawn:
-        plt.close(fig)
+def _point(c: Configuration) -> Point | None:
+    """Best perplexity: the mean over the finished seeds of a seeded configuration,
+    else the one run."""
+    runs = ([r for r in c.done.values() if r.best_ppl is not None] if len(c.runs) > 1
+            else [r for r in c.runs.values() if r.best_ppl is not None])
+    if not runs:
         return None
-    ax.set(xlabel="iteration", ylabel="validation loss (nats/token)", title="Validation loss")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+    s = spread([r.best_ppl for r in runs])
+    assert s.mean is not None
+    target = runs[0].sparsity_target
+    measured = runs[0].sparsity
+    return Point(100 * (target if target is not None else measured or 0.0), s.mean, s.sd)
 
 
-def lr_curves(rows: list[RunRow], path: Path) -> Path | None:
-    """The logged LR against the step, one line per configuration (its seeds
-    share the schedule), labelled with the schedule metrics.json names."""
-    fig, ax = plt.subplots(figsize=(8, 4))
-    drawn = False
-    for c in configurations(rows):
-        for r in c.runs.values():
-            curve = r.metrics.get("lr") or {}
-            if curve.get("iters"):
-                schedule = r.metrics.get("lr_schedule")
-                name = schedule.get("name") if isinstance(schedule, dict) else None
-                ax.plot(curve["iters"], curve["values"],
-                        label=f"{c.key} ({name})" if name else c.key)
-                drawn = True
-                break
-    if not drawn:
-        plt.close(fig)
-        return None
-    ax.set(xlabel="iteration", ylabel="learning rate", title="Learning rate schedule")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+def _dodge(targets: list[float], methods: int) -> float:
+    """The x step between methods at one target: a quarter of the narrowest gap
+    between targets shared out, at most 2.5 points of sparsity."""
+    gaps = [b - a for a, b in zip(targets, targets[1:])]
+    return min(2.5, 0.5 * min(gaps, default=40.0) / max(methods, 1))
 
 
-def _method(r: RunRow) -> str:
-    label = f"{r.optimizer} {r.pruning}"
-    return label + (f" {r.variant}" if r.variant and r.variant != "vanilla" else "")
-
-
-def _measured(r: RunRow) -> float:
-    return 100 * (r.sparsity if r.sparsity is not None else r.sparsity_target or 0)
-
-
-def _point(c: Configuration) -> tuple[float, float, float, float | None] | None:
-    """(target to order by, sparsity %, best perplexity, its sd or None): the
-    mean over the finished seeds of a seeded configuration, else the one run."""
-    if len(c.runs) > 1:
-        done = [r for r in c.done.values() if r.best_ppl is not None]
-        if not done:
-            return None
-        s = spread([r.best_ppl for r in done])
-        assert s.mean is not None
-        return (done[0].sparsity_target or 0, sum(map(_measured, done)) / len(done), s.mean, s.sd)
-    (r,) = c.runs.values()
-    return None if r.best_ppl is None else (r.sparsity_target or 0, _measured(r), r.best_ppl, None)
-
-
-def ppl_vs_sparsity(rows: list[RunRow], baselines: dict[str, RunRow], path: Path) -> Path | None:
+def ppl_vs_sparsity(rows: list[RunRow], baselines: dict[str, RunRow]) -> Figure | None:
     configs = configurations(rows)
-    methods: dict[str, list[tuple[float, float, float, float | None]]] = {}
+    with_model = len({c.model for c in configs}) > 1
+    methods: dict[str, list[Point]] = {}
     for c in configs:
         first = next(iter(c.runs.values()))
         if first.pruning != "none" and (point := _point(c)) is not None:
-            methods.setdefault(_method(first), []).append(point)
+            methods.setdefault(labels.method(first, with_model) or c.key, []).append(point)
     if not methods:
         return None
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for name, points in methods.items():
-        points.sort(key=lambda p: p[0])
-        xs, ys = [p[1] for p in points], [p[2] for p in points]
-        if any(p[3] is not None for p in points):
-            ax.errorbar(xs, ys, yerr=[p[3] or 0.0 for p in points], marker="o", capsize=3,
-                        label=f"{name} (mean ± sd over seeds)")
-        else:
-            ax.plot(xs, ys, marker="o", label=name)
+    targets = sorted({p.target for points in methods.values() for p in points})
+    step = _dodge(targets, len(methods))
+    fig, ax = style.new_figure()
+    for i, (name, points) in enumerate(methods.items()):
+        points.sort(key=lambda p: p.target)
+        shift = (i - (len(methods) - 1) / 2) * step
+        seeded = any(p.sd is not None for p in points)
+        look = style.series(i)
+        ax.errorbar([p.target + shift for p in points], [p.mean for p in points],
+                    yerr=[p.sd or 0.0 for p in points] if seeded else None,
+                    marker=look["marker"], color=look["color"], linestyle=look["linestyle"],
+                    capsize=CAPSIZE, markersize=6, label=name)
+    _baselines(ax, configs, baselines)
+    ax.set_xticks(targets, [f"{t:g}" for t in targets])
+    pad = max(5.0, step * len(methods))
+    ax.set_xlim(targets[0] - pad, targets[-1] + pad)
+    seeded = any(p.sd is not None for points in methods.values() for p in points)
+    style.label_axes(ax, "target sparsity (%)", "best validation perplexity",
+                     "Perplexity vs sparsity" + (" (mean ± sd over seeds)" if seeded else ""))
+    style.legend_outside(ax)
+    return fig
+
+
+def _baselines(ax, configs: list[Configuration], baselines: dict[str, RunRow]) -> None:
+    names = labels.names(configs)
     for base in baselines.values():
-        seeded = configuration_of(configs, base)
-        point = _point(seeded) if seeded is not None and len(seeded.runs) > 1 else None
-        if point is not None and seeded is not None:
-            what = "mean ± sd" if point[3] is not None else "mean"
-            ax.axhline(point[2], linestyle="--", color="grey",
-                       label=f"{seeded.key} (dense, {what})")
-            if point[3] is not None:
-                ax.axhspan(point[2] - point[3], point[2] + point[3], color="grey", alpha=0.15)
-        elif base.best_ppl is not None:  # a baseline named by BASELINE= may have no result yet
-            ax.axhline(base.best_ppl, linestyle="--", color="grey",
-                       label=f"{base.run_id} (dense)")
-    ax.set(xlabel="sparsity (%)", ylabel="best validation perplexity",
-           title="Perplexity vs sparsity")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+        c = configuration_of(configs, base)
+        point = _point(c) if c is not None else None
+        if point is None and base.best_ppl is not None:  # named by BASELINE=, outside the set
+            point = Point(0.0, base.best_ppl, None)
+        if point is None:
+            continue
+        name = names[c.key] if c is not None else base.run_id
+        what = ", mean ± sd" if point.sd is not None else ""
+        ax.axhline(point.mean, linestyle="--", color="grey", label=f"{name} (baseline{what})")
+        if point.sd is not None:
+            ax.axhspan(point.mean - point.sd, point.mean + point.sd, color="grey", alpha=0.15)
 
 
-def _bars(rows: list[RunRow], values: list[float | None], xlabel: str, title: str,
-          path: Path) -> Path | None:
-    pairs = [(r.run_id, v) for r, v in zip(rows, values) if v is not None]
-    if not pairs:
+def _per_config(rows: list[RunRow], value: Callable[[RunRow], float | None]
+                ) -> list[tuple[str, float, float | None]]:
+    """(name, mean, sd or None) of each configuration with the value: over its
+    finished seeds, or its one run whatever its state."""
+    configs = configurations(rows)
+    names = labels.names(configs)
+    out = []
+    for c in configs:
+        runs = c.done.values() if len(c.runs) > 1 else c.runs.values()
+        s = spread([v for r in runs if (v := value(r)) is not None])
+        if s.mean is not None:
+            out.append((names[c.key], s.mean, s.sd))
+    return out
+
+
+def bars(rows: list[RunRow], value: Callable[[RunRow], float | None], xlabel: str,
+         title: str) -> Figure | None:
+    entries = _per_config(rows, value)
+    if not entries:
         return None
-    fig, ax = plt.subplots(figsize=(8, 0.4 * len(pairs) + 1.5))
-    ax.barh([p[0] for p in pairs], [p[1] for p in pairs], color="tab:blue")
+    fig, ax = style.new_figure(0.32 * len(entries) + 1.3)
+    seeded = any(sd is not None for _, _, sd in entries)
+    ax.barh([style.wrap(n) for n, _, _ in entries], [m for _, m, _ in entries],
+            xerr=[sd or 0.0 for _, _, sd in entries] if seeded else None,
+            capsize=CAPSIZE if seeded else 0, color=style.COLOURS[0])
     ax.invert_yaxis()
-    ax.set(xlabel=xlabel, title=title)
-    ax.grid(axis="x", alpha=0.3)
-    ax.tick_params(axis="y", labelsize=7)
-    return _save(fig, path)
+    ax.grid(axis="y", visible=False)
+    style.label_axes(ax, xlabel + (" (mean ± sd over seeds)" if seeded else ""), "", title)
+    return fig
+
+
+def figures(rows: list[RunRow], baselines: dict[str, RunRow]) -> dict[str, Figure]:
+    """File name -> figure, for each figure the runs have data for."""
+    made = {
+        "train_loss.png": curves.loss_curves(rows, "train_loss", "training loss (nats/token)",
+                                             "Training loss"),
+        "val_loss.png": curves.loss_curves(rows, "val_loss", "validation loss (nats/token)",
+                                           "Validation loss"),
+        "lr.png": curves.lr_curves(rows),
+        "ppl_vs_sparsity.png": ppl_vs_sparsity(rows, baselines),
+        "memory.png": bars(rows, lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None,
+                           "peak memory (GiB)", "Peak memory"),
+        "throughput.png": bars(rows, lambda r: r.tokens_per_sec, "training tokens/s",
+                               "Training throughput"),
+    }
+    return {name: fig for name, fig in made.items() if fig is not None}
 
 
 def write_all(rows: list[RunRow], baselines: dict[str, RunRow], out: Path) -> list[Path]:
-    made = [
-        val_loss(rows, out / "val_loss.png"),
-        lr_curves(rows, out / "lr.png"),
-        ppl_vs_sparsity(rows, baselines, out / "ppl_vs_sparsity.png"),
-        _bars(rows, [r.peak_memory_mb / 1024 if r.peak_memory_mb else None for r in rows],
-              "peak memory (GiB)", "Peak memory per run", out / "memory.png"),
-        _bars(rows, [r.tokens_per_sec for r in rows], "training tokens/s",
-              "Throughput per run", out / "throughput.png"),
-    ]
-    return [p for p in made if p is not None]
+    return [style.save(fig, out / name) for name, fig in figures(rows, baselines).items()]

@@ -15,6 +15,8 @@ import math
 from pathlib import Path
 from typing import Any, Callable
 
+from lib.plural import counted
+
 # What lib/run/metrics.py and scripts/train.py write; "starting" is what
 # lib/observe/progress.py shows before the first record.
 STATUSES = ("starting", "running", "completed", "stopped", "diverged", "failed")
@@ -197,5 +199,5 @@ def check_matrix(path: Path, data: dict[str, Any]) -> None:
 def reason(problems: list[str]) -> str:
     """One line for a row's status: the first problem, and how many more."""
     more = len(problems) - 1
-    return problems[0] + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+    return problems[0] + (f" (and {counted(more, 'more problem')})" if more else "")
 

@@ -1,11 +1,13 @@
-"""`make report`: one self-contained index.html for a matrix or folder of runs.
+"""`make report`: one self-contained index.html for a run, a matrix or a folder of runs.
 
 The page holds the summary tables (the columns of lib/results/tables.py, and
 the seed table of lib/results/seeds.py where configurations have several
-seeds), every
-plot (lib/results/plots.py, embedded as base64 data URIs), each run's
+seeds), every plot (lib/results/plots.py, embedded as base64 data URIs), the
+runs' software and hardware (lib/results/environment.py), each run's
 configuration against its model's baseline run (typed values from the two
-config.txt files) and relative links to each run's logs. It needs nothing
+config.txt files) and relative links to each run's logs. It fits a 1280 px
+screen: long ids and errors wrap, and columns past the core ones go to
+further tables rather than off the edge. It needs nothing
 beside it but the run folders those links point to. The page is built whole in
 memory and moved into place (lib/results/outputs.py), so a failure leaves the
 previous index.html as it was.
@@ -22,31 +24,46 @@ from urllib.parse import quote
 
 from lib.config.run_config import load_run_config
 from lib.config.kconfig import ConfigError, open_tree
-from lib.results import plots, seeds, tables
+from lib.results import environment, plots, seeds, tables
 from lib.results.collect import RunRow, load_rows
 from lib.results.outputs import Staging
+from lib.plural import counted
 
 FILE = "index.html"
 LOGS = ("output.log", "console.log", "metrics.json")
-PLOTS = {"val_loss.png": "Validation loss of every run (several seeds: mean, min-max band)",
+PLOTS = {"train_loss.png": "Training loss of every configuration (several seeds: mean, "
+                           "min-max band)",
+         "val_loss.png": "Validation loss of every configuration (several seeds: mean, "
+                         "min-max band)",
+         "lr.png": "Learning rate against the step; configurations that share a schedule share "
+                   "a line",
          "ppl_vs_sparsity.png": "Best perplexity against sparsity (baselines dashed; "
                                 "several seeds: mean ± sd)",
-         "memory.png": "Peak memory per run", "throughput.png": "Training tokens/s per run"}
+         "memory.png": "Peak memory per configuration",
+         "throughput.png": "Training tokens/s per configuration"}
+CORE = ("run", "seed", "optimizer", "pruning", "sparsity", "variant", "best ppl", "final ppl",
+        "delta %", "tokens/s", "peak GiB", "mem x weights", "wall min", "status")
+PER_TABLE = 10  # measurement columns (monitor, inference, eval sets) per further table
 STYLE = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 .wide { overflow-x: auto; }
-table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }
-td.status { min-width: 16em; }
-td.logs { white-space: nowrap; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 12px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td { overflow-wrap: break-word; }
+td.run, td.status { overflow-wrap: anywhere; }  /* long ids and errors wrap, not the page */
+td.run { min-width: 8em; max-width: 16em; }
+td.status { min-width: 10em; max-width: 24em; }
+table.config-diff td, table.environment td { overflow-wrap: anywhere; max-width: 60em; }
+td.logs a, td.logs span { display: block; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.paired { text-align: right; font-variant-numeric: tabular-nums; min-width: 12em; }
 tr:nth-child(even) td { background: #fafafa; }
 .missing { color: #999; }
-figure { display: inline-block; width: 47%; min-width: 420px; margin: 0 1em 1em 0;
-         vertical-align: top; }
-img { width: 100%; border: 1px solid #ddd; }
-code { background: #f4f4f4; padding: 0 3px; }
+figure { display: inline-block; box-sizing: border-box; width: 49%; min-width: 400px;
+         margin: 0 0 1em 0; padding-right: 1em; vertical-align: top; }
+img { max-width: 100%; border: 1px solid #ddd; }
+code { background: #f4f4f4; padding: 0 3px; overflow-wrap: anywhere; }
 """
 _UNSET = object()
 Diff = list[tuple[str, Any, Any]]
@@ -111,9 +128,18 @@ def _anchor(run_id: str) -> str:
 
 
 def _logs(root: Path, r: RunRow) -> str:
+    """One link per log, one per line (the column stays narrow)."""
     links = [f'<a href="{_href(root, r.path / name)}">{name}</a>' if (r.path / name).is_file()
              else f'<span class="missing">no {name}</span>' for name in LOGS]
     return " ".join(links)
+
+
+def _cells(root: Path, r: RunRow, cols: list[tables.Column], logs: bool) -> list[tuple[str, str]]:
+    cells = [(html.escape(tables.format_value(f(r), spec)),
+              "num" if spec else "status" if h == "status" else "")
+             for h, f, spec in cols]
+    cells[0] = (f'<a href="#{_anchor(r.run_id)}">{html.escape(r.run_id)}</a>', "run")
+    return cells + [(_logs(root, r), "logs")] if logs else cells
 
 
 def seeds_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
@@ -127,13 +153,36 @@ def seeds_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
         base = g.baseline.key if g.baseline else "none (no dense AdamW run)"
         parts.append(f"<h3>{html.escape(g.model)}</h3><p>Baseline configuration: "
                      f"{html.escape(base)}</p>")
-        body = [[(html.escape(c), "num" if i > 1 else "") for i, c in enumerate(seeds.cells(g, r))]
-                for r in g.rows]
-        parts.append(f'<div class="wide">{_table(seeds.header(g), body, "seeds")}</div>')
+        head = seeds.header(g)
+        kinds = ["run", ""] + ["num"] * (len(head) - 3) + ["paired"]  # long ones may wrap
+        body = [[(html.escape(c), k) for c, k in zip(seeds.cells(g, r), kinds)] for r in g.rows]
+        for cls, columns in _seed_columns(len(g.figures)):
+            table = _table([head[i] for i in columns], [[r[i] for i in columns] for r in body],
+                           cls)
+            parts.append(f'<div class="wide">{table}</div>')
     return "\n".join(parts)
 
 
+SEED_FIGURES = 8  # figures in one seed table; past that, eval and lm-eval ones move on
+
+
+def _seed_columns(figures: int) -> list[tuple[str, list[int]]]:
+    """(table class, column indices of seeds.header) of each seed table: one table
+    up to SEED_FIGURES figures, else the training figures with the paired
+    comparison, then the others six at a time, each led by the configuration."""
+    last = 3 + figures  # the paired comparison's column
+    if figures <= SEED_FIGURES:
+        return [("seeds", list(range(last + 1)))]
+    first = len(seeds.TRAINING_FIGURES)
+    rest = list(range(3 + first, last))
+    return [("seeds", [0, 1, 2, *range(3, 3 + first), last])] + [
+        ("seeds-more", [0, *rest[i:i + 6]]) for i in range(0, len(rest), 6)]
+
+
 def summary_section(root: Path, rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
+    """Per model, the runs table of summary.md with links to the logs; columns
+    past its core ones (run monitor, inference, eval sets, lm-eval scores) go to
+    further tables of PER_TABLE columns each, so the page fits a 1280 px screen."""
     parts = [seeds_section(rows, baselines), "<h2>Summary</h2>",
              "<p>Delta % is the best validation perplexity relative to the model's baseline; "
              "sparsity is the final measured value (the target where a run has none).</p>"]
@@ -142,15 +191,16 @@ def summary_section(root: Path, rows: list[RunRow], baselines: dict[str, RunRow]
         base = baselines.get(model)
         parts.append(f"<h3>{html.escape(model)}</h3><p>Baseline: "
                      f"{html.escape(base.run_id) if base else 'none (no dense AdamW run)'}</p>")
-        body = []
-        for r in group:
-            cells = [(html.escape(tables.format_value(f(r), spec)),
-                      "num" if spec else "status" if h == "status" else "")
-                     for h, f, spec in cols]
-            cells[0] = (f'<a href="#{_anchor(r.run_id)}">{html.escape(r.run_id)}</a>', "")
-            body.append(cells + [(_logs(root, r), "logs")])
-        table = _table([h for h, _, _ in cols] + ["logs"], body, "summary")
+        core = [c for c in cols if c[0] in CORE]
+        table = _table([h for h, _, _ in core] + ["logs"],
+                       [_cells(root, r, core, True) for r in group], "summary")
         parts.append(f'<div class="wide">{table}</div>')
+        more = [c for c in cols if c[0] not in CORE]
+        for i in range(0, len(more), PER_TABLE):
+            chosen = [cols[0], *more[i:i + PER_TABLE]]
+            table = _table([h for h, _, _ in chosen],
+                           [_cells(root, r, chosen, False) for r in group], "measurements")
+            parts.append(f'<div class="wide">{table}</div>')
     return "\n".join(parts)
 
 
@@ -167,7 +217,7 @@ def plots_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
     return "<h2>Plots</h2>\n" + body
 
 
-def config_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
+def config_section(root: Path, rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
     """Per run, the symbols whose value differs from its model's baseline run (the
     first run of the model whose config reads, where no baseline was found)."""
     values = {r.run_id: config_values(r.path) for r in rows}
@@ -183,6 +233,9 @@ def config_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
                 parts.append(f'<p class="missing">{html.escape(mine)}</p>')
             elif ref is None or not isinstance(ref_values, dict):
                 parts.append('<p class="missing">no baseline configuration to compare with</p>')
+            elif len(rows) == 1:
+                parts.append(f'<p>The only run here; its whole configuration is in '
+                             f'<a href="{_href(root, r.path / "config.txt")}">config.txt</a>.</p>')
             elif ref.run_id == r.run_id:
                 parts.append("<p>The baseline run.</p>")
             else:
@@ -197,6 +250,31 @@ def config_section(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
     return "\n".join(parts)
 
 
+def environment_section(rows: list[RunRow]) -> str:
+    """The software and hardware of the runs (lib/results/environment.py): once
+    when every run recorded the same, else each differing value with its runs."""
+    envs = environment.gather(rows)
+    if not envs.recorded:
+        return ""
+    parts = ["<h2>Software and hardware</h2>"]
+    if envs.identical:
+        parts.append(f"<p>The same for all {counted(len(envs.recorded), 'run')}.</p>")
+        body = [[(html.escape(s.name), ""), (html.escape(next(iter(s.values))), "")]
+                for s in envs.settings]
+        parts.append(_table(["setting", "value"], body, "environment"))
+    else:
+        body = [[(html.escape(s.name), ""), ("<br>".join(
+            html.escape(v if len(s.values) == 1 and len(ids) == len(envs.recorded)
+                        else f"{v} ({', '.join(ids)})") for v, ids in s.values.items()), "")]
+            for s in envs.settings]
+        parts.append("<p>Values that not every run shares name their runs.</p>")
+        parts.append(_table(["setting", "value"], body, "environment"))
+    if envs.missing:
+        parts.append(f'<p class="missing">No environment recorded (runs from before it was '
+                     f'recorded): {html.escape(", ".join(envs.missing))}</p>')
+    return "\n".join(parts)
+
+
 def render(root: Path, rows: list[RunRow], matrix: dict[str, Any],
            baselines: dict[str, RunRow]) -> str:
     title = f"Results: {matrix.get('matrix_id', root.name)}"
@@ -204,7 +282,7 @@ def render(root: Path, rows: list[RunRow], matrix: dict[str, Any],
     for r in rows:
         counts[r.status] = counts.get(r.status, 0) + 1
     state = ", ".join(f"{n} {s}" for s, n in counts.items())
-    intro = (f"<p>{len(rows)} runs: {html.escape(state)}. Written "
+    intro = (f"<p>{counted(len(rows), 'run')}: {html.escape(state)}. Written "
              f"{time.strftime('%Y-%m-%d %H:%M')} by <code>make report</code> from "
              f"<code>{html.escape(str(root))}</code>.</p>")
     if matrix.get("overrides"):
@@ -214,7 +292,8 @@ def render(root: Path, rows: list[RunRow], matrix: dict[str, Any],
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>", intro, summary_section(root, rows, baselines),
-        plots_section(rows, baselines), config_section(rows, baselines),
+        plots_section(rows, baselines), environment_section(rows),
+        config_section(root, rows, baselines),
         "</body></html>", ""])
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from lib.results.collect import RunRow
-from lib.results.stats import Paired, Spread, format_paired, group_by_config, paired, spread
+from lib.results.stats import (Paired, Spread, format_mean_sd, format_paired, group_by_config,
+                               paired, spread)
 
 DONE = ("completed", "stopped", "pretrained")  # finished: its figures count
 UNFINISHED = ("pending", "running", "starting", "unknown")  # not yet: counted apart
@@ -44,15 +45,19 @@ def _score(r: RunRow, name: str) -> float | None:
     return r.scores.get(name)
 
 
+TRAINING_FIGURES = (
+    Figure("best val loss", "best_val_loss", lambda r: r.best_loss, ".3f"),
+    Figure("best ppl", "best_ppl", lambda r: r.best_ppl, ".2f"),
+    Figure("final ppl", "final_ppl", lambda r: r.final_ppl, ".2f"),
+    Figure("tokens/s", "tokens_per_sec", lambda r: r.tokens_per_sec, ",.0f"),
+    Figure("peak GiB", "peak_gib",
+           lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None, ".2f"))
+
+
 def figures(rows: list[RunRow]) -> list[Figure]:
-    """The figures of the seed table: training results, cost, each eval set and
-    each lm-eval task's score."""
-    out = [Figure("best val loss", "best_val_loss", lambda r: r.best_loss, ".3f"),
-           Figure("best ppl", "best_ppl", lambda r: r.best_ppl, ".2f"),
-           Figure("final ppl", "final_ppl", lambda r: r.final_ppl, ".2f"),
-           Figure("tokens/s", "tokens_per_sec", lambda r: r.tokens_per_sec, ",.0f"),
-           Figure("peak GiB", "peak_gib",
-                  lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None, ".2f")]
+    """The figures of the seed table: training results, cost (TRAINING_FIGURES),
+    each eval set and each lm-eval task's score."""
+    out = list(TRAINING_FIGURES)
     for name in sorted({k for r in rows for k in r.evals}):
         out.append(Figure(f"{name} ppl", f"{name}_ppl", partial(_eval, name=name), ".2f"))
     for name in sorted({k for r in rows for k in r.scores}):  # lm-eval: "hellaswag acc_norm"
@@ -194,12 +199,13 @@ def count_cell(c: Configuration) -> str:
 
 
 def spread_cell(s: Spread, spec: str, finished: int) -> str:
-    """"2.30 ± 0.36"; "2.30 (1 seed)" without a spread; "(n=2)" appended when
+    """"2.30 ± 0.36" (the digits the spread supports: stats.format_mean_sd);
+    "2.30 (1 seed)" without a spread; "(n=2)" appended when
     fewer finished seeds than the configuration's have this figure; "-" for none."""
     if s.mean is None:
         return "-"
     text = (f"{s.mean:{spec}} (1 seed)" if s.sd is None
-            else f"{s.mean:{spec}} ± {s.sd:{spec}}")
+            else format_mean_sd(s.mean, s.sd, spec))
     return text + (f" (n={s.n})" if s.n < finished and s.sd is not None else "")
 
 
@@ -216,6 +222,8 @@ def cells(group: ModelSummaries, row: Summary) -> list[str]:
     figs = [spread_cell(row.spreads[f.name], f.spec, finished) for f in group.figures]
     if row.is_baseline:
         versus = "baseline"
+    elif row.versus is not None:
+        versus = format_paired(row.versus, ".2f", from_interval=True)
     else:
-        versus = format_paired(row.versus, ".2f") if row.versus is not None else "-"
+        versus = "-"
     return [row.config.key, row.config.seed_text, count_cell(row.config), *figs, versus]

@@ -179,6 +179,33 @@ def _relation(p: float) -> str:
     return text if text.startswith("<") else "=" + text
 
 
+SPREAD_DIGITS = 2  # significant digits of a spread; the mean is given to the same place
+
+
+def spread_decimals(sd: float, digits: int = SPREAD_DIGITS) -> int:
+    """The decimal place (as round() takes it: 1 for tenths, -1 for tens) of the
+    last of `digits` significant digits of sd, after rounding: 159.27 -> -1
+    (160), 0.0996 -> 2 (0.10, not 0.100)."""
+    place = digits - 1 - math.floor(math.log10(sd))
+    if abs(round(sd, place)) >= 10 ** (digits - place):  # rounding added a digit
+        place -= 1
+    return place
+
+
+def format_mean_sd(mean: float, sd: float | None, spec: str = ".2f", pm: str = "±") -> str:
+    """"13190 ± 160" for 13187.41 ± 159.27: sd to two significant digits, the
+    mean to the same decimal place, since the spread leaves the digits after it
+    unsupported. Without a usable sd (None, zero, not finite) the mean and sd
+    are formatted with spec. A "," in spec keeps the thousands separators."""
+    if sd is None or not math.isfinite(sd) or sd <= 0 or not math.isfinite(mean):
+        return f"{mean:{spec}}" if sd is None else f"{mean:{spec}} {pm} {sd:{spec}}"
+    place = spread_decimals(sd)
+    comma = "," if "," in spec else ""
+    decimals = max(place, 0)
+    return (f"{round(mean, place) + 0.0:{comma}.{decimals}f} {pm} "  # + 0.0: no "-0"
+            f"{round(sd, place):{comma}.{decimals}f}")
+
+
 def format_spread(s: Spread, spec: str = ".3g", pm: str = "±") -> str:
     """"2.30 ± 0.36 (n=3)": mean ± sample sd; "2.30 (1 seed)" for one seed;
     failed seeds appended ("n=2, 1 failed"); "-" when no seed succeeded.
@@ -201,20 +228,28 @@ def marker(d: Paired) -> str:
     return MARKER if d.excludes_zero else ""
 
 
-def format_paired(d: Paired, spec: str = ".3g", p_values: bool = True) -> str:
+def format_paired(d: Paired, spec: str = ".3g", p_values: bool = True,
+                  from_interval: bool = False) -> str:
     """"-0.25 [-0.37, -0.13] (n=3, p=0.0013) *": mean difference, its 95 %
     interval, the paired t-test p (and Wilcoxon's when n allows), MARKER when
-    the interval excludes zero; "+0.1 (1 shared seed)"; "-" without a shared seed."""
+    the interval excludes zero; "+0.1 (1 shared seed)"; "-" without a shared seed.
+    from_interval: the numbers to the decimal place of the half-width's two
+    significant digits (+1882.88 [+1147.69, +2618.08] -> +1880 [+1150, +2620])."""
     if d.diff is None:
         return "-"
     if d.half_width is None:
         return f"{_signed(d.diff, spec)} (1 shared seed)"
     assert d.ci_low is not None and d.ci_high is not None
+    mid, low, high = d.diff, d.ci_low, d.ci_high
+    if from_interval and math.isfinite(d.half_width) and d.half_width > 0:
+        place = spread_decimals(d.half_width)
+        spec = f".{max(place, 0)}f"
+        mid, low, high = (round(x, place) + 0.0 for x in (mid, low, high))
     parts = [f"n={d.n}"]
     if p_values and d.p_t is not None:
         parts.append(f"p{_relation(d.p_t)}")
     if p_values and d.p_wilcoxon is not None:
         parts.append(f"Wilcoxon p{_relation(d.p_wilcoxon)}")
-    text = (f"{_signed(d.diff, spec)} [{_signed(d.ci_low, spec)}, {_signed(d.ci_high, spec)}]"
+    text = (f"{_signed(mid, spec)} [{_signed(low, spec)}, {_signed(high, spec)}]"
             f" ({', '.join(parts)})")
     return f"{text} {MARKER}" if d.excludes_zero else text

@@ -12,6 +12,7 @@ from pathlib import Path
 from lib.results import plots, seeds, sweep, tables
 from lib.results.collect import RunRow, apply_baseline, load_rows, pick_baseline, read_run
 from lib.results.outputs import Staging
+from lib.plural import counted
 
 
 def write_summary(rows: list[RunRow], baselines: dict[str, RunRow], out: Path,
@@ -32,7 +33,7 @@ def write_summary(rows: list[RunRow], baselines: dict[str, RunRow], out: Path,
     with Staging(out) as stage:
         files = [stage.text("summary.md", header + md),
                  stage.text("summary.csv", tables.csv_text(rows)),
-                 stage.text("summary.tex", tex),
+                 stage.text("summary.tex", tables.TEX_PREAMBLE + tex),
                  *plots.write_all(rows, baselines, stage.dir)]
         if seeds.seeded(groups):
             files.append(stage.text("summary_seeds.csv", tables.seeds_csv(groups)))
@@ -49,7 +50,7 @@ def summarize(root: Path, baseline: str | None = None) -> tuple[str, list[Path],
     for r in rows:
         counts[r.status] = counts.get(r.status, 0) + 1
     state = ", ".join(f"{n} {s}" for s, n in counts.items())
-    header = (f"# Results: {matrix.get('matrix_id', root.name)}\n\n{len(rows)} runs: {state}. "
+    header = (f"# Results: {matrix.get('matrix_id', root.name)}\n\n{counted(len(rows), 'run')}: {state}. "
               f"Written {time.strftime('%Y-%m-%d %H:%M')} by `make results`.\n\n")
     sweep_record = matrix.get("sweep")
     extra = "\n" + sweep.ranking(rows, sweep_record["params"]) if sweep_record else ""

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from lib.results.collect import RunRow  # noqa: E402
+from lib.results import style
+from lib.results.collect import RunRow
 
 
 def _number(text: str) -> float | None:
@@ -43,7 +39,7 @@ def plots(rows: list[RunRow], params: list[str], log: list[str], out: Path) -> l
         points = [(r.overrides.get(p, ""), r.best_ppl) for r in rows if r.best_ppl is not None]
         if not points:
             continue
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = style.new_figure()
         ys = [y for _, y in points]
         xs = [x for x in (_number(v) for v, _ in points) if x is not None]
         if len(xs) == len(points):  # every swept value is a number
@@ -54,11 +50,6 @@ def plots(rows: list[RunRow], params: list[str], log: list[str], out: Path) -> l
             labels = sorted({v for v, _ in points})
             ax.scatter([labels.index(v) for v, _ in points], ys)
             ax.set_xticks(range(len(labels)), labels)
-        ax.set(xlabel=p, ylabel="best validation perplexity", title=f"Sweep: {p}")
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        path = out / f"sweep_{p.lower()}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        made.append(path)
+        style.label_axes(ax, p, "best validation perplexity", f"Sweep: {p}")
+        made.append(style.save(fig, out / f"sweep_{p.lower()}.png"))
     return made

@@ -8,7 +8,7 @@ import io
 from functools import partial
 from typing import Any, Callable
 
-from lib.results import seeds
+from lib.results import labels, seeds
 from lib.results.collect import RunRow
 from lib.results.stats import Spread
 
@@ -134,24 +134,60 @@ def csv_text(rows: list[RunRow]) -> str:
 
 
 _TEX = str.maketrans({"_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "$": r"\$"})
+TEX_PREAMBLE = (r"% Tables for \usepackage{booktabs} and \usepackage{adjustbox}: a few key columns"
+                "\n% in a one-column table, every column in a two-column table*; each is shrunk"
+                "\n% to the column or text width when wider (adjustbox's max width).\n")
+KEY_COLUMNS = ("sparsity", "best ppl", "delta %", "tokens/s", "peak GiB")  # the one-column table
+
+
+def tex_table(wide: bool, head: list[str], body: list[list[str]], caption: str,
+              label: str, left: int = 1) -> list[str]:
+    """A booktabs table of escaped cells: table* over the text width when wide,
+    else table over one column; never wider than that width."""
+    env, width = ("table*", r"\textwidth") if wide else ("table", r"\columnwidth")
+    return [rf"\begin{{{env}}}[t]", r"\centering", r"\small",
+            rf"\begin{{adjustbox}}{{max width={width}}}",
+            r"\begin{tabular}{" + "l" * left + "r" * (len(head) - left) + "}", r"\toprule",
+            " & ".join(head) + r" \\", r"\midrule", *(" & ".join(r) + r" \\" for r in body),
+            r"\bottomrule", r"\end{tabular}", r"\end{adjustbox}", rf"\caption{{{caption}}}",
+            rf"\label{{{label}}}", rf"\end{{{env}}}", ""]
+
+
+def _run_names(rows: list[RunRow]) -> dict[int, str]:
+    """id(row) -> its configuration's name (lib/results/labels.py), and its
+    seed where the configuration has several."""
+    configs = seeds.configurations(rows)
+    names = labels.names(configs)
+    out = {}
+    for c in configs:
+        for s, r in c.runs.items():
+            out[id(r)] = names[c.key] + (f" (seed {s})" if len(c.runs) > 1 else "")
+    return out
 
 
 def latex(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
-    """One booktabs table per model (\\usepackage{booktabs})."""
+    """Per model, the key columns in a one-column table and every column in a
+    table*, rows named by configuration (\\usepackage{booktabs,adjustbox})."""
     parts = []
+    named = _run_names(rows)
     for model, group in by_model(rows).items():
-        cols = [c for c in columns(group) if c[0] != "status"]
+        cols: list[Column] = [("configuration", lambda r: named[id(r)], "")]
+        cols += [c for c in columns(group) if c[0] not in ("run", "seed", "status")]
         cols.append(("status", lambda r: r.status, ""))
+        pruned = any(r.pruning != "none" for r in group)
+        key = [cols[0]] + [c for c in cols if c[0] in KEY_COLUMNS
+                           and (pruned or c[0] != "sparsity")]
         base = baselines.get(model)
-        parts += [r"\begin{table}[t]", r"\centering", r"\small",
-                  r"\begin{tabular}{l" + "r" * (len(cols) - 1) + "}", r"\toprule",
-                  " & ".join(h.translate(_TEX) for h, _, _ in cols) + r" \\", r"\midrule"]
-        for r in group:
-            cells = (format_value(f(r), s).translate(_TEX) for _, f, s in cols)
-            parts.append(" & ".join(cells) + r" \\")
-        caption = (f"{model}: validation perplexity and cost per run; delta vs "
-                   f"{base.run_id if base else 'no baseline'}").translate(_TEX)
-        parts += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}", r"\end{table}", ""]
+        against = (named[id(base)] if base is not None and id(base) in named
+                   else base.run_id if base else "no baseline")
+        for wide, chosen in ((False, key), (True, cols)):
+            head = [h.translate(_TEX) for h, _, _ in chosen]
+            body = [[format_value(f(r), s).translate(_TEX) for _, f, s in chosen] for r in group]
+            what = "every figure" if wide else "best validation perplexity and cost"
+            caption = (f"{model}: {what} per run; delta % is best perplexity against "
+                       f"{against}").translate(_TEX)
+            parts += tex_table(wide, head, body, caption,
+                               f"tab:{model}-{'runs-all' if wide else 'runs'}")
     return "\n".join(parts)
 
 
@@ -228,16 +264,15 @@ def tex(text: str) -> str:
 
 
 def seeds_latex(groups: list[seeds.ModelSummaries]) -> str:
-    """The seed table of each model (booktabs), the Markdown cells escaped."""
+    """The seed table of each model (booktabs, a table* over the text width),
+    the Markdown cells escaped, configurations by name."""
     parts = []
     for g, head, body in _seed_tables(groups):
-        parts += [r"\begin{table}[t]", r"\centering", r"\small",
-                  r"\begin{tabular}{ll" + "r" * (len(head) - 2) + "}", r"\toprule",
-                  " & ".join(tex(h) for h in head) + r" \\", r"\midrule"]
-        parts += [" & ".join(tex(c) for c in cells) + r" \\" for cells in body]
+        names = labels.names([row.config for row in g.rows])
+        body = [[names.get(cells[0], cells[0]), *cells[1:]] for cells in body]
         caption = tex(f"{g.model}: mean ± sample sd over seeds; paired Δ of best perplexity "
                       f"against {_baseline_line(g)} with its 95 % interval and t-test p; "
                       f"* where the interval excludes zero")
-        parts += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}", r"\end{table}",
-                  ""]
+        parts += tex_table(True, [tex(h) for h in head], [[tex(c) for c in r] for r in body],
+                           caption, f"tab:{g.model}-seeds", left=2)
     return "\n".join(parts)

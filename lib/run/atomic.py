@@ -9,8 +9,8 @@ output.log, so a group sharing a results folder can read every record
 (mkstemp's 0600 let only the owner read them).
 
 A write that runs out of room (ENOSPC, EDQUOT, or EFBIG from a file size limit)
-raises DiskFullError naming the file and the free bytes; the file it would have
-replaced is untouched and its temporary is removed. A process killed mid-write
+raises DiskFullError naming the file and the bytes free once its temporary is
+removed; the file it would have replaced is untouched. A process killed mid-write
 leaves its temporary behind: remove_stale_temps() clears those when the file's
 owner resumes or finishes.
 """
@@ -33,7 +33,14 @@ if hasattr(errno, "EDQUOT"):
 
 class DiskFullError(OSError):
     """A write ran out of room; the file it would have replaced is unchanged.
-    An OSError with the failed write's errno and file; its text is the message alone."""
+    An OSError with the failed write's errno and file; its text is the message alone.
+    free: the bytes free once the partial temporary was removed (None: unknown);
+    written: the bytes the write got through; cause: what the errno adds to "no
+    space left" ("" for a full disk)."""
+
+    free: int | None = None
+    written: int = 0
+    cause: str = ""
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -116,15 +123,22 @@ def _out_of_room(err: BaseException, out: _KeepsWriteError | None) -> OSError | 
 
 
 def _disk_full(path: Path, cause: OSError, written: int) -> DiskFullError:
+    """Called once the temporary is gone: the free bytes are what a retry would have."""
     assert cause.errno is not None  # _out_of_room picks only errnos in _OUT_OF_ROOM
+    free: int | None
     try:
-        free = f"{shutil.disk_usage(path.parent).free:,}"
+        free = shutil.disk_usage(path.parent).free
     except OSError:
-        free = "an unknown number of"
-    return DiskFullError(cause.errno,
-                         f"no space left on device at {path}{_OUT_OF_ROOM[cause.errno]}, "
-                         f"{free} bytes free (the write stopped after {written:,} bytes); "
-                         f"older checkpoints are intact", str(path))
+        free = None
+    before = f"{path.name} keeps its earlier version" if path.exists() else \
+        f"no {path.name} existed before"
+    err = DiskFullError(cause.errno,
+                        f"no space left on device at {path}{_OUT_OF_ROOM[cause.errno]}: "
+                        f"{'an unknown number of' if free is None else f'{free:,}'} bytes "
+                        f"free (the write stopped after {written:,} bytes); {before}",
+                        str(path))
+    err.free, err.written, err.cause = free, written, _OUT_OF_ROOM[cause.errno]
+    return err
 
 
 def _sync_folder(folder: Path) -> None:

@@ -59,6 +59,9 @@ UNHASHED: dict[str, str] = {
     "LM_EVAL_": "downstream evaluation after training",
     "INFERENCE_": "inference figures measured after training",
     "PIN_MEMORY": "how batches reach the GPU (pinned, asynchronous); the same tokens either way",
+    "CHECKPOINT_INTERVAL": "how often the resume point is written; the final one is the same",
+    "PYTORCH_CUDA_ALLOC_CONF": "how the CUDA allocator manages memory; the same arithmetic",
+    "GPU_WARMUP": "untimed passes before training that change no weight or random state",
 }
 # With HYPER_PARAM_AUTO the device picks the split at start; TARGET_EFFECTIVE_BATCH is hashed.
 AUTO_SPLIT = ("BATCH_SIZE", "GPT2_GRADIENT_ACCUMULATION")

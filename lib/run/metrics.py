@@ -2,7 +2,9 @@
 
 metrics.json is rewritten atomically at every evaluation and at the end, so
 it always describes the run as far as it got. Its fields are the contract
-that `make results` and later tools read.
+that `make results` and later tools read. "environment" is the software and
+hardware this process ran on (lib/run/environment.py); a resumed run records
+those of its last segment.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any
 import torch
 
 from lib.run.atomic import write_json_atomic
+from lib.run.environment import environment
 
 # Steps after each (re)start whose time is excluded from throughput: every new
 # process pays compilation, allocator warm-up and cold caches again. When no
@@ -57,6 +60,7 @@ class RunMetrics:
         self.events: list[dict[str, Any]] = []
         self.points: dict[str, dict[str, list]] = {}  # other series, e.g. sparsity
         self._steps_this_segment = 0
+        self.environment = environment()  # of this process, not saved in checkpoints
 
     def record_step(self, seconds: float, tokens: int) -> None:
         self._steps_this_segment += 1
@@ -114,6 +118,7 @@ class RunMetrics:
             "tokens_seen": tokens_seen,
             "wall_time_s": self.wall_time_s,
             **self.static,
+            "environment": self.environment,
             **(extra or {}),
             "events": self.events,
             "train_loss": self.train_loss,

@@ -5,7 +5,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from tqdm import tqdm
 
@@ -33,12 +33,27 @@ def results_root(run: RunConfig) -> Path:
     return from_root(root)
 
 
-def configured_results_root() -> Path:
-    """Where runs are: .config's RESULTS_DIR, or results/ when there is no .config
-    (commands that read runs work without one)."""
-    from lib.config.run_config import load_run_config  # lib.config.run_config is the .config reader
+_RESULTS_LINE = re.compile(rb'^CONFIG_RESULTS_DIR="((?:[^"\\]|\\.)*)"[ \t\r]*$', re.MULTILINE)
 
-    return results_root(load_run_config([])) if DOT_CONFIG.exists() else DEFAULT_RESULTS
+
+def configured_results_root(overrides: Sequence[tuple[str, str]] = ()) -> Path:
+    """Where existing runs are: RESULTS_DIR as an override (SET="RESULTS_DIR=..."),
+    else .config's RESULTS_DIR, else results/ (its default; commands that read runs
+    work without a .config). Only that one line of .config is read: a run carries
+    its own configuration, so a .config that does not load (a typo, a stray byte,
+    an edit in progress) must not stop `make continue`, sample, eval or export."""
+    given = [value for name, value in overrides
+             if name.removeprefix("CONFIG_") == "RESULTS_DIR"]
+    if given:
+        return from_root(given[-1]) if given[-1] else DEFAULT_RESULTS
+    try:
+        match = _RESULTS_LINE.search(DOT_CONFIG.read_bytes())
+    except OSError:
+        match = None
+    if not match or not match.group(1):
+        return DEFAULT_RESULTS
+    value = re.sub(rb"\\(.)", rb"\1", match.group(1))  # Kconfig writes \\ and \" in strings
+    return from_root(os.fsdecode(value))
 
 
 def run_tag(run: RunConfig) -> str:
@@ -84,8 +99,8 @@ def create_run_dir(run: RunConfig) -> Path:
     if any(p.name != owner.LOCK for p in path.iterdir()):
         if took:
             owner.release(path)
-        raise RunDirError(f"{path} already holds a run: resume it with `make continue "
-                          f"RUN_NAME={path.name}`, or choose another RUN_NAME")
+        raise RunDirError(f"{path} already holds a run: resume it with "
+                          f"`{resume_command(path)}`, or choose another RUN_NAME")
     write_text_atomic(path / "config.txt", run.config_text)
     point_latest(path)
     return path
@@ -145,14 +160,14 @@ def claim_run(path: Path, by_matrix: bool = False) -> bool:
         raise RunDirError(
             f"{path} belongs to the matrix {matrix.name}, whose launcher {owner.describe(holder)} "
             f"is alive and trains its runs: wait for it (`make watch` follows it), or stop it "
-            f"(Ctrl-C in its terminal, or `kill {holder.get('pid')}`) and run `make "
-            f"continue RUN_NAME={matrix.name}`")
+            f"(Ctrl-C in its terminal, or `kill {holder.get('pid')}`) and run "
+            f"`{resume_command(matrix)}`")
 
     def busy(holder: dict[str, Any]) -> str:
         return (f"{path} is being trained by {owner.describe(holder)}: a run has one owner at "
                 f"a time. Wait for it to finish, or stop it (Ctrl-C in its terminal, or `kill "
-                f"{holder.get('pid') or '<pid>'}`: it saves a checkpoint) and then `make continue "
-                f"RUN_NAME={_name(path)}`")
+                f"{holder.get('pid') or '<pid>'}`: it saves a checkpoint) and then "
+                f"`{resume_command(path)}`")
 
     try:
         return owner.claim(path, busy)
@@ -167,16 +182,29 @@ def _name(path: Path) -> str:
     return f"{path.parent.name}/{path.name}" if in_matrix else path.name
 
 
-def resume_point(run_dir: Path) -> Path | None:
+def resume_command(path: Path) -> str:
+    """The `make continue` that resumes the run or matrix at path: RUN_NAME=<name>
+    when it is under the configured results folder, else RUN=<its path> (a run
+    started with SET="RESULTS_DIR=...": its folder is where it lives)."""
+    path, name = path.resolve(), _name(path)
+    root = path.parents[name.count("/")]
+    if root == configured_results_root().resolve():
+        return f"make continue RUN_NAME={name}"
+    return f"make continue RUN={path}"
+
+
+def resume_point(run_dir: Path, saving: bool = True) -> Path | None:
     """ckpt_latest.pt, or None when the run has none yet: it restarts from
-    step 0, and says so when an earlier attempt began (its output.log exists)."""
+    step 0, and says so when an earlier attempt began (its output.log exists).
+    `saving`: whether the run writes checkpoints (SAVE_CHECKPOINT)."""
     ckpt = run_dir / "ckpt_latest.pt"
     if ckpt.exists():
         return ckpt
     if (run_dir / "output.log").exists():
-        note = (f"{run_dir.name}: no checkpoint yet (it stopped before its first one, which "
-                f"is written at the first evaluation): restarting it from step 0 with its "
-                f"config.txt")
+        why = ("no checkpoint yet (it stopped before its first one, written at the first "
+               "evaluation or CHECKPOINT_INTERVAL)" if saving else
+               "no checkpoint (SAVE_CHECKPOINT is off for this run)")
+        note = f"{run_dir.name}: {why}: restarting it from step 0 with its config.txt"
         print(note, flush=True)
         with open(run_dir / "output.log", "a") as log:
             log.write(note + "\n")
@@ -184,9 +212,15 @@ def resume_point(run_dir: Path) -> Path | None:
 
 
 def run_folder(path: str | Path | None, results: Path) -> Path:
-    """A finished or running run to read (make sample/eval/export): the folder
-    given (RUN=<dir>), else the one results/latest points to."""
-    path = Path(path) if path else results / "latest"
+    """A finished or running run to read (make sample/eval/export), or to resume
+    (make continue RUN=<dir>): the folder given (RUN=<dir>), else the one
+    results/latest points to."""
+    given = Path(path) if path else None
+    path = given or results / "latest"
+    if not path.exists():
+        what = f"there is no run at {path}: no such folder" if given else \
+            f"there is no latest run under {results} ({path} does not exist)"
+        raise RunDirError(f"{what}. Name a run folder with RUN=<dir>. {_existing(results)}")
     if not (path / "config.txt").is_file():
         raise RunDirError(f"{path} is not a run folder (no config.txt): train one with `make`, "
                           f"or name one with RUN=<dir>")

@@ -47,6 +47,7 @@ class StopRequest:
         self.signal: str | None = None
         self._first_at = 0.0
         self.abandoned = False
+        self.saving = True  # whether the stop leaves a checkpoint (SAVE_CHECKPOINT)
         self._previous: dict[int, Any] = {}
 
     def handle(self, signum: int, frame: Any = None) -> None:
@@ -54,8 +55,10 @@ class StopRequest:
         now = time.monotonic()
         if self.signal is None:
             self.signal, self._first_at = name, now
-            _say(f"{name} received: stopping after the current step with a checkpoint "
-                 f"(send it again after {REPEAT_WINDOW_S:g} s to stop at once without one)")
+            how = "with a checkpoint" if self.saving else \
+                "without a checkpoint (SAVE_CHECKPOINT is off)"
+            _say(f"{name} received: stopping after the current step {how} "
+                 f"(send it again after {REPEAT_WINDOW_S:g} s to stop at once)")
             return
         if self.abandoned or now - self._first_at < REPEAT_WINDOW_S:
             return  # the same stop, delivered twice

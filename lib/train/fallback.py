@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 
 import torch
 
+from lib.data.sources import DataError
 from lib.estimate.fit import BatchPlan
 from lib.config.run_config import value_or
 
@@ -121,6 +122,8 @@ class FirstSteps:
     def decide(self, err: Exception, compiled: bool, compile_proven: bool,
                plan: BatchPlan) -> Decision:
         """What to do after `err` in a guarded step; raises when nothing is left."""
+        if isinstance(err, DataError):  # the batch itself is bad: no fallback helps
+            raise err
         if is_out_of_memory(err):
             if not self.oom_fallback:
                 raise err

@@ -44,7 +44,9 @@ def lr_at(step: int, *, peak: float, minimum: float, warmup: int, total: int) ->
 
 def decay_steps(total: int, warmup: int, fraction: float) -> int:
     """Steps of the WSD decay: round(total * fraction) (Python's rounding, as
-    torchtitan's), at most what warmup leaves."""
+    torchtitan's), at most what warmup leaves. A configuration where it would
+    not fit is refused when loaded (lib/config/schedule_rules.py); the cap
+    keeps a run recorded before that rule training as it did."""
     return max(0, min(round(total * fraction), total - warmup))
 
 

@@ -2,11 +2,10 @@
 
 Per optimizer step: set the LR, run GRAD_ACCUMULATION micro-batches under
 autocast (loss divided by the number of micro-batches), unscale, clip, step.
-Every EVAL_INTERVAL steps: validation loss, metrics.json, checkpoints. Stops at
-MAX_ITERS, at TRAIN_MAX_TIME, on a stop signal (SIGTERM, SIGINT, SIGUSR1;
-lib/run/signals.py), both at a step boundary with a checkpoint, or on divergence
-(without one: the last good checkpoint stays). File formats live elsewhere
-(lib/run/checkpoint.py, lib/run/metrics.py, lib/run/rundir.py).
+Every EVAL_INTERVAL steps: validation loss, metrics.json; checkpoints when
+lib/run/checkpointer.py says. Stops at MAX_ITERS, at TRAIN_MAX_TIME, on a stop signal
+(SIGTERM, SIGINT, SIGUSR1; lib/run/signals.py), both at a step boundary with a checkpoint
+(none with SAVE_CHECKPOINT off), or on divergence (the last good checkpoint stays).
 """
 from __future__ import annotations
 
@@ -24,6 +23,7 @@ from lib.model import registry
 from lib.run.atomic import remove_stale_temps
 from lib.run.backup import Backup
 from lib.run.checkpoint import rng_state, save_checkpoint, seed_everything, set_rng_state
+from lib.run.checkpointer import Checkpointer
 from lib.run.fingerprint import fingerprint
 from lib.data import BatchLoader, load_meta
 from lib.data.prepared import ensure_prepared
@@ -75,7 +75,7 @@ class Trainer:
         self.run = run
         self.model = family.build(self.model_config).to(self.device)
         # Loss implementation, float8 layers, TF32, attention kernel, compile mode.
-        self.speed = apply_speed(run, self.model, self.device, self.precision)
+        self.speed = apply_speed(run, self.model, self.device, self.precision, warm=True)
         dist.seed_ranks(run.TRAIN_SEED)  # different dropout masks per rank
         if run.TRAIN_GRADIENT_CHECKPOINTING:
             enable_checkpointing(self.model)
@@ -92,7 +92,7 @@ class Trainer:
                                            rank=dist.rank, world_size=dist.world_size,
                                            pin_memory=self.speed.pin_memory)
                         for split in ("train", "val")}
-        self.derived = run.derived(dist.world_size)
+        self.derived, self.checkpoints = run.derived(dist.world_size), Checkpointer.from_run(run)
         self.metrics = RunMetrics(self.run_dir / "metrics.json", self._static(),
                                   write=dist.is_main)
         self.monitor = build_monitor(run, self.device, self.run_dir, log, dist.is_main)
@@ -133,7 +133,7 @@ class Trainer:
             "overrides": self.run.overrides, "world_size": self.dist.world_size,
             "batch_plan": self.batch_plan.as_dict(),
             "gradient_checkpointing": bool(self.run.TRAIN_GRADIENT_CHECKPOINTING),
-            "speed": self.speed.record(),
+            "speed": self.speed.record(), "checkpoints": self.checkpoints.record(),
             # which kernels a family chose at run time (HAMT's scan backend), if it says
             "kernels": getattr(self.model, "describe_kernels", dict)(),
             **batch_record(self.run, self.meta["vocab_size"], self.batch_plan, info, self.log),
@@ -200,8 +200,8 @@ class Trainer:
                 if reason:
                     status = "diverged"
                     break
-                if evaluating:
-                    self._evaluate_and_save()
+                if evaluating or self.checkpoints.latest_due(self.step):
+                    self._evaluate_and_save(evaluating)
                     if self.early_stop.reason and self.step < total:
                         reason = self.early_stop.reason  # still "completed"
                         break
@@ -252,16 +252,15 @@ class Trainer:
         if self.dist.any(signalled):  # every rank asks: all took the branch above
             self.stop_signal = STOP.signal or "SIGTERM"
             who = STOP.why() if signalled else "a stop signal to another rank"
-            return (f"{who}: stopped after step {self.step} of {total} with a checkpoint; "
-                    f"`make continue` resumes it")
+            return f"{who}: stopped after step {self.step} of {total} " + \
+                self.checkpoints.stop_note(self.run_dir)
         return f"TRAIN_MAX_TIME={self.run.TRAIN_MAX_TIME}s reached"
 
     def _check_losses(self, read: list[tuple[int, float, float]], best: float,
                       bar: tqdm) -> tuple[str | None, float]:
-        """Divergence check of each read loss in step order, and the log of the
-        logged steps: (the reason to stop, or None; the best loss so far).
-        A divergence is found when its step's loss is read: at that step, or at
-        the end of its log interval (the steps after it change no checkpoint)."""
+        """Divergence check of each read loss in step order, and the log of the logged
+        steps: (the reason to stop, or None; the best loss so far). A divergence is found
+        when its step's loss is read: at that step, or at the end of its log interval."""
         for step, loss, lr in read:
             reason = divergence(loss, best, step, self.step, self.run.TRAIN_DIVERGENCE_FACTOR)
             if reason:
@@ -308,19 +307,22 @@ class Trainer:
         self.model.train()
         return self.dist.mean(losses.mean().item())
 
-    def _evaluate_and_save(self) -> None:
-        val = self.evaluate()
-        best = self.metrics.record_val(self.step, val)
-        self.early_stop.update(val)
-        self.log(f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f}"
-                 f"{' (best)' if best else ''}")
-        self.tracker.log_eval(self.step, self.metrics)
-        self.samples(self.step, self.model, self.device)
+    def _evaluate_and_save(self, evaluating: bool) -> None:
+        best = False
+        if evaluating:
+            val = self.evaluate()
+            best = self.metrics.record_val(self.step, val)
+            self.early_stop.update(val)
+            self.log(f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f}"
+                     f"{' (best)' if best else ''}")
+            self.tracker.log_eval(self.step, self.metrics)
+            self.samples(self.step, self.model, self.device)
         # Best first: ckpt_latest and metrics.json record the new best, so a kill
         # between the writes must leave ckpt_best ahead of the record, never behind.
-        if best:
+        if self.checkpoints.best_due(best):
             self.save("ckpt_best.pt")
-        self.save("ckpt_latest.pt")
+        if self.checkpoints.latest_due(self.step):
+            self.save("ckpt_latest.pt")
         self.metrics.write(self._summary("running"))
         self.backup.mirror()
 
@@ -357,9 +359,8 @@ class Trainer:
         self._remove_stale_temps()
 
     def _remove_stale_temps(self) -> None:
-        """Temporaries that a killed checkpoint or record write left (a checkpoint's
-        size each). The run's owner calls this on resume and at the end, when none of
-        its files is being written and, under the run's lock, no other process writes them."""
+        """Temporaries a killed checkpoint or record write left (a checkpoint's size each),
+        removed by the run's owner on resume and at the end: then nothing writes them."""
         if not self.dist.is_main:
             return
         removed = remove_stale_temps(self.run_dir, RUN_FILES) + self.backup.remove_stale_temps()
@@ -381,10 +382,11 @@ class Trainer:
             "peak_memory_mb": peak, "peak_memory_measure": measured, "monitor": self.monitor.write(),
             "stopped_early": status == "completed" and self.step < self.run.GPT2_MAX_ITERS,
             "stop_signal": self.stop_signal,  # set: resumable (exit code EXIT_RESUMABLE)
+            "trackers": self.tracker.record(),  # in effect, not only asked (TRACKER_*)
             **optimizer_summary(self.run, self.optimizer, self.pruner)})
 
     def _finish(self, status: str, reason: str | None) -> dict[str, Any]:
-        if status == "stopped" and not self.abandoned:
+        if status != "diverged" and not self.abandoned and self.checkpoints.due_at_stop(self.step):
             self.save("ckpt_latest.pt")  # resume point; `make continue` picks it up
         summary = self._summary(status, reason)
         self.metrics.write(summary)

@@ -38,6 +38,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # reverse branch shows in every test; at gate 0 it would add exactly 0.
     "ra_gated": dict(attention="ra_gated", ra_gated_layers=2, ra_gated_heads=2,
                      ra_gated_gate_init=0.8),
+    # both of the original project's switches on (test_gpt2_sdpa_gate_ra_gated.py)
+    "sdpa_gate_ra_gated": dict(attention="sdpa_gate_ra_gated", ra_gated_layers=1,
+                               ra_gated_heads=2, ra_gated_gate_init=0.8),
 }
 
 
@@ -67,7 +70,8 @@ def sharp(seed: int = 0, **overrides: Any) -> GPT2:
     ("field", "value", "message"),
     [
         ("attention", "flash", "attention='flash' is invalid: it must be one of vanilla, "
-                               "sdpa_gate, mla, ra_logit, ra_mla, ra_gated"),
+                               "sdpa_gate, mla, ra_logit, ra_mla, ra_gated, "
+                               "sdpa_gate_ra_gated"),
         ("latent_dim", 8, "latent_dim=8 is invalid: it must be an integer from 16 to 512"),
         ("latent_dim", 1024, "latent_dim=1024 is invalid"),
         ("rope_dim", 7, "rope_dim=7 is invalid: it must be even"),

@@ -71,3 +71,10 @@ def test_flops_per_token_of_gated_ra_counts_reverse_heads_on_reverse_layers_only
     assert params == SHARED + 2 * (12480 + 4160) + 1 + 2112 + 128 == 108_801
     # Per token and key: layer 0's 4 heads x (16 + 16), layer 1's 4 + 2 heads x (16 + 16).
     assert flops == 6 * params + 6 * 32 * (4 * 32 + 6 * 32) == 714_246
+
+
+def test_flops_per_token_of_both_gates_adds_the_output_gates_weights_only() -> None:
+    # Gated RA as above plus a 64 x 64 output gate (+ bias) on each of the 2 layers.
+    params, flops = _flops(attention="sdpa_gate_ra_gated", ra_gated_layers=1, ra_gated_heads=2)
+    assert params == 108_801 + 2 * 4160 == 117_121
+    assert flops == 6 * params + 6 * 32 * (4 * 32 + 6 * 32) == 764_166

@@ -39,6 +39,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ra_logit_band": dict(attention="ra_logit", ra_alpha=0.5, ra_window=3, **MODERN),
     "ra_gated": dict(attention="ra_gated", ra_gated_layers=1, ra_gated_heads=2,
                      ra_gated_gate_init=0.8, **MODERN),
+    "sdpa_gate_ra_gated": dict(attention="sdpa_gate_ra_gated", ra_gated_layers=1,
+                               ra_gated_heads=2, ra_gated_gate_init=0.8, **MODERN),
     "mla": dict(attention="mla", **LATENT, **{**MODERN, "n_kv_head": 0}),
     "ra_mla": dict(attention="ra_mla", ra_alpha=0.5, **LATENT, **{**MODERN, "n_kv_head": 0}),
 }

@@ -50,6 +50,9 @@ def tiny_run(tmp_path):
         defaults = {k: v for k, v in base.items()
                     if not (v == "y" and k.rsplit("_", 1)[0] in chosen and k not in overrides)}
         settings = {**defaults, **{k: str(v) for k, v in overrides.items()}}
+        if "GPT2_WARMUP_STEPS" not in overrides:  # a warmup must end before the run does
+            total = int(settings.get("GPT2_MAX_ITERS", 300))
+            settings["GPT2_WARMUP_STEPS"] = str(min(5, total - 1))
         return load_run_config([f"SET={' '.join(f'{k}={v}' for k, v in settings.items())}"],
                                config)
     return build

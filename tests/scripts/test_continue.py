@@ -218,3 +218,90 @@ def test_user_errors_are_one_paragraph_and_write_nothing_outside_results(project
         _refused(procs[arg].returncode, out, err, *phrases)
     assert {p.name: p.stat().st_mtime_ns for p in outside.iterdir()} == before
     assert sorted(p.name for p in results.iterdir()) == ["corrupt", "truncated"]
+
+
+def _snapshot(run_dir: Path) -> dict[str, bytes]:
+    """Every file of the run but its owner lock (which each claim rewrites)."""
+    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir())
+            if p.is_file() and p.name != ".owner.lock"}
+
+
+def test_a_completed_run_is_left_untouched_unless_max_iters_is_raised(project):
+    _config(project, GPT2_MAX_ITERS="8")
+    code, out, err = _run(project, "train.py", "RUN_NAME=done")
+    assert code == 0, out[-3000:] + err
+    run_dir = project / "results" / "done"
+    before = _snapshot(run_dir)
+    assert _metrics(run_dir)["peak_memory_mb"] > 0
+    for args in ((), ("MAX_ITERS=8",), ("MAX_ITERS=6",)):
+        code, out, err = _run(project, "continue.py", "RUN_NAME=done", *args)
+        assert code == 0, out[-3000:] + err
+        assert out.startswith("done already completed (8 of 8 steps, best val loss "), out
+        assert "nothing was changed" in out
+        assert "`make continue RUN_NAME=done MAX_ITERS=<more than 8>`" in out
+        assert "resuming" not in out + err and "run done:" not in out  # no start-up replayed
+        assert _snapshot(run_dir) == before  # metrics.json (peak memory...), log, checkpoints
+
+    code, out, err = _run(project, "continue.py", "RUN_NAME=done", "MAX_ITERS=12")
+    assert code == 0, out[-3000:] + err
+    metrics = _metrics(run_dir)
+    assert (metrics["status"], metrics["iterations"], metrics["max_iters"]) == ("completed", 12, 12)
+    assert [e["event"] for e in metrics["events"]] == ["resumed"]
+    assert metrics["val_loss"]["iters"] == [4, 8, 12]
+    assert (run_dir / "output.log").read_text().count("resuming done from step 8") == 1
+
+
+def test_a_run_in_another_results_folder_resumes_by_name_and_by_path(project, tmp_path):
+    """Started with SET="RESULTS_DIR=...": RUN_NAME= with the same override finds it, and
+    so does RUN=<its folder>, as a command and through make."""
+    from tests.scripts.conftest import make
+
+    _config(project, GPT2_MAX_ITERS="4")
+    elsewhere = tmp_path / "elsewhere"
+    moved = f"SET=RESULTS_DIR={elsewhere}"
+    code, out, err = _run(project, "train.py", "RUN_NAME=away", moved)
+    assert code == 0, out[-3000:] + err
+    run_dir = elsewhere / "away"
+    assert _metrics(run_dir)["iterations"] == 4 and not (project / "results" / "away").exists()
+
+    code, out, err = _run(project, "continue.py", "RUN_NAME=away", "MAX_ITERS=8")
+    _refused(code, out, err, f"no run named 'away' under {project / 'results'}")
+    code, out, err = _run(project, "continue.py", "RUN_NAME=away", moved, "MAX_ITERS=8")
+    assert code == 0, out[-3000:] + err
+    assert _metrics(run_dir)["iterations"] == 8
+
+    done = make(project, "continue", f"RUN={run_dir}", "MAX_ITERS=12")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    metrics = _metrics(run_dir)
+    assert (metrics["status"], metrics["iterations"]) == ("completed", 12)
+    assert [e["event"] for e in metrics["events"]] == ["resumed", "resumed"]
+    again = make(project, "continue", f"RUN={run_dir}")
+    assert again.returncode == 0, again.stderr
+    assert f"`make continue RUN={run_dir} MAX_ITERS=<more than 12>`" in again.stdout
+    both = make(project, "continue", f"RUN={run_dir}", "RUN_NAME=away")
+    assert both.returncode == 2 and "give one of them" in both.stderr
+    nowhere = make(project, "continue", f"RUN={tmp_path / 'nope'}")
+    assert nowhere.returncode == 2 and f"there is no run at {tmp_path / 'nope'}" in nowhere.stderr
+
+
+def test_continue_does_not_depend_on_a_valid_dot_config(project):
+    """The run resumes with its config.txt: a .config with a stray byte and a malformed
+    line, or nothing but garbage, does not stop `make continue`."""
+    from tests.scripts.conftest import make
+
+    _config(project, GPT2_MAX_ITERS="4")
+    code, out, err = _run(project, "train.py", "RUN_NAME=mine")
+    assert code == 0, out[-3000:] + err
+    dot_config = project / ".config"
+    dot_config.write_bytes(dot_config.read_bytes() + b"CONFIG_BROKEN=\xff\xfe\nnot a line at all\n")
+    assert make(project, "show").returncode != 0  # the broken .config fails what reads it
+    code, out, err = _run(project, "continue.py", "RUN_NAME=mine", "MAX_ITERS=8")
+    assert code == 0, out[-3000:] + err
+    assert _metrics(project / "results" / "mine")["iterations"] == 8
+
+    dot_config.write_bytes(bytes(range(256)) * 4)  # no RESULTS_DIR line: results/ is where
+    done = make(project, "continue", "RUN_NAME=mine", "MAX_ITERS=12")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr
+    metrics = _metrics(project / "results" / "mine")
+    assert (metrics["status"], metrics["iterations"]) == ("completed", 12)
+    assert dot_config.read_bytes() == bytes(range(256)) * 4  # nothing rewrote it

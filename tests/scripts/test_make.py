@@ -71,7 +71,7 @@ def test_config_py_is_regenerated_when_config_changes(project):
 def test_command_line_overrides_are_validated_and_not_saved(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     before = (project / ".config").read_text()
-    out = make(project, "show", "MAX_ITERS=5", "DEVICE=cpu", "SET=LEARNING_RATE=3e-4")
+    out = make(project, "show", "MAX_ITERS=5", "DEVICE=cpu", "SET=LEARNING_RATE=3e-4 GPT2_WARMUP_STEPS=1")
     assert out.returncode == 0, out.stderr
     assert "CONFIG_GPT2_MAX_ITERS = 5" in out.stdout and "CONFIG_DEVICE = 'cpu'" in out.stdout
     assert "overrides: MAX_ITERS=5 DEVICE=cpu" in out.stdout

@@ -167,7 +167,7 @@ def test_a_quote_in_a_real_prompt_and_a_hostile_set(project, tmp_path):
     (project / "corpus.txt").write_text("Romeo's love: the moon is bright tonight.\n" * 200)
     tiny = ("SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
             "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
-            "GPT2_EVAL_INTERVAL=1 TRAIN_EVAL_ITERS=1")
+            "GPT2_EVAL_INTERVAL=1 TRAIN_EVAL_ITERS=1 GPT2_WARMUP_STEPS=0")
     trained = make(project, "MAX_ITERS=1", "RUN_NAME=romeo", "DEVICE=cpu", tiny)
     assert trained.returncode == 0, trained.stdout + trained.stderr
     sample = make(project, "sample", "PROMPT=Romeo's love", "TOKENS=3")

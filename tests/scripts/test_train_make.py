@@ -5,7 +5,7 @@ import json
 
 from tests.scripts.conftest import make
 
-QUICK = ["SET=GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=2 BATCH_SIZE=4"]
+QUICK = ["SET=GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=2 BATCH_SIZE=4 GPT2_WARMUP_STEPS=1"]
 
 
 def metrics(project) -> dict:
@@ -41,7 +41,7 @@ def test_make_trains_continues_and_samples(project):
 
 def test_dry_run_prints_the_run_and_trains_nothing(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
-    out = make(project, "DRY_RUN=1", "MAX_ITERS=9")
+    out = make(project, "DRY_RUN=1", "MAX_ITERS=9", "SET=GPT2_WARMUP_STEPS=2")
     assert out.returncode == 0, out.stderr
     assert "CONFIG_GPT2_MAX_ITERS=9" in out.stdout and "effective batch 12" in out.stdout
     assert not (project / "results").exists() and not (project / "data").exists()

@@ -27,7 +27,8 @@ def test_a_symbol_its_dependencies_hide_is_none(tmp_path, write_config):
 def test_overrides_change_the_run_not_the_file(dot_config):
     before = dot_config.read_text()
     run = load_run_config(["MAX_ITERS=7", "DEVICE=cpu", "COMPILE=y", "TIME=60",
-                           "GRAD_ACCUM=3", "SET=LEARNING_RATE=3e-4 TRAIN_SEED=5"], dot_config)
+                           "GRAD_ACCUM=3", "SET=LEARNING_RATE=3e-4 TRAIN_SEED=5 GPT2_WARMUP_STEPS=2"],
+                          dot_config)
     assert (run.GPT2_MAX_ITERS, run.DEVICE, run.TRAIN_MAX_TIME) == (7, "cpu", 60)
     assert run.COMPILE_MODEL
     assert run.LEARNING_RATE == pytest.approx(3e-4) and run.TRAIN_SEED == 5
@@ -43,6 +44,9 @@ def test_overrides_change_the_run_not_the_file(dot_config):
     ("DEVICE=tpu", "auto, cuda, cpu, mps"),
     ("COMPILE=1", "allowed y or n"),
     ("NOT_A_SYMBOL=3", "unknown name"),
+    ("SET=LERNING_RATE=1e-3", "LERNING_RATE=1e-3: unknown name (did you mean LEARNING_RATE?)"),
+    ("MAX_ITER=20", "unknown name (did you mean MAX_ITERS?)"),
+    ("SET=OPTIMISER=muon", "unknown name (did you mean OPTIMIZER?)"),
     ("DRY_RUN=maybe", "allowed 1 or 0"),
     ("SET=GPT2_N_LAYER=2 GPT2_N_EMBD=130", "CONFIG_GPT2_N_EMBD=130 is not divisible"),
 ])
@@ -63,11 +67,11 @@ def test_override_of_symbol_with_unmet_dependency_is_rejected(dot_config):
 
 
 def test_derived_values_multiply_out(dot_config):
-    run = load_run_config(["BATCH_SIZE=8", "GRAD_ACCUM=4", "MAX_ITERS=10"], dot_config)
+    run = load_run_config(["BATCH_SIZE=8", "GRAD_ACCUM=4", "MAX_ITERS=40"], dot_config)
     d = run.derived(world_size=2)
     assert d["effective_batch_size"] == 8 * 4 * 2
     assert d["tokens_per_iter"] == 64 * run.GPT2_BLOCK_SIZE
-    assert d["total_tokens"] == 10 * d["tokens_per_iter"]
+    assert d["total_tokens"] == 40 * d["tokens_per_iter"]
     assert "effective batch 64 = batch 8 x accumulation 4 x world 2" in run.describe(2)
 
 
@@ -80,3 +84,14 @@ def test_config_py_holds_the_same_values(dot_config):
 def test_missing_dot_config_says_which_defconfig_to_use(tmp_path):
     with pytest.raises(ConfigError, match="make defconfig-gpt2-tiny-shakespeare"):
         load_run_config([], tmp_path / ".config")
+
+
+def test_a_dot_config_that_is_not_utf8_is_one_error_for_every_command(dot_config):
+    # `make`, `make show` and `make continue` all read .config through load_run_config
+    dot_config.write_bytes(dot_config.read_bytes() + b"# \xff\n")
+    line = dot_config.read_bytes().count(b"\n")
+    for args in ([], ["MAX_ITERS=50"]):
+        with pytest.raises(ConfigError) as info:
+            load_run_config(args, dot_config)
+        [problem] = info.value.problems
+        assert problem.startswith(f"{dot_config}:{line}: byte 0xff (column 3) is not UTF-8 text")

@@ -85,3 +85,17 @@ def test_a_byte_order_mark_is_accepted(tmp_path):
     path = tmp_path / "bom.config"
     path.write_bytes("\ufeffCONFIG_BATCH_SIZE=16\n".encode("utf-8"))
     assert load_strict(path).syms["BATCH_SIZE"].str_value == "16"
+
+
+def test_a_byte_that_is_not_utf8_is_one_error_naming_file_and_line(tmp_path):
+    path = tmp_path / "latin1.config"
+    path.write_bytes(b"CONFIG_BATCH_SIZE=16\n# caf\xe9 au lait\n")
+    [problem] = problems_of(path)
+    assert problem.startswith(f"{path}:2: byte 0xe9 (column 6) is not UTF-8 text")
+
+
+def test_a_malformed_line_is_an_error_not_a_warning(write_config):
+    path = write_config("CONFIG_BATCH_SIZE=16", "CONFIG_GPT2_MAX_ITERS 20")
+    [problem] = problems_of(path)
+    assert problem.startswith(f"{path}:2: malformed line 'CONFIG_GPT2_MAX_ITERS 20': expected")
+    assert "warning" not in problem and "ignoring" not in problem

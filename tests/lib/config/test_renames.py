@@ -63,6 +63,8 @@ OTHER_VALUE = {
     "GPT2_ATTENTION_ENABLE_RA_LOGIT": ("y", True, "GPT2_ATTENTION_MULTIPLE=y"),
     "GPT2_RA_GATED_LAYERS": ("2", 2, "GPT2_ATTENTION_RA_GATED=y"),
     "GPT2_RA_GATED_HEADS": ("2", 2, "GPT2_ATTENTION_RA_GATED=y"),
+    "TRAIN_LOG_INTERVAL": ("7", 7, ""), "TRAIN_MAX_TIME": ("60", 60, ""),
+    "TRAIN_EVAL_ITERS": ("7", 7, ""), "GPT2_TIE_HEAD": ("n", False, ""), "TF32": ("y", True, ""),
 }
 
 
@@ -75,3 +77,27 @@ def test_every_old_name_works_as_an_override(dot_config, old):
     run = load_run_config([f"SET={context} {old}={text}"], dot_config)
     assert getattr(run, new) == pytest.approx(want)
 
+
+
+def test_spaces_around_equals_are_reported_at_their_line_without_a_did_you_mean(write_config):
+    path = write_config("CONFIG_BATCH_SIZE=8", "CONFIG_GPT2_MAX_ITERS = 50")
+    with pytest.raises(ConfigError) as info:
+        load_strict(path)
+    [problem] = info.value.problems
+    assert "test.config:2" in problem and "CONFIG_GPT2_MAX_ITERS=50 (no spaces)" in problem
+    assert "did you mean" not in problem
+
+
+def test_one_name_twice_with_the_same_value_loads(tmp_path, write_config):
+    path = write_config("CONFIG_GPT2_COMPILE=n", "CONFIG_BATCH_SIZE=8", "CONFIG_GPT2_COMPILE=n")
+    write_outputs(load_strict(path), tmp_path / ".config", tmp_path / "config.py")
+    run = load_run_config([], tmp_path / ".config")
+    assert (run.COMPILE_MODEL, run.BATCH_SIZE) == (False, 8)
+
+
+def test_one_name_twice_with_different_values_names_both_lines(write_config):
+    path = write_config("CONFIG_BATCH_SIZE=8", "CONFIG_GPT2_MAX_ITERS=50", "CONFIG_BATCH_SIZE=16")
+    with pytest.raises(ConfigError) as info:
+        load_strict(path)
+    [problem] = info.value.problems
+    assert "test.config:3" in problem and "CONFIG_BATCH_SIZE=8 on line 1" in problem

@@ -71,7 +71,7 @@ def test_a_current_config_py_is_read_without_kconfig(repo_paths, monkeypatch):
     strict = load_run_config(["DRY_RUN=0"], config)  # the flag forces the strict path
     def refuse(path):
         raise AssertionError("config.py is current: .config must not be parsed again")
-    monkeypatch.setattr(run_config, "load_strict", refuse)
+    monkeypatch.setattr(run_config, "load_checked", refuse)
     fast = load_run_config([], config)
     assert fast.values == strict.values and fast.flags == strict.flags
     assert fast.config_text == strict.config_text

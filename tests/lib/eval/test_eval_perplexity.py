@@ -10,6 +10,7 @@ from torch import nn
 
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
+from lib.eval import perplexity
 from lib.eval.perplexity import plan_windows, sliding_window_nll
 
 VOCAB, BLOCK = 37, 8
@@ -96,3 +97,71 @@ def test_invalid_arguments_are_clear_errors():
         plan_windows(100, 8, 0)
     with pytest.raises(ValueError, match="at least 2"):
         plan_windows(1, 8, 4)
+
+
+def test_blocks_run_once_per_window_and_the_head_only_on_scored_tokens(model, monkeypatch):
+    """One pass per window through the blocks (batched), and the LM head over the
+    n - 1 scored positions only, a bounded number of rows at a time."""
+    n, stride, batch = 60, 3, 4
+    tokens = torch.randint(0, VOCAB, (n,), generator=torch.Generator().manual_seed(5))
+    windows = plan_windows(n, BLOCK, stride)
+    passes, fed, head_rows = [], [], []
+    hidden = model.hidden_states
+
+    def counted(idx):
+        passes.append(idx.shape[0])
+        fed.append(idx.numel())
+        return hidden(idx)
+
+    monkeypatch.setattr(model, "hidden_states", counted)
+    monkeypatch.setitem(perplexity.LOGITS_PER_CHUNK, "cpu", 5 * VOCAB)  # 5 rows of logits
+    hook = model.lm_head.register_forward_hook(lambda m, i, o: head_rows.append(o.shape[0]))
+    try:
+        result = sliding_window_nll(model, tokens, BLOCK, stride, batch_size=batch)
+    finally:
+        hook.remove()
+    assert len(windows) == 18 and passes == [4, 4, 4, 4, 2]  # all 18 windows are full
+    assert sum(passes) == len(windows) and sum(fed) == sum(w.end - w.begin for w in windows)
+    assert sum(head_rows) == n - 1 and max(head_rows) == 5
+    assert result.nll == pytest.approx(hand_nll(model, tokens, BLOCK, stride), rel=1e-5)
+
+
+class ForwardOnly(nn.Module):
+    """A family without hidden_states: scored through forward(idx, targets)."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, idx, targets=None):
+        return self.inner(idx, targets)
+
+
+def test_a_model_without_hidden_states_gets_the_same_result(model):
+    tokens = torch.randint(0, VOCAB, (45,), generator=torch.Generator().manual_seed(6))
+    direct = sliding_window_nll(model, tokens, BLOCK, 5, batch_size=3)
+    through_forward = sliding_window_nll(ForwardOnly(model).eval(), tokens, BLOCK, 5, batch_size=3)
+    assert through_forward.nll == pytest.approx(direct.nll, rel=1e-6)
+    assert through_forward.nll == pytest.approx(hand_nll(model, tokens, BLOCK, 5), rel=1e-5)
+
+
+def test_progress_bar_counts_the_scored_tokens(model, capsys):
+    tokens = torch.randint(0, VOCAB, (30,), generator=torch.Generator().manual_seed(7))
+    sliding_window_nll(model, tokens, BLOCK, 4, progress="eval val")
+    err = capsys.readouterr().err
+    assert "eval val" in err and "100%" in err and "29.0/29.0" in err  # unit_scale: 153k/153k
+    sliding_window_nll(model, tokens, BLOCK, 4)  # a library call draws none
+    assert capsys.readouterr().err == ""
+
+
+def test_hamt_hidden_states_give_its_forward_s_perplexity():
+    from hamt.config import HAMTConfig
+    from hamt.model import HAMT
+
+    torch.manual_seed(0)
+    hamt = HAMT(HAMTConfig(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=2, n_embd=16,
+                           num_slots=4)).eval()
+    tokens = torch.randint(0, VOCAB, (40,), generator=torch.Generator().manual_seed(8))
+    direct = sliding_window_nll(hamt, tokens, BLOCK, 3, batch_size=4)
+    through_forward = sliding_window_nll(ForwardOnly(hamt).eval(), tokens, BLOCK, 3, batch_size=4)
+    assert direct.nll == pytest.approx(through_forward.nll, rel=1e-6)

@@ -78,5 +78,5 @@ def test_text_file_counts_words_and_missing_file_names_the_option(tmp_path):
 
 
 def test_validation_split_needs_a_prepared_dataset(tmp_path):
-    with pytest.raises(DataError, match="missing or incomplete.*CONFIG_EVAL_VAL"):
+    with pytest.raises(DataError, match="holds no prepared dataset.*make prepare.*CONFIG_EVAL_VAL"):
         sets.validation_split(tmp_path / "nothing")

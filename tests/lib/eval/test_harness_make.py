@@ -13,7 +13,7 @@ from tests.scripts.conftest import make, project  # noqa: F401 (a fixture)
 
 TINY = ("SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
         "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
-        "GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=1 LM_EVAL_AT_END=y LM_EVAL_TASKS=kconfig_llm_mc "
+        "GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=1 GPT2_WARMUP_STEPS=1 LM_EVAL_AT_END=y LM_EVAL_TASKS=kconfig_llm_mc "
         "LM_EVAL_INCLUDE_PATH=tests/assets/lm_eval_task")
 
 

@@ -72,13 +72,16 @@ def test_a_failing_regional_compile_falls_back_to_eager(tiny_run, monkeypatch):
     # Both runs on the same matmul kernels (a compiled run is never given oneDNN
     # linears), so the fallback run must match the eager one exactly.
     settings = dict(GPT2_MAX_ITERS=3, GPT2_EVAL_INTERVAL=3, CPU_LINEAR_BACKEND_ATEN="y")
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)  # recorded when set
     eager, defaults = _train(tiny_run(RUN_NAME="eager", **settings))
     assert defaults["speed"] == {
         "loss_impl": "plain", "loss_impl_reason": "as configured",
         "compile": {"mode": "default", "regional": False}, "sdpa_backend": "auto",
         "tf32": False, "float8": "none", "float8_layers": 0, "cpu_linear": "aten",
         "cpu_linear_reason": "as configured", "cpu_linear_layers": 0,
-        "pin_memory": False}  # PIN_MEMORY=y, but a CPU run has nothing to pin
+        "pin_memory": False,  # PIN_MEMORY=y, but a CPU run has nothing to pin
+        "cudnn_benchmark": False, "cuda_alloc_conf": {"value": None, "source": None},
+        "gpu_warmup": None}
     monkeypatch.setattr(torch, "compile", exploding)
     summary, metrics = _train(tiny_run(RUN_NAME="regional", COMPILE_MODEL="y",
                                        COMPILE_REGIONAL="y", **settings))

@@ -107,8 +107,8 @@ def test_the_dry_run_shows_reused_runs_and_the_time_saved(matrix_config, standin
     reused = [line for line in lines if "reused" in line]
     assert len(reused) == 3 and "<- first/gpt2_adamw_none" in reused[0]
     assert "<- first/gpt2_adamwspam_none" in reused[1]
-    estimates = [plan._estimates(p.config)[1] for p in planned]
-    seconds = sum(90.0 if s is None else s for s in estimates)  # else the runs' wall time
+    estimates = [plan._estimates(p.config, [])[1] for p in planned]
+    seconds = sum(90.0 if s is None else s.seconds for s in estimates)  # else the wall time
     assert reused[2].startswith("2 runs reused from earlier runs with the same fingerprint")
     assert f"saving about {plan._duration(seconds)}" in reused[2]
     assert "about 0 s one after another" in "\n".join(lines)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 import torch
@@ -54,3 +56,18 @@ def test_char_run_exports_without_tokenizer_files(tiny_run, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
     assert "the run used characters" in (out / "README.md").read_text()
     assert json.loads((out / "config.json").read_text())["n_positions"] == 32
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664)])
+def test_exported_files_have_the_users_umask(tiny_run, tmp_path, umask, mode):
+    """safetensors writes its file 0600 whatever the umask; the export gives every file
+    it wrote the mode the umask makes, as the run's own records have."""
+    _, _, run_dir = train(tiny_run(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, GPT2_WARMUP_STEPS=1,
+                                   RUN_NAME="modes"))
+    old = os.umask(umask)
+    try:
+        out = export_run(run_dir, "best", tmp_path / "shared", log=lambda _: None)
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
+    assert modes == dict.fromkeys(["README.md", "config.json", "model.safetensors"], mode)

@@ -61,7 +61,7 @@ import torch
 from pathlib import Path
 from transformers import AutoModelForCausalLM, AutoTokenizer
 assert importlib.util.find_spec("gpt2") is None and importlib.util.find_spec("lib") is None
-inputs = torch.load(sys.argv[2])
+inputs = torch.load(sys.argv[2], weights_only=True)
 results = {}
 for name, folder in json.loads(sys.argv[1]).items():
     model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
@@ -128,7 +128,7 @@ def exported(tmp_path_factory):
                            str(root / "inputs.pt"), str(root / "results.pt")],
                           cwd=elsewhere, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return models, inputs, torch.load(root / "results.pt"), folders
+    return models, inputs, torch.load(root / "results.pt", weights_only=True), folders
 
 
 @pytest.mark.parametrize("name", [*GPT2_VARIANTS, "hamt"])

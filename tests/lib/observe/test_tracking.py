@@ -1,6 +1,7 @@
 """Experiment tracking: TensorBoard event files, W&B offline, failures never stop a run."""
 from __future__ import annotations
 
+import json
 import sys
 import types
 
@@ -50,6 +51,8 @@ def test_tensorboard_event_files_hold_the_run_figures(tiny_run):
     # from step 1: over every step until one past the 3 warm-up steps is timed (lib/run/metrics.py)
     assert [e.step for e in events.Scalars("perf/tokens_per_sec")] == [1, 2, 3, 4, 5, 6]
     assert "tracking: tensorboard is on" in lines and warnings(lines) == []
+    assert summary["trackers"] == {"requested": ["tensorboard"], "active": ["tensorboard"],
+                                   "failed": {}}
 
 
 def test_failing_tracker_warns_once_and_changes_nothing(tiny_run, monkeypatch):
@@ -63,14 +66,22 @@ def test_failing_tracker_warns_once_and_changes_nothing(tiny_run, monkeypatch):
     assert summary["status"] == "completed" and summary["iterations"] == 6
     assert len(warnings(lines)) == 1 and "OSError: No space left on device" in warnings(lines)[0]
     assert summary["train_loss"] == plain["train_loss"] and summary["val_loss"] == plain["val_loss"]
+    # the record says it went off, and why; the plain run asked for none
+    assert summary["trackers"] == {"requested": ["tensorboard"], "active": [],
+                                   "failed": {"tensorboard": "OSError: No space left on device"}}
+    assert plain["trackers"] == {"requested": [], "active": [], "failed": {}}
 
 
 def test_missing_wandb_package_warns_once(tiny_run, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
-    summary, _, lines = train(tiny_run, "nowandb", TRACKER_WANDB="y")
+    summary, run_dir, lines = train(tiny_run, "nowandb", TRACKER_WANDB="y")
     assert summary["status"] == "completed"
     assert len(warnings(lines)) == 1 and "tracker wandb failed (its package is not installed" in warnings(lines)[0]
     assert "pip install wandb" in warnings(lines)[0]
+    # metrics.json on disk records what was in effect: wandb asked for, nothing logged
+    written = json.loads((run_dir / "metrics.json").read_text())
+    assert written["trackers"]["requested"] == ["wandb"] and written["trackers"]["active"] == []
+    assert "its package is not installed" in written["trackers"]["failed"]["wandb"]
 
 
 class FakeWandb(types.ModuleType):

@@ -48,7 +48,7 @@ def test_compiled_step_matches_the_per_parameter_path():
 
 
 def test_a_failing_compile_falls_back_to_the_multi_tensor_step(monkeypatch):
-    def broken(spare_unseen):
+    def broken(spare_unseen, amsgrad=False):
         def fail(*args):
             raise RuntimeError("no C++ compiler (simulated)")
         return fail

@@ -210,7 +210,7 @@ def test_state_dict_round_trip_continues_identically(method):
     rest = train(model, optimizer, pruner, data, 18, STEPS)
 
     buffer.seek(0)
-    checkpoint = torch.load(buffer)
+    checkpoint = torch.load(buffer, weights_only=True)
     model2, optimizer2 = make_model(seed=123)
     model2.load_state_dict(checkpoint["model"])
     optimizer2.load_state_dict(checkpoint["optimizer"])

@@ -89,7 +89,8 @@ def test_wrong_types_become_invalid_rows_naming_file_and_field(runs):
     table = {t["run"]: t for t in csv.DictReader(io.StringIO((runs / "summary.csv").read_text()))}
     assert table["bad_status"]["status"].startswith("invalid (") and table["good_dense"][
         "best ppl"] == "100"
-    assert r"bad\_lengths & adamw" in (runs / "summary.tex").read_text()
+    # LaTeX rows are named by configuration; runs of the same one by their id besides
+    assert r"AdamW dense [bad\_lengths] & adamw" in (runs / "summary.tex").read_text()
     assert {f.name for f in files} >= {"summary.md", "val_loss.png", "ppl_vs_sparsity.png"}
     # written with the user's umask, like every other file of a results folder
     umask = os.umask(0)
@@ -106,6 +107,26 @@ def test_script_prints_each_invalid_run_and_succeeds(runs):
     assert sorted(warnings) == sorted(f"warning: {name} is invalid: {reason}"
                                       for name, reason in _reasons(runs).items())
     assert "| good_dense | adamw | none | - | vanilla | 100.00 |" in out.stdout
+
+
+def test_truncated_or_non_object_metrics_is_invalid_with_a_warning(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "good", 100.0)
+    truncated = make_run(root, "truncated", 100.0) / "metrics.json"
+    truncated.write_text(truncated.read_text()[:40])  # cut mid-write by an older version
+    make_run(root, "a_list", None, metrics="[1, 2]")
+    out = subprocess.run([sys.executable, "scripts/results.py", "summary", "--dir", str(root)],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    try:
+        json.loads(truncated.read_text())
+    except ValueError as err:
+        why = str(err)
+    assert out.stderr.splitlines() == [
+        f"warning: a_list is invalid: {root / 'a_list' / 'metrics.json'}: must be a JSON "
+        f"object, got list",
+        f"warning: truncated is invalid: {truncated}: not readable as JSON ({why})"]
+    assert f"| truncated | adamw | none | - | vanilla |{' - |' * 7} invalid (" in out.stdout
 
 
 def test_report_and_compare_show_invalid_rows(runs, tmp_path):
@@ -163,7 +184,7 @@ def test_failure_mid_summary_leaves_previous_outputs_untouched(matrix, monkeypat
     def broken(*args, **kwargs):  # the last plot write_all draws, after the tables
         raise RuntimeError("plotting failed")
 
-    monkeypatch.setattr(plots, "_bars", broken)
+    monkeypatch.setattr(plots, "bars", broken)
     with pytest.raises(RuntimeError, match="plotting failed"):
         summarize(matrix)
     with pytest.raises(RuntimeError, match="plotting failed"):

@@ -97,7 +97,8 @@ def test_summary_table_rows_and_numbers(report):
     assert by["gpt2_adamw_magnitude_50"]["delta %"] == "+10.0"
     dense = by["gpt2_adamw_none"]
     assert (dense["tokens/s"], dense["peak GiB"], dense["wall min"]) == ("1,000", "0.50", "2.0")
-    assert by["gpt2_adamwspam_none"]["status"].startswith("failed (metrics.json malformed")
+    assert by["gpt2_adamwspam_none"]["status"].startswith(
+        f"invalid ({path.parent / 'gpt2_adamwspam_none' / 'metrics.json'}: not readable as JSON")
     assert by["gpt2_adamwprune_bitter7_state_50"]["status"].startswith("pending (no metrics.json")
     assert by["gpt2_adamwprune_bitter7_state_50"]["logs"] == \
         "no output.log no console.log no metrics.json"
@@ -165,4 +166,63 @@ def test_report_script_writes_index_and_refuses_a_missing_folder(matrix, tmp_pat
     assert f"wrote {matrix / 'index.html'}" in ok.stdout and (matrix / "index.html").is_file()
     bad = subprocess.run([sys.executable, "scripts/results.py", "report", "--dir",
                           str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode == 2 and "does not exist" in bad.stderr
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr == (f"error: {tmp_path / 'nowhere'} is not a folder: train a run with "
+                          f"`make` (or a matrix with `make test-matrix`) first, or pass "
+                          f"RESULTS=<dir>: a run folder, a matrix folder, or a folder of run "
+                          f"folders\n")
+
+
+ENV = {"python": "3.11.9", "torch": {"version": "2.5.1+cu124", "cuda": "12.4"},
+       "gpu": "NVIDIA H100 80GB HBM3"}
+
+
+def test_environment_shown_once_when_identical(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "a", 100.0, environment=ENV)
+    make_run(root, "b", 101.0, environment=ENV)
+    page = Page(build_report(root)[0].read_text())
+    assert page.tables["environment"] == [[
+        ["setting", "value"], ["python", "3.11.9"], ["torch.version", "2.5.1+cu124"],
+        ["torch.cuda", "12.4"], ["gpu", "NVIDIA H100 80GB HBM3"]]]
+    assert "The same for all 2 runs." in "".join(page.text)
+
+
+def test_environment_names_the_runs_of_each_differing_value(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "a", 100.0, environment=ENV)
+    make_run(root, "b", 101.0, environment=ENV)
+    make_run(root, "c", 102.0, environment={**ENV, "gpu": "NVIDIA A100-SXM4-80GB"})
+    make_run(root, "d", 103.0)  # written before runs recorded their environment
+    source = build_report(root)[0].read_text()
+    page = Page(source)
+    (table,) = page.tables["environment"]
+    assert [r[0] for r in table] == ["setting", "python", "torch.version", "torch.cuda", "gpu"]
+    assert table[1][1] == "3.11.9"  # every run that recorded one agrees
+    assert "<td>NVIDIA H100 80GB HBM3 (a, b)<br>NVIDIA A100-SXM4-80GB (c)</td>" in source
+    assert "No environment recorded (runs from before it was recorded): d" in source
+    for name in "ab":
+        make_run(tmp_path / "old", name, 100.0)
+    assert "environment" not in Page(build_report(tmp_path / "old")[0].read_text()).tables
+
+
+def test_measurement_columns_go_to_tables_of_their_own(tmp_path):
+    root = tmp_path / "runs"
+    monitor = {"gpu_util_mean": 51.4, "gpu_util_max": 96.0, "power_w_mean": 406.7,
+               "power_w_max": 658.8, "cpu_percent_mean": 84.9, "rss_mb_max": 1470.0}
+    inference = {"lengths": [{"prompt_tokens": n, "prefill_ms": 1.5, "decode_tokens_per_sec":
+                              900.0, "cache_bytes": 4096} for n in (128, 512)]}
+    make_run(root, "gpt2_adamw_none", 100.0, monitor=monitor, inference=inference)
+    page = Page(build_report(root)[0].read_text())
+    (summary,) = page.tables["summary"]
+    assert summary[0] == ["run", "optimizer", "pruning", "sparsity", "variant", "best ppl",
+                          "final ppl", "delta %", "tokens/s", "peak GiB", "mem x weights",
+                          "wall min", "status", "logs"]
+    first, second = page.tables["measurements"]
+    # 6 monitor columns and 3 per prompt length: 12, ten to a table, each led by the run
+    assert first[0][0] == second[0][0] == "run" and len(first[0]) == 11 and len(second[0]) == 3
+    assert first[0][1:7] == ["GPU util % mean", "GPU util % max", "power W mean",
+                             "power W max", "CPU % mean", "RSS MiB max"]
+    assert first[1][1:8] == ["51", "96", "407", "659", "85", "1470", "1.50"]
+    assert second[0][1:] == ["decode tok/s @512", "cache KiB @512"]
+    assert second[1] == ["gpt2_adamw_none", "900", "4"]

@@ -8,6 +8,8 @@ import io
 import json
 import math
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from lib.config.kconfig import open_tree
 from lib.config.run_config import write_outputs
 from lib.results.summary import compare, summarize
 from tests.lib.results.conftest import make_run
+
+ROOT = Path(__file__).resolve().parents[3]
 
 COLUMNS = ["run", "optimizer", "pruning", "sparsity", "variant", "best ppl", "final ppl",
            "delta %", "tokens/s", "peak GiB", "mem x weights", "wall min"]  # then extras, status
@@ -109,10 +113,12 @@ def test_markdown_table_of_a_matrix(matrix):
         json.loads("{broken")
     except ValueError as err:
         malformed = str(err)
+    # A truncated metrics.json makes its run invalid, naming the file (matrix.json said failed).
     assert table.column("status") == [
         "completed", "completed", "completed",
         "pending (no metrics.json (never reached its first evaluation))",
-        f"failed (metrics.json malformed: {malformed})"]
+        f"invalid ({matrix / 'gpt2_adamwspam_none' / 'metrics.json'}: not readable as JSON "
+        f"({malformed}))"]
 
 
 def test_summary_rows_and_files(matrix):
@@ -122,13 +128,13 @@ def test_summary_rows_and_files(matrix):
     assert by["gpt2_adamw_magnitude_50"].delta_pct == pytest.approx(10.0)
     assert by["gpt2_adamw_magnitude_90"].delta_pct == pytest.approx(50.0)
     assert by["gpt2_adamw_none"].memory_x_weights == pytest.approx(512 * 2**20 / (4 * 2**25))
-    assert [r.status for r in rows] == ["completed"] * 3 + ["pending", "failed"]
+    assert [r.status for r in rows] == ["completed"] * 3 + ["pending", "invalid"]
     assert {f.name for f in files} == {"summary.md", "summary.csv", "summary.tex", "val_loss.png",
                                        "ppl_vs_sparsity.png", "memory.png", "throughput.png"}
     # summary.md is a header with the run counts, then the table summarize returned.
     text = (matrix / "summary.md").read_text()
     assert text.endswith(md)
-    assert re.fullmatch(r"# Results: matrix_x\n\n5 runs: 3 completed, 1 pending, 1 failed\. "
+    assert re.fullmatch(r"# Results: matrix_x\n\n5 runs: 3 completed, 1 pending, 1 invalid\. "
                         r"Written \d{4}-\d\d-\d\d \d\d:\d\d by `make results`\.\n\n",
                         text[:len(text) - len(md)])
 
@@ -143,14 +149,50 @@ def test_csv_and_latex_hold_the_markdown_rows(matrix):
     assert lines[2] == ["gpt2", "gpt2_adamw_magnitude_90", "adamw", "magnitude", "90", "vanilla",
                         "150", "151", "50", "1000", "0.5", "4", "2", "completed"]
     assert lines[4][6:] == [""] * 7 + [table.row("gpt2_adamwprune_bitter7_state_50")["status"]]
-    tex = (matrix / "summary.tex").read_text().splitlines()
-    start = tex.index(r"\toprule") + 1
-    assert tex[start] == " & ".join(table.header).replace("%", r"\%") + r" \\"
-    assert tex[start + 1] == r"\midrule"
-    body = tex[start + 2:tex.index(r"\bottomrule")]
-    # The same cells, LaTeX-escaped, with the bare status (its problems stay in Markdown).
-    assert body == [" & ".join([*(r[c].replace("_", r"\_") for c in COLUMNS),
-                                r["status"].split(" (")[0]]) + r" \\" for r in table.rows]
+    tex = (matrix / "summary.tex").read_text()
+    key, wide = latex_tables(tex)
+    # Rows named by configuration, not by run id; the same cells, LaTeX-escaped.
+    names = {"gpt2_adamw_magnitude_50": "AdamW magnitude 50.01 %",
+             "gpt2_adamw_magnitude_90": "AdamW magnitude 90 %", "gpt2_adamw_none": "AdamW dense",
+             "gpt2_adamwprune_bitter7_state_50": "AdamWPrune bitter7 state 50 %",
+             "gpt2_adamwspam_none": "AdamW-SPAM dense"}
+    assert key.env == "table" and key.width == r"\columnwidth"
+    assert key.rows[0] == ["configuration", "sparsity", "best ppl", r"delta \%", "tokens/s",
+                           "peak GiB"]
+    assert key.rows[1:] == [[names[r["run"]].replace("%", r"\%"), r["sparsity"], r["best ppl"],
+                             r["delta %"], r["tokens/s"], r["peak GiB"]] for r in table.rows]
+    # Every column in a table* as wide as the text; the bare status (its problems stay in
+    # Markdown).
+    assert wide.env == "table*" and wide.width == r"\textwidth"
+    assert wide.rows[0] == ["configuration"] + [h.replace("%", r"\%") for h in COLUMNS[1:]] + [
+        "status"]
+    assert wide.rows[1:] == [[names[r["run"]].replace("%", r"\%"),
+                              *(r[c].replace("_", r"\_") for c in COLUMNS[1:]),
+                              r["status"].split(" (")[0]] for r in table.rows]
+    assert r"\usepackage{adjustbox}" in tex.splitlines()[0]
+
+
+@dataclass
+class TexTable:
+    env: str  # table or table*
+    width: str  # adjustbox's max width
+    rows: list[list[str]]  # header first
+
+
+def latex_tables(tex: str) -> list[TexTable]:
+    """Each booktabs table of tex: its float, its width limit, its cells."""
+    out = []
+    for m in re.finditer(r"\\begin\{(table\*?)\}\[t\]\n\\centering\n\\small\n"
+                         r"\\begin\{adjustbox\}\{max width=(\S+)\}\n\\begin\{tabular\}\{(\w+)\}\n"
+                         r"\\toprule\n(.*?)\n\\bottomrule\n\\end\{tabular\}\n\\end\{adjustbox\}\n"
+                         r"\\caption\{.*?\}\n\\label\{.*?\}\n\\end\{\1\}", tex, re.S):
+        lines = m.group(4).split("\n")
+        assert lines[1] == r"\midrule"
+        rows = [line.removesuffix(r" \\").split(" & ") for line in [lines[0], *lines[2:]]]
+        assert all(len(r) == len(m.group(3)) for r in rows), m.group(3)
+        out.append(TexTable(m.group(1), m.group(2), rows))
+    assert len(out) == tex.count(r"\begin{tabular}")
+    return out
 
 
 def test_named_baseline_and_unknown_baseline(matrix):
@@ -259,3 +301,51 @@ def test_monitor_summary_becomes_columns(tmp_path):
     assert [table.row("gpt2_adamw_none")[c] for c in monitor] == [
         "51", "96", "407", "659", "85", "1470"]
     assert [table.row("gpt2_adamw_magnitude_50")[c] for c in monitor] == ["-"] * 6
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "scripts/results.py", *args], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_results_and_report_of_a_single_run_through_the_latest_link(tmp_path):
+    """What `make && make results && make report` meets: results/latest is one run."""
+    results = tmp_path / "results"
+    run = make_run(results, "gpt2_adamw_none_20260101-120000", 80.0,
+                   train_loss={"iters": [0, 10, 20], "values": [10.0, 6.0, 5.0]},
+                   lr={"iters": [0, 10, 20], "values": [1e-4, 1e-3, 1e-4]})
+    (results / "latest").symlink_to(run.name)
+    out = _script("summary", "--dir", str(results / "latest"))
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    (table,) = parse_tables(out.stdout)
+    assert table.column("run") == [run.name] and table.column("best ppl") == ["80.00"]
+    written = {line.removeprefix("wrote ") for line in out.stdout.splitlines()
+               if line.startswith("wrote ")}
+    # its curves and its record, beside it (no sparsity plot: nothing is pruned)
+    assert written == {str(run / name) for name in (
+        "summary.md", "summary.csv", "summary.tex", "train_loss.png", "val_loss.png", "lr.png",
+        "memory.png", "throughput.png")}
+    out = _script("report", "--dir", str(results / "latest"))
+    assert out.returncode == 0 and out.stdout == f"wrote {run / 'index.html'}\n", out.stderr
+    page = (run / "index.html").read_text()
+    assert "<p>1 run: 1 completed." in page and "The only run here" in page
+    assert page.count("data:image/png;base64,") == 5
+    assert 'href="output.log"' not in page and 'href="metrics.json"' in page  # beside it
+
+
+def test_a_folder_without_runs_says_what_to_pass(tmp_path):
+    results = tmp_path / "results"
+    make_run(results / "matrix_a", "gpt2_adamw_none", 80.0)
+    (results / "empty").mkdir()
+    with pytest.raises(FileNotFoundError) as err:
+        summarize(results)
+    assert str(err.value) == (
+        f"{results} holds no runs (no config.txt, no matrix.json, no run folders); the "
+        f"folders under it that do: matrix_a. Pass RESULTS=<dir>: a run folder, a matrix "
+        f"folder, or a folder of run folders, e.g. RESULTS={results / 'matrix_a'}")
+    out = _script("report", "--dir", str(results / "empty"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr == (f"error: {results / 'empty'} holds no runs (no config.txt, no "
+                          f"matrix.json, no run folders). Pass RESULTS=<dir>: a run folder, a "
+                          f"matrix folder, or a folder of run folders, e.g. "
+                          f"RESULTS=results/<run-id>\n")

@@ -23,7 +23,7 @@ import pytest
 from matplotlib.axes import Axes
 
 from lib.matrix.state import MatrixState
-from lib.results import plots, seeds
+from lib.results import curves, plots, seeds
 from lib.results.collect import RunRow, read_run
 from lib.results.report import build_report
 from lib.results.summary import summarize
@@ -69,8 +69,19 @@ def paired_by_hand(base: dict[int, float], other: dict[int, float]) -> tuple[flo
     return m, T_975[n - 1] * s / math.sqrt(n), p_from_t(m / (s / math.sqrt(n)), n - 1)
 
 
-def spread_cell(xs: list[float], spec: str) -> str:
-    return f"{mean(xs):{spec}} ± {sd(xs):{spec}}"
+def spread_cell(xs: list[float], spec: str = "") -> str:
+    """Mean ± sd to the place of sd's second significant digit (none rounds up here)."""
+    places = max(1 - math.floor(math.log10(sd(xs))), 0)
+    comma = "," if "," in spec else ""
+    return f"{mean(xs):{comma}.{places}f} ± {sd(xs):{comma}.{places}f}"
+
+
+def interval_cell(diff: float, half: float) -> str:
+    """The paired difference and its interval to half's second significant digit."""
+    places = 1 - math.floor(math.log10(half))
+    low, mid, high = (f"{round(x, places):+.{max(places, 0)}f}"
+                      for x in (diff - half, diff, diff + half))
+    return f"{mid} [{low}, {high}]"
 
 
 def write_eval(run: Path, ppl: float) -> None:
@@ -151,27 +162,26 @@ def test_seed_table_cells_match_hand_computed_statistics(seeded):
     t = by_config(rows)
     base = t["gpt2_adamw_none"]
     # best ppl: mean 302 / 3 = 100.667; deviations -0.667, 3.333, -2.667, squares sum 18.667,
-    # sd = sqrt(18.667 / 2) = 3.055
-    assert base["best ppl"] == spread_cell(list(BASE.values()), ".2f") == "100.67 ± 3.06"
-    assert base["final ppl"] == "101.67 ± 3.06"  # the fixture's final is best + 1
-    assert base["best val loss"] == spread_cell([math.log(x) for x in BASE.values()], ".3f")
+    # sd = sqrt(18.667 / 2) = 3.055: two significant digits, 3.1, so the mean to tenths too
+    assert base["best ppl"] == spread_cell(list(BASE.values())) == "100.7 ± 3.1"
+    assert base["final ppl"] == "101.7 ± 3.1"  # the fixture's final is best + 1
+    assert base["best val loss"] == spread_cell([math.log(x) for x in BASE.values()])
     assert base["best val loss"] == "4.612 ± 0.030"
     assert base["tokens/s"] == "1,000 ± 100"  # 1000, 1100, 900
     assert base["peak GiB"] == "1.50 ± 0.50"  # 1, 1.5, 2 GiB
-    assert base["wikitext-2 ppl"] == "62.00 ± 2.00"  # 60, 62, 64
+    assert base["wikitext-2 ppl"] == "62.0 ± 2.0"  # 60, 62, 64
     assert (base["seeds"], base["n"], base["paired Δ best ppl"]) == ("1 2 3", "3", "baseline")
 
     pruned = t["gpt2_adamw_magnitude_50"]
-    assert pruned["best ppl"] == spread_cell(list(PRUNED.values()), ".2f") == "110.67 ± 3.15"
+    assert pruned["best ppl"] == spread_cell(list(PRUNED.values())) == "110.7 ± 3.2"  # sd 3.153
     # Two of its three finished seeds have an eval.json: (70 + 72) / 2, sd sqrt(2)
-    assert pruned["wikitext-2 ppl"] == "71.00 ± 1.41 (n=2)"
+    assert pruned["wikitext-2 ppl"] == "71.0 ± 1.4 (n=2)"
     # differences 10, 10.1, 9.9: mean 10, sd 0.1, half-width 4.3027 * 0.1 / sqrt(3) = 0.2484;
     # t = 10 / (0.1 / sqrt(3)) = 173.2, p = 1 - t / sqrt(t^2 + 2) = 3.3e-5
     diff, half, p = paired_by_hand(BASE, PRUNED)
     assert (diff, half) == (pytest.approx(10.0), pytest.approx(0.248414, abs=1e-6))
     assert p == pytest.approx(3.3332e-5, rel=1e-3)
-    assert pruned["paired Δ best ppl"] == (
-        f"+{diff:.2f} [+{diff - half:.2f}, +{diff + half:.2f}] (n=3, p<0.001) *")
+    assert pruned["paired Δ best ppl"] == f"{interval_cell(diff, half)} (n=3, p<0.001) *"
     assert pruned["paired Δ best ppl"] == "+10.00 [+9.75, +10.25] (n=3, p<0.001) *"
 
 
@@ -180,28 +190,26 @@ def test_unequal_and_unfinished_seeds_pair_only_shared_finished_seeds(seeded):
     unequal = t["gpt2_adamw_magnitude_90"]
     # seeds 1, 2, 4 finished (150, 160, 155: mean 155, sd 5); seed 3's 500 is not averaged
     assert (unequal["seeds"], unequal["n"]) == ("1 2 3 4", "3, 1 unfinished")
-    assert unequal["best ppl"] == spread_cell(list(UNEQUAL.values()), ".2f") == "155.00 ± 5.00"
+    assert unequal["best ppl"] == spread_cell(list(UNEQUAL.values())) == "155.0 ± 5.0"
     # shared finished seeds with the baseline: 1 and 2; differences 50, 56: mean 53,
     # sd sqrt(18) = 4.243, half-width 12.706 * 4.243 / sqrt(2) = 38.12;
     # t = 53 / 3 = 17.67 with 1 dof: p = 1 - 2 atan(17.67) / pi = 0.036
     diff, half, p = paired_by_hand(BASE, {1: 150.0, 2: 160.0})
     assert (diff, half) == (pytest.approx(53.0), pytest.approx(38.1186, abs=1e-4))
     assert f"{p:.2g}" == "0.036"
-    assert unequal["paired Δ best ppl"] == (
-        f"+{diff:.2f} [+{diff - half:.2f}, +{diff + half:.2f}] (n=2, p={p:.2g}) *")
-    assert unequal["paired Δ best ppl"] == "+53.00 [+14.88, +91.12] (n=2, p=0.036) *"
+    assert unequal["paired Δ best ppl"] == f"{interval_cell(diff, half)} (n=2, p={p:.2g}) *"
+    assert unequal["paired Δ best ppl"] == "+53 [+15, +91] (n=2, p=0.036) *"  # half-width 38
 
     failed = t["gpt2_adamwspam_none"]
     # seed 3 failed (its best 50 before failing is not averaged): 99, 102.5
     assert (failed["seeds"], failed["n"]) == ("1 2 3", "2, 1 failed")
-    assert failed["best ppl"] == spread_cell(list(FAILED.values()), ".2f") == "100.75 ± 2.47"
+    assert failed["best ppl"] == spread_cell(list(FAILED.values())) == "100.8 ± 2.5"
     # differences -1, -1.5: mean -1.25, sd 0.3536, half-width 12.706 * 0.25 = 3.177;
     # t = -1.25 / 0.25 = -5: p = 1 - 2 atan(5) / pi = 0.126; the interval holds zero: no *
     diff, half, p = paired_by_hand(BASE, FAILED)
     assert p == pytest.approx(0.125666, abs=1e-6)
-    assert failed["paired Δ best ppl"] == (
-        f"{diff:.2f} [{diff - half:.2f}, +{diff + half:.2f}] (n=2, p={p:.2g})")
-    assert failed["paired Δ best ppl"] == "-1.25 [-4.43, +1.93] (n=2, p=0.13)"
+    assert failed["paired Δ best ppl"] == f"{interval_cell(diff, half)} (n=2, p={p:.2g})"
+    assert failed["paired Δ best ppl"] == "-1.2 [-4.4, +1.9] (n=2, p=0.13)"  # half-width 3.2
     assert failed["wikitext-2 ppl"] == "-"
 
 
@@ -261,12 +269,20 @@ def test_latex_seed_table_is_booktabs_with_escaped_cells(seeded):
     def escaped(cell: str) -> str:
         return cell.replace("_", r"\_").replace("±", r"$\pm$").replace("<", "$<$")
 
-    assert body == [" & ".join(escaped(r[h]) for h in HEADER) + r" \\" for r in md_rows]
-    assert body[0] == (r"gpt2\_adamw\_magnitude\_50 & 1 2 3 & 3 & 4.706 $\pm$ 0.028 & "
-                       r"110.67 $\pm$ 3.15 & 111.67 $\pm$ 3.15 & 1,000 $\pm$ 0 & 0.50 $\pm$ 0.00 & "
-                       r"71.00 $\pm$ 1.41 (n=2) & +10.00 [+9.75, +10.25] (n=3, p$<$0.001) * \\")
-    # The per-run table follows, as before.
-    assert tex.count(r"\toprule") == 2 and tex.count(r"\end{table}") == 2
+    # Rows named by configuration (lib/results/labels.py), not by run id.
+    names = {"gpt2_adamw_magnitude_50": r"AdamW magnitude 50 \%",
+             "gpt2_adamw_magnitude_90": r"AdamW magnitude 90 \%", "gpt2_adamw_none": "AdamW dense",
+             "gpt2_adamwspam_none": "AdamW-SPAM dense"}
+    assert body == [" & ".join([names[r["configuration"]]] + [escaped(r[h]) for h in HEADER[1:]])
+                    + r" \\" for r in md_rows]
+    assert body[0] == (r"AdamW magnitude 50 \% & 1 2 3 & 3 & 4.706 $\pm$ 0.028 & "
+                       r"110.7 $\pm$ 3.2 & 111.7 $\pm$ 3.2 & 1,000 $\pm$ 0 & 0.50 $\pm$ 0.00 & "
+                       r"71.0 $\pm$ 1.4 (n=2) & +10.00 [+9.75, +10.25] (n=3, p$<$0.001) * \\")
+    # A table* as wide as the text, shrunk to it when wider; the per-run tables follow.
+    assert tex[start - 2:start] == [r"\begin{adjustbox}{max width=\textwidth}", tex[start - 1]]
+    assert tex[start - 5] == r"\begin{table*}[t]"
+    assert tex.count(r"\toprule") == 3 and tex.count(r"\end{table*}") == 2
+    assert tex.count(r"\end{table}") == 1
 
 
 def test_report_shows_the_same_seed_table(seeded, tmp_path):
@@ -312,7 +328,7 @@ def test_named_baseline_may_be_a_configuration(seeded, tmp_path):
     t = by_config(table)
     assert t["gpt2_adamwspam_none"]["paired Δ best ppl"] == "baseline"
     # against the baseline seen from the other side: differences +1, +1.5
-    assert t["gpt2_adamw_none"]["paired Δ best ppl"] == "+1.25 [-1.93, +4.43] (n=2, p=0.13)"
+    assert t["gpt2_adamw_none"]["paired Δ best ppl"] == "+1.2 [-1.9, +4.4] (n=2, p=0.13)"
     assert "Baseline: gpt2_adamwspam_none_s1;" in md  # the per-run table: its first seed
 
 
@@ -352,7 +368,8 @@ def test_plots_draw_a_seed_band_and_error_bars(seeded, tmp_path, monkeypatch):
         return fill(self, x, low, high, **kw)
 
     def spy_errorbar(self, x, y, yerr=None, **kw):
-        bars.append((list(x), list(y), list(yerr)))
+        if yerr is not None:  # not the bar charts' horizontal error bars
+            bars.append((list(x), list(y), list(yerr)))
         return errorbar(self, x, y, yerr=yerr, **kw)
 
     monkeypatch.setattr(Axes, "fill_between", spy_fill)
@@ -373,7 +390,7 @@ def test_plots_draw_a_seed_band_and_error_bars(seeded, tmp_path, monkeypatch):
     for got, want in zip(bands, expected):
         assert got[0] == want[0]
         assert list(got[1:]) == [pytest.approx(w, rel=1e-12) for w in want[1:]]
-    means = [plots._seed_band(c)[1] for c in seeds.configurations(seeded.rows)]
+    means = [curves._seed_band(c)[1] for c in seeds.configurations(seeded.rows)]
     assert means[:3] == [pytest.approx([mean(v) + 1, mean(v)], rel=1e-12) for v in logs]
     assert means[3] == pytest.approx([(5.5 + math.log(102.5) + 1) / 2,
                                       (4.6 + math.log(102.5)) / 2], rel=1e-12)

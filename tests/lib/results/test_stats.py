@@ -6,9 +6,9 @@ import math
 import pytest
 from scipy import stats as st
 
-from lib.results.stats import (MARKER, WILCOXON_MIN_N, Paired, format_p, format_paired,
-                               format_spread, group_by_config, marker, paired, seed_values,
-                               spread)
+from lib.results.stats import (MARKER, WILCOXON_MIN_N, Paired, format_mean_sd, format_p,
+                               format_paired, format_spread, group_by_config, marker, paired,
+                               seed_values, spread, spread_decimals)
 
 T_975_2DOF = 4.302652729749464  # Student's t table: t_{0.975} with 2 degrees of freedom
 EXACT = 1e-12
@@ -204,3 +204,25 @@ def test_format_helpers_for_tables():
     # mean -(0.6 + 0.5 + 0.4 + 0.3 + 0.2 + 0.125) / 6 = -0.354; Wilcoxon 2 / 64 = 0.031
     assert format_paired(d, ".2f") == (
         f"-0.35 [-0.54, -0.16] (n=6, p=0.0049, Wilcoxon p=0.031) {MARKER}")
+
+
+def test_mean_is_given_to_the_spreads_two_significant_digits():
+    # sd 159.27: two significant digits are 160, the tens; the mean 13187.41 to the tens
+    assert spread_decimals(159.27) == -1
+    assert format_mean_sd(13187.41, 159.27) == "13190 ± 160"
+    assert format_mean_sd(100.6667, 3.055) == "100.7 ± 3.1"  # tenths
+    assert format_mean_sd(4.6118, 0.0301, ".3f") == "4.612 ± 0.030"  # thousandths, zero kept
+    # 0.0996 rounds to 0.10: the rounding made a digit, so hundredths, not thousandths
+    assert spread_decimals(0.0996) == 2 and format_mean_sd(2.30456, 0.0996) == "2.30 ± 0.10"
+    assert format_mean_sd(12345.6, 1234.0, ",.0f") == "12,300 ± 1,200"  # the column's commas
+    assert format_mean_sd(-0.001, 0.5) == "0.00 ± 0.50"  # no "-0.00"
+    # no spread to go by: the column's format
+    assert format_mean_sd(5.0, 0.0) == "5.00 ± 0.00"
+    assert format_mean_sd(5.0, None, ".1f") == "5.0"
+
+
+def test_paired_difference_to_the_intervals_digits():
+    d = Paired(3, 1882.88, 735.2, 0.0081, None, True, (1, 2, 3))
+    # half-width 735.2: two significant digits are the tens
+    assert format_paired(d, ".2f", from_interval=True) == "+1880 [+1150, +2620] (n=3, p=0.0081) *"
+    assert format_paired(d, ".2f") == "+1882.88 [+1147.68, +2618.08] (n=3, p=0.0081) *"

@@ -125,19 +125,30 @@ def test_kills_between_and_during_checkpoint_writes(tiny_run, tmp_path):
 
 def test_a_full_disk_is_a_clear_error_and_keeps_the_last_checkpoint(tiny_run, tmp_path):
     """The resumed run's next checkpoint is larger than the file size limit (EFBIG,
-    a real failed write): the run fails naming the file and the free bytes, and the
-    step-2 checkpoint it resumed from is intact."""
+    a real failed write): the run fails with one paragraph, in the terminal, output.log
+    and metrics.json alike, naming the file, the bytes it needs, which checkpoints are
+    intact and what to do; the step-2 checkpoint it resumed from is intact."""
     run_dir = new_run(tiny_run, tmp_path, "full")
     killed(run_dir, "after", run_dir / "metrics.json")
     size = (run_dir / "ckpt_latest.pt").stat().st_size
     out = train(run_dir, fsize=size // 2)
     assert out.returncode == 1, out.stdout + out.stderr
     error = json.loads((run_dir / "metrics.json").read_text())["error"]
-    assert re.fullmatch(
-        rf"DiskFullError: no space left on device at {re.escape(str(run_dir))}/ckpt_best\.pt "
-        rf"\(the file size limit, ulimit -f, was reached\), [\d,]+ bytes free \(the write "
-        rf"stopped after {size // 2:,} bytes\); older checkpoints are intact", error), error
-    assert "unexpected pos" not in error
+    match = re.fullmatch(
+        rf"DiskFullError: no space left on device for {re.escape(str(run_dir))}/ckpt_best\.pt "
+        rf"\(the file size limit, ulimit -f, was reached\): the checkpoint needs ([\d,]+) bytes "
+        rf"and the write stopped after {size // 2:,}\. Unchanged by the failed write: "
+        rf"ckpt_latest\.pt \(step 2\) is intact, ckpt_best\.pt \(step 2\) is intact\. Raise "
+        rf"the file size limit \(ulimit -f unlimited\); then `make continue "
+        rf"RUN={re.escape(str(run_dir.resolve()))}` resumes the run\.", error)
+    assert match, error
+    needed = int(match.group(1).replace(",", ""))
+    assert size < needed < 1.01 * size  # the step-2 checkpoint and 2 evaluations' records more
+    log = (run_dir / "output.log").read_text()
+    failed = [line for line in log.splitlines() if line.startswith("run failed")]
+    assert failed == [f"run failed: {error.removeprefix('DiskFullError: ')}"]
+    assert failed[0] == log.rstrip().splitlines()[-1]  # nothing after it: no traceback
+    assert "Traceback" not in log + out.stdout + out.stderr
     assert load_checkpoint(run_dir / "ckpt_latest.pt")["step"] == 2
     assert load_checkpoint(run_dir / "ckpt_best.pt")["step"] == 2
     assert temps(run_dir) == []
@@ -178,12 +189,16 @@ def test_no_space_left_on_a_real_small_filesystem(tmp_path):
                          env={**os.environ, "PYTHONPATH": str(root)})
     assert out.returncode == 0, out.stderr
     message, step = out.stdout.strip().splitlines()
-    match = re.fullmatch(rf"no space left on device at {re.escape(str(disk))}/ckpt_latest\.pt, "
-                         r"([\d,]+) bytes free \(the write stopped after ([\d,]+) bytes\); "
-                         r"older checkpoints are intact", message)
+    match = re.fullmatch(rf"no space left on device for {re.escape(str(disk))}/ckpt_latest\.pt: "
+                         r"the checkpoint needs ([\d,]+) bytes and the disk has ([\d,]+) free "
+                         r"with the partial file removed\. Unchanged by the failed write: "
+                         r"ckpt_latest\.pt \(step 1\) is intact\. Free at least ([\d,]+) "
+                         r"more bytes there\.", message)
     assert match, message
-    free, written = (int(g.replace(",", "")) for g in match.groups())
-    assert 800_000 < free < 1 << 20 and 800_000 < written <= free  # 1 MiB less the old 80 KB
+    needed, free, short = (int(g.replace(",", "")) for g in match.groups())
+    assert 2_000_000 < needed < 2_010_000  # 500,000 float32s and the pickle around them
+    assert 900_000 < free < 1 << 20  # 1 MiB less the old 80 KB, the partial file removed
+    assert short == needed - free
     assert step == "step 1"  # the older checkpoint is intact
 
 

@@ -1,0 +1,1 @@
+"""The original project's (mcgrof/knlp) GPT-2 configurations, loaded as the experiments they are there."""

@@ -1,0 +1,174 @@
+"""scripts/check_knlp.sh: every GPT-2 defconfig of a real knlp checkout, loaded
+here and resolved by knlp's own Kconfig tree, compared value by value.
+
+The knlp side reads knlp's Kconfig files with kconfiglib (not our table) and
+states each file's experiment in plain terms; our side loads the file with
+the strict loader and states the same from the RunConfig. A file is "loaded"
+when the two agree on every value below, "refused" with the loader's reason,
+or "mismatch" with the values that differ.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import kconfiglib
+
+from lib.config.kconfig import ConfigError, load_checked
+from lib.config.knlp.source import commit_of, gpt2_defconfigs, in_dir, open_knlp, render_table
+from lib.config.run_config import RunConfig, rules_beside, typed_values
+from lib.paths import ROOT
+from lib.run.atomic import write_text_atomic
+
+SIZES = ("124M", "350M", "774M", "1558M")
+
+
+def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
+    """What knlp's tree resolves for the loaded file, in plain terms."""
+    def v(name):
+        sym = k.syms.get(name)
+        return sym.str_value if sym is not None and sym.config_string else None
+
+    def on(name):
+        return name in k.syms and k.syms[name].tri_value == 2
+
+    auto, opt = on("HYPER_PARAM_AUTO"), v("OPTIMIZER")
+    cuda = v("DEVICE") == "cuda"
+    decay = on("GPT2_DECAY_LR")
+    exp = {"model": v("MODEL"),
+           "size": next((s.lower() for s in SIZES if on(f"GPT2_MODEL_{s}")), None),
+           "dataset": v("GPT2_DATASET_NAME"), "block": int(v("GPT2_BLOCK_SIZE")),
+           "batch": "auto" if auto else int(v("BATCH_SIZE")),
+           "accumulation": "auto" if auto else int(v("GPT2_GRADIENT_ACCUMULATION")),
+           "effective batch": 256 if auto else None,  # lib/hyperparams.py, one GPU
+           "lr": float(v("LEARNING_RATE")), "schedule": "cosine" if decay else "constant",
+           "min lr": float(v("GPT2_MIN_LR")) if decay else None,
+           "warmup": int(v("GPT2_WARMUP_STEPS")), "max iters": int(v("GPT2_MAX_ITERS")),
+           "max time": int(v("GPT2_MAX_TIME")), "optimizer": opt,
+           "pruning": v("PRUNING_METHOD"), "device": v("DEVICE"),
+           "compile": (on("COMPILE_MODEL") if on("COMPILE_MANUAL") else
+                       auto and cuda and on("COMPILE_AUTO")),
+           "precision": ({"bfloat16": "bf16", "float16": "fp16"}.get(v("GPT2_AMP_DTYPE"))
+                         if on("MIXED_PRECISION") else "fp32"),
+           "tf32": on("GPT2_TF32_ALLOWED"), "eval interval": int(v("GPT2_EVAL_INTERVAL")),
+           "eval iters": int(v("GPT2_EVAL_SAMPLES")), "dropout": float(v("GPT2_DROPOUT")),
+           "bias": on("GPT2_BIAS"), "tied head": on("GPT2_WEIGHT_TYING")}
+    exp |= knlp_optimizer(opt)
+    if opt == "adamwspam":
+        exp |= {"spam theta": float(v("SPAM_THETA")), "spam clip": on("SPAM_ENABLE_CLIP"),
+                "spam reset": on("SPAM_PERIODIC_RESET"),
+                "spam interval": int(v("SPAM_INTERVAL") or 0),
+                "spam warmup": int(v("SPAM_WARMUP_STEPS") or 0)}
+    gated = on("GPT2_KNLP")
+    exp["attention"] = ("ra_mla" if on("ENABLE_RA_MLA") else "rgsa" if on("ENABLE_RGSA") else
+                        "mla" if on("ENABLE_MLA") else
+                        {(False, False): "vanilla", (True, False): "sdpa_gate",
+                         (False, True): "ra_gated", (True, True): "sdpa_gate_ra_gated"}[
+                            (gated and on("GPT2_KNLP_SDPA_GATE"), gated and on("GPT2_KNLP_RA"))])
+    if gated and on("GPT2_KNLP_RA"):
+        exp |= {"ra layers": int(v("GPT2_KNLP_RA_LAYERS")), "ra heads": int(v("GPT2_KNLP_RA_HEADS"))}
+    return exp
+
+
+def knlp_optimizer(opt: str | None) -> dict[str, Any]:
+    """The optimizer settings knlp's GPT-2 runs use: fixed in its code, not read from
+    its Kconfig (lib/optimizers.py create_optimizer at 041ec5f2; gpt2/train.py passes no
+    ADAMW_*, ADV_* or ADAMWPRUNE_* value and its --weight-decay defaults to 0.1)."""
+    if opt not in ("adamw", "adamwspam", "adamwprune"):
+        return {}
+    exp: dict[str, Any] = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8,
+                           "weight decay": 0.0 if opt == "adamwprune" else 0.1,
+                           "amsgrad": opt == "adamwspam", "spike reset": opt == "adamwspam"}
+    if opt == "adamwspam":
+        exp["spike threshold"] = 2.0
+    if opt == "adamwprune":
+        exp["base"] = "adamw"
+    return exp
+
+
+def our_experiment(run: RunConfig) -> dict[str, Any]:
+    """The same values as this project will run them."""
+    auto = run.HYPER_PARAM == "auto"
+    dtype = {"bf16": "bf16", "fp16": "fp16", "auto": "auto"}.get(run.MIXED_PRECISION_DTYPE or "")
+    exp = {"model": run.MODEL, "size": run.GPT2_MODEL, "dataset": run.GPT2_DATASET,
+           "block": run.GPT2_BLOCK_SIZE, "batch": "auto" if auto else run.BATCH_SIZE,
+           "accumulation": "auto" if auto else run.GPT2_GRADIENT_ACCUMULATION,
+           "effective batch": run.TARGET_EFFECTIVE_BATCH, "lr": run.LEARNING_RATE,
+           "schedule": run.LR_SCHEDULE,
+           "min lr": run.GPT2_MIN_LR if run.LR_SCHEDULE == "cosine" else None,
+           "warmup": run.GPT2_WARMUP_STEPS, "max iters": run.GPT2_MAX_ITERS,
+           "max time": run.TRAIN_MAX_TIME, "optimizer": run.OPTIMIZER,
+           "pruning": run.PRUNING_METHOD if run.PRUNING_MODE != "none" else "none",
+           "device": run.DEVICE, "compile": run.COMPILE_MODEL,
+           "precision": dtype if run.MIXED_PRECISION else "fp32", "tf32": run.TF32,
+           "eval interval": run.GPT2_EVAL_INTERVAL, "eval iters": run.TRAIN_EVAL_ITERS,
+           "dropout": run.GPT2_DROPOUT, "bias": run.GPT2_BIAS, "tied head": run.GPT2_TIE_HEAD,
+           "attention": run.GPT2_ATTENTION}
+    if run.OPTIMIZER in ("adamw", "adamwspam", "adamwprune"):
+        exp |= {"beta1": run.ADAM_BETA1, "beta2": run.ADAM_BETA2, "epsilon": run.ADAM_EPSILON,
+                "weight decay": run.WEIGHT_DECAY, "amsgrad": bool(run.ADAM_AMSGRAD),
+                "spike reset": bool(run.SPAM_SPIKE_RESET), "base": run.ADAMWPRUNE_BASE,
+                "spike threshold": run.SPAM_SPIKE_THRESHOLD}
+    if run.OPTIM_USES_SPAM:
+        exp |= {"spam theta": run.SPAM_THETA, "spam clip": run.SPAM_ENABLE_CLIP,
+                "spam reset": run.SPAM_ENABLE_RESET, "spam interval": run.SPAM_INTERVAL or 0,
+                "spam warmup": run.SPAM_WARMUP_STEPS or 0}
+    if run.GPT2_ATTENTION in ("ra_gated", "sdpa_gate_ra_gated"):
+        exp |= {"ra layers": run.GPT2_RA_GATED_LAYERS, "ra heads": run.GPT2_RA_GATED_HEADS}
+    return exp
+
+
+def check_file(root: Path, path: Path) -> tuple[str, str]:
+    """(status, detail) for one knlp defconfig."""
+    try:
+        kconf, problems = load_checked(path, knlp=True)
+        problems += rules_beside(kconf, problems)
+    except ConfigError as err:
+        problems = err.problems
+    if problems:
+        missing = [m.group(1) for p in problems if (m := re.search(r"uses (.*), which this "
+                                                                     r"project does not have", p))]
+        return "refused", "; ".join(missing) if missing else " | ".join(problems)
+    ours = our_experiment(RunConfig.from_values(typed_values(kconf)))
+    knlp_tree = open_knlp(root)
+    with in_dir(root):
+        knlp_tree.load_config(str(path))
+    theirs = knlp_experiment(knlp_tree)
+    if ours.get("precision") == "auto" and theirs["precision"] in ("bf16", "fp16"):
+        ours["precision"] = None  # our AUTO picks per device: not the value asked
+    diff = [f"{key}: knlp {theirs[key]!r}, here {ours.get(key)!r}" for key in theirs
+            if theirs[key] is not None and ours.get(key) != theirs[key]]
+    return ("mismatch", "; ".join(diff)) if diff else ("loaded", "")
+
+
+def report(root: Path) -> str:
+    """The table for every GPT-2 defconfig of the checkout, then the counts."""
+    rows = [(p.name, *check_file(root, p)) for p in gpt2_defconfigs(root)]
+    width = max(len(name) for name, _, _ in rows)
+    lines = [f"{name:<{width}}  {status:<8}  {detail}" for name, status, detail in rows]
+    counts = Counter(status for _, status, _ in rows)
+    features = Counter(f for _, status, detail in rows if status == "refused"
+                       for f in detail.split("; "))
+    lines += ["", f"knlp {commit_of(root)[:8]}: {len(rows)} GPT-2 defconfigs: "
+              + ", ".join(f"{counts[s]} {s}" for s in ("loaded", "refused", "mismatch")),
+              "refused for (files): " + "; ".join(f"{f} ({n})" for f, n in features.most_common())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("knlp", type=Path, help="a knlp checkout (git clone of mcgrof/knlp)")
+    parser.add_argument("--table", action="store_true",
+                        help="regenerate lib/config/knlp/table.py from this checkout instead")
+    opts = parser.parse_args(argv)
+    root = opts.knlp.resolve()
+    if not (root / "Kconfig").is_file():
+        raise ConfigError([f"{root}: no Kconfig at its root; give a knlp checkout"])
+    if opts.table:
+        write_text_atomic(ROOT / "lib/config/knlp/table.py", render_table(root))
+        print("wrote lib/config/knlp/table.py")
+        return
+    print(report(root))

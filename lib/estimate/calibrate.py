@@ -1,0 +1,176 @@
+"""Whole-run time estimates, calibrated on this machine's completed runs.
+
+The FLOP model (timing.py) gives a run's steps and evaluations at an assumed
+rate. A run's process costs more: Python and torch start-up, the data and the
+model, compilation, evaluations, checkpoints and metrics.json. Both are
+measured by the runs already under the results root, when some have the same
+shape as the planned one (family and model dimensions, vocabulary, tokens per
+step, device by name, precision, processes, compile on or off):
+
+* the step: their steady ms/iter (metrics.json, each segment's warm-up steps
+  left out), median;
+* an evaluation: the FLOP model's, scaled by the same measured/assumed ratio;
+* the fixed cost: what a matrix measured for each run's whole process
+  (matrix.json "seconds", else its "started"/"ended" stamps) less its steps
+  and evaluations at that rate, median.
+
+Without such runs, the FLOP model plus an assumed start-up (STARTUP_S). The
+optimizer, pruning and seed are not part of the shape: they change a step by
+far less than the machine's load does. A run on a loaded machine calibrates
+the next estimate to that load.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from lib.run.atomic import read_json_object
+from lib.plural import counted
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+
+# Assumed fixed cost of one run's process where nothing measured it: imports,
+# data, model, first steps, checkpoints. CPU: 8-12 s measured for the tiny
+# GPT-2 defconfigs on an idle 2-core machine; CUDA adds context creation.
+STARTUP_S = {"cpu": 10.0, "cuda": 20.0}
+NEWEST = 12  # completed runs of a shape that count: the latest ones
+UNCALIBRATED = "from the FLOP rate, uncalibrated"
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one completed run took."""
+    shape: str
+    step_s: float            # steady seconds per step
+    steps: int
+    evaluations: int
+    process_s: float | None  # the whole process, where a matrix timed it
+    when: float
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    seconds: float
+    basis: str          # UNCALIBRATED, or "calibrated from N runs of this shape ..."
+    calibrated: int     # how many completed runs it rests on
+
+
+def shape(model: str, model_config: dict[str, Any], tokens_per_iter: int, device: str,
+          dtype: str, world: int, compiled: bool) -> str:
+    """The key two runs of the same speed share."""
+    config = json.loads(json.dumps(model_config, default=str))  # tuples as JSON lists
+    return json.dumps([model, config, tokens_per_iter, device, dtype, world, compiled],
+                      sort_keys=True)
+
+
+def planned_shape(run: RunConfig, info: Any = None) -> str | None:
+    """The shape of a run not trained yet (None where the device cannot run it)."""
+    from lib.estimate.memory import configured_device, default_vocab, model_counts, world_size
+    from lib.hardware.precision import choose_dtype
+
+    info = info or configured_device(run)
+    try:
+        dtype, _ = choose_dtype(run, info.kind, info.bf16)
+    except RuntimeError:
+        return None
+    cfg, _ = model_counts(run, default_vocab(run))
+    world = world_size(run)
+    return shape(run.MODEL, asdict(cfg), run.derived(world)["tokens_per_iter"], info.name,
+                 dtype, world, bool(run.COMPILE_MODEL))
+
+
+def _compiled(folder: Path) -> bool:
+    try:
+        return "CONFIG_COMPILE_MODEL=y" in (folder / "config.txt").read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def measured(folder: Path, process_s: float | None = None) -> Measured | None:
+    """A completed run folder's record, None for anything else."""
+    m = read_json_object(folder / "metrics.json")
+    try:
+        step_s = float(m["ms_per_iter"]) / 1000
+        key = shape(m["model"], m["model_config"], int(m["tokens_per_iter"]), m["device_name"],
+                    m["dtype"], int(m.get("world_size") or 1), _compiled(folder))
+        steps, evaluations = int(m["iterations"]), len(m["val_loss"]["iters"])
+        when = (folder / "metrics.json").stat().st_mtime
+    except (KeyError, TypeError, ValueError, OSError):
+        return None
+    if m.get("status") != "completed" or not step_s > 0 or steps <= 0:
+        return None
+    return Measured(key, step_s, steps, evaluations, process_s, when)
+
+
+def parse_stamp(text: Any) -> float | None:
+    try:
+        return time.mktime(time.strptime(str(text), "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def process_seconds(entry: dict[str, Any]) -> float | None:
+    """A matrix run's process time: "seconds", else ended - started (1 s stamps);
+    None for a run that was resumed (its stamps cover the last attempt only)."""
+    if entry.get("attempts") != 1 or entry.get("reused_from"):
+        return None
+    if isinstance(entry.get("seconds"), (int, float)):
+        return float(entry["seconds"])
+    start, end = parse_stamp(entry.get("started")), parse_stamp(entry.get("ended"))
+    return end - start if start is not None and end is not None and end >= start else None
+
+
+def _folders(results: Path) -> Iterator[tuple[Path, float | None]]:
+    """Run folders under results (single runs and matrix runs) with their process time."""
+    try:
+        tops = [p for p in results.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return
+    for top in tops:
+        matrix = read_json_object(top / "matrix.json")
+        if isinstance(matrix.get("runs"), dict):
+            for run_id, entry in matrix["runs"].items():
+                folder = top / run_id
+                if isinstance(entry, dict) and folder.is_dir() and not folder.is_symlink():
+                    yield folder, process_seconds(entry)
+        elif (top / "metrics.json").is_file():
+            yield top, None
+
+
+def completed_runs(results: Path) -> list[Measured]:
+    """Every completed run under results, measured."""
+    return [m for folder, seconds in _folders(Path(results))
+            if (m := measured(folder, seconds)) is not None]
+
+
+def estimate_run(run: RunConfig, completed: list[Measured], info: Any = None
+                 ) -> RunEstimate | None:
+    """Seconds for `run`'s whole process, and what they rest on; None where the
+    FLOP model knows no rate for the device."""
+    from lib.estimate.memory import configured_device
+    from lib.estimate.timing import breakdown
+
+    info = info or configured_device(run)
+    parts = breakdown(run, info)
+    if parts is None:
+        return None
+    key = planned_shape(run, info)
+    same = sorted((m for m in completed if m.shape == key), key=lambda m: -m.when)[:NEWEST]
+    startup = STARTUP_S.get(info.kind, STARTUP_S["cuda"]) + parts.compile_s
+    if not same:
+        return RunEstimate(startup + parts.total - parts.compile_s, UNCALIBRATED, 0)
+    step_s = statistics.median(m.step_s for m in same)
+    eval_s = parts.eval_s * step_s / parts.step_s if parts.step_s else 0.0
+    fixed = [m.process_s - m.steps * m.step_s - m.evaluations * eval_s
+             for m in same if m.process_s is not None]
+    fixed_s = max(0.0, statistics.median(fixed)) if fixed else startup
+    seconds = fixed_s + parts.steps * step_s + parts.evaluations * eval_s
+    runs = counted(len(same), "run")
+    basis = (f"calibrated from {runs} of this shape on this machine" if fixed else
+             f"step time from {runs} of this shape on this machine, start-up assumed")
+    return RunEstimate(seconds, basis, len(same))
