@@ -55,7 +55,7 @@ Q := $(if $(filter 1,$(if $(filter V,$(GIVEN)),$(V))),,@)
 
 ##: kconfig-llm targets (overrides: MAX_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n
 ##:   DEVICE=auto|cuda|cpu|mps LR= SEED= SEEDS= RUN_NAME= SET="SYMBOL=value ..." DRY_RUN=1 YES=1
-##:   TRACKER=tensorboard,wandb|none REUSE=n; V=1 shows the commands make runs)
+##:   TRACKER=tensorboard,wandb,trackio|none REUSE=n; V=1 shows the commands make runs)
 
 .DEFAULT_GOAL := all
 # `make sample` and `make bench` options (not configuration).
@@ -281,20 +281,37 @@ schema: | $(STAMP)
 	$(Q)$(PY) scripts/kconfig.py schema
 
 ## type-check lib/, gpt2/, hamt/, scripts/ (mypy), then run the test suite
+# The slow end-to-end tests run in `make test-slow`, a CI step of their own.
 .PHONY: test
 test: | $(STAMP)
 	$(PY) -m mypy
-	$(PY) -m pytest -q -m "not engine" tests
+	$(PY) -m pytest -q -m "not engine and not slow" tests
+
+## the slow tests: torch.compile, runs stopped and resumed, end-to-end make runs
+.PHONY: test-slow
+test-slow: | $(STAMP)
+	$(PY) -m pytest -q -m "slow and not engine" tests
 
 ## the tests that drive real engines: a one-node Slurm cluster, headless Chromium
 .PHONY: test-engines
 test-engines: | $(STAMP)
 	$(PY) -m pytest -q -m engine tests
 
+# NO_MKDOCS_2_WARNING: mkdocs-material prints a banner about MkDocs 2.0 on every build.
+## build the documentation site from docs/ into site/ (strict: a broken link fails)
+.PHONY: docs
+docs: | $(STAMP)
+	$(Q)NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
+## serve the documentation site on http://127.0.0.1:8000, rebuilt on every edit
+.PHONY: docs-serve
+docs-serve: | $(STAMP)
+	$(Q)NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve --strict
+
 ## remove caches and generated scratch files; keeps results/ and data/
 .PHONY: clean
 clean:
-	rm -rf .pytest_cache defconfig .config.old
+	rm -rf .pytest_cache defconfig .config.old site
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 ## clean, and remove .config, config.py and .venv

@@ -10,7 +10,8 @@ from lib.model.registry import ModelFamily, config_from_symbols
 from lib.config.run_config import value_or
 from gpt2.activations import activations
 from gpt2.config import GPT2Config
-from gpt2.pretrained import PretrainedGPT2Config, load_weights, pretrained_config
+from gpt2.pretrained import PretrainedGPT2Config, pretrained_config
+from gpt2.variants import VARIANTS, variant as attention_variant
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -26,12 +27,6 @@ SYMBOLS = {f.name: "GPT2_" + f.name.upper() for f in fields(GPT2Config) if f.nam
     "ra_window": "RA_MLA_RA_WINDOW",
     "ra_alpha_learned": "RA_MLA_RA_ALPHA_LEARNED",
 }
-# Attention choice -> run-id tag (the field writes RA+MLA as "ramla"; no
-# underscores, so a tag stays one word of the id). The two RA forms get
-# different tags so one results table never mixes them.
-VARIANT_TAGS = {"vanilla": "vanilla", "sdpa_gate": "sdpagate", "mla": "mla",
-                "ra_logit": "ralogit", "ra_mla": "ramla", "ra_gated": "ragated",
-                "sdpa_gate_ra_gated": "sdpagateragated"}
 
 
 def from_run_config(run: RunConfig, vocab_size: int) -> GPT2Config:
@@ -50,6 +45,7 @@ def from_run_config(run: RunConfig, vocab_size: int) -> GPT2Config:
 
 
 def build(config: GPT2Config):
+    from gpt2.hf import load_weights
     from gpt2.model import GPT2  # torch import deferred: config checks stay fast
     model = GPT2(config)
     # On the meta device (estimates, resolved settings) there is nothing to load into.
@@ -68,34 +64,21 @@ def variant(run: RunConfig) -> str:
     assert run.GPT2_ATTENTION is not None, "GPT2_ATTENTION_MULTIPLE is a matrix, not a run"
     if run.GPT2_INIT_FROM == "hf":  # vanilla GPT-2 from pretrained weights: never mixed with scratch
         return "hf"
-    return VARIANT_TAGS[run.GPT2_ATTENTION]
-
-
-# Attention variants a test matrix can enable -> GPT2_ATTENTION value.
-MATRIX_ATTENTION = {"GPT2_ATTENTION_ENABLE_VANILLA": "vanilla",
-                    "GPT2_ATTENTION_ENABLE_SDPA_GATE": "sdpa_gate",
-                    "GPT2_ATTENTION_ENABLE_MLA": "mla",
-                    "GPT2_ATTENTION_ENABLE_RA_LOGIT": "ra_logit",
-                    "GPT2_ATTENTION_ENABLE_RA_MLA": "ra_mla",
-                    "GPT2_ATTENTION_ENABLE_RA_GATED": "ra_gated",
-                    "GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED": "sdpa_gate_ra_gated"}
+    return attention_variant(run.GPT2_ATTENTION).tag
 
 
 def matrix_variants(run: RunConfig) -> list[list[tuple[str, str]]]:
     """One override list per attention variant the matrix enables."""
     if not run.GPT2_ATTENTION_MULTIPLE:
         return [[]]
-    return [[("GPT2_ATTENTION_MULTIPLE", "n"), ("GPT2_ATTENTION", value)]
-            for sym, value in MATRIX_ATTENTION.items() if run.values.get(sym)]
-
-
-# The attention variants `make bench-seqlen` compares, in its order.
-BENCH_ATTENTION = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_gated", "ra_mla")
+    return [[("GPT2_ATTENTION_MULTIPLE", "n"), ("GPT2_ATTENTION", v.name)]
+            for v in VARIANTS if run.values.get(v.matrix_symbol)]
 
 
 def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
-    """Every attention variant at the given width and depth, with room for max_len;
-    the variants' own options as configured where set, else small defaults."""
+    """Every attention variant the benchmark compares (gpt2/variants.py) at the
+    given width and depth, with room for max_len; the variants' own options as
+    configured where set, else small defaults."""
     from gpt2.model import GPT2
 
     latent = value_or(run.RA_MLA_LATENT_DIM, max(16, shape["n_embd"] // 4))
@@ -103,12 +86,12 @@ def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]
     layers, heads = shape["n_layer"], shape["n_head"]
     gated_layers = min(value_or(run.GPT2_RA_GATED_LAYERS, 3), layers)
     gated_heads = min(value_or(run.GPT2_RA_GATED_HEADS, 1), heads)
-    return {name: GPT2(GPT2Config(vocab_size=vocab, block_size=max_len, n_layer=layers,
-                                  n_head=heads, n_embd=shape["n_embd"], attention=name,
-                                  latent_dim=latent,
-                                  ra_alpha=alpha if name.startswith("ra") else 0.0,
-                                  ra_gated_layers=gated_layers, ra_gated_heads=gated_heads))
-            for name in BENCH_ATTENTION}
+    return {v.name: GPT2(GPT2Config(vocab_size=vocab, block_size=max_len, n_layer=layers,
+                                    n_head=heads, n_embd=shape["n_embd"], attention=v.name,
+                                    latent_dim=latent,
+                                    ra_alpha=alpha if v.reciprocal else 0.0,
+                                    ra_gated_layers=gated_layers, ra_gated_heads=gated_heads))
+            for v in VARIANTS if v.bench}
 
 
 FAMILY = ModelFamily(name="gpt2", label="GPT-2", config_cls=GPT2Config,

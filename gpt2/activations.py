@@ -1,4 +1,4 @@
-"""GPT-2's activation formula for the memory estimate (lib/estimate/activations.py
+"""GPT-2's activation formula for the memory estimate (lib/model/activations.py
 describes the method).
 
 The architecture options, per block, as measured with saved_tensors_hooks
@@ -22,18 +22,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from lib.estimate.activations import R, Activations, Shape, attention_core, fused_possible
+from lib.model.activations import R, Activations, Shape, attention_core, fused_possible
 
-from gpt2.config import GATED_RA_ATTENTIONS, OUTPUT_GATED_ATTENTIONS, swiglu_hidden
+from gpt2.config import swiglu_hidden
+from gpt2.variants import variant
 
 
 def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
     """Saved bytes of one attention layer (from its input LayerNorm's output)."""
     n, c, a, d, h = s.tokens, cfg.n_embd, s.act, cfg.head_dim, cfg.n_head
-    reciprocal = cfg.attention in ("ra_logit", "ra_mla") and (cfg.ra_alpha > 0
-                                                              or cfg.ra_alpha_learned)
+    kind = variant(cfg.attention)  # its traits decide what it keeps
+    reciprocal = kind.reciprocal and (cfg.ra_alpha > 0 or cfg.ra_alpha_learned)
     parts: dict[str, int] = {}
-    if cfg.attention in ("mla", "ra_mla"):
+    if kind.latent:
         rope = cfg.rope_dim
         readers = 2 + (1 if rope else 0)  # kv_down, q_proj or q_down, k_rope
         parts["ln_1_out"] = (readers if a < 4 else 1) * a * n * c
@@ -68,8 +69,8 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
         parts.update(inputs)
     parts.update(learned_k)
     parts.update(attention_core(cfg, s, q_width, d, fused))
-    gated_ra = cfg.attention in GATED_RA_ATTENTIONS
-    if cfg.attention in OUTPUT_GATED_ATTENTIONS:
+    gated_ra = kind.gated_ra
+    if kind.output_gate:
         # The gate's sigmoid output and the gated heads' output (c_proj's
         # input); under autocast the gate Linear keeps its own copy of ln_1's.
         parts["output_gate"] = (2 + (1 if a < 4 else 0)) * a * n * c
@@ -81,9 +82,9 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
             parts["output_gate"] -= a * n * c * cfg.ra_gated_layers // cfg.n_layer
     if gated_ra:
         parts["ra_gated_branch"] = _gated_branch(cfg, s, fused) * cfg.ra_gated_layers // cfg.n_layer
-    if cfg.kv_dim != c and cfg.attention == "ra_logit" and reciprocal:
+    if cfg.kv_dim != c and reciprocal and not kind.latent:
         parts["gqa_repeated_v"] = a * n * c  # SDPA reads the values repeated per query head
-    if cfg.qk_norm and cfg.attention in ("mla", "ra_mla"):
+    if cfg.qk_norm and kind.latent:
         # the content q and k (n_embd wide each): the norm's input (no longer only
         # consumed by the cat with the rotary part), x * rstd, the fp32 input copy, rstd
         parts["qk_norm"] = 2 * (a + 4 + (4 if a < 4 else 0)) * n * c + 2 * 4 * n * h

@@ -16,6 +16,7 @@ keys enter the cache, so a cached key is already rotated at its position.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
@@ -156,3 +157,37 @@ def merge_heads(y: Tensor) -> Tensor:
     """[B, H, T, D] -> [B, T, H * D]."""
     batch, heads, seq, width = y.shape
     return y.transpose(1, 2).contiguous().view(batch, seq, heads * width)
+
+
+@dataclass(frozen=True)
+class AttentionLayers:
+    """How the model builds one attention variant (its record in gpt2/variants.py
+    names this), layer by layer: each callable takes the config and the layer
+    index, since the gated RA form differs between layers. The layer, its empty
+    generation cache, the elements that cache holds per token, and for
+    flops_per_token the sum over the layer's heads of w_qk + w_v, the widths of
+    a query-key and a weight-value product."""
+
+    layer: Callable[[GPT2Config, int], nn.Module]
+    new_cache: Callable[[GPT2Config, int], Any]
+    cache_width: Callable[[GPT2Config, int], int]
+    pair_width: Callable[[GPT2Config, int], int]
+
+
+def same_every_layer(layer: Callable[[GPT2Config], nn.Module],
+                     new_cache: Callable[[GPT2Config], Any],
+                     cache_width: Callable[[GPT2Config], int],
+                     score_width: Callable[[GPT2Config], int]) -> AttentionLayers:
+    """A variant whose layers are all alike, from per-head score widths."""
+    return AttentionLayers(lambda c, i: layer(c), lambda c, i: new_cache(c),
+                           lambda c, i: cache_width(c),
+                           lambda c, i: c.n_head * (score_width(c) + c.head_dim))
+
+
+def kv_cache_width(config: GPT2Config) -> int:
+    """Keys and values of every KV head: 2 * kv_dim per token."""
+    return 2 * config.kv_dim
+
+
+VANILLA = same_every_layer(CausalSelfAttention, lambda c: KVCache(), kv_cache_width,
+                           lambda c: c.head_dim)

@@ -11,26 +11,20 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from gpt2.presets import PRESETS
+from gpt2.variants import ALIASES, names, variant
 
 _POSITIVE_INT_FIELDS = ("vocab_size", "block_size", "n_layer", "n_head", "n_embd")
-ATTENTIONS = ("vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated",
-              "sdpa_gate_ra_gated")
-LATENT_ATTENTIONS = ("mla", "ra_mla")  # keys and values from a latent: no KV heads to group
-# The original project's two independent switches (knlp GPT2_KNLP_SDPA_GATE,
-# GPT2_KNLP_RA): the variants with its output gate, and with its gated RA.
-OUTPUT_GATED_ATTENTIONS = ("sdpa_gate", "sdpa_gate_ra_gated")
-GATED_RA_ATTENTIONS = ("ra_gated", "sdpa_gate_ra_gated")
+ATTENTIONS = names()  # the records of gpt2/variants.py
 POSITIONS = ("learned", "rope")
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("gelu", "swiglu")
+GELUS = ("tanh", "exact")  # the GELU MLP's activation (gpt2/mlp.py)
 SWIGLU_MULTIPLE = 64  # SwiGLU hidden widths are rounded up to this (gpt2/mlp.py)
 
 
 def swiglu_hidden(n_embd: int) -> int:
     """SwiGLU's hidden width: 2/3 * 4 * n_embd rounded up to a multiple of 64."""
     return -(-8 * n_embd // (3 * SWIGLU_MULTIPLE)) * SWIGLU_MULTIPLE
-# Names earlier versions wrote into configs and checkpoints -> today's name.
-LEGACY_ATTENTIONS = {"ra": "ra_logit"}
 
 
 @dataclass(kw_only=True)
@@ -48,12 +42,9 @@ class GPT2Config:
     n_embd: int = 768
     dropout: float = 0.0
     bias: bool = True
-    # Attention variant: "vanilla" (GPT-2), "sdpa_gate" (vanilla with a
-    # sigmoid output gate, Qwen-style), "mla" (multi-head latent attention,
-    # DeepSeek-V2), "ra_logit" and "ra_mla" (the logit form of reciprocal
-    # attention over the vanilla or MLA projections, gpt2/ra.py),
-    # "ra_gated" (the gated reverse-SDPA form, gpt2/ra_gated.py) or
-    # "sdpa_gate_ra_gated" (both gates, as the original with both on).
+    # Attention variant: a record of gpt2/variants.py ("vanilla" is GPT-2's;
+    # the others gate its output, rebuild keys and values from a latent, or
+    # add a reciprocal term in the logit or the gated form).
     attention: str = "vanilla"
     # MLA latent width d_c: the only per-token tensor MLA caches (with the
     # RoPE key). Also the width of the query latent when q_latent is set.
@@ -97,6 +88,10 @@ class GPT2Config:
     norm_eps: float = 1e-5
     # Feed-forward layer: "gelu" (GPT-2's 4x MLP) or "swiglu" (gpt2/mlp.py).
     mlp: str = "gelu"
+    # The GELU MLP's activation: "tanh", the approximation OpenAI's GPT-2 was
+    # trained with (its weights expect it), or "exact", the erf form that
+    # nanoGPT and the original project (knlp) use; at most 4.7e-4 apart.
+    gelu: str = "tanh"
     # Grouped-query attention: key/value heads, each shared by
     # n_head / n_kv_head query heads; 0 (or n_head) is multi-head attention.
     n_kv_head: int = 0
@@ -119,7 +114,7 @@ class GPT2Config:
         self._check_architecture()
 
     def _check_attention(self) -> None:
-        self.attention = LEGACY_ATTENTIONS.get(self.attention, self.attention)
+        self.attention = ALIASES.get(self.attention, self.attention)
         if self.attention not in ATTENTIONS:
             raise ValueError(
                 f"attention={self.attention!r} is invalid: it must be one of {', '.join(ATTENTIONS)}"
@@ -135,7 +130,7 @@ class GPT2Config:
             raise ValueError(f"ra_alpha={alpha!r} is invalid: it must be a number in [0, 1]")
         # Checked against the shape only where they apply: the defaults (3
         # layers) must not stop a 2-layer model of another variant.
-        gated = self.attention in GATED_RA_ATTENTIONS
+        gated = variant(self.attention).gated_ra
         limits = (self.n_layer, self.n_head) if gated else (128, 128)
         _check_int_range("ra_gated_layers", self.ra_gated_layers, 1, limits[0])
         _check_int_range("ra_gated_heads", self.ra_gated_heads, 1, limits[1])
@@ -145,14 +140,15 @@ class GPT2Config:
                              f"in [-5, 5]")
 
     def _check_architecture(self) -> None:
-        for name, allowed in (("position", POSITIONS), ("norm", NORMS), ("mlp", MLPS)):
+        for name, allowed in (("position", POSITIONS), ("norm", NORMS), ("mlp", MLPS),
+                              ("gelu", GELUS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}={getattr(self, name)!r} is invalid: it must be one of "
                                  f"{', '.join(allowed)}")
         _check_number("rope_theta", self.rope_theta, 100, 1e7)
         _check_number("norm_eps", self.norm_eps, 1e-8, 1e-3)
         _check_int_range("n_kv_head", self.n_kv_head, 0, self.n_head)
-        latent = self.attention in LATENT_ATTENTIONS
+        latent = variant(self.attention).latent
         if self.n_kv_head not in (0, self.n_head):
             if latent:
                 raise ValueError(f"n_kv_head={self.n_kv_head} is invalid with {self.attention} "

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from lib.eval.record import load_eval
+from lib.run.eval_record import load_eval
 
 
 def _read_json(path: Path) -> dict[str, Any]:

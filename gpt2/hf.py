@@ -42,7 +42,8 @@ def read_config(model_dir: Path) -> dict[str, Any]:
 def gpt2_config(hf: dict[str, Any]) -> GPT2Config:
     return GPT2Config(vocab_size=hf.get("vocab_size", 50257), block_size=hf.get("n_positions", 1024),
                       n_layer=hf.get("n_layer", 12), n_head=hf.get("n_head", 12),
-                      n_embd=hf.get("n_embd", 768), dropout=0.0, bias=True)
+                      n_embd=hf.get("n_embd", 768), dropout=0.0, bias=True,
+                      gelu=pretrained.hf_gelu(hf))
 
 
 def read_weights(model_dir: Path) -> tuple[dict[str, Tensor], str]:
@@ -123,12 +124,37 @@ def load_pretrained(model_dir: Path | str) -> tuple[GPT2, dict[str, Any]]:
 # ----------------------------------------------------------------- export
 
 
+def load_weights(model: GPT2, config: pretrained.PretrainedGPT2Config) -> None:
+    """The folder's weights into `model` (built from config, on the CPU), with
+    the position table cropped to the run's block size and padded vocabulary
+    rows filled (pad_rows)."""
+    try:  # a CheckpointError here: what scripts report as a message, not a traceback
+        # the tokenizer's vocabulary was checked by from_run_config
+        hf = pretrained.check(config, None)
+    except pretrained.PretrainedError as err:
+        raise CheckpointError(str(err)) from None
+    if config.vocab_size < pretrained.hf_shape(hf)["vocab_size"]:
+        raise CheckpointError(f"the run's vocabulary ({config.vocab_size}) is smaller than "
+                              f"the checkpoint's ({pretrained.hf_shape(hf)['vocab_size']})")
+    folder = pretrained.resolve(config.init_path)
+    tensors, weights = read_weights(folder)
+    with torch.device("meta"):  # the checkpoint's own shape, to check every tensor against
+        reference = GPT2(gpt2_config(hf))
+    state = from_hf_state_dict(tensors, reference, str(folder / weights))
+    state["transformer.wpe.weight"] = state["transformer.wpe.weight"][:config.block_size]
+    state["transformer.wte.weight"] = pretrained.pad_rows(state["transformer.wte.weight"],
+                                                          config.vocab_size)
+    state["lm_head.weight"] = state["transformer.wte.weight"]
+    model.load_state_dict(state)
+
+
 def hf_config(config: GPT2Config) -> dict[str, Any]:
     """config.json for transformers' GPT2LMHeadModel with our shape."""
     return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
             "vocab_size": config.vocab_size, "n_positions": config.block_size,
             "n_embd": config.n_embd, "n_layer": config.n_layer, "n_head": config.n_head,
-            "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+            "n_inner": None, "layer_norm_epsilon": 1e-5,
+            "activation_function": "gelu_new" if config.gelu == "tanh" else "gelu",
             "resid_pdrop": config.dropout, "embd_pdrop": config.dropout,
             "attn_pdrop": config.dropout, "initializer_range": 0.02,
             "scale_attn_weights": True, "tie_word_embeddings": True, "use_cache": True,

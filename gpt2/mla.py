@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gpt2.attention import causal_mask
+from gpt2.attention import causal_mask, same_every_layer
 from gpt2.config import GPT2Config
 from gpt2.norm import head_norm, normed
 # ROPE_BASE and rotary are re-exported: MLA's RoPE is the model's one implementation
@@ -181,3 +181,7 @@ class MLAttention(nn.Module):
         """[B, T, H * D] -> [B, H, T, D]."""
         batch, seq, width = t.shape
         return t.view(batch, seq, self.n_head, width // self.n_head).transpose(1, 2)
+
+
+MLA = same_every_layer(MLAttention, lambda c: LatentCache(), latent_cache_width,
+                       lambda c: c.head_dim + c.rope_dim)

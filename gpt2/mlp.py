@@ -28,17 +28,19 @@ class MLPConfig(Protocol):
 
 class SwiGLUConfig(MLPConfig, Protocol):
     mlp: str
+    gelu: str
 
 
 class MLP(nn.Module):
-    """Position-wise feed-forward layer, four times as wide as the stream."""
+    """Position-wise feed-forward layer, four times as wide as the stream.
+    gelu: "tanh", the approximation GPT-2 was trained with (the exact form
+    would shift pretrained activations slightly), or "exact" (erf), as
+    nanoGPT and knlp (GPT2Config.gelu, GPT2_GELU)."""
 
-    def __init__(self, config: MLPConfig) -> None:
+    def __init__(self, config: MLPConfig, gelu: str = "tanh") -> None:
         super().__init__()
         self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        # GPT-2 was trained with the tanh approximation; the exact GELU
-        # would shift pretrained activations slightly.
-        self.gelu = nn.GELU(approximate="tanh")
+        self.gelu = nn.GELU(approximate={"tanh": "tanh", "exact": "none"}[gelu])
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 
@@ -63,4 +65,4 @@ class SwiGLU(nn.Module):
 
 
 def make_mlp(config: SwiGLUConfig) -> nn.Module:
-    return SwiGLU(config) if config.mlp == "swiglu" else MLP(config)
+    return SwiGLU(config) if config.mlp == "swiglu" else MLP(config, config.gelu)

@@ -15,8 +15,7 @@ its own lm_head.weight.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -24,60 +23,17 @@ from torch import Tensor, nn
 from lib.model.interface import LanguageModel, init_weights
 from lib.model.sampling import check_sampling, sample_token
 
-from gpt2.attention import CausalSelfAttention, KVCache
+from gpt2.attention import CausalSelfAttention
 from gpt2.config import GPT2Config
-from gpt2.mla import LatentCache, MLAttention, latent_cache_width
 # MLP is re-exported: hamt/block.py imports it from here
 from gpt2.mlp import MLP as MLP, make_mlp
 from gpt2.norm import make_norm
-from gpt2.ra import (ReciprocalMLA, ReciprocalSelfAttention, new_ra_cache, ra_cache_width,
-                     ra_score_width)
-from gpt2.ra_gated import gated_cache, gated_cache_width, gated_layer, gated_pair_width
-from gpt2.sdpa_gate import OutputGatedAttention
-
-@dataclass(frozen=True)
-class AttentionVariant:
-    """How to build one config.attention choice, layer by layer (each callable
-    takes the config and the layer index, since the gated RA form differs
-    between layers): the layer, its empty generation cache, the elements that
-    cache holds per token, and for flops_per_token the sum over the layer's
-    heads of w_qk + w_v, the widths of a query-key and a weight-value product."""
-
-    layer: Callable[[GPT2Config, int], nn.Module]
-    new_cache: Callable[[GPT2Config, int], Any]
-    cache_width: Callable[[GPT2Config, int], int]
-    pair_width: Callable[[GPT2Config, int], int]
-
-
-def _same_every_layer(layer: Callable[[GPT2Config], nn.Module], new_cache: Callable[[GPT2Config], Any],
-                      cache_width: Callable[[GPT2Config], int],
-                      score_width: Callable[[GPT2Config], int]) -> AttentionVariant:
-    """A variant whose layers are all alike, from per-head score widths."""
-    return AttentionVariant(lambda c, i: layer(c), lambda c, i: new_cache(c),
-                            lambda c, i: cache_width(c),
-                            lambda c, i: c.n_head * (score_width(c) + c.head_dim))
-
-
-ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
-    "vanilla": _same_every_layer(CausalSelfAttention, lambda c: KVCache(),
-                                 lambda c: 2 * c.kv_dim, lambda c: c.head_dim),
-    "sdpa_gate": _same_every_layer(OutputGatedAttention, lambda c: KVCache(),
-                                   lambda c: 2 * c.kv_dim, lambda c: c.head_dim),
-    "mla": _same_every_layer(MLAttention, lambda c: LatentCache(), latent_cache_width,
-                             lambda c: c.head_dim + c.rope_dim),
-    "ra_logit": _same_every_layer(ReciprocalSelfAttention, new_ra_cache, ra_cache_width,
-                                  ra_score_width),
-    "ra_mla": _same_every_layer(ReciprocalMLA, new_ra_cache, ra_cache_width, ra_score_width),
-    "ra_gated": AttentionVariant(gated_layer, gated_cache, gated_cache_width, gated_pair_width),
-    # gated_layer adds the output gate for this one (gpt2/ra_gated.py)
-    "sdpa_gate_ra_gated": AttentionVariant(gated_layer, gated_cache, gated_cache_width,
-                                           gated_pair_width),
-}
+from gpt2.variants import layers
 
 
 def cache_elements_per_token(config: GPT2Config) -> int:
     """Elements the generation cache holds per token, over all layers."""
-    width = ATTENTION_VARIANTS[config.attention].cache_width
+    width = layers(config.attention).cache_width
     return sum(width(config, i) for i in range(config.n_layer))
 
 
@@ -104,7 +60,7 @@ class GPT2(LanguageModel):
     def __init__(self, config: GPT2Config) -> None:
         super().__init__()
         self.config = config
-        layer = ATTENTION_VARIANTS[config.attention].layer
+        layer = layers(config.attention).layer
         modules: dict[str, nn.Module] = {"wte": nn.Embedding(config.vocab_size, config.n_embd)}
         if config.position == "learned":  # RoPE positions live in the attention layers
             modules["wpe"] = nn.Embedding(config.block_size, config.n_embd)
@@ -132,9 +88,15 @@ class GPT2(LanguageModel):
         evaluation put only the positions it scores through the head."""
         return self._hidden(idx, caches=None)
 
+    def blocks(self) -> nn.ModuleList:
+        return self.transformer.h
+
+    def embedding(self) -> nn.Embedding:
+        return self.transformer.wte
+
     def new_cache(self) -> list[Any]:
         """An empty generation cache of the attention's kind, one per block."""
-        make = ATTENTION_VARIANTS[self.config.attention].new_cache
+        make = layers(self.config.attention).new_cache
         return [make(self.config, i) for i in range(self.config.n_layer)]
 
     def cache_bytes_per_token(self) -> int:
@@ -230,7 +192,7 @@ class GPT2(LanguageModel):
           layer is one more head (w_qk = w_v = Q), 12 T Q per reverse head.
         """
         cfg = self.config
-        width = ATTENTION_VARIANTS[cfg.attention].pair_width
+        width = layers(cfg.attention).pair_width
         attention = 6 * seq_len * sum(width(cfg, i) for i in range(cfg.n_layer))
         return 6 * self.num_params(non_embedding=True) + attention
 

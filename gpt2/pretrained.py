@@ -8,7 +8,8 @@ keeps the first rows of the position table (nanoGPT's crop_block_size) and
 GPT2_PAD_VOCAB's extra rows are filled in (pad_rows). from_run_config checks
 the folder as soon as the path is set (without torch, so config checks stay
 fast) and returns a PretrainedGPT2Config; the family's build() loads the
-weights into the model it builds, so training, `make bench` and `make estimate`
+weights into the model it builds (gpt2/hf.py's load_weights: this module
+imports neither torch nor hf.py), so training, `make bench` and `make estimate`
 get the same model. A run resumed from its checkpoint builds the same way and
 then loads the checkpoint over these weights (lib/train/trainer.py _restore).
 """
@@ -19,16 +20,16 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpt2.config import GPT2Config
 from gpt2.presets import PRESETS
 from lib.paths import from_root
 
-if TYPE_CHECKING:
-    from gpt2.model import GPT2
 
 GELU_TANH = ("gelu_new", "gelu_pytorch_tanh")
+# config.json's activation_function -> GPT2Config.gelu (OpenAI's GPT-2: gelu_new)
+GELU_FORMS = {**{name: "tanh" for name in GELU_TANH}, "gelu": "exact"}
 HOW_TO_GET = ("nothing is downloaded: fetch GPT-2 124M once with `huggingface-cli download "
               "openai-community/gpt2 config.json model.safetensors --local-dir data/hf/gpt2` "
               "(gpt2-medium, -large, -xl likewise) and set "
@@ -74,7 +75,7 @@ def read_config(model_dir: Path) -> dict[str, Any]:
                               f"(model_type \"gpt2\") maps onto this model")
     n_embd = hf.get("n_embd", 768)
     unsupported = {
-        "activation_function": hf.get("activation_function", "gelu_new") not in GELU_TANH,
+        "activation_function": hf.get("activation_function", "gelu_new") not in GELU_FORMS,
         "n_inner": hf.get("n_inner") not in (None, 4 * n_embd),
         "layer_norm_epsilon": hf.get("layer_norm_epsilon", 1e-5) != 1e-5,
         "scale_attn_weights": not hf.get("scale_attn_weights", True),
@@ -84,9 +85,15 @@ def read_config(model_dir: Path) -> dict[str, Any]:
     }
     bad = [f"{k}={hf.get(k)!r}" for k, v in unsupported.items() if v]
     if bad:
-        raise PretrainedError(f"{path}: {', '.join(bad)} is not plain GPT-2 (tanh GELU, MLP "
-                              f"4x wide, LayerNorm eps 1e-5, tied head), which this model is")
+        raise PretrainedError(f"{path}: {', '.join(bad)} is not plain GPT-2 (GELU, tanh or "
+                              f"exact, MLP 4x wide, LayerNorm eps 1e-5, tied head), which this "
+                              f"model is")
     return hf
+
+
+def hf_gelu(hf: dict[str, Any]) -> str:
+    """The GELU form a (read_config-checked) config.json's MLP uses."""
+    return GELU_FORMS[hf.get("activation_function", "gelu_new")]
 
 
 def hf_shape(hf: dict[str, Any]) -> dict[str, int]:
@@ -125,6 +132,11 @@ def shape_problems(config: GPT2Config, hf: dict[str, Any], vocab_size: int | Non
                         f"checkpoint was trained with (CONFIG_DATA_TOKENIZER_GPT2=y for GPT-2)")
     if not config.bias:
         problems.append("GPT-2 has biases: set CONFIG_GPT2_BIAS=y")
+    gelu = hf_gelu(hf)
+    if config.gelu != gelu and config.mlp == "gelu":
+        problems.append(f"the checkpoint's MLP uses the {gelu} GELU (activation_function "
+                        f"{hf.get('activation_function', 'gelu_new')!r}), the run the "
+                        f"{config.gelu} one: set CONFIG_GPT2_GELU_{gelu.upper()}=y")
     if not config.gpt2_layout:
         problems.append(f"GPT-2's weights fit only GPT-2's block: vanilla attention, learned "
                         f"positions, LayerNorm with eps 1e-5, GELU MLP, one KV head per head, "
@@ -163,35 +175,6 @@ def check(config: PretrainedGPT2Config, vocab_size: int | None) -> dict[str, Any
         raise PretrainedError(f"CONFIG_GPT2_INIT_PATH={config.init_path!r} cannot start this "
                               f"run: " + "; ".join(problems) + ".")
     return hf
-
-
-def load_weights(model: GPT2, config: PretrainedGPT2Config) -> None:
-    """The folder's weights into `model` (built from config, on the CPU), with
-    the position table cropped to the run's block size and padded vocabulary
-    rows filled (pad_rows)."""
-    import torch
-
-    from gpt2.hf import from_hf_state_dict, gpt2_config, read_weights
-    from gpt2.model import GPT2
-
-    from lib.run.checkpoint import CheckpointError
-
-    try:  # a CheckpointError here: what scripts report as a message, not a traceback
-        hf = check(config, None)  # the tokenizer's vocabulary was checked by from_run_config
-    except PretrainedError as err:
-        raise CheckpointError(str(err)) from None
-    if config.vocab_size < hf_shape(hf)["vocab_size"]:
-        raise CheckpointError(f"the run's vocabulary ({config.vocab_size}) is smaller than "
-                              f"the checkpoint's ({hf_shape(hf)['vocab_size']})")
-    folder = resolve(config.init_path)
-    tensors, weights = read_weights(folder)
-    with torch.device("meta"):  # the checkpoint's own shape, to check every tensor against
-        reference = GPT2(gpt2_config(hf))
-    state = from_hf_state_dict(tensors, reference, str(folder / weights))
-    state["transformer.wpe.weight"] = state["transformer.wpe.weight"][:config.block_size]
-    state["transformer.wte.weight"] = pad_rows(state["transformer.wte.weight"], config.vocab_size)
-    state["lm_head.weight"] = state["transformer.wte.weight"]
-    model.load_state_dict(state)
 
 
 def pad_rows(wte: Any, rows: int) -> Any:

@@ -50,9 +50,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gpt2.attention import CausalSelfAttention, KVCache, causal_mask
+from gpt2.attention import CausalSelfAttention, KVCache, causal_mask, same_every_layer
 from gpt2.config import GPT2Config
 from gpt2.mla import LatentCache, MLAttention, latent_cache_width
+from gpt2.variants import variant
 
 # Queries per SDPA call on the banded path: larger blocks mean fewer calls
 # but more masked-out scores (up to a block's width per query).
@@ -90,13 +91,13 @@ def reciprocal_on(config: GPT2Config) -> bool:
 
 def new_ra_cache(config: GPT2Config) -> KVCache | LatentCache | ReciprocalCache[Any]:
     """Empty cache for one RA layer; a fixed alpha = 0 needs only the base cache."""
-    base = LatentCache() if config.attention == "ra_mla" else KVCache()
+    base = LatentCache() if variant(config.attention).latent else KVCache()
     return ReciprocalCache(base) if reciprocal_on(config) else base
 
 
 def ra_cache_width(config: GPT2Config) -> int:
     """Elements one RA layer caches per token (see the module docstring)."""
-    if config.attention == "ra_mla":
+    if variant(config.attention).latent:
         base = latent_cache_width(config)
         q_width = config.n_head * (config.head_dim + config.rope_dim)
     else:
@@ -107,7 +108,7 @@ def ra_cache_width(config: GPT2Config) -> int:
 def ra_score_width(config: GPT2Config) -> int:
     """Width of one head's score dot product: q and k (with MLA's rotary
     part), doubled by the augmentation when the reciprocal term runs."""
-    width = config.head_dim + (config.rope_dim if config.attention == "ra_mla" else 0)
+    width = config.head_dim + (config.rope_dim if variant(config.attention).latent else 0)
     return 2 * width if reciprocal_on(config) else width
 
 
@@ -269,3 +270,7 @@ class ReciprocalMLA(MLAttention):
         base = None if cache is None else cache.base
         q, k, v, n_past = self.project(x, base)
         return self.output(_attend(self, q, k, v, n_past, cache))
+
+
+RA_LOGIT = same_every_layer(ReciprocalSelfAttention, new_ra_cache, ra_cache_width, ra_score_width)
+RA_MLA = same_every_layer(ReciprocalMLA, new_ra_cache, ra_cache_width, ra_score_width)

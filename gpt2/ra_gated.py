@@ -55,11 +55,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gpt2.attention import CausalSelfAttention, KVCache, causal_mask, merge_heads
-from gpt2.config import OUTPUT_GATED_ATTENTIONS, GPT2Config
+from gpt2.attention import (AttentionLayers, CausalSelfAttention, KVCache, causal_mask,
+                            merge_heads)
+from gpt2.config import GPT2Config
 from gpt2.norm import make_norm
 from gpt2.ra import ReciprocalCache
 from gpt2.sdpa_gate import OutputGatedAttention
+from gpt2.variants import variant
 
 
 def reverse_layers(config: GPT2Config) -> range:
@@ -73,7 +75,7 @@ def gated_layer(config: GPT2Config, index: int) -> nn.Module:
     (output-gated with the output gate)."""
     if index in reverse_layers(config):
         return GatedReciprocalAttention(config)
-    if config.attention in OUTPUT_GATED_ATTENTIONS:
+    if variant(config.attention).output_gate:
         return OutputGatedAttention(config)
     return CausalSelfAttention(config)
 
@@ -111,7 +113,7 @@ class GatedReciprocalAttention(CausalSelfAttention):
         self.ra_norm = make_norm(config, config.n_embd)
         # the output gate's parameter name, so an output-gated state dict loads
         self.output_gate = (nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
-                            if config.attention in OUTPUT_GATED_ATTENTIONS else None)
+                            if variant(config.attention).output_gate else None)
 
     def forward(self, x: Tensor, cache: ReciprocalCache[KVCache] | KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
@@ -144,3 +146,7 @@ class GatedReciprocalAttention(CausalSelfAttention):
         return F.scaled_dot_product_attention(
             k_new, q_all, v, attn_mask=mask,
             dropout_p=self.dropout if self.training else 0.0, is_causal=is_causal)
+
+
+# Both gated variants (ra_gated, sdpa_gate_ra_gated): gated_layer reads the output gate
+RA_GATED = AttentionLayers(gated_layer, gated_cache, gated_cache_width, gated_pair_width)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from torch import Tensor
-
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
+from gpt2.variants import modules
 # RemoteConfig is imported for config.json's auto_map, which names it in this file
 from lib.model.remote.causal_lm import RemoteCausalLM, RemoteConfig  # noqa: F401
+
+# The attention variants' modules, which gpt2/model.py imports by name
+# (gpt2/variants.py): the folder must carry them too (lib/model/remote/folder.py).
+LOADED_BY_NAME = tuple(modules())
 
 
 class GPT2RemoteForCausalLM(RemoteCausalLM):
@@ -23,9 +26,6 @@ class GPT2RemoteForCausalLM(RemoteCausalLM):
 
     def build_model(self, fields: dict[str, Any]) -> GPT2:
         return GPT2(GPT2Config(**fields))
-
-    def final_hidden(self, input_ids: Tensor) -> Tensor:
-        return self.model._hidden(input_ids, None)
 
     def generation_window(self) -> int:
         # Learned positions end at block_size: like GPT2.generate, a longer

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from gpt2.attention import CausalSelfAttention, KVCache
+from gpt2.attention import CausalSelfAttention, KVCache, kv_cache_width, same_every_layer
 from gpt2.config import GPT2Config
 
 
@@ -36,3 +36,7 @@ class OutputGatedAttention(CausalSelfAttention):
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
         y = self.heads_output(x, cache) * torch.sigmoid(self.output_gate(x))
         return self.resid_dropout(self.c_proj(y))
+
+
+SDPA_GATE = same_every_layer(OutputGatedAttention, lambda c: KVCache(), kv_cache_width,
+                             lambda c: c.head_dim)

@@ -1,10 +1,10 @@
-"""HAMT's activation formula for the memory estimate (lib/estimate/activations.py
+"""HAMT's activation formula for the memory estimate (lib/model/activations.py
 describes the method)."""
 from __future__ import annotations
 
 from typing import Any
 
-from lib.estimate.activations import R, Activations, Shape
+from lib.model.activations import R, Activations, Shape
 
 
 def activations(cfg: Any, s: Shape) -> Activations:

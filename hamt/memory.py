@@ -166,7 +166,7 @@ class HolographicMemory(nn.Module):
         self.register_buffer("parseval", parseval_weights(config.binding, self.dim),
                              persistent=False)
         # Else every slot ticks at every token. From the config, not the
-        # buffer: a model may be built on the meta device (lib/config/resolved.py).
+        # buffer: a model may be built on the meta device (lib/train/resolved.py).
         self.ticking = config.hierarchical and config.slow_every > 1
         self.register_buffer("periods", slot_periods(config), persistent=False)
         self.dropout = nn.Dropout(config.dropout)

@@ -71,6 +71,12 @@ class HAMT(LanguageModel):
         """Final hidden states [B, T, C], which lm_head maps to logits (as GPT2's)."""
         return self._run(idx, None, need_state=False, need_aux=False)[0]
 
+    def blocks(self) -> nn.ModuleList:
+        return self.transformer.h
+
+    def embedding(self) -> nn.Embedding:
+        return self.transformer.wte
+
     def _run(self, idx: Tensor, states: list[Tensor] | None, need_state: bool, need_aux: bool,
              offset: int = 0) -> tuple[Tensor, list[Tensor], list[dict[str, Tensor]]]:
         """Final hidden states [B, T, C], new per-layer states, per-layer stats.

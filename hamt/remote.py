@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from hamt.config import HAMTConfig
 from hamt.memory import HolographicMemory, parseval_weights, slot_periods
@@ -21,10 +21,6 @@ class HAMTRemoteForCausalLM(RemoteCausalLM):
 
     def build_model(self, fields: dict[str, Any]) -> HAMT:
         return HAMT(HAMTConfig(**fields))
-
-    def final_hidden(self, input_ids: Tensor) -> Tensor:
-        # The parallel scan over the whole sequence; no retrieval loss.
-        return self.model._run(input_ids, None, need_state=False, need_aux=False)[0]
 
     @torch.no_grad()
     def reset_buffers(self, module: nn.Module) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lib.run.atomic import write_json_atomic  # noqa: E402
+from lib.atomic import write_json_atomic  # noqa: E402
 from lib.cli import run_script  # noqa: E402
 from lib.run.checkpoint import CheckpointError  # noqa: E402
 from lib.config.run_config import load_run_config  # noqa: E402

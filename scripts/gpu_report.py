@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from lib.bench.gpucheck.record import BENCH_DATA, filed_path  # noqa: E402
 from lib.bench.gpucheck.report import render, replace_section  # noqa: E402
 from lib.cli import run_script  # noqa: E402
-from lib.run.atomic import write_text_atomic  # noqa: E402
+from lib.atomic import write_text_atomic  # noqa: E402
 
 
 def main(argv: list[str]) -> None:

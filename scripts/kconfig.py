@@ -20,7 +20,7 @@ from lib.config.knlp.table import COMMIT as KNLP_COMMIT  # noqa: E402
 from lib.config.kconfig import ConfigError, load_strict, open_tree  # noqa: E402
 from lib.config.run_config import load_run_config, load_valid, write_outputs  # noqa: E402
 from lib.paths import DEFCONFIGS, DOT_CONFIG as CONFIG, ROOT, SYMBOLS_PY  # noqa: E402
-from lib.run.atomic import write_text_atomic  # noqa: E402
+from lib.atomic import write_text_atomic  # noqa: E402
 
 
 def describe(path: Path) -> str:

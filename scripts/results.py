@@ -1,5 +1,5 @@
 """`make results` (summary of results/latest or RESULTS=<dir>: one run, a matrix or
-any folder of runs; BASELINE=<run-id>),
+any folder of runs; BASELINE=<run-id>, else .config's RESULTS_BASELINE_RUN_ID),
 `make report` (index.html of the same folder) and `make compare RUNS="a b"`
 (runs from anywhere under results/).
 
@@ -12,14 +12,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Callable, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.cli import run_script  # noqa: E402
-from lib.results.collect import INVALID, RunRow  # noqa: E402
+from lib.paths import DOT_CONFIG  # noqa: E402
+from lib.results.collect import INVALID, RunRow, UnknownBaseline, configured_baseline  # noqa: E402
 from lib.results.report import build_report  # noqa: E402
 from lib.results.summary import compare_runs, summarize  # noqa: E402
 from lib.run.rundir import configured_results_root  # noqa: E402
+
+T = TypeVar("T")
 
 
 def warn_invalid(rows: list[RunRow]) -> None:
@@ -28,13 +32,32 @@ def warn_invalid(rows: list[RunRow]) -> None:
             print(f"warning: {r.run_id} is invalid: {r.problems[0]}", file=sys.stderr)
 
 
+def with_baseline(make: Callable[[str | None], T], given: str | None) -> T:
+    """make(baseline): BASELINE= as given, else .config's RESULTS_BASELINE_RUN_ID,
+    which falls back to the automatic baseline, with a warning, where the folder
+    shown lacks that run (the setting names one study's run; RESULTS= may show
+    another's)."""
+    if given is not None:
+        return make(given or None)
+    configured = configured_baseline(DOT_CONFIG)
+    try:
+        return make(configured)
+    except UnknownBaseline:
+        if configured is None:
+            raise
+        print(f"warning: CONFIG_RESULTS_BASELINE_RUN_ID=\"{configured}\" is not among these "
+              f"runs; using the automatic baseline (BASELINE=<run> picks another)", file=sys.stderr)
+        return make(None)
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("command", choices=["summary", "report", "compare"])
     p.add_argument("runs", nargs="*", help="compare: run names or paths")
     p.add_argument("--dir", help="summary, report: a run, a matrix or a folder of runs "
                                  "(default results/latest)")
-    p.add_argument("--baseline", help="run id the delta column compares against")
+    p.add_argument("--baseline", help="run id the delta column compares against (default: "
+                                      ".config's RESULTS_BASELINE_RUN_ID, else automatic)")
     p.add_argument("--out", help="compare: output folder")
     args = p.parse_intermixed_args(argv)
     if args.command == "compare":
@@ -48,11 +71,11 @@ def main(argv: list[str]) -> int:
                 f"`make test-matrix`) first, or pass RESULTS=<dir>: a run folder, a matrix "
                 f"folder, or a folder of run folders")
         if args.command == "report":
-            path, rows = build_report(root.resolve(), args.baseline)
+            path, rows = with_baseline(lambda b: build_report(root.resolve(), b), args.baseline)
             print(f"wrote {path}")
             warn_invalid(rows)
             return 0
-        md, files, rows = summarize(root.resolve(), args.baseline)
+        md, files, rows = with_baseline(lambda b: summarize(root.resolve(), b), args.baseline)
     print(md)
     for f in files:
         print(f"wrote {f}")

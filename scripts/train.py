@@ -23,7 +23,7 @@ from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned  # noq
 if __name__ == "__main__":  # first, before torch loads: from here on a stop signal stops cleanly
     STOP.install()
 
-from lib.run.atomic import DiskFullError  # noqa: E402
+from lib.atomic import DiskFullError  # noqa: E402
 from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from lib.cli import run_script  # noqa: E402
 from lib.config.run_config import RunConfig, load_run_config  # noqa: E402
@@ -31,7 +31,8 @@ from lib.matrix.grid import one_run  # noqa: E402
 from lib.data import DataError  # noqa: E402
 from lib.hardware.allocator import AllocConfError, apply_alloc_conf  # noqa: E402
 from lib.config.overrides import split_args  # noqa: E402
-from lib.run.rundir import RunDirError, RunLog, configured_results_root, create_run_dir, find_run_dir, run_id  # noqa: E402
+from lib.run.rundir import RunDirError, RunLog, configured_results_root, find_run_dir  # noqa: E402
+from lib.train.naming import create_run_dir, run_id  # noqa: E402
 
 EXIT = {"completed": 0, "stopped": 0, "diverged": 3, "failed": 1}
 
@@ -155,7 +156,7 @@ def _record(run_dir: Path, **fields: str) -> None:
     """Set fields of metrics.json (made when the run died before writing it)."""
     import json
 
-    from lib.run.atomic import write_json_atomic
+    from lib.atomic import write_json_atomic
 
     path = run_dir / "metrics.json"
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lib.paths import DEFAULT_RESULTS  # noqa: E402
-from lib.observe.progress import render  # noqa: E402
+from lib.matrix.watch import render  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

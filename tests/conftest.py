@@ -1,7 +1,7 @@
 """Shared fixtures: a scratch copy of the configuration inputs; and an
 environment the tests control.
 
-Hugging Face, transformers, W&B and torch read their settings from the
+Hugging Face, transformers, W&B, Trackio and torch read their settings from the
 environment, several of them once at import (datasets.config,
 huggingface_hub.constants). A cluster shell often sets some (HF_DATASETS_OFFLINE=1,
 HF_HOME on shared storage, CUDA_VISIBLE_DEVICES), and a test must not pass or
@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Prefixes and names of the variables the libraries the project uses read.
 # "TORCH" covers TORCH_*, TORCHINDUCTOR_*, TORCHDYNAMO_* and TORCHELASTIC_*.
-CLEARED_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "WANDB_", "TORCH", "PYTORCH_")
+CLEARED_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "WANDB_", "TRACKIO_", "TORCH",
+                    "PYTORCH_")
 CLEARED_NAMES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                  "TRUST_CHECKPOINT")  # ours: loads checkpoints the unsafe way
 

@@ -20,7 +20,7 @@ import pytest
 from lib.config.run_config import RunConfig, check_rules, typed_values
 from lib.paths import ROOT
 from lib.config.kconfig import float_bounds, load_strict, open_tree
-from lib.config.resolved import resolved_settings
+from lib.train.resolved import resolved_settings
 
 # The menus whose symbols shape the run's model, optimizer, pruner, schedule,
 # data and run folder. The evaluation, matrix, tracking, monitoring and
@@ -32,14 +32,14 @@ SCOPE = ("gpt2/Kconfig", "hamt/Kconfig", "lib/optim/Kconfig", "lib/prune/Kconfig
 # menus), the training loop's own stop/log/eval clocks, the device set-up.
 ELSEWHERE = {
     "COMPILE_MODE": "lib/hardware/precision.py", "COMPILE_REGIONAL": "lib/hardware/precision.py",
-    "SDPA_BACKEND": "lib/hardware/speed.py", "TF32": "lib/hardware/speed.py",
-    "TRAIN_LOSS_IMPL": "lib/hardware/speed.py", "TRAIN_FLOAT8": "lib/hardware/speed.py",
-    "PIN_MEMORY": "lib/hardware/speed.py", "CPU_LINEAR_BACKEND": "lib/hardware/speed.py",
+    "SDPA_BACKEND": "lib/train/speed.py", "TF32": "lib/train/speed.py",
+    "TRAIN_LOSS_IMPL": "lib/train/speed.py", "TRAIN_FLOAT8": "lib/train/speed.py",
+    "PIN_MEMORY": "lib/train/speed.py", "CPU_LINEAR_BACKEND": "lib/train/speed.py",
     "OPTIMIZER_MODE": "lib/matrix/grid.py", "PRUNING_MODE_MULTIPLE": "lib/matrix/grid.py",
     "GPT2_ATTENTION_MULTIPLE": "lib/matrix/grid.py",
-    "TRAIN_MAX_TIME": "lib/train/trainer.py", "TRAIN_EVAL_ITERS": "lib/train/trainer.py",
-    "TRAIN_LOG_INTERVAL": "lib/train/trainer.py", "TRAIN_DIVERGENCE_FACTOR": "lib/train/trainer.py",
-    "TRAIN_GRAD_CLIP": "lib/train/trainer.py", "TRAIN_EARLY_STOP": "lib/train/early_stop.py",
+    "TRAIN_MAX_TIME": "lib/train/trainer.py", "TRAIN_EVAL_ITERS": "lib/train/evaluator.py",
+    "TRAIN_LOG_INTERVAL": "lib/train/steplog.py", "TRAIN_DIVERGENCE_FACTOR": "lib/train/steplog.py",
+    "TRAIN_GRAD_CLIP": "lib/train/build.py", "TRAIN_EARLY_STOP": "lib/train/early_stop.py",
     "TRAIN_EARLY_STOP_PATIENCE": "lib/train/early_stop.py", "TRAIN_EARLY_STOP_MIN_DELTA":
     "lib/train/early_stop.py", "DEVICE": "lib/train/trainer.py", "MIXED_PRECISION": "lib/hardware/precision.py",
     "MIXED_PRECISION_DTYPE": "lib/hardware/precision.py", "COMPILE_STRICT": "lib/train/fallback.py",
@@ -49,7 +49,7 @@ ELSEWHERE = {
     "BACKUP_DIR": "lib/run/backup.py",
     # Runtime only: when checkpoints are written and how the GPU is set up.
     "SAVE_CHECKPOINT": "lib/run/checkpointer.py", "CHECKPOINT_INTERVAL": "lib/run/checkpointer.py",
-    "CUDNN_BENCHMARK": "lib/hardware/speed.py", "GPU_WARMUP": "lib/hardware/speed.py",
+    "CUDNN_BENCHMARK": "lib/train/speed.py", "GPU_WARMUP": "lib/train/speed.py",
     "PYTORCH_CUDA_ALLOC_CONF": "lib/hardware/allocator.py",
 }
 # Where the model, attention, optimizer and pruning paths fork.
@@ -186,12 +186,12 @@ def test_symbols_read_elsewhere_are_read_there():
 
 def test_the_check_fails_on_a_symbol_nobody_reads(monkeypatch):
     """WEIGHT_DECAY ignored by the optimizer is caught (the test can fail)."""
-    import lib.config.resolved as resolved
+    import lib.train.build as build
 
-    real = resolved.build_optimizer
+    real = build.build_optimizer
 
     def ignores_weight_decay(run, model, device):
         return real(replace(run, WEIGHT_DECAY=0.1), model, device)
 
-    monkeypatch.setattr(resolved, "build_optimizer", ignores_weight_decay)
+    monkeypatch.setattr(build, "build_optimizer", ignores_weight_decay)
     assert "WEIGHT_DECAY" in _dead_symbols(open_tree())

@@ -65,13 +65,16 @@ def _read_by_kconfig(kconf) -> set[str]:
 
 def test_every_symbol_has_a_reader():
     """A symbol lands with the code that reads it: by name in Python, as a family
-    config field (gpt2.SYMBOLS), as a choice member, or from other symbols."""
+    config field (gpt2.SYMBOLS), as an attention variant's test-matrix switch
+    (gpt2/variants.py), as a choice member, or from other symbols."""
     import gpt2
     import hamt
+    from gpt2.variants import VARIANTS
 
     kconf = open_tree()
     source = "\n".join(p.read_text() for p in PY_SOURCES)
-    family_fields = set(gpt2.SYMBOLS.values()) | set(hamt.SYMBOLS.values())
+    family_fields = (set(gpt2.SYMBOLS.values()) | set(hamt.SYMBOLS.values())
+                     | {v.matrix_symbol for v in VARIANTS})
     by_kconfig = _read_by_kconfig(kconf)
     unread = [s.name for s in kconf.unique_defined_syms
               if s.choice is None and s.name not in family_fields and s.name not in by_kconfig

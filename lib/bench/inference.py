@@ -184,7 +184,7 @@ def load_model(run_dir: Path, checkpoint: str, device: torch.device) -> tuple[La
 
 def record(run_dir: Path, section: dict[str, Any]) -> Path:
     """Put the section into the run's metrics.json (rewritten atomically)."""
-    from lib.run.atomic import write_json_atomic
+    from lib.atomic import write_json_atomic
 
     path = Path(run_dir) / "metrics.json"
     try:

@@ -14,7 +14,7 @@ warm-up). SPAM uses the paper's settings (theta 5000, reset every 500, warmup 15
 clips from call 2 on (a run skips clipping in 20 calls out of 500, a bench of
 a few dozen calls would skip most), and AdamWPrune the configured variant
 (bitter7 by default), so the figures describe the methods rather than one
-run's tuning. The run's speed options (lib/hardware/speed.py: head loss,
+run's tuning. The run's speed options (lib/train/speed.py: head loss,
 float8, attention kernel, CPU linear kernel, TF32) apply to every copy of the
 model as the trainer applies them, and are recorded ("speed"); the model is
 not compiled here.
@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lib.bench.step import bench_setup, median_seconds
-from lib.hardware.speed import apply_speed
 from lib.optim import adamw_impl, optimizer_impl
 from lib.optim.spam import AdamWSPAM
-from lib.prune import Pruner
+from lib.prune.pruner import Pruner
 from lib.train.step import TrainStep
 from lib.config.run_config import value_or
 
@@ -69,11 +68,12 @@ def _pruner(run: RunConfig, model: torch.nn.Module, optimizer: torch.optim.Optim
 
 def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dict[str, Any]:
     setup = bench_setup(run)
-    device, precision, base, next_batch = setup.device, setup.precision, setup.model, setup.next_batch
+    device, next_batch = setup.device, setup.next_batch
+    # The run's model as the trainer builds it, speed options applied: each copy inherits them.
+    precision, base, speed = setup.training.precision, setup.training.model, setup.training.speed
     frequency = value_or(run.PRUNING_FREQUENCY, 10)
     setups = {}
     timed = names(run)
-    speed = apply_speed(run, base, device, precision)  # each copy below inherits it
     for name in timed:
         model = copy.deepcopy(base)
         opt = _optimizer(name, model, device, value_or(run.OPTIMIZER_IMPL, "auto"))

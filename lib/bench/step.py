@@ -17,7 +17,6 @@ phase's time is its device work and the rest is the GPU waiting on the host).
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 import statistics
 import time
@@ -31,10 +30,9 @@ from lib.data import is_prepared, load_meta
 from lib.data.prepared import data_dir
 from lib.hardware.devices import describe_device
 from lib.run.metrics import mfu, peak_memory_mb
-from lib.optim import build_optimizer, optimizer_impl
-from lib.hardware.precision import Precision, compile_model, resolve_device, resolve_precision
-from lib.hardware.speed import apply_speed
-from lib.prune.build import build_pruner
+from lib.optim import optimizer_impl
+from lib.hardware.precision import Precision, compile_model, resolve_device
+from lib.train.build import Training, build_training
 from lib.train.step import RANGES, TrainStep
 
 if TYPE_CHECKING:
@@ -90,22 +88,26 @@ def synthetic_batches(vocab: int, shape: tuple[int, int], device: torch.device) 
 
 @dataclass
 class BenchSetup:
-    """The configured model on its device, with synthetic batches to train on."""
+    """The training stack on its device, with synthetic batches to train on."""
     device: torch.device
-    precision: Precision
-    config: Any
-    model: torch.nn.Module
+    training: Training
     next_batch: Callable
 
 
 def bench_setup(run: RunConfig) -> BenchSetup:
+    """Our side as the trainer builds it (lib/train/build.py), on synthetic batches."""
     device = resolve_device(run.DEVICE)
-    family = registry.family(run.MODEL)
-    config = family.from_run_config(run, vocab_size(run))
-    torch.manual_seed(run.TRAIN_SEED)
-    model = family.build(config).to(device)
+    training = build_training(run, device, vocab_size(run))
+    config = training.config
     batches = synthetic_batches(config.vocab_size, (run.BATCH_SIZE, config.block_size), device)
-    return BenchSetup(device, resolve_precision(run, device), config, model, batches)
+    return BenchSetup(device, training, batches)
+
+
+def plain_model(run: RunConfig, setup: BenchSetup) -> torch.nn.Module:
+    """A fresh copy of the configured model without the run's speed options:
+    the same family, config and seed, so the same initial weights."""
+    torch.manual_seed(run.TRAIN_SEED)
+    return registry.family(run.MODEL).build(setup.training.config).to(setup.device)
 
 
 def _time(step: Callable, next_batch: Callable, steps: int, device: torch.device) -> float:
@@ -155,26 +157,18 @@ def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
     """Our step against the plain loop (plain=False: ours alone, e.g. to compare
     speed options; profile_steps=0: no profiled breakdown)."""
     setup = bench_setup(run)
-    device, precision, config, next_batch = (setup.device, setup.precision, setup.config,
-                                             setup.next_batch)
-    ours_model = setup.model
-    plain_model = copy.deepcopy(ours_model) if plain else None
-    # The run's speed options (head loss, float8, attention kernel, TF32, compile
-    # mode) apply to our side, as the trainer applies them.
-    speed = apply_speed(run, ours_model, device, precision)
+    device, training, next_batch = setup.device, setup.training, setup.next_batch
+    precision, config, ours_model = training.precision, training.config, training.model
+    ours, optimizer, speed = training.step, training.optimizer, training.speed
     accum, clip = run.GPT2_GRADIENT_ACCUMULATION, run.TRAIN_GRAD_CLIP
-    optimizer = build_optimizer(run, ours_model, device)
-    ours = TrainStep(ours_model, optimizer, precision, accum, clip,
-                     build_pruner(run, ours_model, optimizer), eager=speed.forward(ours_model))
-    if run.COMPILE_MODEL:
-        ours.forward = speed.compiled(ours_model, ours_model)
     loops: dict[str, Callable] = {"ours": Numbered(ours)}
-    if plain_model is not None:
-        plain_forward = compile_model(plain_model) if run.COMPILE_MODEL else plain_model
+    reference = plain_model(run, setup) if plain else None
+    if reference is not None:
+        plain_forward = compile_model(reference) if run.COMPILE_MODEL else reference
         # nanoGPT's choice: the fused kernel on CUDA, torch's default elsewhere.
-        plain_opt = torch.optim.AdamW(plain_model.param_groups(run.WEIGHT_DECAY),
+        plain_opt = torch.optim.AdamW(reference.param_groups(run.WEIGHT_DECAY),
                                       lr=1e-4, fused=device.type == "cuda")
-        loops["plain"] = _plain_step(plain_model, plain_forward, plain_opt, precision, accum, clip)
+        loops["plain"] = _plain_step(reference, plain_forward, plain_opt, precision, accum, clip)
 
     for loop in loops.values():
         _time(loop, next_batch, warmup, device)
@@ -185,7 +179,7 @@ def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
     result = _report(run, config, ours_model, precision, device, seconds, steps, rounds)
     result["ours"]["optimizer"] = optimizer_impl(optimizer)
     result["ours"]["pruning"] = run.PRUNING_METHOD if ours.pruner is not None else None
-    if plain_model is not None:
+    if reference is not None:
         result["plain"]["optimizer"] = optimizer_impl(plain_opt)
         result["plain"]["pruning"] = None
     result["ours"]["speed"] = speed.record()

@@ -7,7 +7,7 @@ whatever the menu holds. Our floats are string symbols whose help says
 learning rate and write it to .config, which nothing could then load.
 
 menuconfig.py has no hooks, but it looks its helper functions up by module
-name at every call, so replacing four of them on the module is enough:
+name at every call, so replacing a few of them on the module is enough:
 
 - _check_valid: a float entry must parse and lie within its bounds; otherwise
   the menu's error dialog says why and the value stays as it was.
@@ -18,6 +18,9 @@ name at every call, so replacing four of them on the module is enough:
 - _load_config: the menu starts from the configuration loaded here, strictly
   when it is valid and otherwise as far as it goes, with its problems shown in
   a dialog, so an invalid .config is repaired in the menu, not in an editor.
+- _draw_jump_to_dialog: where the '/' search for a name finds nothing, its
+  "No matches" line names the symbol the text most likely meant (a misspelling,
+  an old or knlp name), as the loaders do. The search itself is kconfiglib's.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ import kconfiglib
 
 from lib.config.run_config import check_rules, rules_beside, typed_values
 from lib.config.kconfig import (ConfigError, float_bounds, load_checked, load_strict, open_tree,
-                                parse_float)
+                                parse_float, suggest)
 from lib.config.renames import rewrite
 
 FIX_HINT = "Press / and type a symbol's name to jump to it."
@@ -74,6 +77,15 @@ def load_for_menu(path: Path) -> tuple[kconfiglib.Kconfig, list[str]]:
     return kconf, problems
 
 
+def no_match_text(search: str, kconf: kconfiglib.Kconfig) -> str:
+    """The jump-to dialog's line when `search` matches nothing: with the symbol a
+    typed name most likely meant (one word that could be a name; a regex gets none)."""
+    word = search.strip().upper().removeprefix("CONFIG_")
+    near = suggest(word, kconf) if re.fullmatch(r"[A-Z0-9_]+", word) else None
+    return f"No matches. Did you mean {near}? Type its name to jump to it." if near else \
+        "No matches"
+
+
 def _dialog_text(head: str, problems: list[str], width: int) -> str:
     """Problems as dialog lines no wider than `width` (dialogs do not wrap)."""
     width = max(width, 40)
@@ -86,7 +98,7 @@ def _dialog_text(head: str, problems: list[str], width: int) -> str:
 def install(mc: Menuconfig, problems_at_open: list[str], shown: str) -> None:
     """Replace menuconfig.py's checks on module `mc` (see the module docstring)."""
     check_valid, range_info, try_save = mc._check_valid, mc._range_info, mc._try_save
-    init = mc._init
+    init, draw_jump_to = mc._init, mc._draw_jump_to_dialog
 
     def width() -> int:
         return mc._stdscr.getmaxyx()[1] - 8
@@ -136,7 +148,16 @@ def install(mc: Menuconfig, problems_at_open: list[str], shown: str) -> None:
                     _dialog_text(f"The menu shows {shown} as kconfiglib reads it; "
                                  f"saving needs these fixed:", problems_at_open, width()))
 
+    def draw_jump_to_with_suggestion(edit_box, matches_win, bot_sep_win, help_win, s, s_i,
+                                     hscroll, bad_re, matches, sel_node_i, scroll):
+        # draws bad_re (a regex error) where nothing matched, else "No matches"
+        if not matches and not bad_re and s.strip():
+            bad_re = no_match_text(s, mc._kconf)
+        draw_jump_to(edit_box, matches_win, bot_sep_win, help_win, s, s_i, hscroll, bad_re,
+                     matches, sel_node_i, scroll)
+
     mc._check_valid = float_check_valid
+    mc._draw_jump_to_dialog = draw_jump_to_with_suggestion
     mc._range_info = float_range_info
     mc._try_save = checked_try_save
     mc._load_config = load_config

@@ -30,8 +30,9 @@ ALIASES = {
     "REUSE": "MATRIX_REUSE",
 }
 FLAGS = ("DRY_RUN", "YES", "RESUME", "RETRY_FAILED")
-# TRACKER=tensorboard,wandb switches the named trackers on and the others off.
-TRACKERS = {"tensorboard": "TRACKER_TENSORBOARD", "wandb": "TRACKER_WANDB"}
+# TRACKER=tensorboard,wandb,trackio switches the named trackers on and the others off.
+TRACKERS = {"tensorboard": "TRACKER_TENSORBOARD", "wandb": "TRACKER_WANDB",
+            "trackio": "TRACKER_TRACKIO"}
 _TRUE, _FALSE = ("1", "y", "yes"), ("0", "n", "no", "")
 
 

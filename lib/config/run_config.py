@@ -10,7 +10,8 @@ Without overrides, load_run_config reads config.py, which every command that
 writes .config also writes, and checks it against .config's SHA-256; a
 .config edited by hand since (or any overrides) goes through kconfiglib and
 the strict checks (lib/config/kconfig.py), and config.py is brought up to date.
-Rules across symbols that Kconfig cannot state live in lib/config/rules.py.
+Rules across symbols that Kconfig cannot state are registered with
+lib/config/rules.py by the packages that own the symbols (lib/rules.py lists them).
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ from typing import Any, Sequence, TypeVar
 
 import kconfiglib
 
-from lib.config import schedule_rules  # noqa: F401  (registers the schedule rules)
 from lib.config.generate import config_sha256, prompts, render_config_py
 from lib.config.kconfig import (ConfigError, check_asked, check_floats, float_bounds,
                                 load_checked, read_config_text, shown_path)
@@ -34,7 +34,7 @@ from lib.config.rules import broken_rules
 from lib.config.symbols import Symbols
 from lib.paths import CONFIG_PY, DOT_CONFIG as CONFIG
 from lib.plural import counted
-from lib.run.atomic import write_text_atomic
+from lib.atomic import write_text_atomic
 
 SYMBOL_NAMES = tuple(f.name for f in fields(Symbols))
 _REQUIRED = frozenset(f.name for f in fields(Symbols) if "None" not in str(f.type))
@@ -127,8 +127,8 @@ def value_or(value: T | None, default: T) -> T:
 
 
 def check_rules(values: dict[str, Any]) -> list[str]:
-    """Rules across symbols that Kconfig cannot state (lib/config/rules.py, all
-    registered rules together). Checked whenever a configuration is loaded or written."""
+    """Rules across symbols that Kconfig cannot state (every rule registered
+    with lib/config/rules.py, all together). Checked whenever a configuration is loaded or written."""
     return broken_rules(RunConfig.from_values(values))
 
 

@@ -390,6 +390,30 @@ class Symbols:
     the GELU MLP's within that rounding (gpt2/mlp.py).
     """
 
+    GPT2_GELU: Literal["tanh", "exact"] | None = None
+    """GELU form.
+
+    The GELU MLP's activation. The two forms differ by at most
+    4.7e-4 (near x = 2.7), which moves a model's logits by about
+    2e-4. Tanh is what OpenAI's GPT-2 weights were trained with
+    (GPT2_INIT_FROM_HF refuses Exact on their folders) and this
+    project's default for scratch runs, which keeps earlier runs and
+    checkpoints as they were; an imported knlp file selects Exact,
+    its GPT-2 MLP's. If unsure, Tanh.
+    """
+
+    GPT2_GELU_TANH: bool | None = None
+    """Tanh approximation (GPT-2, Hugging Face's gelu_new)."""
+
+    GPT2_GELU_EXACT: bool | None = None
+    """Exact erf form (nanoGPT, knlp).
+
+    torch.nn.GELU() (Hendrycks & Gimpel 2016, arXiv 1606.08415):
+    x * Phi(x), as nanoGPT and the original project's GPT-2 compute
+    it. Choose it to reproduce their runs; a checkpoint exports to a
+    GPT2LMHeadModel folder with activation_function "gelu".
+    """
+
     GPT2_N_KV_HEAD: int | None = None
     """Key/value heads (grouped-query attention; 0 = one per head).
 
@@ -853,10 +877,12 @@ class Symbols:
     """
 
     LR_SCHEDULE_WSD: bool
-    """Warmup-stable-decay (MiniCPM, torchtitan).
+    """Warmup-stable-decay (torchtitan's shapes).
 
-    Hu et al. 2024 (MiniCPM, arXiv 2404.06395); Hagele et al. 2024
-    (arXiv 2405.18392). After warmup the LR stays at LEARNING_RATE
+    The schedule of Hu et al. 2024 (arXiv 2404.06395) with the decay
+    shapes of torchtitan and Hagele et al. 2024 (arXiv 2405.18392):
+    linear, cosine or 1-sqrt (MiniCPM's own exponential decay is not
+    offered). After warmup the LR stays at LEARNING_RATE
     until the last LR_DECAY_FRACTION of the run, then decays to
     GPT2_MIN_LR with the shape LR_DECAY_SHAPE. Hagele et al. find it
     matches a cosine at equal compute; the decay is where most of the
@@ -2210,6 +2236,19 @@ class Symbols:
     On the command line: SET="MATRIX_SEEDS=3". If unsure, leave empty.
     """
 
+    RESULTS_BASELINE_RUN_ID: str
+    """Baseline run for make results and make report (empty = automatic).
+
+    The run id (a folder name under the matrix or RESULTS=<dir>) or
+    configuration id (all its seeds) the delta column of `make
+    results` and `make report` compares every run against, e.g.
+    "gpt2_adamw_none". Empty picks, per model, the first dense AdamW
+    run with vanilla attention. BASELINE=<run> on the command line
+    wins. A name that is not among the runs shown is reported, and
+    the automatic baseline used. Changes no run. If unsure, leave
+    empty.
+    """
+
     MATRIX_REUSE: bool
     """Reuse completed identical runs instead of training them again.
 
@@ -2530,10 +2569,20 @@ class Symbols:
     """
 
     TRACKER_WANDB_PROJECT: str | None = None
-    """W&B project name.
+    """W&B project name (empty = the tracker project below).
 
-    The Weights & Biases project runs are logged to; the run name and
-    id are the run folder's name. If unsure, keep kconfig-llm.
+    The Weights & Biases project, when it differs from
+    TRACKER_PROJECT (which Trackio uses too). Empty logs W&B to
+    TRACKER_PROJECT. If unsure, leave empty.
+    """
+
+    TRACKER_WANDB_ENTITY: str | None = None
+    """W&B entity: team or user (empty = your default).
+
+    The W&B team or user name the project belongs to, e.g. a lab's
+    team; empty uses the default entity of the account `wandb login`
+    set up (or WANDB_ENTITY in the environment). If unsure, leave
+    empty.
     """
 
     TRACKER_WANDB_OFFLINE: bool | None = None
@@ -2543,6 +2592,41 @@ class Symbols:
     for a later `wandb sync`. N logs online when api.wandb.ai answers,
     offline otherwise. WANDB_MODE in the environment overrides both.
     If unsure, say N.
+    """
+
+    TRACKER_TRACKIO: bool
+    """Trackio (local dashboard).
+
+    Logs the same figures to Trackio, a local-first tracker: runs of
+    one project go to a SQLite file under $TRACKIO_DIR (default
+    $HF_HOME/trackio, i.e. ~/.cache/huggingface/trackio), so runs
+    from several run folders compare in one dashboard:
+    `trackio show --project <TRACKER_PROJECT>`. No network is needed
+    unless TRACKIO_SPACE_ID or TRACKIO_SERVER_URL is set in the
+    environment. Needs `pip install trackio` (not installed by
+    default); a missing package or a failure warns once and never
+    stops training. Override with TRACKER=trackio. If unsure, say N.
+    """
+
+    TRACKER_PROJECT: str | None = None
+    """Project name for W&B and Trackio (empty = kconfig-llm).
+
+    The project every run is logged to in Trackio, and in W&B unless
+    TRACKER_WANDB_PROJECT names another. Runs of one project share a
+    dashboard; give each study its own name, e.g. "gpt2-pruning".
+    TensorBoard has no projects: `--logdir` picks its runs. If
+    unsure, keep kconfig-llm.
+    """
+
+    TRACKER_RUN_NAME: str | None = None
+    """Run name in W&B and Trackio (empty = the run id).
+
+    The name the run is shown under in W&B and Trackio. Empty uses
+    the run id (the run folder's name), which is unique; a name set
+    here is shared by every run of a matrix or sweep, so leave it
+    empty there. W&B still keys the run by its id, so resuming works
+    either way; Trackio keys it by this name. If unsure, leave
+    empty.
     """
 
     MONITOR: bool

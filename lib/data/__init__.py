@@ -1,13 +1,13 @@
-"""Data: datasets -> tokens on disk (prepare) -> random batches (BatchLoader)."""
+"""Data: datasets -> tokens on disk (prepare) -> random batches (lib/data/loader.py's
+BatchLoader, imported from there: it needs torch, and this package is read on
+every configuration check, lib/data/vocab.py)."""
 from lib.data.corpus import dataset_dir_name, is_prepared, load_meta, prepare
-from lib.data.loader import BatchLoader
 from lib.data.sources import DATASETS, DataError
 from lib.data.tokenizers import TOKENIZERS, Tokenizer, build_tokenizer, tokenizer_from_meta
 
 __all__ = [
     "DATASETS",
     "TOKENIZERS",
-    "BatchLoader",
     "DataError",
     "Tokenizer",
     "build_tokenizer",

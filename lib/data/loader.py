@@ -22,6 +22,7 @@ and the position, not an IndexError deep inside the model.
 """
 from __future__ import annotations
 
+import copy
 import zlib
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,15 @@ class BatchLoader:
 
     def __iter__(self) -> BatchLoader:
         return self
+
+    def rebatched(self, batch_size: int) -> BatchLoader:
+        """A loader drawing `batch_size` windows per batch from where this one is
+        (its own copy of the generator), for the out-of-memory fallback."""
+        loader = copy.copy(self)
+        loader.batch_size = batch_size
+        loader.generator = torch.Generator().manual_seed(0)
+        loader.generator.set_state(self.generator.get_state())
+        return loader
 
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor]:
         return self.next_batch()

@@ -64,7 +64,7 @@ class DistEnv:
             return model
         if self.strategy == "fsdp":
             from torch.distributed.fsdp import fully_shard
-            for block in model.transformer.h:
+            for block in model.blocks():  # model: a LanguageModel
                 fully_shard(block)
             return fully_shard(model)
         ids = [device.index] if device.type == "cuda" else None

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from lib.run.atomic import read_json_object
+from lib.atomic import read_json_object
 from lib.plural import counted
 
 if TYPE_CHECKING:

@@ -1,9 +1,9 @@
 """Measured peak training memory, to check the estimate against.
 
-`measure_peak(run, steps)` builds the configured model, optimizer and pruner
-exactly as the trainer does, runs `steps` optimizer steps of lib/train/step.py's
-TrainStep on random tokens (no dataset needed) and returns the peak bytes
-of tensors allocated:
+`measure_peak(run, steps)` builds the configured model, optimizer, pruner and
+step with the trainer's own build_training (lib/train/build.py), runs `steps`
+optimizer steps on random tokens (no dataset needed) and returns the peak
+bytes of tensors allocated:
 
 * CUDA: torch.cuda.max_memory_allocated, from before the model is built.
 * CPU: the PyTorch profiler's allocation record (profile_memory=True): the
@@ -49,29 +49,11 @@ def cuda_peak_bytes(fn: Callable[[], Any], device: torch.device) -> int:
 
 
 def train_steps(run: RunConfig, device: torch.device, vocab_size: int, steps: int) -> None:
-    """Build what the trainer builds and run `steps` optimizer steps."""
-    from lib.model import registry
-    from lib.optim import build_optimizer
-    from lib.hardware.precision import resolve_precision
-    from lib.hardware.speed import apply_speed
-    from lib.prune.build import build_pruner
-    from lib.train.recompute import enable_checkpointing
-    from lib.train.step import TrainStep
+    """Build what the trainer builds (lib/train/build.py) and run `steps` optimizer steps."""
+    from lib.train.build import build_training
 
-    torch.manual_seed(run.TRAIN_SEED)
-    family = registry.family(run.MODEL)
-    cfg = family.from_run_config(run, vocab_size)
-    model = family.build(cfg).to(device)
-    precision = resolve_precision(run, device)
-    speed = apply_speed(run, model, device, precision)  # head loss, float8, ... as a run has
-    if run.TRAIN_GRADIENT_CHECKPOINTING:
-        enable_checkpointing(model)
-    optimizer = build_optimizer(run, model, device)
-    pruner = build_pruner(run, model, optimizer)
-    step = TrainStep(model, optimizer, precision, run.GPT2_GRADIENT_ACCUMULATION,
-                     run.TRAIN_GRAD_CLIP, pruner, eager=speed.forward(model))
-    if run.COMPILE_MODEL:
-        step.forward = speed.compiled(model, model)
+    training = build_training(run, device, vocab_size)
+    cfg, step = training.config, training.step
     generator = torch.Generator().manual_seed(0)
 
     def batch() -> tuple[torch.Tensor, torch.Tensor]:

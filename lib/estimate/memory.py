@@ -5,7 +5,7 @@ Training memory = parameters + gradients + optimizer states + activations
 fp32 (4 bytes each; autocast computes in 16 bits but keeps the weights in
 fp32); AdamW and AdamWSPAM keep two fp32 moments (8 bytes per parameter);
 pruning adds a bool mask (1 byte per prunable weight) and movement pruning a
-fp32 score. Activations are in lib/estimate/activations.py.
+fp32 score. Activations are in lib/model/activations.py.
 
 The peak is the largest of four moments of an optimizer step, each with its
 own mix of components (the estimate reports the components at the peak):
@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lib.config.run_config import value_or
-from lib.estimate.activations import Activations, Shape, activations
+from lib.model.activations import Activations, Shape, activations
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -130,7 +130,7 @@ def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
         linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
         # the LM head's matrix when it is the embedding's (GPT2_TIE_HEAD=n: none shared)
         tied = (model.lm_head.weight.numel()
-                if model.lm_head.weight is model.transformer.wte.weight else 0)
+                if model.lm_head.weight is model.embedding().weight else 0)
         _COUNTS[key] = ModelCounts(sum(p.numel() for p in params), linear,
                                    max(p.numel() for p in params),
                                    sum(p.numel() for _, p in model.prunable()), tied,

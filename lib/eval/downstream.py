@@ -1,5 +1,5 @@
 """`make lm-eval` and LM_EVAL_AT_END: lm-evaluation-harness tasks on a run,
-their scores into the run's eval.json (lib/eval/record.py, "lm_eval").
+their scores into the run's eval.json (lib/run/eval_record.py, "lm_eval").
 
 Tasks are resolved and their data loaded before the model is: an unknown
 name, or a hub task that cannot be had, stops at once with what to do. One
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from lib.data.sources import HUB_TIMEOUT_S, DataError, hub_offline, offline_reason, unset_advice
-from lib.eval.record import now_iso, write_lm_eval
+from lib.run.eval_record import now_iso, write_lm_eval
 from lib.paths import from_root
 
 if TYPE_CHECKING:

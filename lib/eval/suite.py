@@ -29,7 +29,7 @@ from lib.data.tokenizers.gpt2 import GPT2_VOCAB_SIZE
 from lib.eval import sets as eval_sets
 from lib.eval.lambada import last_word_accuracy
 from lib.eval.perplexity import sliding_window_nll
-from lib.eval.record import now_iso, write_eval
+from lib.run.eval_record import now_iso, write_eval
 from lib.hardware.precision import Precision, resolve_device, resolve_precision
 from lib.run.environment import environment
 

@@ -8,7 +8,7 @@ and later; weights, gradients and optimizer state stay as they were. The
 swap keeps each layer's weight Parameter, so the optimizer, the pruner's
 masks and checkpoints see the same tensors under the same names.
 
-Converted here: every Linear inside the blocks (transformer.h) whose two
+Converted here: every Linear inside the blocks (LanguageModel.blocks()) whose two
 dimensions are multiples of 16, which float8 matmuls require (torchao's own
 filters test the same). Never the LM head: it shares its weight with the
 token embedding and its logits feed a softmax over the whole vocabulary,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+from typing import Callable
 
 import torch
 from torch import nn
@@ -31,17 +32,23 @@ RECIPES = ("tensorwise", "rowwise")
 MIN_CAPABILITY = {"tensorwise": (8, 9), "rowwise": (9, 0)}
 
 
-def float8_filter(module: nn.Module, fqn: str) -> bool:
-    """Whether convert_float8 swaps this module (module docstring)."""
-    if not isinstance(module, nn.Linear) or not fqn.startswith("transformer.h."):
-        return False
-    out_features, in_features = module.weight.shape
-    return out_features % 16 == 0 and in_features % 16 == 0
+def float8_filter(model: nn.Module) -> Callable[[nn.Module, str], bool]:
+    """torchao's module_filter_fn for model: whether convert_float8 swaps a
+    module (module docstring)."""
+    inside = {id(m) for m in model.blocks().modules()}  # model: a LanguageModel
+
+    def swapped(module: nn.Module, fqn: str) -> bool:
+        if not isinstance(module, nn.Linear) or id(module) not in inside:
+            return False
+        out_features, in_features = module.weight.shape
+        return out_features % 16 == 0 and in_features % 16 == 0
+    return swapped
 
 
 def float8_candidates(model: nn.Module) -> list[str]:
     """Names of the modules convert_float8 would swap."""
-    return [name for name, module in model.named_modules() if float8_filter(module, name)]
+    swapped = float8_filter(model)
+    return [name for name, module in model.named_modules() if swapped(module, name)]
 
 
 def check_float8(recipe: str, device: torch.device) -> None:
@@ -74,5 +81,5 @@ def convert_float8(model: nn.Module, recipe: str, emulate: bool = False) -> list
     if emulate:
         config = dataclasses.replace(config, emulate=True)
     names = float8_candidates(model)
-    convert_to_float8_training(model, module_filter_fn=float8_filter, config=config)
+    convert_to_float8_training(model, module_filter_fn=float8_filter(model), config=config)
     return names

@@ -28,7 +28,7 @@ from lib.config.kconfig import ConfigError
 from lib.config.overrides import ALIASES
 from lib.config.renames import current_name
 from lib.plural import counted
-from lib.run.rundir import run_tag
+from lib.train.naming import run_tag
 
 # Multiple-selection symbols -> the value a single run uses. Written out (not
 # built from strings) so each symbol's reader is plain to see.

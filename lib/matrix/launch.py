@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from lib.run.atomic import write_text_atomic
+from lib.atomic import write_text_atomic
 from lib.config.run_config import load_run_config
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.matrix import packing, reuse, slurm

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lib.paths import ROOT, SCRIPTS
-from lib.run.atomic import read_json_object
+from lib.atomic import read_json_object
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig

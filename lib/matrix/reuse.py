@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from lib.matrix import outputs
 from lib.matrix.state import FILE as MATRIX_FILE, MatrixState
 from lib.run import fingerprint as fp
-from lib.run.atomic import read_json_object
+from lib.atomic import read_json_object
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.run import owner
-from lib.run.atomic import write_json_atomic
+from lib.atomic import write_json_atomic
 
 STATES = ("pending", "running", "completed", "failed", "diverged")
 FILE = "matrix.json"

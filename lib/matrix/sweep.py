@@ -8,6 +8,8 @@ Every value is then checked against the symbol's Kconfig type and range by
 the matrix's validation of each run, before anything trains. A sweep file
 (`sweeps/<name>`) holds the same words, one per line, plus optional
 SWEEP_MODE=, SWEEP_TRIALS= and SWEEP_SEED= lines, so a campaign is versioned.
+A swept name that is no Kconfig symbol, choice, old name or command-line alias
+is refused at once, with the symbol it most likely meant (and the file's line).
 MATRIX_SEEDS trains every point once per seed, as it does a matrix's runs
 (lib/matrix/grid.py); a sweep over TRAIN_SEED itself is then refused, since
 both would set each run's seed. SWEEP_SEED only fixes random mode's draws.
@@ -21,7 +23,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lib.config.kconfig import ConfigError
+from lib.config.kconfig import ConfigError, closest_name, open_tree
+from lib.config.overrides import ALIASES
+from lib.config.renames import current_name
 from lib.paths import SWEEPS
 
 _RANGE = re.compile(r"^(-?[\d.eE+-]+)\.\.(-?[\d.eE+-]+)(:log)?$")
@@ -97,8 +101,28 @@ def _param(word: str, mode: str) -> Param:
     return Param(symbol, low=low, high=high, log=bool(m.group(3)))
 
 
+def _check_names(params: tuple[Param, ...], source: str, lines: dict[str, int]) -> None:
+    """Each swept name is one an override takes (lib/config/overrides.py), or a
+    problem naming the closest that is: refused before any run is planned."""
+    kconf = open_tree()
+    known = [*ALIASES, *kconf.named_choices, *(s.name for s in kconf.unique_defined_syms)]
+    problems = []
+    for p in params:
+        name = p.symbol.removeprefix("CONFIG_")
+        if name in known or current_name(name) in known:
+            continue
+        where = f"{source}:{lines[p.symbol]}" if p.symbol in lines else source
+        near = closest_name(name, known)
+        problems.append(f"{where}: {p.symbol} is not a Kconfig symbol or an alias; "
+                        + (f"did you mean {near}?" if near else
+                           "name a symbol as .config does, without CONFIG_ (e.g. LEARNING_RATE)"))
+    if problems:
+        raise ConfigError(problems)
+
+
 def parse(spec: str, mode: str = "grid", trials: int = 0, seed: int = 0,
-          source: str = "SWEEP") -> Sweep:
+          source: str = "SWEEP", lines: dict[str, int] | None = None) -> Sweep:
+    """lines: the line of a sweep file each symbol is on, for messages."""
     if mode not in ("grid", "random"):
         raise ConfigError([f"SWEEP_MODE={mode}: allowed grid or random"])
     if mode == "random" and trials < 1:
@@ -109,6 +133,7 @@ def parse(spec: str, mode: str = "grid", trials: int = 0, seed: int = 0,
     names = [p.symbol for p in params]
     if len(set(names)) != len(names):
         raise ConfigError([f"{source}: a symbol is listed twice ({', '.join(names)})"])
+    _check_names(params, source, lines or {})
     return Sweep(params, mode, trials, seed, source)
 
 
@@ -119,15 +144,18 @@ def from_file(name: str) -> Sweep:
         known = ", ".join(sorted(p.name for p in SWEEPS.iterdir())) if SWEEPS.is_dir() else ""
         raise ConfigError([f"no sweep file {path}" + (f"; known: {known}" if known else "")])
     words, settings = [], {"SWEEP_MODE": "grid", "SWEEP_TRIALS": "0", "SWEEP_SEED": "0"}
-    for line in path.read_text().splitlines():
+    lines: dict[str, int] = {}
+    for no, line in enumerate(path.read_text().splitlines(), 1):
         for word in line.split("#", 1)[0].split():
             key = word.partition("=")[0]
             if key in _SETTINGS:
                 settings[key] = word.partition("=")[2]
             else:
                 words.append(word)
+                lines.setdefault(key, no)
     try:
         trials, seed = int(settings["SWEEP_TRIALS"]), int(settings["SWEEP_SEED"])
     except ValueError:
         raise ConfigError([f"{path}: SWEEP_TRIALS and SWEEP_SEED must be integers"]) from None
-    return parse(" ".join(words), settings["SWEEP_MODE"], trials, seed, source=str(path))
+    return parse(" ".join(words), settings["SWEEP_MODE"], trials, seed, source=str(path),
+                 lines=lines)

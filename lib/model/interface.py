@@ -10,12 +10,20 @@ benchmarks, evaluation and sampling use only what is declared here:
   cache or a recurrence, whatever the family keeps; generation_bytes(seq_len)
   what that state holds after seq_len tokens; generate() samples with them;
 * param_groups(weight_decay), prunable(), num_params(), flops_per_token(T),
-  aux_metrics(); and its blocks in transformer.h (gradient checkpointing
-  wraps them, lib/train/recompute.py; regional torch.compile compiles each
-  of compile_units(), by default those blocks);
-* optionally hidden_states(idx): the final hidden states [B, T, C] that
-  lm_head maps to logits, so perplexity puts only the positions it scores
-  through the head (lib/eval/perplexity.py); without it, forward is used.
+  aux_metrics();
+* blocks(): the repeated blocks, in order (gradient checkpointing wraps
+  them, lib/train/recompute.py; FSDP shards them; Muon, float8 and the
+  pruners take their matrices; regional torch.compile compiles each of
+  compile_units(), by default those blocks); embedding(): the token
+  embedding, which lm_head shares unless the family unties it;
+* hidden_states(idx): the final hidden states [B, T, C] that lm_head maps
+  to logits, so perplexity puts only the positions it scores through the
+  head (lib/eval/perplexity.py) and an exported model runs the family's
+  own forward (lib/model/remote/).
+
+How a family lays its modules out (GPT-2's transformer.h, its checkpoint
+names) is its own: nothing outside its folder reads those names
+(tests/lib/model/test_interface_contract.py).
 
 In training mode with a fused head loss (use_head_loss, TRAIN_LOSS_IMPL),
 forward(idx, targets) returns an empty logits tensor: the [B, T, V] logits
@@ -64,12 +72,11 @@ class LanguageModel(nn.Module, ABC):
     """A decoder-only LM: token ids [B, T] -> next-token logits [B, T, V].
 
     Subclasses set self.config (with vocab_size, block_size, n_layer, n_embd,
-    dropout) and self.transformer (a ModuleDict with "wte" and the blocks
-    "h"), then call tie_head().
+    dropout) and their modules, among them those blocks() and embedding()
+    return, then call tie_head().
     """
 
     config: Any
-    transformer: nn.ModuleDict
     lm_head: nn.Linear
     # f(hidden, weight, targets) -> loss replacing lm_head + cross-entropy in
     # training (use_head_loss); None: the plain path. Not a module: no state.
@@ -82,7 +89,7 @@ class LanguageModel(nn.Module, ABC):
         """The LM head, its weight shared with the token embedding: tying
         shares one matrix between input and output (Press & Wolf 2017), as
         GPT-2 does, and saves vocab_size * n_embd parameters."""
-        wte = self.transformer.wte
+        wte = self.embedding()
         self.lm_head = nn.Linear(wte.embedding_dim, wte.num_embeddings, bias=False)
         self.lm_head.weight = wte.weight
 
@@ -111,7 +118,7 @@ class LanguageModel(nn.Module, ABC):
         """What regional torch.compile (COMPILE_REGIONAL) compiles one by one:
         the blocks, whose identical code compiles once and is reused. A family
         with other heavy modules outside its blocks names them too."""
-        return list(self.transformer.h)
+        return list(self.blocks())
 
     def num_params(self, non_embedding: bool = True) -> int:
         """Parameter count, the tied embedding counted once. A family with a
@@ -145,8 +152,16 @@ class LanguageModel(nn.Module, ABC):
         removes whole tokens or rescales the stream rather than thinning a
         layer.
         """
+        inside = {id(m) for m in self.blocks().modules()}
         return [(f"{name}.weight", module.weight) for name, module in self.named_modules()
-                if name.startswith("transformer.h.") and isinstance(module, nn.Linear)]
+                if id(module) in inside and isinstance(module, nn.Linear)]
+
+    def block_matrices(self) -> list[tuple[str, nn.Parameter]]:
+        """Every 2-D parameter inside the blocks, by name: the "hidden"
+        matrices Muon orthogonalises (lib/optim/muon.py)."""
+        inside = {id(p) for p in self.blocks().parameters()}
+        return [(name, p) for name, p in self.named_parameters()
+                if id(p) in inside and p.dim() == 2]
 
     def aux_metrics(self) -> dict[str, float]:
         """Family-specific training metrics from the last forward; none by default."""
@@ -183,6 +198,19 @@ class LanguageModel(nn.Module, ABC):
     def forward(self, idx: Tensor, targets: Tensor | None = None
                 ) -> tuple[Tensor, Tensor | None]:
         """Logits and training loss (see logits_and_loss)."""
+
+    @abstractmethod
+    def blocks(self) -> nn.ModuleList:
+        """The repeated blocks, input side first."""
+
+    @abstractmethod
+    def embedding(self) -> nn.Embedding:
+        """The token embedding (ids -> [.., n_embd])."""
+
+    @abstractmethod
+    def hidden_states(self, idx: Tensor) -> Tensor:
+        """Final hidden states [B, T, C] for idx [B, T] (after the last norm):
+        what lm_head maps to logits."""
 
     @abstractmethod
     def flops_per_token(self, seq_len: int) -> int:

@@ -33,7 +33,7 @@ class ModelFamily:
     from_run_config: Callable[[RunConfig, int], Any]
     build: Callable[[Any], Any]  # family config -> lib.model.interface.LanguageModel
     variant: Callable[[RunConfig], str]  # run config -> variant tag for run ids ("vanilla")
-    # (family config, lib.estimate.activations.Shape) -> Activations: the bytes a
+    # (family config, lib.model.activations.Shape) -> Activations: the bytes a
     # training forward keeps for backward (the memory estimate's largest part)
     activations: Callable[[Any, Any], Any]
     # run config -> the family's variants a test matrix enabled, each as

@@ -1,15 +1,20 @@
-"""Experiment tracking: TensorBoard event files and Weights & Biases, both optional.
+"""Experiment tracking: TensorBoard event files, Weights & Biases and Trackio, all optional.
 
-Off by default; CONFIG_TRACKER_TENSORBOARD and CONFIG_TRACKER_WANDB turn them on
-(`make TRACKER=tensorboard,wandb`). At every progress line the trainer logs
-train/loss, train/perplexity, train/lr, perf/tokens_per_sec, perf/ms_per_iter,
-perf/peak_memory_mb and every other series the run records at that step
-(sparsity, HAMT's slot_utilisation, aux_loss, lm_loss) as train/<name>; at every
-evaluation val/loss and val/perplexity. TensorBoard writes <run>/tensorboard/
+Off by default; CONFIG_TRACKER_TENSORBOARD, CONFIG_TRACKER_WANDB and
+CONFIG_TRACKER_TRACKIO turn them on (`make TRACKER=tensorboard,wandb,trackio`).
+At every progress line the trainer logs train/loss, train/perplexity,
+train/lr, perf/tokens_per_sec, perf/ms_per_iter, perf/peak_memory_mb and every
+other series the run records at that step (sparsity, HAMT's slot_utilisation,
+aux_loss, lm_loss) as train/<name>; at every evaluation val/loss and
+val/perplexity. TensorBoard writes <run>/tensorboard/
 (torch.utils.tensorboard; `tensorboard --logdir results`). W&B writes under
 <run>/wandb/, offline when the network is unreachable or
 CONFIG_TRACKER_WANDB_OFFLINE is set (`wandb sync` uploads later); WANDB_MODE in
-the environment wins. A tracker that is missing or fails, at start-up or
+the environment wins. Trackio logs to its own folder ($TRACKIO_DIR, default
+$HF_HOME/trackio), one SQLite file per project, so `trackio show` compares runs
+of every run folder. W&B and Trackio log to CONFIG_TRACKER_PROJECT (W&B to
+CONFIG_TRACKER_WANDB_PROJECT when set) under CONFIG_TRACKER_RUN_NAME (empty:
+the run id). A tracker that is missing or fails, at start-up or
 later, warns once and is switched off: tracking never stops training.
 metrics.json's "trackers" records which were in effect and why any went off.
 """
@@ -33,7 +38,7 @@ WANDB_HOST = ("api.wandb.ai", 443)
 
 
 class TensorBoardBackend:
-    def __init__(self, run: RunConfig, run_dir: Path):
+    def __init__(self, run: RunConfig, run_dir: Path, resumed: bool = False):
         from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
 
         self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), flush_secs=10)
@@ -66,14 +71,31 @@ def wandb_mode(run: RunConfig) -> str:
     return "online"
 
 
+DEFAULT_PROJECT = "kconfig-llm"
+
+
+def run_name(run: RunConfig, run_dir: Path) -> str:
+    """The name W&B and Trackio show: TRACKER_RUN_NAME, else the run id."""
+    return run.values.get("TRACKER_RUN_NAME") or run_dir.name
+
+
+def project(run: RunConfig, wandb: bool = False) -> str:
+    """TRACKER_PROJECT (W&B: TRACKER_WANDB_PROJECT first); empty is the default's."""
+    named = (run.values.get("TRACKER_WANDB_PROJECT") if wandb else "") \
+        or run.values.get("TRACKER_PROJECT")
+    return named or DEFAULT_PROJECT
+
+
 class WandbBackend:
-    def __init__(self, run: RunConfig, run_dir: Path):
+    def __init__(self, run: RunConfig, run_dir: Path, resumed: bool = False):
         import wandb  # optional: pip install wandb
 
+        # Keyed by the run id, whatever its shown name, so a resumed run continues.
         run_id = re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name)[:64]
-        self.run = wandb.init(project=run.TRACKER_WANDB_PROJECT, name=run_dir.name, id=run_id,
-                              dir=str(run_dir), config=dict(run.values), mode=wandb_mode(run),
-                              resume="allow")
+        self.run = wandb.init(project=project(run, wandb=True),
+                              entity=run.values.get("TRACKER_WANDB_ENTITY") or None,
+                              name=run_name(run, run_dir), id=run_id, dir=str(run_dir),
+                              config=dict(run.values), mode=wandb_mode(run), resume="allow")
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         self.run.log(values, step=step)
@@ -85,25 +107,52 @@ class WandbBackend:
         self.run.finish()
 
 
-BACKENDS: dict[str, tuple[str, Callable[[Any, Path], Any]]] = {
+class TrackioBackend:
+    def __init__(self, run: RunConfig, run_dir: Path, resumed: bool = False):
+        import trackio  # optional: pip install trackio
+
+        # Trackio keys a run by its name in the project: a resumed run continues its
+        # series; a new one never joins an earlier run of the same TRACKER_RUN_NAME.
+        name, where = run_name(run, run_dir), project(run)
+        self.trackio = trackio
+        self.run = trackio.init(project=where, name=name, config=dict(run.values),
+                                resume="allow" if resumed else "never")
+        self.where = f"project {where}, run {name}; `trackio show --project {where}` shows it"
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        self.run.log(values, step=step)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        # the module's finish also forgets the run, so trackio's exit hook leaves it be
+        self.trackio.finish()
+
+
+BACKENDS: dict[str, tuple[str, Callable[..., Any]]] = {
     "tensorboard": ("TRACKER_TENSORBOARD", TensorBoardBackend),
     "wandb": ("TRACKER_WANDB", WandbBackend),
+    "trackio": ("TRACKER_TRACKIO", TrackioBackend),
 }
 
 
 class Tracker:
     """The trackers a run asked for; each failure warns once and drops that tracker."""
 
-    def __init__(self, run: RunConfig, run_dir: Path, log: Callable[[str], None], main: bool = True):
-        """main: whether this process logs (the first rank of a distributed run)."""
+    def __init__(self, run: RunConfig, run_dir: Path, log: Callable[[str], None], main: bool = True,
+                 resumed: bool = False):
+        """main: whether this process logs (the first rank of a distributed run);
+        resumed: the run continues from a checkpoint (`make continue`)."""
         self.log, self.backends = log, {}
         self.requested = [name for name, (symbol, _) in BACKENDS.items() if run.values.get(symbol)]
         self.failed: dict[str, str] = {}  # name -> why it went off
         for name, (symbol, make) in BACKENDS.items():
             if main and name in self.requested:
                 try:
-                    self.backends[name] = make(run, Path(run_dir))
-                    log(f"tracking: {name} is on")
+                    backend = self.backends[name] = make(run, Path(run_dir), resumed)
+                    where = getattr(backend, "where", "")
+                    log(f"tracking: {name} is on" + (f" ({where})" if where else ""))
                 except ImportError as err:
                     self._warn(name, f"its package is not installed ({err}); "
                                      f"`.venv/bin/pip install {err.name or name}`")

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
-
-from lib.optim.muon import Muon, muon_param_groups
-from lib.optim.spam import AdamWSPAM
 from lib.config.run_config import value_or
 
+# torch is imported by the functions that build or read an optimizer: this
+# package is read on every configuration check (lib/optim/rules.py).
 if TYPE_CHECKING:
+    import torch
+
     from lib.config.run_config import RunConfig
+    from lib.run.metrics import LogField
 
 
 def base_optimizer(run: RunConfig) -> str:
@@ -32,6 +33,11 @@ def base_optimizer(run: RunConfig) -> str:
 
 def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
     """The configured optimizer; betas, epsilon and weight decay are shared by the Adam family."""
+    import torch
+
+    from lib.optim.muon import Muon, muon_param_groups
+    from lib.optim.spam import AdamWSPAM
+
     base = base_optimizer(run)
     lr, betas, eps = run.LEARNING_RATE, (run.ADAM_BETA1, run.ADAM_BETA2), run.ADAM_EPSILON
     groups = model.param_groups(run.WEIGHT_DECAY)
@@ -93,7 +99,17 @@ def optimizer_stats(optimizer: torch.optim.Optimizer) -> dict[str, int]:
     return stats() if callable(stats) else {}
 
 
+def optimizer_log_fields(optimizer: torch.optim.Optimizer) -> dict[str, LogField]:
+    """The optimizer's fields of the training log line: its counters (SPAM's
+    spikes clipped and resets), shown only (metrics.json has them as spam_*)."""
+    from lib.run.metrics import LogField
+
+    return {key: LogField(str(value)) for key, value in optimizer_stats(optimizer).items()}
+
+
 def state_bytes(optimizer: torch.optim.Optimizer) -> int:
     """Bytes held in optimizer state tensors (moments, step counters)."""
+    import torch
+
     return sum(t.numel() * t.element_size() for s in optimizer.state.values()
                if isinstance(s, dict) for t in s.values() if torch.is_tensor(t))

@@ -37,7 +37,7 @@ each rank keeps its own shard of the result.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -163,24 +163,26 @@ class Muon(torch.optim.Optimizer):
         torch._foreach_add_(denom, eps)
         torch._foreach_addcdiv_(params, m, denom, [-lr / (1 - beta1 ** t) for t in steps])
 
-def is_hidden_matrix(name: str, p: nn.Parameter) -> bool:
-    """Muon's parameters: the 2-D weights inside the blocks (transformer.h.*),
-    as the reference picks "hidden weights"; embeddings, the head, norms and
-    biases are not."""
-    return p.dim() == 2 and name.startswith("transformer.h.")
+class BlockMatrices(Protocol):
+    """What Muon asks of the model (lib/model/interface.py LanguageModel)."""
+
+    def block_matrices(self) -> list[tuple[str, nn.Parameter]]: ...
 
 
-def muon_param_groups(model: nn.Module, groups: list[dict[str, Any]], *, lr: float,
+def muon_param_groups(model: BlockMatrices, groups: list[dict[str, Any]], *, lr: float,
                       muon_lr: float, momentum: float, nesterov: bool, ns_steps: int,
                       scale: str, muon_weight_decay: float, betas: tuple[float, float],
                       eps: float) -> list[dict[str, Any]]:
     """The model's decay/no-decay groups (model.param_groups) split: hidden
-    matrices into one Muon group, the rest kept as AdamW groups at LR lr."""
-    names = {id(p): n for n, p in model.named_parameters()}
+    matrices into one Muon group, the rest kept as AdamW groups at LR lr.
+    Hidden matrices are the 2-D weights inside the blocks (model.block_matrices),
+    as the reference picks "hidden weights"; embeddings, the head, norms and
+    biases are not."""
+    matrices = {id(p) for _, p in model.block_matrices()}
     muon: list[nn.Parameter] = []
     out: list[dict[str, Any]] = []
     for group in groups:
-        hidden = {id(p) for p in group["params"] if is_hidden_matrix(names.get(id(p), ""), p)}
+        hidden = {id(p) for p in group["params"] if id(p) in matrices}
         muon += [p for p in group["params"] if id(p) in hidden]
         rest = [p for p in group["params"] if id(p) not in hidden]
         if rest:

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from lib.prune import Pruner
+from lib.prune.pruner import Pruner
 from lib.config.run_config import value_or
 
 if TYPE_CHECKING:

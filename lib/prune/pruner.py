@@ -40,6 +40,7 @@ from torch import Tensor, nn
 from lib.prune import layers, scores as score_fns
 from lib.prune.schedule import KINDS, check_schedule, sparsity_at
 from lib.prune.threshold import smallest_k
+from lib.run.metrics import LogField
 
 METHODS: dict[str, str] = {
     "magnitude": "|w|; the only per-weight buffer is the bool mask",
@@ -289,6 +290,11 @@ class Pruner:
             "target": self.target_at(self.step),
             "per_layer": {n: k / p.numel() for n, k, p in zip(self.names, self.pruned, self.params)},
         }
+
+    def log_fields(self) -> dict[str, LogField]:
+        """The training log line's field: the achieved sparsity, kept as a series."""
+        sparsity = sum(self.pruned) / sum(p.numel() for p in self.params)
+        return {"sparsity": LogField(f"{100 * sparsity:.1f}%", sparsity)}
 
     def state_bytes(self) -> int:
         """Bytes of the pruner's own per-weight buffers: masks and movement scores."""

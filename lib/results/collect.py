@@ -20,7 +20,7 @@ from typing import Any
 
 from lib.model import registry
 from lib.config.run_config import load_run_config, value_or
-from lib.eval.record import EVAL_FILE, lm_eval_scores, load_eval
+from lib.run.eval_record import EVAL_FILE, lm_eval_scores, load_eval
 from lib.config.kconfig import ConfigError
 from lib.matrix.state import FILE as MATRIX_FILE, MatrixError, MatrixState
 from lib.results.records import (check_eval, check_matrix, check_matrix_run, check_metrics,
@@ -247,6 +247,23 @@ def load_rows(root: Path, baseline: str | None = None
     return rows, matrix, baselines
 
 
+class UnknownBaseline(ValueError):
+    """The baseline named is not among the runs shown."""
+
+
+_BASELINE_LINE = re.compile(rb'^CONFIG_RESULTS_BASELINE_RUN_ID="([^"\\]*)"[ \t\r]*$', re.MULTILINE)
+
+
+def configured_baseline(dot_config: Path) -> str | None:
+    """.config's RESULTS_BASELINE_RUN_ID, None when empty or unset. Only that line
+    is read, as for RESULTS_DIR: `make results` works without a loadable .config."""
+    try:
+        match = _BASELINE_LINE.search(dot_config.read_bytes())
+    except OSError:
+        return None
+    return match.group(1).decode(errors="replace") if match and match.group(1) else None
+
+
 def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
     """Baseline per model: the run named `name` (or the first seed of the
     configuration named `name`), else the first valid dense AdamW run with
@@ -257,7 +274,7 @@ def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
                  or [r for r in rows if r.config_key == name and r.best_ppl is not None]
                  or [r for r in rows if r.config_key == name])
         if not named:
-            raise ValueError(f"BASELINE={name}: no such run here; runs: "
+            raise UnknownBaseline(f"BASELINE={name}: no such run here; runs: "
                              f"{', '.join(r.run_id for r in rows)}")
         return {r.model or "?": named[0] for r in rows}
     for pref in (lambda r: r.variant == "vanilla", lambda r: True):

@@ -3,7 +3,7 @@
 
 A record can be valid JSON and still wrong (edited by hand, written by another
 version): `"status": 5`, `"val_loss": {"iters": "x"}`. Each record is checked
-once, as it is loaded, against the shape lib/run/metrics.py, lib/eval/record.py
+once, as it is loaded, against the shape lib/run/metrics.py, lib/run/eval_record.py
 and lib/matrix/state.py write; every problem is one line that names the file
 and the field, e.g. "results/x/metrics.json: val_loss.iters must be a list of
 integers, got 'x'". Absent fields are fine (a run that failed early records

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from lib.run.atomic import remove_stale_temps, write_atomic
+from lib.atomic import remove_stale_temps, write_atomic
 from lib.paths import from_root
 
 if TYPE_CHECKING:
@@ -74,3 +74,14 @@ class Backup:
         except OSError as err:  # an unreachable mirror never stops training
             self.log(f"WARNING: cannot clear temporaries in {self.dest} ({err})")
             return []
+
+
+def remove_run_temps(run_dir: Path, names: tuple[str, ...], backup: Backup,
+                     log: Callable[[str], None]) -> None:
+    """Remove and report the temporaries a killed write of `names` left in the run
+    folder (a checkpoint's size each) and in its mirror; the run's owner calls it
+    on resume and at the end, when nothing writes them."""
+    removed = remove_stale_temps(run_dir, names) + backup.remove_stale_temps()
+    if removed:
+        log(f"removed {len(removed)} temporary file(s) of {sum(n for _, n in removed):,} "
+            f"bytes left by an interrupted write: {', '.join(p.name for p, _ in removed)}")

@@ -4,7 +4,7 @@ A checkpoint holds everything a resumed run needs to continue as if it had
 never stopped: model, optimizer, gradient scaler, the step (which fixes the LR
 schedule), best validation loss, metric history, the batch samplers'
 generator states and the global RNG states (dropout). It is written to a temp
-file and renamed (lib/run/atomic.py), so a kill mid-save or a full disk leaves the
+file and renamed (lib/atomic.py), so a kill mid-save or a full disk leaves the
 previous checkpoint intact; a full disk is one paragraph (DiskFullError): the
 bytes the checkpoint needs, the bytes free, which checkpoint is intact, what to
 do. It is read without running code from it (lib/run/safeload.py).
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lib.run.atomic import DiskFullError, read_json_object, write_atomic
+from lib.atomic import DiskFullError, read_json_object, write_atomic
 from lib.run.safeload import UnsafeCheckpoint, safe_load
 
 FORMAT = 1
@@ -199,3 +199,10 @@ def set_rng_state(state: dict[str, Any]) -> None:
     np.random.set_state(state["numpy"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def restore_rng(checkpoint: dict[str, Any], rank: int, world_size: int) -> None:
+    """This rank's RNG state from a checkpoint: its own when saved by as many ranks
+    ("rng_ranks"), else rank 0's ("rng")."""
+    ranks = checkpoint.get("rng_ranks") or []
+    set_rng_state(ranks[rank] if len(ranks) == world_size else checkpoint["rng"])

@@ -1,6 +1,6 @@
 """When a run writes its checkpoints: SAVE_CHECKPOINT and CHECKPOINT_INTERVAL.
 
-The trainer asks; the checkpointer answers. ckpt_latest.pt (the resume
+The trainer asks; the checkpointer answers, and writes. ckpt_latest.pt (the resume
 point) is due every CHECKPOINT_INTERVAL steps (0: at every evaluation), at
 the last step, and when the run stops at a step boundary; ckpt_best.pt at
 every evaluation that improves the validation loss. With SAVE_CHECKPOINT off
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lib.run.checkpoint import save_checkpoint
 from lib.run.rundir import resume_command
 
 if TYPE_CHECKING:
@@ -39,6 +40,17 @@ class Checkpointer:
 
     def best_due(self, improved: bool) -> bool:
         return self.enabled and improved
+
+    def due(self, step: int, improved: bool) -> list[str]:
+        """The files to write after `step`, in order. Best first: ckpt_latest.pt and
+        metrics.json record the new best, so a kill between the writes must leave
+        ckpt_best.pt ahead of the record, never behind."""
+        return ((["ckpt_best.pt"] if self.best_due(improved) else [])
+                + (["ckpt_latest.pt"] if self.latest_due(step) else []))
+
+    @staticmethod
+    def write(path: Path, state: dict[str, Any]) -> None:
+        save_checkpoint(path, state)  # atomic (lib/run/checkpoint.py)
 
     def due_at_stop(self, step: int) -> bool:
         """Whether a run stopping after `step` (not diverged) still has to write its

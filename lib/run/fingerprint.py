@@ -44,6 +44,7 @@ SAMPLE_BYTES = 1 << 20
 UNHASHED: dict[str, str] = {
     "RUN_NAME": "names the run's folder",
     "RESULTS_DIR": "where run folders are written",
+    "RESULTS_BASELINE_RUN_ID": "which run `make results` compares the others against",
     "BACKUP_DIR": "where a copy of the run folder is mirrored",
     "DATA_DIR": "where prepared data is cached; the data fingerprint covers its content",
     "TRAIN_LOG_INTERVAL": "how often the loop prints the training loss; no number it trains with",
@@ -51,7 +52,7 @@ UNHASHED: dict[str, str] = {
     "MONITOR_INTERVAL_S": "GPU/CPU sampling beside the run",
     "DIST_RDZV_ENDPOINT": "where the processes of a several-machine run meet",
     "DIST_RDZV_ID": "the name of that meeting",
-    "TRACKER_": "TensorBoard / W&B copies of figures the run logs anyway",
+    "TRACKER_": "TensorBoard / W&B / Trackio copies of figures the run logs anyway",
     "MATRIX_": "which runs a matrix makes and how it schedules them; each run's own symbols "
                "(seed included) are hashed",
     "SLURM_": "where and how long a cluster job runs; its process count is hashed as `world`",

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import resource
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from lib.run.atomic import write_json_atomic
+from lib.atomic import write_json_atomic
 from lib.run.environment import environment
 
 # Steps after each (re)start whose time is excluded from throughput: every new
@@ -40,6 +41,15 @@ def mfu(flops_per_token: float, tokens_per_sec: float, peak_flops: float | None)
     if not peak_flops or not tokens_per_sec:
         return None
     return flops_per_token * tokens_per_sec / peak_flops
+
+
+@dataclass(frozen=True)
+class LogField:
+    """One field a component reports for the training log line (its log_fields()):
+    the text shown, and the value metrics.json keeps as the series "<name>_series"
+    (None: shown only)."""
+    text: str
+    series: float | None = None
 
 
 class RunMetrics:
@@ -79,6 +89,11 @@ class RunMetrics:
         series = self.points.setdefault(name, {"iters": [], "values": []})
         series["iters"].append(it)
         series["values"].append(value)
+
+    def record_fields(self, it: int, fields: dict[str, LogField]) -> None:
+        for name, field in fields.items():
+            if field.series is not None:
+                self.record_point(name, it, field.series)
 
     def record_val(self, it: int, loss: float) -> bool:
         """Record a validation loss; True when it is the best so far."""

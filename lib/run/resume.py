@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from lib.run.atomic import read_json_object
+from lib.atomic import read_json_object
 
 # metrics.json's status of a run that did not complete, as the refusal words it.
 ENDED = {"running": "was cut off", "stopped": "was stopped", "failed": "failed",

@@ -18,11 +18,12 @@ Imports nothing heavy: scripts install it before importing torch.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 # EX_TEMPFAIL (sysexits.h): "temporary failure, retry later". A stop signal
 # ended the run at a step boundary of its last checkpoint: requeue it and
@@ -80,6 +81,17 @@ class StopRequest:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous.clear()
+
+    @contextlib.contextmanager
+    def handling(self) -> Iterator[None]:
+        """The signals handled inside the block; uninstalled after it only when
+        installed here (train.py installs them first thing, a library caller may not)."""
+        installed = self.install()
+        try:
+            yield
+        finally:
+            if installed:
+                self.uninstall()
 
     def why(self) -> str:
         return WHY.get(self.signal or "", self.signal or "")

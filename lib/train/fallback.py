@@ -24,7 +24,7 @@ BATCH_SIZE instead).
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Union
 
 import torch
@@ -35,6 +35,7 @@ from lib.config.run_config import value_or
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
+    from lib.train.build import Training
 
 GUARDED_STEPS = 3
 _OOM_TEXT = ("out of memory", "can't allocate memory", "failed to allocate")
@@ -73,6 +74,12 @@ class CompileOff:
         extra = {"action": "eager"} if self.event == "oom_fallback" else {}
         return {"event": self.event, "error": self.error, **extra}
 
+    def apply(self, plan: BatchPlan, loaders: dict[str, Any],
+              training: Training) -> tuple[BatchPlan, dict[str, Any], Training]:
+        """The same plan and loaders; the stack with its step back on the eager forward."""
+        training.step.compile_off(self.error)
+        return plan, loaders, training
+
     def message(self) -> str:
         if self.event == "oom_fallback":
             return (f"out of memory while compiling or in the first steps: retrying without "
@@ -94,6 +101,14 @@ class SmallerBatch:
         return {"event": "oom_fallback", "action": "smaller_batch",
                 "batch_size": self.batch_size, "accumulation": self.accumulation,
                 "error": self.error}
+
+    def apply(self, plan: BatchPlan, loaders: dict[str, Any],
+              training: Training) -> tuple[BatchPlan, dict[str, Any], Training]:
+        """The batch plan, loaders and training stack that carry this out: new
+        objects (the model, optimizer and sampler positions carried over)."""
+        plan = plan.rebatched(self.batch_size, self.accumulation, "TRAIN_OOM_FALLBACK: out of memory")
+        loaders = {k: loader.rebatched(self.batch_size) for k, loader in loaders.items()}
+        return plan, loaders, replace(training, step=training.step.rebatched(self.accumulation))
 
     def message(self) -> str:
         return (f"out of memory at micro-batch {self.from_batch}: retrying with micro-batch "
@@ -148,18 +163,19 @@ class FirstSteps:
         return SmallerBatch(batch, smaller, plan.accumulation * batch // smaller, _short(err))
 
 
-def retrying(attempt: Callable[[], float], loaders: dict[str, Any], optimizer: Any,
-             recover: Callable[[Exception], None]) -> float:
+def retrying(attempt: Callable[[], float], loaders: Callable[[], dict[str, Any]],
+             optimizer: Any, recover: Callable[[Exception], None]) -> float:
     """attempt() until it succeeds. After a failure, recover(err) (which raises
-    to give up), then the samplers go back to where the step began."""
-    saved = {k: loader.state_dict() for k, loader in loaders.items()}
+    to give up, and may replace the loaders), then the samplers of loaders()
+    go back to where the step began."""
+    saved = {k: loader.state_dict() for k, loader in loaders().items()}
     while True:
         try:
             return attempt()
         except Exception as err:  # any backend failure, by design
             recover(err)
         # Retry outside the except block, so the failed step's tensors are freed.
-        for k, loader in loaders.items():
+        for k, loader in loaders().items():
             loader.load_state_dict(saved[k])
         optimizer.zero_grad(set_to_none=True)
         gc.collect()

@@ -1,6 +1,6 @@
 """Gradient checkpointing per block (TRAIN_GRADIENT_CHECKPOINTING).
 
-Each block of `model.transformer.h` (every family keeps its blocks there)
+Each of the model's blocks (LanguageModel.blocks(), lib/model/interface.py)
 runs under torch.utils.checkpoint while training: its forward keeps only its
 inputs, and the backward pass runs the block again to rebuild what it needs.
 Activation memory falls from every block's saved tensors to one input per
@@ -20,13 +20,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-
-def blocks(model: nn.Module) -> nn.ModuleList:
-    try:
-        return model.transformer.h
-    except AttributeError:
-        raise ValueError(f"{type(model).__name__} keeps no blocks in transformer.h: "
-                         f"gradient checkpointing does not know what to wrap") from None
+from lib.model.interface import LanguageModel
 
 
 def _checkpointed(block: nn.Module, forward: Any, *args: Any, **kwargs: Any) -> Any:
@@ -35,10 +29,10 @@ def _checkpointed(block: nn.Module, forward: Any, *args: Any, **kwargs: Any) -> 
     return forward(*args, **kwargs)  # evaluation and generation run as usual
 
 
-def enable_checkpointing(model: nn.Module) -> int:
+def enable_checkpointing(model: LanguageModel) -> int:
     """Checkpoint every block of model; returns how many were wrapped."""
     wrapped = 0
-    for block in blocks(model):
+    for block in model.blocks():
         if getattr(block, "_checkpointed", False):
             continue
         block.forward = functools.partial(_checkpointed, block, block.forward)

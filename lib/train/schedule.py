@@ -3,8 +3,9 @@
 - cosine: a half cosine from the peak to GPT2_MIN_LR over the rest of the run
   (GPT-2, nanoGPT; the default);
 - wsd, warmup-stable-decay: the peak until the last LR_DECAY_FRACTION of the
-  run, then a linear, cosine or 1-sqrt decay to GPT2_MIN_LR (MiniCPM, Hu et al.
-  2024; Hägele et al. 2024; torchtitan's linear_warmup_stable_decay);
+  run, then a linear, cosine or 1-sqrt decay to GPT2_MIN_LR: torchtitan's
+  linear_warmup_stable_decay shapes, Hägele et al. 2024's 1-sqrt (MiniCPM's WSD,
+  Hu et al. 2024, decays exponentially; that shape is not offered);
 - constant: the peak until the end.
 
 Steps are 0-based optimizer steps of a run of `total`. Warmup gives step s <
@@ -45,7 +46,7 @@ def lr_at(step: int, *, peak: float, minimum: float, warmup: int, total: int) ->
 def decay_steps(total: int, warmup: int, fraction: float) -> int:
     """Steps of the WSD decay: round(total * fraction) (Python's rounding, as
     torchtitan's), at most what warmup leaves. A configuration where it would
-    not fit is refused when loaded (lib/config/schedule_rules.py); the cap
+    not fit is refused when loaded (lib/train/rules.py); the cap
     keeps a run recorded before that rule training as it did."""
     return max(0, min(round(total * fraction), total - warmup))
 

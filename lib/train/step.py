@@ -1,4 +1,4 @@
-"""One optimizer step: accumulate micro-batches, unscale, clip, step.
+"""One optimizer step: accumulate micro-batches, unscale, mask, clip, step.
 
 Shared by the trainer and by `make bench`, so the benchmark times exactly
 the step that training runs.
@@ -16,6 +16,7 @@ breakdown); outside a profiler the ranges cost one flag test each.
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any, Callable, ContextManager, Iterator
 
 import torch
@@ -40,10 +41,11 @@ def _range(name: str, synchronize: Callable[[], None] | None) -> Iterator[None]:
 
 
 class TrainStep:
-    """`pruner` (optional) sees the finished, unscaled gradients before the
-    optimizer step (movement scores; told when the GradScaler will skip the
-    step) and masks weights and moments after it. `eager` is the forward to
-    run uncompiled (the model, or its DDP/FSDP wrapper).
+    """`pruner` (optional) sees the finished, unscaled gradients before they
+    are clipped (movement scores, pruned gradients zeroed; told when the
+    GradScaler will skip the step) and masks weights and moments after the
+    optimizer step. `eager` is the forward to run uncompiled (the model, or
+    its DDP/FSDP wrapper); `sync(last)` wraps each micro-batch (DistEnv.sync).
 
     The torch.compile state lives here only: `compiled` (forward is the
     compiled model), `compile_proven` (no compiled step is still to prove
@@ -52,7 +54,8 @@ class TrainStep:
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                  precision: Precision, accumulation: int, grad_clip: float,
-                 pruner: Any = None, eager: Callable | None = None):
+                 pruner: Any = None, eager: Callable | None = None,
+                 sync: Callable[[bool], Any] | None = None):
         self.model = model
         self.eager: Callable = model if eager is None else eager
         self.forward: Callable = self.eager
@@ -67,7 +70,7 @@ class TrainStep:
         self.pruner = pruner
         # sync(last) wraps each micro-batch: under DDP it skips the gradient
         # all-reduce (no_sync) on all but the last one of an accumulation.
-        self.sync: Callable[[bool], Any] = lambda last: contextlib.nullcontext()
+        self.sync: Callable[[bool], Any] = sync or (lambda last: contextlib.nullcontext())
         # Called at the end of each phase range while profiling (make bench on CUDA).
         self.synchronize: Callable[[], None] | None = None
 
@@ -97,15 +100,17 @@ class TrainStep:
                 with self.phase("backward"):
                     self.scaler.scale(loss).backward()
             total = loss.detach() if total is None else total + loss.detach()
-        with self.phase("optimizer"):
-            if self.grad_clip > 0 or self.pruner is not None:
+        if self.grad_clip > 0 or self.pruner is not None:
+            with self.phase("optimizer"):
                 self.scaler.unscale_(self.optimizer)  # clip and score true gradients, not scaled ones
-            if self.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
         if self.pruner is not None:
+            # Masked before clipping, as the reference trainer does: the norm is
+            # that of the gradients the optimizer will apply (pruned entries 0).
             with self.phase("pruning"):
                 self.pruner.before_step(step, skipped=self._will_skip())
         with self.phase("optimizer"):
+            if self.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
             self.scaler.step(self.optimizer)
             self.scaler.update()
         if self.pruner is not None:
@@ -115,6 +120,13 @@ class TrainStep:
             self.optimizer.zero_grad(set_to_none=True)
         assert total is not None  # accumulation >= 1
         return total
+
+    def rebatched(self, accumulation: int) -> TrainStep:
+        """This step running `accumulation` micro-batches per optimizer step (its
+        model, optimizer, scaler and compile state carried over)."""
+        step = copy.copy(self)
+        step.accumulation = accumulation
+        return step
 
     def use_compiled(self, compiled: Callable) -> None:
         """Run `compiled` (torch.compile of the eager forward) from the next step;

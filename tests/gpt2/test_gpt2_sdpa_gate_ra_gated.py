@@ -24,7 +24,7 @@ from gpt2.sdpa_gate import OutputGatedAttention
 from lib.config.kconfig import load_strict
 from lib.config.run_config import run_config_from_defaults, write_outputs
 from lib.matrix.grid import expand
-from lib.run.rundir import run_tag
+from lib.train.naming import run_tag
 
 VOCAB = 101
 TINY = dict(vocab_size=VOCAB, block_size=32, n_layer=4, n_head=4, n_embd=32)

@@ -22,7 +22,7 @@ def train_until(trainer, step: int | None):
         if trainer.step + 1 == step and not sent:
             sent.append(step)
             os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next line
-    handle = trainer.optimizer.register_step_post_hook(after_optimizer_step)
+    handle = trainer.training.optimizer.register_step_post_hook(after_optimizer_step)
     try:
         summary = trainer.train()
     finally:

@@ -20,7 +20,7 @@ from lib.hardware.precision import Precision
 from lib.results.collect import read_run
 from lib.results.tables import columns, markdown
 from lib.run import owner
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from lib.config.kconfig import ConfigError
 

@@ -16,7 +16,7 @@ from lib.estimate.calibrate import (STARTUP_S, UNCALIBRATED, completed_runs, est
 from lib.estimate.memory import configured_device, default_vocab, model_counts
 from lib.estimate.timing import breakdown
 from lib.matrix.eta import layout, matrix_eta
-from lib.observe.progress import render
+from lib.matrix.watch import render
 
 NOW = 1_800_000_000.0
 

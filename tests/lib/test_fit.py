@@ -9,7 +9,7 @@ from lib.config.run_config import run_config_from_defaults
 from lib.estimate import estimate_memory
 from lib.estimate.fit import divisors, plan_batch
 from lib.hardware.devices import profile, profile_info
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 GPT2_124M = {"GPT2_MODEL_124M": "y", "GPT2_BLOCK_SIZE": "1024", "GPT2_PAD_VOCAB": "y",

@@ -8,7 +8,7 @@ from lib.config.run_config import load_run_config, write_outputs
 from lib.config.kconfig import ConfigError, load_strict, open_tree
 from lib.optim import build_optimizer
 from lib.optim.spam import AdamWSPAM
-from lib.run.rundir import run_tag
+from lib.train.naming import run_tag
 
 
 def load(write_config, tmp_path, *lines):

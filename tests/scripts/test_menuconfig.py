@@ -145,3 +145,24 @@ def test_menuconfig_opens_on_invalid_config_and_saves_only_when_fixed(project):
     assert 'CONFIG_LEARNING_RATE="6e-4"' in config.read_text()
     assert "LEARNING_RATE=0.0006," in (project / "config.py").read_text()
     assert make(project, "show").returncode == 0
+
+
+def test_menuconfig_search_names_the_symbol_a_misspelt_name_meant(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    open_menu(project)
+    try:
+        keys("/")
+        type_text("LERNING_RATE")
+        wait_for("No matches. Did you mean LEARNING_RATE?")
+        keys("C-a", "C-k")
+        type_text("gpt2_compile")  # an old name: the symbol that holds it now
+        wait_for("Did you mean COMPILE_MODEL?")
+        keys("C-a", "C-k")
+        type_text("LEARNING_RATE")  # the suggestion typed jumps as usual
+        wait_for('"Peak learning rate"')
+        keys("Enter")
+        wait_for(") Peak learning rate")
+        keys("Q")
+        wait_for("EXIT=0")
+    finally:
+        kill_tmux()

@@ -21,7 +21,7 @@ from lib.config.kconfig import ConfigError, load_checked
 from lib.config.knlp.source import commit_of, gpt2_defconfigs, in_dir, open_knlp, render_table
 from lib.config.run_config import RunConfig, rules_beside, typed_values
 from lib.paths import ROOT
-from lib.run.atomic import write_text_atomic
+from lib.atomic import write_text_atomic
 
 SIZES = ("124M", "350M", "774M", "1558M")
 
@@ -55,7 +55,8 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
                          if on("MIXED_PRECISION") else "fp32"),
            "tf32": on("GPT2_TF32_ALLOWED"), "eval interval": int(v("GPT2_EVAL_INTERVAL")),
            "eval iters": int(v("GPT2_EVAL_SAMPLES")), "dropout": float(v("GPT2_DROPOUT")),
-           "bias": on("GPT2_BIAS"), "tied head": on("GPT2_WEIGHT_TYING")}
+           "bias": on("GPT2_BIAS"), "tied head": on("GPT2_WEIGHT_TYING"),
+           "gelu": "exact"}  # its GPT-2 MLP's nn.GELU(), in code (gpt2/model.py)
     exp |= knlp_optimizer(opt)
     if opt == "adamwspam":
         exp |= {"spam theta": float(v("SPAM_THETA")), "spam clip": on("SPAM_ENABLE_CLIP"),
@@ -106,7 +107,7 @@ def our_experiment(run: RunConfig) -> dict[str, Any]:
            "precision": dtype if run.MIXED_PRECISION else "fp32", "tf32": run.TF32,
            "eval interval": run.GPT2_EVAL_INTERVAL, "eval iters": run.TRAIN_EVAL_ITERS,
            "dropout": run.GPT2_DROPOUT, "bias": run.GPT2_BIAS, "tied head": run.GPT2_TIE_HEAD,
-           "attention": run.GPT2_ATTENTION}
+           "gelu": run.GPT2_GELU, "attention": run.GPT2_ATTENTION}
     if run.OPTIMIZER in ("adamw", "adamwspam", "adamwprune"):
         exp |= {"beta1": run.ADAM_BETA1, "beta2": run.ADAM_BETA2, "epsilon": run.ADAM_EPSILON,
                 "weight decay": run.WEIGHT_DECAY, "amsgrad": bool(run.ADAM_AMSGRAD),

@@ -215,7 +215,8 @@ ROWS: dict[str, Row] = {
     # evaluation
     "INFERENCE_BENCHMARK": values(y="INFERENCE_BENCH_Y", n="INFERENCE_BENCH_N"),
     "RUN_LM_EVAL": same("LM_EVAL_AT_END"),
-    # checkpoints, GPU runtime, trackers: knlp features this project will get
+    # checkpoints, GPU runtime, trackers, baseline: runtime/records features, all here now
+    # (carried as `same`; a knlp default of one applies only where our tree shows it)
     "SAVE_CHECKPOINT": pending("SAVE_CHECKPOINT", "checkpoint on/off"),
     "CHECKPOINT_INTERVAL": pending("CHECKPOINT_INTERVAL", "checkpoint interval"),
     "GPT2_CUDNN_BENCHMARK": pending("CUDNN_BENCHMARK", "cudnn.benchmark"),
@@ -233,7 +234,7 @@ ROWS: dict[str, Row] = {
 }
 
 # What knlp's GPT-2 runs use, fixed in its code whatever its Kconfig says
-# (lib/optimizers.py create_optimizer; gpt2/train.py's --weight-decay default 0.1;
+# (its GPT-2 MLP's activation; lib/optimizers.py create_optimizer; gpt2/train.py's --weight-decay default 0.1;
 # AdamWPrune's getattr() defaults, as gpt2/train.py sets no adamwprune_* argument):
 # (knlp expression, label for the report, our symbol values).
 _TORCH_ADAM = (("ADAM_BETA1", "0.9"), ("ADAM_BETA2", "0.999"), ("ADAM_EPSILON", "1e-8"))
@@ -246,6 +247,8 @@ CODE_VALUES: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     (_PRUNE, "knlp's AdamWPrune (AdamW, decay 0, no AMSGrad)",
      _TORCH_ADAM + (("WEIGHT_DECAY", "0"), ("ADAM_AMSGRAD", "n"),
                     ("ADAMWPRUNE_BASE_ADAMW", "y"))),
+    # gpt2/model.py's MLP: nn.GELU(), the exact erf form (OpenAI's weights: tanh)
+    ("MODEL_GPT2", "knlp's GPT-2 MLP (exact GELU)", (("GPT2_GELU_EXACT", "y"),)),
 )
 
 # Settings of a knlp feature: refused with their gate, ignored while it is off.

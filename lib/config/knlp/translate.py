@@ -216,7 +216,8 @@ class _Translation:
         out.text = "".join(f"CONFIG_{o}={v}\n" for o, (v, _, _) in self.assigned.items())
         out.where = {o: w for o, (_, w, _) in self.assigned.items()}
         defaults = [f"{k}={v}" if k == o else f"{k}={v} (as {o})"
-                    for o, (v, w, k) in self.assigned.items() if w.startswith("knlp") and v != "n"]
+                    for o, (v, w, k) in self.assigned.items()
+                    if w.startswith("knlp") and v not in ("n", '""')]  # off or empty: no news
         out.report = [f"{self.shown}: knlp format (knlp {COMMIT[:8]}): {self.translated} "
                       f"names translated to this project's"]
         if defaults:

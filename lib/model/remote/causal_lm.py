@@ -27,6 +27,8 @@ from torch import Tensor, nn
 from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutput
 
+from lib.model.interface import LanguageModel
+
 IGNORE_INDEX = -100  # transformers' label for "no loss at this position"
 # Names tools look for in config.json (lm-eval reads the context length from
 # max_position_embeddings) -> the model_config field holding the value.
@@ -55,30 +57,30 @@ class RemoteConfig(PretrainedConfig):
 
 
 class RemoteCausalLM(PreTrainedModel, GenerationMixin):
-    """A family's model as a transformers causal LM; a family's template
-    supplies build_model, final_hidden and, where needed, generation_window
-    and reset_buffers."""
+    """A family's model (a lib.model.interface.LanguageModel) as a
+    transformers causal LM; a family's template supplies build_model and,
+    where needed, generation_window and reset_buffers."""
 
     config_class = RemoteConfig
     base_model_prefix = "model"
     main_input_name = "input_ids"
-    _tied_weights_keys = {"model.lm_head.weight": "model.transformer.wte.weight"}
     _no_split_modules: list[str] = []
+    model: LanguageModel
 
-    def __init__(self, config: RemoteConfig, model: nn.Module | None = None) -> None:
+    def __init__(self, config: RemoteConfig, model: LanguageModel | None = None) -> None:
         super().__init__(config)
         # model: an existing instance to wrap (the exporter's, already trained)
         self.model = model if model is not None else self.build_model(config.model_config)
+        # The head shares the embedding's weight, wherever the family keeps it.
+        embedding = next(name for name, m in self.model.named_modules()
+                         if m is self.model.embedding())
+        self._tied_weights_keys = {"model.lm_head.weight": f"model.{embedding}.weight"}
         self.post_init()
 
     # ------------------------------------------------------- family hooks
 
-    def build_model(self, fields: dict[str, Any]) -> nn.Module:
+    def build_model(self, fields: dict[str, Any]) -> LanguageModel:
         """The family's model from its config fields."""
-        raise NotImplementedError
-
-    def final_hidden(self, input_ids: Tensor) -> Tensor:
-        """Final hidden states [B, T, C] (after the last norm) for input_ids [B, T]."""
         raise NotImplementedError
 
     def generation_window(self) -> int | None:
@@ -92,7 +94,7 @@ class RemoteCausalLM(PreTrainedModel, GenerationMixin):
     # --------------------------------------------------------- transformers
 
     def get_input_embeddings(self) -> nn.Module:
-        return self.model.transformer.wte
+        return self.model.embedding()
 
     def get_output_embeddings(self) -> nn.Module:
         return self.model.lm_head
@@ -109,7 +111,7 @@ class RemoteCausalLM(PreTrainedModel, GenerationMixin):
         if attention_mask is not None and not bool(attention_mask.bool().all()):
             raise ValueError("attention_mask has zeros: padded batches are not supported by "
                              "this model (it has no padding mask); pass unpadded sequences")
-        logits = self.model.lm_head(self.final_hidden(input_ids))
+        logits = self.model.lm_head(self.model.hidden_states(input_ids))
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(),

@@ -12,23 +12,25 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from torch import nn
-
+from lib.model.interface import LanguageModel
 from lib.model.remote.source import copy_sources
 
 MODELING_FILE = "modeling_kconfig_llm.py"
 
 
-def save_remote(model: nn.Module, family: str, template: str, out: Path,
+def save_remote(model: LanguageModel, family: str, template: str, out: Path,
                 **config_extra: Any) -> list[str]:
     """Save `model` (its `config` a dataclass) into out with the code of the
     template module (gpt2.remote, hamt.remote), which imports RemoteConfig
-    and defines one RemoteCausalLM subclass; returns the code files."""
+    and defines one RemoteCausalLM subclass, and may list in LOADED_BY_NAME
+    the modules its code imports by name (source.copy_sources); returns the
+    code files."""
     from transformers.utils import logging as hf_logging
 
     from lib.model.remote.causal_lm import RemoteCausalLM, RemoteConfig
 
-    model_cls, = (c for c in vars(importlib.import_module(template)).values() if isinstance(c, type)
+    module = importlib.import_module(template)
+    model_cls, = (c for c in vars(module).values() if isinstance(c, type)
                   and issubclass(c, RemoteCausalLM) and c is not RemoteCausalLM)
     config = RemoteConfig(family=family, model_config=asdict(model.config), **config_extra)
     stem = Path(MODELING_FILE).stem
@@ -44,4 +46,5 @@ def save_remote(model: nn.Module, family: str, template: str, out: Path,
     finally:
         if shown:
             hf_logging.enable_progress_bar()
-    return copy_sources(template, Path(out), MODELING_FILE)
+    return copy_sources(template, Path(out), MODELING_FILE,
+                        tuple(getattr(module, "LOADED_BY_NAME", ())))

@@ -61,9 +61,10 @@ def project_imports(name: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def closure(entry: str) -> list[str]:
-    """`entry` and every project module it needs, in a stable order."""
-    seen, todo = {entry}, [entry]
+def closure(entry: str, by_name: tuple[str, ...] = ()) -> list[str]:
+    """`entry` and every project module it needs (and those of the modules
+    `by_name`), in a stable order."""
+    seen, todo = {entry, *by_name}, [entry, *by_name]
     while todo:
         for _, name in project_imports(todo.pop()):
             if name not in seen:
@@ -92,17 +93,25 @@ def relative_source(name: str, names: dict[str, str]) -> str:
     return "".join(lines)
 
 
-def copy_sources(entry: str, out: Path, entry_file: str) -> list[str]:
+def copy_sources(entry: str, out: Path, entry_file: str, by_name: tuple[str, ...] = ()) -> list[str]:
     """Write `entry` as out/entry_file and the modules it needs beside it;
-    the file names written, entry first."""
-    modules = closure(entry)
+    the file names written, entry first. `by_name`: modules the code imports
+    by name (importlib, gpt2/variants.py), which no import line shows:
+    copied too, and imported at the end of the entry file, since
+    transformers copies only the files it finds `from .x import` lines for."""
+    modules = closure(entry, by_name)
     names = {m: flat_name(m) for m in modules}
     names[entry] = Path(entry_file).stem
     if len(set(names.values())) != len(names):
         raise SourceError(f"two modules of {', '.join(modules)} share a flat file name")
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    loads = "".join(f"from .{names[m]} import __name__ as _{names[m]}  # noqa: F401\n"
+                    for m in by_name)
     for module in modules:
-        (out / f"{names[module]}.py").write_text(relative_source(module, names))
+        text = relative_source(module, names)
+        if module == entry and loads:
+            text += "\n# Imported by name there; named here for transformers' file copy\n" + loads
+        (out / f"{names[module]}.py").write_text(text)
         written.append(f"{names[module]}.py")
     return written

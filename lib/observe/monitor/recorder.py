@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from lib.run.atomic import write_json_atomic
+from lib.atomic import write_json_atomic
 
 FORMAT = 1
 MAX_SAMPLES = 4096

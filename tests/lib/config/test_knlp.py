@@ -128,15 +128,21 @@ def test_knlps_adamwprune_is_adamw_without_decay_or_amsgrad(write_config):
                            "PRUNING_RAMP_END_EPOCH)"]
 
 
-def test_runtime_knobs_and_future_features_are_accepted_with_a_notice(write_config):
+def test_runtime_knobs_are_accepted_with_a_notice_and_tracker_settings_kept(write_config):
     run, notes = loaded(write_config, "CONFIG_NUM_WORKERS=16", "CONFIG_PREFETCH_FACTOR=4",
                         "CONFIG_NUM_EPOCHS=3", "CONFIG_SAVE_CHECKPOINT=y",
                         "CONFIG_CHECKPOINT_INTERVAL=500", "CONFIG_ENABLE_WANDB=y",
-                        'CONFIG_WANDB_ENTITY="lab"')
+                        "CONFIG_ENABLE_TRACKIO=y", 'CONFIG_WANDB_ENTITY="lab"',
+                        'CONFIG_TRACKER_PROJECT="gpt2-study"', 'CONFIG_TRACKER_RUN_NAME="base"',
+                        'CONFIG_BASELINE_RUN_ID="gpt2_adamw_none"')
     text = "\n".join(notes)
     assert "NUM_WORKERS, PREFETCH_FACTOR" in text and "NUM_EPOCHS" in text
     assert (run.SAVE_CHECKPOINT, run.CHECKPOINT_INTERVAL) == (True, 500)  # features here now
-    assert "CONFIG_TRACKER_WANDB_ENTITY" in text and "changes only runtime" in text
+    # knlp's tracker and baseline settings are ours now: carried, not noted
+    assert (run.TRACKER_WANDB, run.TRACKER_TRACKIO, run.TRACKER_WANDB_ENTITY) == (True, True, "lab")
+    assert (run.TRACKER_PROJECT, run.TRACKER_RUN_NAME) == ("gpt2-study", "base")
+    assert run.RESULTS_BASELINE_RUN_ID == "gpt2_adamw_none"
+    assert "is not in this project yet" not in text
 
 
 def test_values_knlp_ignores_are_ignored_here_with_a_notice(write_config):
@@ -227,3 +233,11 @@ def test_check_reports_a_value_the_translation_drops(knlp_checkout, monkeypatch)
     monkeypatch.setitem(names.ROWS, "GPT2_EVAL_SAMPLES", names.runtime("dropped for the test"))
     out = check.report(knlp_checkout)
     assert "1 mismatch" in out and "eval iters: knlp 200, here 20" in out
+
+
+def test_a_knlp_gpt2_file_gets_its_exact_gelu(write_config):
+    """knlp's GPT-2 MLP is nn.GELU() in its code, whatever its Kconfig: exact,
+    where this project's default (OpenAI's weights) is tanh."""
+    run, notes = loaded(write_config, 'CONFIG_DEVICE="cpu"')
+    assert run.GPT2_GELU == "exact"
+    assert any("knlp's GPT-2 MLP (exact GELU)=y (as GPT2_GELU_EXACT)" in n for n in notes)

@@ -1,5 +1,6 @@
 """Schedule lengths against the run's length: every conflict refused at once,
-each naming its symbols and a value that works (lib/config/schedule_rules.py)."""
+each naming its symbols and a value that works (lib/train/rules.py,
+lib/optim/rules.py, lib/prune/rules.py)."""
 from __future__ import annotations
 
 import re

@@ -17,7 +17,7 @@ from lib.data import corpus
 from lib.data.tokenizers.bpe import BPETokenizer, split_text
 from lib.data.prepared import data_dir
 from lib.data.sources import Source
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"

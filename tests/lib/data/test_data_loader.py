@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from lib.data import BatchLoader, DataError, is_prepared
+from lib.data import DataError, is_prepared
+from lib.data.loader import BatchLoader
 from lib.data.corpus import FORMAT_VERSION
 
 

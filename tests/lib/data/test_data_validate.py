@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from lib.data import BatchLoader, DataError, corpus, load_meta
+from lib.data import DataError, corpus, load_meta
+from lib.data.loader import BatchLoader
 from lib.data.prepared import data_dir, ensure_prepared
 from lib.data.tokenfile import END_BYTES, ends_digest
 from lib.data.validate import check_prepared, inspect

@@ -12,7 +12,7 @@ import torch
 from lib.run.checkpoint import load_checkpoint
 from lib.distributed.runtime import torchrun_command
 from lib.run.owner import release
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.conftest import ROOT
 
@@ -65,7 +65,7 @@ def test_ddp_on_two_processes_matches_one_process_with_the_same_effective_batch(
     assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
                                                             rel=1e-5)
     weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]
-    for name, value in single.model.state_dict().items():
+    for name, value in single.training.model.state_dict().items():
         torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
 
 
@@ -86,8 +86,8 @@ def test_ddp_muon_matches_one_process(tiny_run):
     assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
                                                             rel=1e-4)  # bf16 Newton-Schulz: see above
     weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]
-    muon = {id(p) for g in single.optimizer.param_groups if g["use_muon"] for p in g["params"]}
-    for name, value in single.model.named_parameters():
+    muon = {id(p) for g in single.training.optimizer.param_groups if g["use_muon"] for p in g["params"]}
+    for name, value in single.training.model.named_parameters():
         atol = MUON_ATOL if id(value) in muon else ADAMW_BESIDE_MUON_ATOL
         torch.testing.assert_close(weights[name], value.detach(), rtol=1e-4, atol=atol, msg=name)
 
@@ -120,7 +120,7 @@ def test_fsdp_on_two_processes_matches_one_process(tiny_run):
     assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
                                                             rel=1e-5)
     weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]  # gathered, unsharded
-    for name, value in single.model.state_dict().items():
+    for name, value in single.training.model.state_dict().items():
         torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
 
 
@@ -140,13 +140,13 @@ def test_fsdp_muon_gathers_each_matrix_and_matches_one_process(tiny_run):
     assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
                                                             rel=1e-4)  # bf16 Newton-Schulz: see above
     state = load_checkpoint(run_dir / "ckpt_latest.pt")  # gathered, unsharded
-    muon = {id(p) for g in single.optimizer.param_groups if g["use_muon"] for p in g["params"]}
-    for name, value in single.model.named_parameters():
+    muon = {id(p) for g in single.training.optimizer.param_groups if g["use_muon"] for p in g["params"]}
+    for name, value in single.training.model.named_parameters():
         atol = MUON_ATOL if id(value) in muon else ADAMW_BESIDE_MUON_ATOL
         torch.testing.assert_close(state["model"][name], value.detach(), rtol=1e-4, atol=atol,
                                    msg=name)
     buffers = [s["momentum_buffer"] for s in state["optimizer"]["state"].values()
                if "momentum_buffer" in s]
-    whole = [tuple(p.shape) for g in single.optimizer.param_groups if g["use_muon"]
+    whole = [tuple(p.shape) for g in single.training.optimizer.param_groups if g["use_muon"]
              for p in g["params"]]
     assert sorted(tuple(b.shape) for b in buffers) == sorted(whole)  # not row shards

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from lib.eval.record import EVAL_FILE, FORMAT, load_eval, write_eval
+from lib.run.eval_record import EVAL_FILE, FORMAT, load_eval, write_eval
 
 SETS = {"val": {"kind": "perplexity", "perplexity": 358.2, "tokens": 1000, "word_perplexity": None},
         "lambada": {"kind": "last_word", "accuracy": 0.25, "perplexity": 80.5, "examples": 4},

@@ -7,7 +7,7 @@ import torch
 
 from lib.data import load_meta, tokenizer_from_meta
 from lib.data.prepared import data_dir
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 
@@ -25,7 +25,7 @@ def test_samples_are_the_greedy_continuation_at_each_evaluation(tiny_run):
     assert [s["step"] for s in samples] == [3, 6]
     tok = tokenizer_from_meta(load_meta(data_dir(trainer.run)))
     prompt = torch.tensor([tok.encode("ROMEO:")])
-    greedy = trainer.model.generate(prompt, 12, temperature=0.0)[0, prompt.size(1):].tolist()
+    greedy = trainer.training.model.generate(prompt, 12, temperature=0.0)[0, prompt.size(1):].tolist()
     assert samples[-1]["tokens"] == greedy and samples[-1]["text"] == tok.decode(greedy)
     assert f"sample step 6: 'ROMEO:' -> {samples[-1]['text']!r}" in lines
     _, plain, _, _ = train(tiny_run, "plain")

@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from lib.run.checkpoint import load_checkpoint
 from lib.data import DataError, load_meta, tokenizer_from_meta
 from lib.data.prepared import data_dir
-from lib.eval.record import load_eval
+from lib.run.eval_record import load_eval
 from lib.eval.suite import evaluate_baseline, evaluate_run
 from lib.model.registry import family
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 BLOCK = 32  # tiny_run's GPT2_BLOCK_SIZE

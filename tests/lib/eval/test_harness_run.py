@@ -9,11 +9,11 @@ import pytest
 
 import scripts.train as train
 from lib.eval import downstream
-from lib.eval.record import load_eval
+from lib.run.eval_record import load_eval
 from lib.eval.suite import evaluate_run
 from lib.results import tables
 from lib.results.collect import read_run
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.eval.test_eval_suite import checkpoint_model
 from tests.lib.eval.test_harness import (BLOCK, TASKS, hand_multiple_choice, hand_rolling,

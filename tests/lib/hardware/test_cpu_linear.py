@@ -13,7 +13,7 @@ from torch import nn
 
 from lib.hardware import cpu_linear
 from lib.hardware.cpu_linear import OneDNNLinear, convert_linears, resolve_cpu_linear
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.model.test_fused_loss import _tiny
 from tests.lib.stops import train_until

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-import lib.hardware.speed as speed_module
+import lib.train.speed as speed_module
 from lib.config.kconfig import open_tree
 from lib.config.run_config import write_outputs
 from lib.hardware.allocator import (ENV, GENERIC_ENV, AllocConfError, apply_alloc_conf,
                                     check_alloc_conf)
-from lib.hardware.speed import apply_cudnn_benchmark
+from lib.train.speed import apply_cudnn_benchmark
 from lib.hardware.warmup import PASSES, warm_up, warmup_passes
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
 

@@ -1,4 +1,4 @@
-"""The speed options (lib/hardware/speed.py, precision.py, float8.py): each is
+"""The speed options (lib/train/speed.py, precision.py, float8.py): each is
 refused where it cannot run, applied where it can, and recorded."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 
 from lib.hardware import float8
 from lib.hardware.precision import CompileOptions, RegionalForward, compile_model
-from lib.hardware.speed import apply_tf32, check_attention_backend, with_attention_backend
-from lib.run.rundir import create_run_dir
+from lib.train.speed import apply_tf32, check_attention_backend, with_attention_backend
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.model.test_fused_loss import _tiny
 from tests.lib.stops import train_until
@@ -186,7 +186,7 @@ def test_float8_converts_the_blocks_linears_whose_sizes_allow_it():
     names = float8.float8_candidates(wide)
     assert names == [f"transformer.h.{i}.{m}" for i in range(2)
                      for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]
-    assert not float8.float8_filter(wide.lm_head, "lm_head")  # 72 x 32 would pass the sizes
+    assert not float8.float8_filter(wide)(wide.lm_head, "lm_head")  # 72 x 32 would pass the sizes
 
 
 @pytest.mark.parametrize("recipe", float8.RECIPES)

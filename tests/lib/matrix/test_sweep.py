@@ -49,6 +49,26 @@ def test_malformed_sweeps_are_refused(spec, mode, trials, match):
         sweep.parse(spec, mode, trials)
 
 
+def test_a_misspelt_sweep_symbol_is_refused_with_a_did_you_mean(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        sweep.parse("LERNING_RATE=1e-4,3e-4 BATCH_SIZE=8,16 XQZW=1,2")
+    assert info.value.problems == [
+        "SWEEP: LERNING_RATE is not a Kconfig symbol or an alias; did you mean LEARNING_RATE?",
+        "SWEEP: XQZW is not a Kconfig symbol or an alias; name a symbol as .config does, "
+        "without CONFIG_ (e.g. LEARNING_RATE)"]
+    # a sweep file's problem names its line
+    path = tmp_path / "lr"
+    path.write_text("# batch sizes\nSWEEP_MODE=grid\nLEARNING_RATE=1e-4\nBACTH_SIZE=8,16\n")
+    with pytest.raises(ConfigError) as info:
+        sweep.from_file(str(path))
+    assert info.value.problems == [f"{path}:4: BACTH_SIZE is not a Kconfig symbol or an alias; "
+                                   f"did you mean BATCH_SIZE?"]
+    # what an override takes is swept: an alias, an old name, a choice, CONFIG_<symbol>
+    s = sweep.parse("LR=1e-4,3e-4 GPT2_COMPILE=y,n GPT2_ATTENTION=vanilla,mla "
+                    "CONFIG_BATCH_SIZE=8,16")
+    assert len(s.points()) == 16
+
+
 def test_sweep_file(tmp_path):
     path = tmp_path / "lr"
     path.write_text("# a comment\nSWEEP_MODE=random\nSWEEP_TRIALS=3  # three runs\n"

@@ -10,7 +10,7 @@ import torch
 
 from lib.data.tokenizers import GPT2Tokenizer
 from lib.model.export import export_run
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 PRUNED = dict(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_TARGET_SPARSITY="0.5",
@@ -33,9 +33,9 @@ def test_pruned_gpt2_bpe_run_round_trips_through_transformers(tiny_run):
     assert out == run_dir / "hf"
     hf = GPT2LMHeadModel.from_pretrained(out).eval()
     x = torch.randint(0, 50257, (2, 32), generator=torch.Generator().manual_seed(0))
-    trainer.model.eval()
+    trainer.training.model.eval()
     with torch.no_grad():
-        assert (hf(x).logits - trainer.model(x, x)[0]).abs().max().item() < 1e-5
+        assert (hf(x).logits - trainer.training.model(x, x)[0]).abs().max().item() < 1e-5
     text = "ROMEO: to be, or not to be -- that is the question.\n"
     assert AutoTokenizer.from_pretrained(out).encode(text) == GPT2Tokenizer().encode(text)
     blocks = [m.weight for m in hf.transformer.h.modules() if type(m).__name__ == "Conv1D"]

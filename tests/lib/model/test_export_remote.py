@@ -47,10 +47,13 @@ GPT2_VARIANTS = {
 # hierarchical: the slot periods (a buffer the weights file does not hold) are not all 1
 HAMT_CONFIG = dict(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=1, n_embd=32,
                    num_slots=4, hierarchical=True, slow_every=2, chunk_size=8)
-GPT2_CODE = ["gpt2_attention.py", "gpt2_config.py", "gpt2_mla.py", "gpt2_mlp.py", "gpt2_model.py",
-             "gpt2_norm.py", "gpt2_presets.py", "gpt2_ra.py", "gpt2_ra_gated.py",
-             "gpt2_rope.py", "gpt2_sdpa_gate.py",
-             "lib_model_fused_loss.py", "lib_model_interface.py", "lib_model_remote_causal_lm.py", "lib_model_sampling.py"]
+# the attention variants' modules, which gpt2/model.py imports by name (gpt2/variants.py)
+VARIANT_CODE = ["gpt2_mla.py", "gpt2_ra.py", "gpt2_ra_gated.py", "gpt2_sdpa_gate.py"]
+SHARED_CODE = ["gpt2_attention.py", "gpt2_config.py", "gpt2_mlp.py", "gpt2_model.py",
+               "gpt2_norm.py", "gpt2_presets.py", "gpt2_rope.py", "gpt2_variants.py",
+               "lib_model_fused_loss.py", "lib_model_interface.py",
+               "lib_model_remote_causal_lm.py", "lib_model_sampling.py"]
+GPT2_CODE = SHARED_CODE + VARIANT_CODE
 HAMT_CODE = ["hamt_block.py", "hamt_config.py", "hamt_kernel.py", "hamt_memory.py", "hamt_model.py",
              "hamt_retrieval.py", "hamt_scan.py", "hamt_spectral.py"]
 
@@ -152,7 +155,8 @@ def test_exported_folder_computes_what_our_model_computes(exported, name):
 
 def test_folder_holds_the_model_code_and_a_card_that_says_so(exported):
     _, _, results, folders = exported
-    for name, family, code in (("mla", "gpt2", GPT2_CODE), ("hamt", "hamt", GPT2_CODE + HAMT_CODE)):
+    # HAMT's blocks take GPT-2's MLP (gpt2/model.py), never its attention
+    for name, family, code in (("mla", "gpt2", GPT2_CODE), ("hamt", "hamt", SHARED_CODE + HAMT_CODE)):
         folder = Path(folders[name])
         # the template as the modelling file, and exactly the modules it needs
         assert sorted(p.name for p in folder.glob("*.py")) == sorted(

@@ -10,7 +10,7 @@ import torch
 
 from lib.model.fused_loss import (chunk_rows, chunked_linear_cross_entropy, liger_available,
                                   plain_linear_cross_entropy, resolve_loss_impl)
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 

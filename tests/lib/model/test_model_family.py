@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from lib.model import registry
-from lib.estimate.activations import Shape
+from lib.model.activations import Shape
 from lib.model.registry import ModelFamily, config_from_symbols
 from tests.lib.model.toy_model import ToyConfig, ToyLM, activations as toy_activations
 
@@ -73,7 +73,7 @@ def test_toy_family_trains_through_trainer_matrix_and_results(toy_family, tiny_r
     assert (run_dir / "config.txt").is_file()
 
     trainer = Trainer(run.config, run_dir, log=lambda _: None)
-    assert isinstance(trainer.model, ToyLM)
+    assert isinstance(trainer.training.model, ToyLM)
     summary = trainer.train()
     vocab = summary["model_config"]["vocab_size"]
     val = summary["val_loss"]["values"]
@@ -81,12 +81,12 @@ def test_toy_family_trains_through_trainer_matrix_and_results(toy_family, tiny_r
     # A bigram model of the characters learns (uniform: log 31 = 3.43; seen 2.44, 2.19).
     assert val[0] < 0.8 * math.log(vocab) and val[-1] < 0.95 * val[0], val
     # Everything the trainer reports comes from the interface: params, FLOPs, estimate.
-    params = sum(p.numel() for p in trainer.model.parameters())
+    params = sum(p.numel() for p in trainer.training.model.parameters())
     # tied wte V C; the block's LayerNorm 2 C, c_fc 2 C^2 + 2 C, c_proj 2 C^2 + C; ln_f 2 C
     assert summary["params"] == params == vocab * 32 + 4 * 32 * 32 + 7 * 32
     # The estimator sizes it with the family's own activation formula.
     est = estimate_memory(run.config, vocab)
-    assert est.per_layer == toy_activations(trainer.model_config, Shape(8, 32, 4, "cpu", 0.0)
+    assert est.per_layer == toy_activations(trainer.training.config, Shape(8, 32, 4, "cpu", 0.0)
                                             ).per_layer
     assert summary["memory_estimate_mb"] > 0
 
@@ -109,5 +109,6 @@ def test_toy_family_generates_through_the_shared_sampler(toy_family):
     assert out[0, 3:].tolist() == [int(best[t]) for t in out[0, 2:-1].tolist()]
     assert model.param_groups(0.1)[1]["names"] == [n for n, p in model.named_parameters()
                                                    if p.dim() < 2]
-    assert [n for n, _ in model.prunable()] == ["transformer.h.0.c_fc.weight",
-                                                "transformer.h.0.c_proj.weight"]
+    assert [n for n, _ in model.prunable()] == ["layers.0.c_fc.weight", "layers.0.c_proj.weight"]
+    assert [n for n, _ in model.block_matrices()] == ["layers.0.c_fc.weight",
+                                                      "layers.0.c_proj.weight"]

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lib.estimate.activations import R, Activations, Shape
+from lib.model.activations import R, Activations, Shape
 from lib.model.interface import LanguageModel, init_weights
 
 
@@ -46,35 +46,42 @@ class ToyBlock(nn.Module):
 
 
 class ToyLM(LanguageModel):
-    """Each position sees only its own token, so generation keeps no state."""
+    """Each position sees only its own token, so generation keeps no state.
+    Its modules are not named as GPT-2's (transformer.wte, transformer.h): the
+    interface, not a layout, is what the rest of the project relies on."""
 
     def __init__(self, config: ToyConfig) -> None:
         super().__init__()
         self.config = config
-        self.transformer = nn.ModuleDict({
-            "wte": nn.Embedding(config.vocab_size, config.n_embd),
-            "h": nn.ModuleList(ToyBlock(config.n_embd) for _ in range(config.n_layer)),
-            "ln_f": nn.LayerNorm(config.n_embd)})
+        self.embed = nn.Embedding(config.vocab_size, config.n_embd)
+        self.layers = nn.ModuleList(ToyBlock(config.n_embd) for _ in range(config.n_layer))
+        self.norm = nn.LayerNorm(config.n_embd)
         self.tie_head()
-        init_weights(self, [(b.c_proj,) for b in self.transformer.h])
+        init_weights(self, [(b.c_proj,) for b in self.layers])
 
-    def _hidden(self, idx: Tensor) -> Tensor:
-        x = self.transformer.wte(idx)
-        for block in self.transformer.h:
+    def blocks(self) -> nn.ModuleList:
+        return self.layers
+
+    def embedding(self) -> nn.Embedding:
+        return self.embed
+
+    def hidden_states(self, idx: Tensor) -> Tensor:
+        x = self.embed(idx)
+        for block in self.layers:
             x = block(x)
-        return self.transformer.ln_f(x)
+        return self.norm(x)
 
     def forward(self, idx: Tensor, targets: Tensor | None = None):
-        return self.logits_and_loss(self._hidden(idx), targets)
+        return self.logits_and_loss(self.hidden_states(idx), targets)
 
     def flops_per_token(self, seq_len: int) -> int:
         return 6 * self.num_params()
 
     def start_generation(self, idx: Tensor) -> tuple[Tensor, Any]:
-        return self.lm_head(self._hidden(idx[:, -1:])), None
+        return self.lm_head(self.hidden_states(idx[:, -1:])), None
 
     def continue_generation(self, idx: Tensor, state: Any) -> tuple[Tensor, Any]:
-        return self.lm_head(self._hidden(idx)), None
+        return self.lm_head(self.hidden_states(idx)), None
 
     def generation_bytes(self, seq_len: int, batch: int = 1) -> int:
         return 0

@@ -7,8 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lib.observe.progress import render, run_progress
-from lib.run.rundir import RunLog, create_run_dir
+from lib.matrix.watch import render
+from lib.observe.progress import run_progress
+from lib.run.rundir import RunLog
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -10,7 +10,7 @@ import pytest
 from lib.observe import tracking
 from lib.config.run_config import load_run_config, write_outputs
 from lib.config.kconfig import ConfigError, open_tree
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 PRUNED = dict(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_TARGET_SPARSITY="0.5",
@@ -118,6 +118,113 @@ def test_wandb_goes_offline_without_network(tiny_run, monkeypatch):
     assert fake.finished == 1 and warnings(lines) == []
 
 
+def test_wandb_takes_the_project_entity_and_run_name(tiny_run, monkeypatch):
+    fake = FakeWandb()
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.setattr(tracking, "network_reachable", lambda *a, **k: False)
+    # one project for every tracker; W&B's own project, when set, wins for W&B
+    _, run_dir, _ = train(tiny_run, "wb1", TRACKER_WANDB="y", TRACKER_PROJECT="study",
+                          TRACKER_WANDB_ENTITY="lab", TRACKER_RUN_NAME="baseline")
+    assert (fake.kwargs["project"], fake.kwargs["entity"]) == ("study", "lab")
+    # shown as TRACKER_RUN_NAME, still keyed by the run id so a resume continues it
+    assert (fake.kwargs["name"], fake.kwargs["id"]) == ("baseline", "wb1")
+    train(tiny_run, "wb2", TRACKER_WANDB="y", TRACKER_PROJECT="study",
+          TRACKER_WANDB_PROJECT="wandb-only")
+    assert (fake.kwargs["project"], fake.kwargs["entity"]) == ("wandb-only", None)
+    assert (fake.kwargs["name"], fake.kwargs["id"]) == ("wb2", "wb2")
+
+
+class FakeTrackio(types.ModuleType):
+    """Records what the tracker asks of trackio (init returns the run it logs to)."""
+
+    def __init__(self):
+        super().__init__("trackio")
+        self.inits, self.logged, self.finished = [], [], 0
+
+    def init(self, **kwargs):
+        self.inits.append(kwargs)
+        return self
+
+    def log(self, metrics, step=None):
+        self.logged.append((step, dict(metrics)))
+
+    def finish(self):
+        self.finished += 1
+
+
+def test_trackio_gets_the_project_run_name_config_and_every_figure(tiny_run, monkeypatch):
+    fake = FakeTrackio()
+    monkeypatch.setitem(sys.modules, "trackio", fake)
+    summary, run_dir, lines = train(tiny_run, "tio", TRACKER_TRACKIO="y", **PRUNED)
+    [kwargs] = fake.inits
+    assert (kwargs["project"], kwargs["name"], kwargs["resume"]) == ("kconfig-llm", "tio", "never")
+    assert kwargs["config"]["TRACKER_TRACKIO"] is True and kwargs["config"]["GPT2_MAX_ITERS"] == 6
+    train_logged = [(s, v["train/loss"]) for s, v in fake.logged if "train/loss" in v]
+    loss = summary["train_loss"]
+    assert train_logged == list(zip(loss["iters"], loss["values"]))
+    assert [(s, v["val/loss"]) for s, v in fake.logged if "val/loss" in v] == list(
+        zip(summary["val_loss"]["iters"], summary["val_loss"]["values"]))
+    assert [(s, v["train/sparsity"]) for s, v in fake.logged if "train/sparsity" in v] == list(
+        zip(summary["sparsity_series"]["iters"], summary["sparsity_series"]["values"]))
+    assert fake.finished == 1 and warnings(lines) == []
+    assert "tracking: trackio is on (project kconfig-llm, run tio; `trackio show --project " \
+           "kconfig-llm` shows it)" in lines
+    assert summary["trackers"] == {"requested": ["trackio"], "active": ["trackio"], "failed": {}}
+    # a chosen project and run name; a resumed run continues its Trackio run
+    tracking.Tracker(tiny_run(TRACKER_TRACKIO="y", TRACKER_PROJECT="study",
+                              TRACKER_RUN_NAME="base"), run_dir, lines.append, resumed=True)
+    assert (fake.inits[-1]["project"], fake.inits[-1]["name"], fake.inits[-1]["resume"]) == (
+        "study", "base", "allow")
+
+
+def test_a_resumed_run_continues_its_trackio_run(tiny_run, monkeypatch):
+    from lib.run.checkpoint import load_checkpoint
+    from tests.lib.stops import train_until
+
+    fake = FakeTrackio()
+    monkeypatch.setitem(sys.modules, "trackio", fake)
+    run = tiny_run(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3, RUN_NAME="cont", TRACKER_TRACKIO="y")
+    run_dir = create_run_dir(run)
+    train_until(Trainer(run, run_dir, log=lambda _: None), 3)
+    state = load_checkpoint(run_dir / "ckpt_latest.pt")
+    summary = Trainer(run, run_dir, log=lambda _: None, resume=state).train()
+    assert [(i["name"], i["resume"]) for i in fake.inits] == [("cont", "never"), ("cont", "allow")]
+    assert [s for s, v in fake.logged if "train/loss" in v] == [1, 2, 3, 4, 5, 6]
+    assert summary["train_loss"]["iters"] == [1, 2, 3, 4, 5, 6] and fake.finished == 2
+
+
+def test_missing_trackio_package_warns_once(tiny_run, monkeypatch):
+    monkeypatch.setitem(sys.modules, "trackio", None)  # `import trackio` raises ImportError
+    summary, run_dir, lines = train(tiny_run, "notrackio", TRACKER_TRACKIO="y",
+                                    TRACKER_TENSORBOARD="y")
+    assert summary["status"] == "completed"
+    [warning] = warnings(lines)
+    assert "tracker trackio failed (its package is not installed" in warning
+    assert "pip install trackio" in warning
+    written = json.loads((run_dir / "metrics.json").read_text())["trackers"]
+    assert written["requested"] == ["tensorboard", "trackio"]
+    assert written["active"] == ["tensorboard"]  # the other tracker goes on
+    assert "its package is not installed" in written["failed"]["trackio"]
+
+
+def test_real_trackio_stores_the_run_figures(tiny_run, tmp_path):
+    """With the trackio package (not a requirement): what it stored, read back."""
+    pytest.importorskip("trackio")
+    from trackio.sqlite_storage import SQLiteStorage
+
+    project = f"kconfig-llm-test-{tmp_path.name}"[:60]  # trackio's folder is shared (HF_HOME)
+    summary, _, lines = train(tiny_run, "real", TRACKER_TRACKIO="y", TRACKER_PROJECT=project)
+    assert warnings(lines) == [] and summary["trackers"]["active"] == ["trackio"]
+    assert SQLiteStorage.get_runs(project) == ["real"]
+    logs = SQLiteStorage.get_logs(project, "real")
+    stored = [(row["step"], row["train/loss"]) for row in logs if "train/loss" in row]
+    assert [s for s, _ in stored] == summary["train_loss"]["iters"]
+    assert [v for _, v in stored] == pytest.approx(summary["train_loss"]["values"], rel=1e-6)
+    val = [(row["step"], row["val/loss"]) for row in logs if "val/loss" in row]
+    assert val == [(s, pytest.approx(v, rel=1e-6)) for s, v in
+                   zip(summary["val_loss"]["iters"], summary["val_loss"]["values"])]
+
+
 def test_wandb_mode_follows_the_environment_and_the_option(monkeypatch):
     run = types.SimpleNamespace(TRACKER_WANDB_OFFLINE=False)
     monkeypatch.setattr(tracking, "network_reachable", lambda *a, **k: True)
@@ -135,11 +242,14 @@ def test_tracker_override_switches_trackers(tmp_path):
 
     def chosen(value):
         run = load_run_config([f"TRACKER={value}"], config)
-        return run.TRACKER_TENSORBOARD, run.TRACKER_WANDB
+        return run.TRACKER_TENSORBOARD, run.TRACKER_WANDB, run.TRACKER_TRACKIO
 
-    assert chosen("tensorboard") == (True, False)
-    assert chosen("wandb,tensorboard") == (True, True)
-    assert chosen("none") == (False, False)
+    assert chosen("tensorboard") == (True, False, False)
+    assert chosen("wandb,tensorboard") == (True, True, False)
+    assert chosen("trackio") == (False, False, True)
+    assert chosen("trackio,wandb") == (False, True, True)
+    assert chosen("none") == (False, False, False)
     assert load_run_config([], config).TRACKER_TENSORBOARD is False  # off by default
-    with pytest.raises(ConfigError, match="unknown tracker mlflow; allowed tensorboard, wandb"):
+    with pytest.raises(ConfigError,
+                       match="unknown tracker mlflow; allowed tensorboard, wandb, trackio"):
         load_run_config(["TRACKER=mlflow"], config)

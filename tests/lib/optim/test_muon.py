@@ -13,7 +13,7 @@ from lib.estimate.memory import model_counts, optimizer_bytes
 from lib.optim import muon as muon_module, state_bytes
 from lib.optim.muon import NS_COEFFICIENTS, Muon, newton_schulz, update_scale
 from lib.run.checkpoint import load_checkpoint
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 
@@ -123,7 +123,7 @@ def test_gpt2_hidden_matrices_go_to_muon_the_rest_to_adamw(tiny_run):
     run = tiny_run(OPTIMIZER_MUON="y", MUON_LR="0.03", MUON_WEIGHT_DECAY="0.02",
                    RUN_NAME="route")
     trainer = Trainer(run, create_run_dir(run), log=lambda _: None)
-    model, opt = trainer.model, trainer.optimizer
+    model, opt = trainer.training.model, trainer.training.optimizer
     names = {id(p): n for n, p in model.named_parameters()}
     muon = [g for g in opt.param_groups if g["use_muon"]]
     assert len(muon) == 1
@@ -138,7 +138,7 @@ def test_gpt2_hidden_matrices_go_to_muon_the_rest_to_adamw(tiny_run):
     assert (muon[0]["lr"], muon[0]["weight_decay"], muon[0]["momentum"]) == (0.03, 0.02, 0.95)
     assert muon[0]["nesterov"] and muon[0]["ns_steps"] == 5 and muon[0]["scale"] == "shape"
     # The schedule's LR is LEARNING_RATE's; each group scales it by its own ratio.
-    trainer.train_step(lambda: trainer.loaders["train"].next_batch(), lr=1.5e-3, step=1)
+    trainer.training.step(lambda: trainer.loaders["train"].next_batch(), lr=1.5e-3, step=1)
     assert muon[0]["lr"] == pytest.approx(0.015)
     assert {g["lr"] for g in opt.param_groups if not g["use_muon"]} == {1.5e-3}
     # State: one fp32 buffer per Muon weight, AdamW's two moments and a step count
@@ -187,7 +187,7 @@ def test_pruned_muon_run_keeps_weights_and_momentum_at_zero(tiny_run, method):
                    **{f"PRUNING_METHOD_{method}": "y"}, RUN_NAME=f"muon-{method}")
     trainer, summary, _ = train(run)
     assert summary["sparsity"] == pytest.approx(0.7, abs=0.005)
-    for (name, p), mask in zip(trainer.model.prunable(), trainer.pruner.masks):
-        buf = trainer.optimizer.state[p]["momentum_buffer"]
+    for (name, p), mask in zip(trainer.training.model.prunable(), trainer.training.pruner.masks):
+        buf = trainer.training.optimizer.state[p]["momentum_buffer"]
         assert not p[~mask].any() and not buf[~mask].any(), name
         assert p[mask].ne(0).float().mean() > 0.99, name  # the kept ones still train

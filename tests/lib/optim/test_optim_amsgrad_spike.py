@@ -255,11 +255,11 @@ def test_spam_amsgrad_matches_torch_adamw_amsgrad_without_its_own_features():
 
 def test_adamw_amsgrad_is_torchs_and_the_symbols_reach_the_optimizers(tiny_run):
     from lib.train.trainer import Trainer
-    from lib.run.rundir import create_run_dir
+    from lib.train.naming import create_run_dir
 
     run = tiny_run(ADAM_AMSGRAD="y", RUN_NAME="ams")
     trainer = Trainer(run, create_run_dir(run), log=lambda _: None)
-    model = trainer.model
+    model = trainer.training.model
     opt = build_optimizer(run, model, torch.device("cpu"))
     assert isinstance(opt, torch.optim.AdamW) and opt.defaults["amsgrad"]
     ref = torch.optim.AdamW(model.param_groups(run.WEIGHT_DECAY), lr=run.LEARNING_RATE,

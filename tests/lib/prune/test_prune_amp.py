@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from lib.hardware.precision import Precision
-from lib.prune import Pruner
+from lib.prune.pruner import Pruner
 from lib.train.step import TrainStep
 
 INIT_SCALE = 2.0 ** 16

@@ -9,7 +9,8 @@ import torch
 
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
-from lib.prune import METHODS, VARIANTS, Pruner
+from lib.prune.pruner import METHODS, Pruner
+from lib.prune.scores import VARIANTS
 from lib.prune.layers import depth_ramp
 
 STEPS = 40

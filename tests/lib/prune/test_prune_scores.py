@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib.prune import VARIANTS
+from lib.prune.scores import VARIANTS
 from lib.prune import scores as S
 from lib.prune.layers import allocate, depth_ramp, layer_factors
 

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from lib.prune import dkw_bound, kth_threshold, sparsity_at
+from lib.prune.schedule import sparsity_at
+from lib.prune.threshold import dkw_bound, kth_threshold
 from lib.prune.threshold import kth_smallest, sample_entries, smallest_k
 
 

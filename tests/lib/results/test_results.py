@@ -349,3 +349,49 @@ def test_a_folder_without_runs_says_what_to_pass(tmp_path):
                           f"matrix.json, no run folders). Pass RESULTS=<dir>: a run folder, a "
                           f"matrix folder, or a folder of run folders, e.g. "
                           f"RESULTS=results/<run-id>\n")
+
+
+def _results_script():
+    """scripts/results.py as a module, so a test can point it at its own .config."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("results_script", ROOT / "scripts/results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_configured_baseline_is_used_unless_baseline_is_given(matrix, tmp_path, monkeypatch,
+                                                               capsys):
+    script = _results_script()
+    dot_config = tmp_path / ".config"
+    monkeypatch.setattr(script, "DOT_CONFIG", dot_config)
+
+    def baseline_of_table(*args: str) -> tuple[str, list[str]]:
+        """The table's baseline and the warnings about it (the fixture's damaged run
+        warns too)."""
+        assert script.main(["summary", "--dir", str(matrix), *args]) == 0
+        out = capsys.readouterr()
+        (table,) = parse_tables(out.out)
+        return table.baseline, [line for line in out.err.splitlines() if "BASELINE" in line]
+
+    # no .config: the automatic baseline, the dense AdamW run
+    assert baseline_of_table() == ("gpt2_adamw_none", [])
+    dot_config.write_text('CONFIG_OTHER="x"\n'
+                          'CONFIG_RESULTS_BASELINE_RUN_ID="gpt2_adamw_magnitude_50"\n')
+    assert baseline_of_table() == ("gpt2_adamw_magnitude_50", [])
+    # BASELINE= on the command line wins
+    assert baseline_of_table("--baseline", "gpt2_adamw_magnitude_90") == (
+        "gpt2_adamw_magnitude_90", [])
+    # a configured run this folder lacks: the automatic baseline, and a warning saying so
+    dot_config.write_text('CONFIG_RESULTS_BASELINE_RUN_ID="gpt2_adamw_none_other_study"\n')
+    shown, [warning] = baseline_of_table()
+    assert shown == "gpt2_adamw_none"
+    assert 'CONFIG_RESULTS_BASELINE_RUN_ID="gpt2_adamw_none_other_study" is not among' in warning
+    # ... while the same name given as BASELINE= is an error, as before
+    with pytest.raises(ValueError, match="BASELINE=gpt2_adamw_none_other_study: no such run"):
+        script.main(["summary", "--dir", str(matrix), "--baseline", "gpt2_adamw_none_other_study"])
+    # make report reads it too
+    dot_config.write_text('CONFIG_RESULTS_BASELINE_RUN_ID="gpt2_adamw_magnitude_90"\n')
+    assert script.main(["report", "--dir", str(matrix)]) == 0
+    page = (matrix / "index.html").read_text()
+    assert "<p>Baseline: gpt2_adamw_magnitude_90</p>" in page

@@ -35,7 +35,8 @@ signals.STOP.install()  # as train.py does: every fork inherits the handlers
 
 import torch._dynamo  # noqa: E402,F401 (the optimizer imports it lazily: 1 s in every fork)
 
-import lib.train.trainer as trainer_module  # noqa: E402
+import lib.run.checkpointer as checkpointer_module  # noqa: E402
+import lib.train.build as build_module  # noqa: E402
 import scripts.train as train  # noqa: E402
 from lib.config.run_config import load_run_config, write_outputs  # noqa: E402
 from lib.data.loader import BatchLoader  # noqa: E402
@@ -102,21 +103,21 @@ def _at(point: str, nth: int, sig: int, again: str | None) -> None:
         return real_next(self, *args, **kwargs)
     BatchLoader.next_batch = next_batch
 
-    real_build = trainer_module.build_optimizer
+    real_build = build_module.build_optimizer
 
     def build_optimizer(*args, **kwargs):
         passing("setup")
         optimizer = real_build(*args, **kwargs)
         optimizer.register_step_pre_hook(lambda *_: passing("optimizer_step"))
         return optimizer
-    trainer_module.build_optimizer = build_optimizer
+    build_module.build_optimizer = build_optimizer
 
-    real_save = trainer_module.save_checkpoint
+    real_save = checkpointer_module.save_checkpoint
 
     def save_checkpoint(*args, **kwargs):
         passing("checkpoint_write")
         return real_save(*args, **kwargs)
-    trainer_module.save_checkpoint = save_checkpoint
+    checkpointer_module.save_checkpoint = save_checkpoint
 
 
 def fork_run(run_dir: Path, hook: dict | None = None) -> int:

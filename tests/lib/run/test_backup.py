@@ -5,7 +5,7 @@ import os
 
 from lib.run.backup import Backup
 from lib.run.checkpoint import load_checkpoint
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.run.atomic import DiskFullError
+from lib.atomic import DiskFullError
 from lib.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
@@ -106,7 +106,7 @@ def disk_fills_after(monkeypatch, limit: int, free: int) -> list[list[str]]:
     """Every write of an atomic file fails with ENOSPC once the file would pass limit
     bytes; the disk then reports free bytes. Returns, per free-space query, the
     temporaries that were in the folder then."""
-    from lib.run import atomic
+    from lib import atomic
 
     real_write, seen = atomic._KeepsWriteError.write, []
 

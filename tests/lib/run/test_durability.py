@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.run.atomic import remove_stale_temps, write_json_atomic
+from lib.atomic import remove_stale_temps, write_json_atomic
 from lib.run.checkpoint import load_checkpoint
 
 DRIVER = Path(__file__).with_name("kill_driver.py")
@@ -156,7 +156,7 @@ def test_a_full_disk_is_a_clear_error_and_keeps_the_last_checkpoint(tiny_run, tm
 
 TMPFS_WRITER = """
 import sys, torch
-from lib.run.atomic import DiskFullError
+from lib.atomic import DiskFullError
 from lib.run.checkpoint import load_checkpoint, save_checkpoint
 path = sys.argv[1] + "/ckpt_latest.pt"
 state = {"step": 1, "model": {"w": torch.zeros(20_000)}, "optimizer": {}, "model_config": {},
@@ -205,7 +205,7 @@ def test_no_space_left_on_a_real_small_filesystem(tmp_path):
 UMASK_WRITER = """
 import sys, torch
 from pathlib import Path
-from lib.run.atomic import write_json_atomic, write_text_atomic
+from lib.atomic import write_json_atomic, write_text_atomic
 from lib.run.backup import Backup
 from lib.run.checkpoint import save_checkpoint
 run = Path(sys.argv[1]) / "run"
@@ -238,7 +238,7 @@ def test_stale_temporaries_of_named_files_only(tmp_path):
     target = tmp_path / "metrics.json"
     write_json_atomic(target, {"v": 1})
     child = subprocess.run(
-        [sys.executable, "-c", "import os, signal, sys; from lib.run.atomic import write_atomic; "
+        [sys.executable, "-c", "import os, signal, sys; from lib.atomic import write_atomic; "
          "write_atomic(sys.argv[1], lambda f: (f.write(b'{'), f.flush(), "
          "os.kill(os.getpid(), signal.SIGKILL)))", str(target)],
         cwd=Path(__file__).resolve().parents[3], capture_output=True)

@@ -10,7 +10,7 @@ import kconfiglib
 import pytest
 
 from lib.config.kconfig import open_tree
-from lib.config.resolved import resolved_settings
+from lib.train.resolved import resolved_settings
 from lib.config.run_config import SYMBOL_NAMES, RunConfig, typed_values
 from lib.data.corpus import prepare
 from lib.run import fingerprint as fp
@@ -115,7 +115,7 @@ def test_the_data_and_code_parts_move_the_hash():
 
 @pytest.mark.parametrize("name", ["defaults", "hamt"])
 def test_unhashed_symbols_change_nothing_the_trainer_builds(name):
-    """What lib/config/resolved.py says a run resolves to (model, optimizer, pruner,
+    """What lib/train/resolved.py says a run resolves to (model, optimizer, pruner,
     schedule, batch plan) is the same whatever the unhashed symbols say; only
     the run's folder and the data's folder (its content is fingerprinted) move."""
     kconf = _tree(name)

@@ -42,6 +42,7 @@ def test_a_stop_signal_sets_a_flag_repeats_count_once_a_later_one_abandons(monke
     assert signal.getsignal(signal.SIGINT) is not request.handle
 
 
+@pytest.mark.slow  # many real runs stopped and resumed: about a minute on 2 idle cores
 def test_runs_stopped_at_random_moments_resume_exactly(tmp_path):
     """Real signals (SIGINT, SIGTERM, SIGUSR1) to real training processes, at
     random delays and at chosen points (setup, drawing a batch, inside the

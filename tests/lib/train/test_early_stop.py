@@ -5,7 +5,7 @@ import json
 
 from lib.run.checkpoint import load_checkpoint
 from lib.train.early_stop import EarlyStop
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 

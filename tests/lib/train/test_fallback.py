@@ -10,7 +10,7 @@ from gpt2.model import GPT2
 from lib.estimate.fit import BatchPlan
 from lib.train.fallback import (GUARDED_STEPS, CompileOff, FirstSteps, SmallerBatch, is_out_of_memory,
                           smaller_batch)
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from lib.config.run_config import run_config_from_defaults
 
@@ -116,7 +116,7 @@ def memory_limit(monkeypatch):
         return run
 
     monkeypatch.setattr(GPT2, "forward", limited)
-    monkeypatch.setattr("lib.train.trainer.compile_model", compiled)
+    monkeypatch.setattr("lib.train.speed.compile_model", compiled)
     return limit
 
 

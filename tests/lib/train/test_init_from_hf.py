@@ -21,7 +21,7 @@ from gpt2.pretrained import PretrainedError
 from lib.config.kconfig import ConfigError
 from lib.run import fingerprint as fp
 from lib.run.checkpoint import CheckpointError, load_checkpoint
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 
@@ -84,7 +84,7 @@ def test_first_loss_is_the_transformers_models_loss_and_resume_keeps_the_checkpo
     # Resumed, the run continues from its checkpoint: the folder's new weights are not used.
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
     resumed = Trainer(run, run_dir, log=lambda _: None, resume=state)
-    for name, tensor in resumed.model.state_dict().items():
+    for name, tensor in resumed.training.model.state_dict().items():
         assert torch.equal(tensor, state["model"][name]), name
     assert resumed.train()["status"] == "completed"
 
@@ -117,7 +117,11 @@ def test_mismatches_are_refused_naming_the_symbols(hf_run, tmp_path):
         build(DATA_TOKENIZER_CHAR="y")
     with pytest.raises(ConfigError, match="GPT2_POSITION_LEARNED"):
         build(GPT2_POSITION_ROPE="y")
+    # OpenAI's weights expect the tanh GELU: the default, and Exact is refused.
+    with pytest.raises(ConfigError, match="uses the tanh GELU .* set CONFIG_GPT2_GELU_TANH=y"):
+        build(GPT2_GELU_EXACT="y")
     run = build()
+    assert run.GPT2_GELU == "tanh" and gpt2.from_run_config(run, VOCAB).gelu == "tanh"
     with pytest.raises(PretrainedError, match="tokenizer has 65 tokens"):
         gpt2.from_run_config(run, 65)
     # An empty path passes the config check (a defconfig leaves it to the user)

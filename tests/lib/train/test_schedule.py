@@ -107,7 +107,7 @@ def test_schedule_symbols_reach_the_schedule():
 
 def test_resume_mid_decay_keeps_the_lr_and_records_it(tiny_run):
     from lib.run.checkpoint import load_checkpoint
-    from lib.run.rundir import create_run_dir
+    from lib.train.naming import create_run_dir
     from lib.train.trainer import Trainer
     from tests.lib.stops import train_until
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-import lib.train.trainer as trainer_module
+import lib.run.checkpointer as checkpointer_module
 from lib.run.checkpoint import CheckpointError, load_checkpoint
 from lib.run import owner
 from lib.run.checkpointer import Checkpointer
 from lib.run.resume import not_resumable
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 
@@ -24,12 +24,12 @@ ROOT = Path(__file__).resolve().parents[3]
 def _train(run, monkeypatch, stop_after=None):
     """Train run; returns (summary, run folder, [(file name, step) per checkpoint write])."""
     writes: list[tuple[str, int]] = []
-    real = trainer_module.save_checkpoint
+    real = checkpointer_module.save_checkpoint
 
     def recording(path, state):
         writes.append((Path(path).name, state["step"]))
         real(path, state)
-    monkeypatch.setattr(trainer_module, "save_checkpoint", recording)
+    monkeypatch.setattr(checkpointer_module, "save_checkpoint", recording)
     run_dir = create_run_dir(run)
     summary = train_until(Trainer(run, run_dir, log=lambda _: None), stop_after)
     return summary, run_dir, writes

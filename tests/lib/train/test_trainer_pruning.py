@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lib.run.checkpoint import load_checkpoint
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 
@@ -36,7 +36,7 @@ def test_pruned_run_ends_at_target_sparsity_with_zero_weights(tiny_run, method, 
     assert json.loads((run_dir / "metrics.json").read_text())["sparsity"] == summary["sparsity"]
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
     zeros = total = 0
-    for name, _ in trainer.model.prunable():
+    for name, _ in trainer.training.model.prunable():
         w = state["model"][name]
         zeros, total = zeros + int((w == 0).sum()), total + w.numel()
     assert zeros / total == pytest.approx(0.7, abs=0.005)  # in the saved weights themselves
@@ -54,14 +54,14 @@ def test_kconfig_picks_the_state_score_and_bitter4_budget(tiny_run, extra, varia
                                                           schedule):
     run = tiny_run(**PRUNE, OPTIMIZER_ADAMWPRUNE="y", PRUNING_METHOD_STATE="y", **extra,
                    RUN_NAME=f"pick-{variant}-{budget}")
-    pruner = Trainer(run, create_run_dir(run), log=lambda _: None).pruner
+    pruner = Trainer(run, create_run_dir(run), log=lambda _: None).training.pruner
     assert (pruner.variant, pruner.bitter4_budget, pruner.schedule) == (variant, budget, schedule)
 
 
 def test_adamwprune_adds_only_a_boolean_mask(tiny_run):
     _, dense, _ = train(tiny_run(GPT2_MAX_ITERS=3, RUN_NAME="dense"))
     trainer, pruned, _ = train(tiny_run(**PRUNE, OPTIMIZER_ADAMWPRUNE="y", RUN_NAME="awp"))
-    prunable = sum(p.numel() for _, p in trainer.model.prunable())
+    prunable = sum(p.numel() for _, p in trainer.training.model.prunable())
     assert pruned["optimizer_state_breakdown"]["pruning"] == prunable  # one byte per weight
     assert pruned["optimizer_state_breakdown"]["optimizer"] == dense["optimizer_state_bytes"]
 
@@ -73,7 +73,7 @@ def test_resume_keeps_masks_and_matches_uninterrupted_run(tiny_run):
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
     trainer = Trainer(tiny_run(RUN_NAME="parts", **settings), run_dir, log=lambda _: None,
                       resume=state)
-    for mask, saved in zip(trainer.pruner.state_dict()["masks"], state["pruner"]["masks"]):
+    for mask, saved in zip(trainer.training.pruner.state_dict()["masks"], state["pruner"]["masks"]):
         assert torch.equal(mask, saved)
     resumed = trainer.train()
     assert resumed["train_loss"] == whole["train_loss"]

@@ -6,7 +6,7 @@ import json
 import torch
 
 from lib.observe.monitor import NullMonitor, build_monitor
-from lib.run.rundir import create_run_dir
+from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
 

@@ -3,20 +3,22 @@ the first step and recorded in metrics.json ("speed"):
 
 * TRAIN_LOSS_IMPL: the LM head's cross-entropy without materialising the
   logits (lib/model/fused_loss.py);
-* COMPILE_MODE, COMPILE_REGIONAL: how torch.compile runs (precision.py);
+* COMPILE_MODE, COMPILE_REGIONAL: how torch.compile runs (lib/hardware/precision.py);
 * SDPA_BACKEND: which scaled-dot-product-attention kernel the forward may use;
 * TF32: TensorFloat-32 for float32 matmuls on NVIDIA GPUs;
-* TRAIN_FLOAT8: float8 linear layers through torchao (float8.py);
-* CPU_LINEAR_BACKEND: fp32 linear layers through oneDNN on a CPU (cpu_linear.py);
+* TRAIN_FLOAT8: float8 linear layers through torchao (lib/hardware/float8.py);
+* CPU_LINEAR_BACKEND: fp32 linear layers through oneDNN on a CPU (lib/hardware/cpu_linear.py);
 * PIN_MEMORY: pinned host batches copied asynchronously (lib/data/loader.py);
 * CUDNN_BENCHMARK: cuDNN's autotuner (torch.backends.cudnn.benchmark);
-* PYTORCH_CUDA_ALLOC_CONF: recorded here, set before CUDA starts (allocator.py);
-* GPU_WARMUP: untimed forward passes before the first step (warmup.py).
+* PYTORCH_CUDA_ALLOC_CONF: recorded here, set before CUDA starts (lib/hardware/allocator.py);
+* GPU_WARMUP: untimed forward passes before the first step (lib/hardware/warmup.py).
 
 What a user asks for is what runs: a kernel or mode the device cannot run is
 an error here, at the start of the run, never a silent substitute. The one
 exceptions are TF32 and CUDNN_BENCHMARK, permissions rather than kernels: on
 a device without them (a CPU) they change nothing, and the record says so.
+It applies lib/hardware's pieces to a model (lib/model/interface.py), so it
+sits above both, with the training stack that bench and estimate share.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """What a run will actually do, built by the code the trainer uses.
 
-resolved_settings(run) builds the model (on the meta device: no memory, no
-time), the optimizer, the pruner and the LR schedule exactly as the trainer
-does, and describes each by what it holds: the family's config, the
+resolved_settings(run) builds the training stack with the trainer's own
+build_training (lib/train/build.py) on the meta device (no memory, no time),
+and the LR schedule, and describes each by what it holds: the family's config, the
 optimizer's class, defaults, per-group hyper-parameters and settings, the
 pruner's settings, the LR at a few steps, the batch plan, the prepared
 data's folder (dataset, tokenizer, cap) and the run's folder. Two configurations
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from lib.model import registry
 from lib.data.prepared import data_dir
-from lib.optim import build_optimizer
-from lib.prune.build import build_pruner
-from lib.run.rundir import results_root, run_id
+from lib.model import registry
+from lib.run.rundir import results_root
+from lib.train.naming import run_id
+from lib.train.build import build_training
 from lib.train.schedule import lr_schedule
 
 if TYPE_CHECKING:
@@ -50,11 +50,8 @@ def describe_optimizer(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
 
 def resolved_settings(run: RunConfig, vocab_size: int = 50257) -> dict[str, Any]:
     family = registry.family(run.MODEL)
-    config = family.from_run_config(run, vocab_size)
-    with torch.device("meta"):
-        model = family.build(config)
-    optimizer = build_optimizer(run, model, torch.device("cpu"))
-    pruner = build_pruner(run, model, optimizer)
+    training = build_training(run, torch.device("meta"), vocab_size)
+    config, optimizer, pruner = training.config, training.optimizer, training.pruner
     schedule = lr_schedule(run)
     total = run.GPT2_MAX_ITERS
     steps = sorted({0, 1, 2, run.GPT2_WARMUP_STEPS, total // 3, total // 2, total - 1, total})
@@ -65,7 +62,7 @@ def resolved_settings(run: RunConfig, vocab_size: int = 50257) -> dict[str, Any]
                                                **_settings(pruner)},
         "lr": [schedule(s) for s in steps],
         "plan": run.derived(),
-        "compile": bool(run.COMPILE_MODEL),
+        "compile": training.step.compiled,
         "data": str(data_dir(run)),
         "run_dir": str(results_root(run) / run_id(run, now=0.0)),
     }

@@ -1,14 +1,12 @@
-"""Schedule lengths against the run's length, all in one place.
+"""The training schedule's lengths against the run's length (lib/train/Kconfig's
+symbols), registered with lib/config/rules.py.
 
 Every length counted in optimizer steps must fit in GPT2_MAX_ITERS and in
 each other: an LR warmup that outlasts the run ends it below the peak with
-no decay, a WSD decay that overlaps the warmup is silently cut short, SPAM
-clipping that waits past the next reset never clips, a pruning ramp
-past the end misses its target sparsity, and early stopping whose patience
-needs more evaluations than the run has never fires (what SPAM's lengths do
-in a short run is not refused: see check_spam_schedule). Each rule names
-the symbols and a value that works; all are registered with
-lib/config/rules.py, so one load reports every conflict of a configuration.
+no decay, a WSD decay that overlaps the warmup is silently cut short, and
+early stopping whose patience needs more evaluations than the run has never
+fires. Each rule names the symbols and a value that works. SPAM's lengths
+are lib/optim/rules.py's, the pruning ramp's lib/prune/rules.py's.
 """
 from __future__ import annotations
 
@@ -75,44 +73,6 @@ def _fraction_down(steps: int, total: int) -> float:
     return f
 
 
-@rule
-def check_spam_schedule(run: RunConfig) -> list[str]:
-    """SPAM's no-clipping window fits between two resets.
-
-    Not refused, though each makes SPAM act less than its name says: a run
-    shorter than SPAM_INTERVAL (no reset, as in every tiny run at the paper's
-    500) or than SPAM_CLIP_SKIP_STEPS (no clipping), a run ending inside the
-    warmup after a reset (the field's reference, 10000 steps with resets
-    every 500, resets on its last call) and a warmup longer than the interval
-    (the authors' launcher). The SPAM symbols' help says so."""
-    skip = run.SPAM_CLIP_SKIP_STEPS  # None unless SPAM's clipping is on
-    interval = run.SPAM_INTERVAL  # None unless SPAM's resets are on
-    if skip is not None and interval is not None and skip >= interval:
-        return [f"CONFIG_SPAM_CLIP_SKIP_STEPS={skip} must be below CONFIG_SPAM_INTERVAL="
-                f"{interval}: no call would ever be clipped; use SPAM_CLIP_SKIP_STEPS="
-                f"{min(20, interval - 1)}"]
-    return []
-
-
-@rule
-def check_pruning_ramp(run: RunConfig) -> list[str]:
-    """The sparsity ramp starts after its warmup and ends within the run."""
-    warmup, ramp_end = run.PRUNING_WARMUP, run.PRUNING_RAMP_END
-    if warmup is None or ramp_end is None:  # hidden exactly when PRUNING_MODE_NONE
-        return []
-    total = run.GPT2_MAX_ITERS
-    problems = []
-    if warmup >= ramp_end:
-        problems.append(f"CONFIG_PRUNING_WARMUP={warmup} must be below "
-                        f"CONFIG_PRUNING_RAMP_END={ramp_end}: the ramp would have no steps; "
-                        f"use PRUNING_WARMUP={ramp_end // 5}")
-    if ramp_end > total:
-        fits = max(1, total * 4 // 5)
-        problems.append(f"CONFIG_PRUNING_RAMP_END={ramp_end} is past CONFIG_GPT2_MAX_ITERS="
-                        f"{total}: the run would end below the target sparsity; use "
-                        f"PRUNING_RAMP_END={fits}{f' and PRUNING_WARMUP={fits // 5}' if warmup >= fits else ''} "
-                        f"or MAX_ITERS={ramp_end}")
-    return problems
 
 
 @rule

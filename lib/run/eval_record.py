@@ -1,4 +1,7 @@
-"""eval.json: what `make eval` measured for one run (or baseline) folder.
+"""eval.json: what `make eval` measured for one run (or baseline) folder. A
+record of the run folder, kept with the others (metrics.json, checkpoints) so
+that what reads it (`make results`, a family's export card) needs no part of
+lib/eval.
 
 Written atomically by `make eval` / `make eval-baseline`, read by `make
 results` through load_eval(). Schema (format 1):
@@ -42,7 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from lib.run.atomic import write_json_atomic
+from lib.atomic import write_json_atomic
 
 EVAL_FILE = "eval.json"
 FORMAT = 1

@@ -1,0 +1,72 @@
+"""What the loop does with the losses it reads: the divergence test, and for
+each logged step (every TRAIN_LOG_INTERVAL, the first, the last) the series
+in metrics.json, the log line with each part's own fields (log_fields()),
+the trackers and the progress bar."""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable
+
+from tqdm import tqdm
+
+from lib.train.losses import divergence, logged
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+    from lib.run.metrics import LogField, RunMetrics
+
+
+class StepLog:
+    def __init__(self, run: RunConfig, metrics: RunMetrics, tracker: Any,
+                 fields: Callable[[], dict[str, LogField]], log: Callable[[str], None],
+                 device: Any, show: bool):
+        self.run, self.metrics, self.tracker, self.fields = run, metrics, tracker, fields
+        self.log, self.device, self.show = log, device, show
+        self.best = math.inf  # the best training loss read so far
+        self.bar: tqdm | None = None
+
+    def open(self, step: int) -> None:
+        self.bar = tqdm(total=self.run.GPT2_MAX_ITERS, initial=step, desc="train",
+                        dynamic_ncols=True, disable=not self.show)
+
+    def due(self, step: int) -> bool:
+        """Whether step `step` is logged (its loss then has to be read)."""
+        return logged(step, self.run.TRAIN_LOG_INTERVAL, self.run.GPT2_MAX_ITERS)
+
+    def step_done(self, read: list[tuple[int, float, float]], now: int) -> str | None:
+        """Step `now` finished: the bar moves on, then check(read, now)."""
+        if self.bar is not None:
+            self.bar.update(1)
+        return self.check(read, now)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def check(self, read: list[tuple[int, float, float]], now: int) -> str | None:
+        """Divergence test of each read loss in step order, and the log of the logged
+        steps; the reason to stop, or None. A divergence is found when its step's
+        loss is read: at that step (`now`), or at the end of its log interval."""
+        for step, loss, lr in read:
+            reason = divergence(loss, self.best, step, now, self.run.TRAIN_DIVERGENCE_FACTOR)
+            if reason:
+                return reason
+            self.best = min(self.best, loss)
+            if self.due(step):
+                self._line(step, loss, lr)
+        return None
+
+    def _line(self, step: int, loss: float, lr: float) -> None:
+        self.metrics.record_train(step, loss, lr)
+        fields = self.fields()  # sparsity, SPAM counters, HAMT slot use...
+        self.metrics.record_fields(step, fields)
+        tps = self.metrics.tokens_per_sec
+        ms = 1000 * self.metrics.static["tokens_per_iter"] / tps if tps else float("nan")
+        ppl = math.exp(min(loss, 50))
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{loss:.4f}", ppl=f"{ppl:.1f}", lr=f"{lr:.2e}",
+                                 refresh=False)
+        extra = "".join(f" | {key.replace('_', ' ')} {field.text}" for key, field in fields.items())
+        self.log(f"iter {step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
+                 f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}")
+        self.tracker.log_train(step, self.metrics, self.device)
