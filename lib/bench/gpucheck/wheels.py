@@ -54,6 +54,7 @@ werkzeug contourpy cycler fonttools kiwisolver pyparsing mpmath markupsafe
 NOT_NEEDED: dict[str, str] = {
     "lm_eval": "`make lm-eval` only (EleutherAI's harness needs network for its tasks)",
     "wandb": "optional tracker, never installed by the project",
+    "trackio": "optional tracker, never installed by the project",
 }
 
 
