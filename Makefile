@@ -17,7 +17,8 @@ KCONFIGS := Kconfig $(wildcard */Kconfig* */*/Kconfig* */*/*/Kconfig*)
 # command line count, never the same names inherited from the environment
 # (TIME, for one, is also GNU time's format variable).
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
-	PARALLEL_JOBS EXECUTOR SEEDS RUNS_PER_GPU REUSE DRY_RUN YES RETRY_FAILED
+	PARALLEL_JOBS EXECUTOR SEEDS RUNS_PER_GPU REUSE DRY_RUN YES RETRY_FAILED WARMUP TUNE \
+	TUNE_TRIALS TUNE_FRACTION
 OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
 	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS TRUST_CHECKPOINT STAGES GPU_CHECK_BUDGET_S \
@@ -73,7 +74,7 @@ RESULTS_ARGS := $(call arg,RESULTS,--dir) $(call arg,BASELINE,--baseline)
 RUN_ARGS := $(call arg,RUN,--run) $(call arg,CHECKPOINT,--checkpoint)
 
 # Internal rules: the virtual environment, the configuration files.
-$(STAMP): requirements.txt requirements-lock.txt
+$(STAMP): requirements.txt requirements-dev.txt requirements-lock.txt
 	$(Q)bash scripts/bootstrap.sh $(VENV)
 
 .config:
@@ -161,23 +162,29 @@ continue: | $(STAMP)
 ## train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS= REUSE=n]
 .PHONY: test-matrix
 test-matrix: config.py prepare
-	$(Q)$(PY) scripts/test_matrix.py run $(OVERRIDES)
+	$(Q)$(PY) scripts/matrix.py run $(OVERRIDES)
+
+## tune the configuration in .config (an Optuna study), then train it at the best
+## values [TUNE="LR WARMUP" TUNE_TRIALS= TUNE_FRACTION= DRY_RUN=1 YES=1]
+.PHONY: tune
+tune: config.py prepare
+	$(Q)$(PY) scripts/matrix.py tune $(OVERRIDES)
 
 ## print the matrix's runs with memory and time estimates; runs nothing
 .PHONY: test-matrix-dry-run
 test-matrix-dry-run: config.py
-	$(Q)$(PY) scripts/test_matrix.py run DRY_RUN=1 $(OVERRIDES)
+	$(Q)$(PY) scripts/matrix.py run DRY_RUN=1 $(OVERRIDES)
 
 ## train one matrix run again from scratch: TARGET=<run-id> [MATRIX=<dir>]
 .PHONY: test-rerun
 test-rerun: config.py
-	$(Q)$(PY) scripts/test_matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
+	$(Q)$(PY) scripts/matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
 
 ## a matrix over SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
 ## [SWEEP_MODE=grid|random SWEEP_TRIALS=N SWEEP_SEED=] (DRY_RUN=1 plans only)
 .PHONY: sweep
 sweep: config.py prepare
-	$(Q)$(PY) scripts/test_matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
+	$(Q)$(PY) scripts/matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
 
 ## summary.md/.csv/.tex (seed statistics when runs share a configuration) and plots
 ## for results/latest [RESULTS=<dir> BASELINE=<run>]
@@ -212,15 +219,21 @@ watch: | $(STAMP)
 eval: | $(STAMP)
 	$(Q)$(PY) scripts/eval.py $(RUN_ARGS) $(OVERRIDES)
 
-## the same for a Hugging Face GPT-2 folder: BASELINE_MODEL=<dir>
+## the same for a Hugging Face causal LM folder: BASELINE_MODEL=<dir>
 .PHONY: eval-baseline
 eval-baseline: config.py
 	$(Q)$(PY) scripts/eval.py --baseline $(or $(call arg,BASELINE_MODEL),'') $(OVERRIDES)
 
-## lm-evaluation-harness tasks -> <run>/eval.json "lm_eval" [RUN= CHECKPOINT= TASKS=]
+## the same for every folder of CONFIG_EVAL_BASELINES (baselines/hamt-plan); says how to fetch missing ones
+.PHONY: eval-baselines
+eval-baselines: config.py
+	$(Q)$(PY) scripts/eval.py --baselines $(OVERRIDES)
+
+## lm-evaluation-harness tasks -> <run>/eval.json "lm_eval" [RUN= CHECKPOINT= TASKS= BASELINE_MODEL=]
 .PHONY: lm-eval
 lm-eval: | $(STAMP)
-	$(Q)$(PY) scripts/downstream.py $(RUN_ARGS) $(call arg,TASKS,--tasks) $(OVERRIDES)
+	$(Q)$(PY) scripts/downstream.py $(RUN_ARGS) $(call arg,TASKS,--tasks) \
+		$(call arg,BASELINE_MODEL,--baseline) $(OVERRIDES)
 
 ## any run as a Hugging Face folder + model card (MLA, RA, HAMT: with their code) [RUN= CHECKPOINT= EXPORT_DIR=]
 .PHONY: export
@@ -253,8 +266,9 @@ estimate: config.py
 	$(Q)$(PY) scripts/estimate.py $(call arg,GPU,--device) $(OVERRIDES)
 
 # The GPU node's own Python (its torch) when there is no .venv: both targets
-# run without bootstrapping one, which a node without network could not do.
-GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+# run without bootstrapping one, which a node without network could not do, so
+# the project goes on PYTHONPATH there in place of the .venv's editable install.
+GPU_PY = $(if $(wildcard $(PY)),$(PY),PYTHONPATH=$(CURDIR) $(PYTHON))
 
 ## download into .whl/ the wheels a GPU node without network lacks (cp312 by
 ## default: GPU_WHEELS_PYTHON=311); copy .whl/ along with the tree
@@ -280,12 +294,23 @@ venv: $(STAMP)
 schema: | $(STAMP)
 	$(Q)$(PY) scripts/kconfig.py schema
 
-## type-check lib/, gpt2/, hamt/, scripts/ (mypy), then run the test suite
 # The slow end-to-end tests run in `make test-slow`, a CI step of their own.
+# TEST_JOBS= sets pytest-xdist's workers; a test file stays in one worker.
+TEST_JOBS ?= auto
+
+## lint and format-check the tree (ruff), type-check (mypy), then run the test suite [TEST_JOBS=]
 .PHONY: test
 test: | $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -m "not engine and not slow" tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not engine and not slow" tests
+
+## reformat the tree and apply ruff's safe fixes (what `make test` checks)
+.PHONY: format
+format: | $(STAMP)
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
 
 ## the slow tests: torch.compile, runs stopped and resumed, end-to-end make runs
 .PHONY: test-slow

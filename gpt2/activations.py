@@ -18,14 +18,14 @@ on the CPU (w = n_embd + kv_dim, the width of q and k together):
   Linears keeps its own 16-bit copy of ln_2's output.
 An untied head changes no activation (its parameters are memory.py's).
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-from lib.model.activations import R, Activations, Shape, attention_core, fused_possible
-
 from gpt2.config import swiglu_hidden
 from gpt2.variants import variant
+from lib.model.activations import Activations, R, Shape, attention_core, fused_possible
 
 
 def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
@@ -42,8 +42,11 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
         if rope:
             parts["mla_rope"] = a * n * (h + 1) * rope
         q_width = d + rope
-        inputs = {"q": a * n * h * q_width, "k": a * n * h * q_width,
-                  "v": a * n * (c if cfg.v_up_per_head else d)}
+        inputs = {
+            "q": a * n * h * q_width,
+            "k": a * n * h * q_width,
+            "v": a * n * (c if cfg.v_up_per_head else d),
+        }
     else:
         parts["ln_1_out"] = a * n * c
         q_width = d
@@ -53,8 +56,7 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
         # The band is computed explicitly: the fp32 softmax, and under autocast
         # its 16-bit copy that multiplies v.
         scores = s.batch * h * s.seq * s.seq
-        parts.update(inputs, ra_band_scores=(4 + (a if a < 4 else 0)) * scores,
-                     attn_out=a * n * c)
+        parts.update(inputs, ra_band_scores=(4 + (a if a < 4 else 0)) * scores, attn_out=a * n * c)
         return parts, False
     learned_k = {}
     if reciprocal:

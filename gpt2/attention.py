@@ -15,8 +15,9 @@ keys enter the cache, so a cached key is already rotated at its position.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -116,8 +117,10 @@ class CausalSelfAttention(nn.Module):
         # [B, T, h, D] views; norm and rotation act on them before the heads
         # move forward, so their outputs keep c_attn's token-major layout, in
         # which SDPA's output merges back to [B, T, C] without a copy.
-        q, k, v = (t.view(batch, seq, -1, self.head_dim) for t in
-                   self.c_attn(x).split((self.n_embd, self.kv_dim, self.kv_dim), dim=2))
+        q, k, v = (
+            t.view(batch, seq, -1, self.head_dim)
+            for t in self.c_attn(x).split((self.n_embd, self.kv_dim, self.kv_dim), dim=2)
+        )
         if self.q_norm is not None and self.k_norm is not None:
             q, k = normed(self.q_norm, q), normed(self.k_norm, k)
         if self.rope_theta is not None:
@@ -174,14 +177,19 @@ class AttentionLayers:
     pair_width: Callable[[GPT2Config, int], int]
 
 
-def same_every_layer(layer: Callable[[GPT2Config], nn.Module],
-                     new_cache: Callable[[GPT2Config], Any],
-                     cache_width: Callable[[GPT2Config], int],
-                     score_width: Callable[[GPT2Config], int]) -> AttentionLayers:
+def same_every_layer(
+    layer: Callable[[GPT2Config], nn.Module],
+    new_cache: Callable[[GPT2Config], Any],
+    cache_width: Callable[[GPT2Config], int],
+    score_width: Callable[[GPT2Config], int],
+) -> AttentionLayers:
     """A variant whose layers are all alike, from per-head score widths."""
-    return AttentionLayers(lambda c, i: layer(c), lambda c, i: new_cache(c),
-                           lambda c, i: cache_width(c),
-                           lambda c, i: c.n_head * (score_width(c) + c.head_dim))
+    return AttentionLayers(
+        lambda c, i: layer(c),
+        lambda c, i: new_cache(c),
+        lambda c, i: cache_width(c),
+        lambda c, i: c.n_head * (score_width(c) + c.head_dim),
+    )
 
 
 def kv_cache_width(config: GPT2Config) -> int:
@@ -189,5 +197,6 @@ def kv_cache_width(config: GPT2Config) -> int:
     return 2 * config.kv_dim
 
 
-VANILLA = same_every_layer(CausalSelfAttention, lambda c: KVCache(), kv_cache_width,
-                           lambda c: c.head_dim)
+VANILLA = same_every_layer(
+    CausalSelfAttention, lambda c: KVCache(), kv_cache_width, lambda c: c.head_dim
+)

@@ -105,10 +105,18 @@ class GPT2Config:
         for name in _POSITIVE_INT_FIELDS:
             _check_positive_int(name, getattr(self, name))
         _check_dropout(self.dropout)
-        for name in ("bias", "q_latent", "v_up_per_head", "ra_alpha_learned", "qk_norm",
-                     "tie_head"):
+        for name in (
+            "bias",
+            "q_latent",
+            "v_up_per_head",
+            "ra_alpha_learned",
+            "qk_norm",
+            "tie_head",
+        ):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}={getattr(self, name)!r} is invalid: it must be True or False")
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} is invalid: it must be True or False"
+                )
         _check_heads_divide_width(self.n_embd, self.n_head)
         self._check_attention()
         self._check_architecture()
@@ -136,35 +144,50 @@ class GPT2Config:
         _check_int_range("ra_gated_heads", self.ra_gated_heads, 1, limits[1])
         init = self.ra_gated_gate_init
         if isinstance(init, bool) or not isinstance(init, (int, float)) or not -5 <= init <= 5:
-            raise ValueError(f"ra_gated_gate_init={init!r} is invalid: it must be a number "
-                             f"in [-5, 5]")
+            raise ValueError(
+                f"ra_gated_gate_init={init!r} is invalid: it must be a number in [-5, 5]"
+            )
 
     def _check_architecture(self) -> None:
-        for name, allowed in (("position", POSITIONS), ("norm", NORMS), ("mlp", MLPS),
-                              ("gelu", GELUS)):
+        for name, allowed in (
+            ("position", POSITIONS),
+            ("norm", NORMS),
+            ("mlp", MLPS),
+            ("gelu", GELUS),
+        ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"{name}={getattr(self, name)!r} is invalid: it must be one of "
-                                 f"{', '.join(allowed)}")
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} is invalid: it must be one of "
+                    f"{', '.join(allowed)}"
+                )
         _check_number("rope_theta", self.rope_theta, 100, 1e7)
         _check_number("norm_eps", self.norm_eps, 1e-8, 1e-3)
         _check_int_range("n_kv_head", self.n_kv_head, 0, self.n_head)
         latent = variant(self.attention).latent
         if self.n_kv_head not in (0, self.n_head):
             if latent:
-                raise ValueError(f"n_kv_head={self.n_kv_head} is invalid with {self.attention} "
-                                 f"attention: its keys and values come from a shared latent; "
-                                 f"use 0")
+                raise ValueError(
+                    f"n_kv_head={self.n_kv_head} is invalid with {self.attention} "
+                    f"attention: its keys and values come from a shared latent; "
+                    f"use 0"
+                )
             if self.n_head % self.n_kv_head:
-                raise ValueError(f"n_kv_head={self.n_kv_head} is invalid: it must divide "
-                                 f"n_head={self.n_head} (each KV head serves a whole group)")
+                raise ValueError(
+                    f"n_kv_head={self.n_kv_head} is invalid: it must divide "
+                    f"n_head={self.n_head} (each KV head serves a whole group)"
+                )
         if self.position == "rope":
             if latent and not self.rope_dim:
-                raise ValueError(f"position='rope' is invalid with {self.attention} attention "
-                                 f"and rope_dim=0: MLA's positions come from its decoupled "
-                                 f"RoPE; set rope_dim (even, > 0)")
+                raise ValueError(
+                    f"position='rope' is invalid with {self.attention} attention "
+                    f"and rope_dim=0: MLA's positions come from its decoupled "
+                    f"RoPE; set rope_dim (even, > 0)"
+                )
             if not latent and self.head_dim % 2:
-                raise ValueError(f"position='rope' is invalid with head_dim={self.head_dim}: "
-                                 f"RoPE rotates pairs, so n_embd / n_head must be even")
+                raise ValueError(
+                    f"position='rope' is invalid with head_dim={self.head_dim}: "
+                    f"RoPE rotates pairs, so n_embd / n_head must be even"
+                )
 
     @property
     def head_dim(self) -> int:
@@ -185,9 +208,16 @@ class GPT2Config:
     def gpt2_layout(self) -> bool:
         """Whether GPT-2's published layout (GPT2LMHeadModel) holds this model:
         vanilla attention and every architecture option at GPT-2's value."""
-        return (self.attention == "vanilla" and self.position == "learned"
-                and self.norm == "layernorm" and self.norm_eps == 1e-5 and self.mlp == "gelu"
-                and self.kv_heads == self.n_head and not self.qk_norm and self.tie_head)
+        return (
+            self.attention == "vanilla"
+            and self.position == "learned"
+            and self.norm == "layernorm"
+            and self.norm_eps == 1e-5
+            and self.mlp == "gelu"
+            and self.kv_heads == self.n_head
+            and not self.qk_norm
+            and self.tie_head
+        )
 
     @classmethod
     def from_preset(cls, name: str, **overrides: Any) -> GPT2Config:
@@ -216,7 +246,9 @@ def _check_int_range(name: str, value: object, low: int, high: int) -> None:
 
 def _check_number(name: str, value: object, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise ValueError(f"{name}={value!r} is invalid: it must be a number from {low:g} to {high:g}")
+        raise ValueError(
+            f"{name}={value!r} is invalid: it must be a number from {low:g} to {high:g}"
+        )
 
 
 def _check_dropout(value: object) -> None:

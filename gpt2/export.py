@@ -11,11 +11,13 @@ so the folder carries its model code instead
 trust_remote_code=True) loads it. Both get the GPT-2 BPE tokenizer files
 when the run used them, and README.md (gpt2/card.py).
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lib.run.eval_record import load_eval
 
@@ -28,16 +30,34 @@ def _read_json(path: Path) -> dict[str, Any]:
         return {}
 
 
-def write_card(out: Path, run_dir: Path, state: dict[str, Any], checkpoint: str, model: Any,
-               has_tokenizer: bool, architecture: str, remote_code: bool) -> None:
+def write_card(
+    out: Path,
+    run_dir: Path,
+    state: dict[str, Any],
+    checkpoint: str,
+    model: Any,
+    has_tokenizer: bool,
+    architecture: str,
+    remote_code: bool,
+) -> None:
     """README.md from what the run recorded (shared with hamt/export.py)."""
     from gpt2.card import measured_sparsity, model_card
 
     config_txt = run_dir / "config.txt"
-    card = model_card(run_dir.name, state["step"], f"ckpt_{checkpoint}.pt", state["model_config"],
-                      _read_json(run_dir / "metrics.json"), measured_sparsity(model),
-                      load_eval(run_dir), config_txt.read_text() if config_txt.is_file() else "",
-                      has_tokenizer, architecture, state["family"], remote_code)
+    card = model_card(
+        run_dir.name,
+        state["step"],
+        f"ckpt_{checkpoint}.pt",
+        state["model_config"],
+        _read_json(run_dir / "metrics.json"),
+        measured_sparsity(model),
+        load_eval(run_dir),
+        config_txt.read_text() if config_txt.is_file() else "",
+        has_tokenizer,
+        architecture,
+        state["family"],
+        remote_code,
+    )
     (out / "README.md").write_text(card)
 
 
@@ -58,8 +78,9 @@ def save_tokenizer(state: dict[str, Any], out: Path, max_length: int) -> bool:
     return True
 
 
-def export(state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path,
-           log: Callable[[str], None]) -> None:
+def export(
+    state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path, log: Callable[[str], None]
+) -> None:
     """Write the checkpoint `state` of run_dir (ckpt_<checkpoint>.pt) into out."""
     from gpt2.config import GPT2Config
     from gpt2.hf import save_pretrained
@@ -70,26 +91,44 @@ def export(state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path,
     model = GPT2(config)
     model.load_state_dict(state["model"])
     remote = not config.gpt2_layout
-    what = (f"{config.attention} attention" if config.attention != "vanilla"
-            else "GPT-2 with " + ", ".join(architecture_options(config)))
+    what = (
+        f"{config.attention} attention"
+        if config.attention != "vanilla"
+        else "GPT-2 with " + ", ".join(architecture_options(config))
+    )
     if remote:
         save_remote(model, "gpt2", "gpt2.remote", out, **special_tokens(state))
-        log(f"{what} has no GPT2LMHeadModel layout: exported with its "
-            f"model code, for AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)")
+        log(
+            f"{what} has no GPT2LMHeadModel layout: exported with its "
+            f"model code, for AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)"
+        )
     else:
         save_pretrained(model, out)
     has_tokenizer = save_tokenizer(state, out, config.block_size)
     options = architecture_options(config)
-    write_card(out, run_dir, state, checkpoint, model, has_tokenizer,
-               f"GPT-2 with {config.attention} attention"
-               + (f" ({', '.join(options)})" if options else ""), remote)
+    write_card(
+        out,
+        run_dir,
+        state,
+        checkpoint,
+        model,
+        has_tokenizer,
+        f"GPT-2 with {config.attention} attention"
+        + (f" ({', '.join(options)})" if options else ""),
+        remote,
+    )
 
 
 def architecture_options(config: Any) -> list[str]:
     """The architecture options away from GPT-2's, in words (the card, the log)."""
-    words = {"RoPE": config.position == "rope", "RMSNorm": config.norm == "rmsnorm",
-             "SwiGLU": config.mlp == "swiglu", "QK-norm": config.qk_norm,
-             f"{config.kv_heads} KV heads": config.kv_heads != config.n_head,
-             "untied head": not config.tie_head, f"norm eps {config.norm_eps:g}":
-             config.norm_eps != 1e-5, "no biases": not config.bias}
+    words = {
+        "RoPE": config.position == "rope",
+        "RMSNorm": config.norm == "rmsnorm",
+        "SwiGLU": config.mlp == "swiglu",
+        "QK-norm": config.qk_norm,
+        f"{config.kv_heads} KV heads": config.kv_heads != config.n_head,
+        "untied head": not config.tie_head,
+        f"norm eps {config.norm_eps:g}": config.norm_eps != 1e-5,
+        "no biases": not config.bias,
+    }
     return [word for word, on in words.items() if on]

@@ -9,6 +9,7 @@ pytorch_model.bin files) name tensors without the "transformer." prefix and
 carry attn.bias / attn.masked_bias, the causal-mask buffers, which are not
 weights. The LM head is tied to the token embedding and not stored.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,16 @@ def read_config(model_dir: Path) -> dict[str, Any]:
 
 
 def gpt2_config(hf: dict[str, Any]) -> GPT2Config:
-    return GPT2Config(vocab_size=hf.get("vocab_size", 50257), block_size=hf.get("n_positions", 1024),
-                      n_layer=hf.get("n_layer", 12), n_head=hf.get("n_head", 12),
-                      n_embd=hf.get("n_embd", 768), dropout=0.0, bias=True,
-                      gelu=pretrained.hf_gelu(hf))
+    return GPT2Config(
+        vocab_size=hf.get("vocab_size", 50257),
+        block_size=hf.get("n_positions", 1024),
+        n_layer=hf.get("n_layer", 12),
+        n_head=hf.get("n_head", 12),
+        n_embd=hf.get("n_embd", 768),
+        dropout=0.0,
+        bias=True,
+        gelu=pretrained.hf_gelu(hf),
+    )
 
 
 def read_weights(model_dir: Path) -> tuple[dict[str, Tensor], str]:
@@ -54,18 +61,22 @@ def read_weights(model_dir: Path) -> tuple[dict[str, Tensor], str]:
     if (d / "model.safetensors").is_file():
         return load_file(d / "model.safetensors"), "model.safetensors"
     if (d / "model.safetensors.index.json").is_file():
-        shards = sorted(set(json.loads((d / "model.safetensors.index.json").read_text())
-                            ["weight_map"].values()))
+        shards = sorted(
+            set(json.loads((d / "model.safetensors.index.json").read_text())["weight_map"].values())
+        )
         tensors: dict[str, Tensor] = {}
         for shard in shards:
             tensors.update(load_file(d / shard))
         return tensors, f"model.safetensors.index.json ({len(shards)} shards)"
     if (d / "pytorch_model.bin").is_file():
-        return torch.load(d / "pytorch_model.bin", map_location="cpu", weights_only=True), \
-            "pytorch_model.bin"
+        return torch.load(
+            d / "pytorch_model.bin", map_location="cpu", weights_only=True
+        ), "pytorch_model.bin"
     found = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
-    raise CheckpointError(f"{d} holds no model.safetensors, model.safetensors.index.json or "
-                          f"pytorch_model.bin (found: {', '.join(found) or 'nothing'})")
+    raise CheckpointError(
+        f"{d} holds no model.safetensors, model.safetensors.index.json or "
+        f"pytorch_model.bin (found: {', '.join(found) or 'nothing'})"
+    )
 
 
 def _names(names: list[str]) -> str:
@@ -73,7 +84,9 @@ def _names(names: list[str]) -> str:
     return ", ".join(names[:LIST_AT_MOST]) + more
 
 
-def from_hf_state_dict(tensors: dict[str, Tensor], model: GPT2, where: str = "checkpoint") -> dict[str, Tensor]:
+def from_hf_state_dict(
+    tensors: dict[str, Tensor], model: GPT2, where: str = "checkpoint"
+) -> dict[str, Tensor]:
     """Our state dict from Hugging Face tensors; CheckpointError naming every
     missing, unexpected or misshapen tensor."""
     ours = {k: v for k, v in model.state_dict().items() if k != "lm_head.weight"}
@@ -97,16 +110,27 @@ def from_hf_state_dict(tensors: dict[str, Tensor], model: GPT2, where: str = "ch
     for name in sorted(set(ours) & set(given)):
         tensor = given[name].t() if name.endswith(CONV1D) else given[name]
         if tensor.shape != ours[name].shape:
-            problems.append(f"{name} has shape {tuple(given[name].shape)}, expected "
-                            f"{tuple(ours[name].shape)}{' (transposed, Conv1D)' if name.endswith(CONV1D) else ''}")
+            problems.append(
+                f"{name} has shape {tuple(given[name].shape)}, expected "
+                f"{tuple(ours[name].shape)}{' (transposed, Conv1D)' if name.endswith(CONV1D) else ''}"
+            )
         out[name] = tensor.to(ours[name].dtype).contiguous()
-    if head is not None and "transformer.wte.weight" in out and not torch.equal(
-            head.to(out["transformer.wte.weight"].dtype), out["transformer.wte.weight"]):
-        problems.append("lm_head.weight differs from transformer.wte.weight: an untied head, "
-                        "which this model (tied head) cannot hold")
+    if (
+        head is not None
+        and "transformer.wte.weight" in out
+        and not torch.equal(
+            head.to(out["transformer.wte.weight"].dtype), out["transformer.wte.weight"]
+        )
+    ):
+        problems.append(
+            "lm_head.weight differs from transformer.wte.weight: an untied head, "
+            "which this model (tied head) cannot hold"
+        )
     if problems:
-        raise CheckpointError(f"{where} does not match GPT-2 {model.config.n_layer} layers x "
-                              f"{model.config.n_embd} wide: " + "; ".join(problems))
+        raise CheckpointError(
+            f"{where} does not match GPT-2 {model.config.n_layer} layers x "
+            f"{model.config.n_embd} wide: " + "; ".join(problems)
+        )
     out["lm_head.weight"] = out["transformer.wte.weight"]
     return out
 
@@ -134,31 +158,47 @@ def load_weights(model: GPT2, config: pretrained.PretrainedGPT2Config) -> None:
     except pretrained.PretrainedError as err:
         raise CheckpointError(str(err)) from None
     if config.vocab_size < pretrained.hf_shape(hf)["vocab_size"]:
-        raise CheckpointError(f"the run's vocabulary ({config.vocab_size}) is smaller than "
-                              f"the checkpoint's ({pretrained.hf_shape(hf)['vocab_size']})")
+        raise CheckpointError(
+            f"the run's vocabulary ({config.vocab_size}) is smaller than "
+            f"the checkpoint's ({pretrained.hf_shape(hf)['vocab_size']})"
+        )
     folder = pretrained.resolve(config.init_path)
     tensors, weights = read_weights(folder)
     with torch.device("meta"):  # the checkpoint's own shape, to check every tensor against
         reference = GPT2(gpt2_config(hf))
     state = from_hf_state_dict(tensors, reference, str(folder / weights))
-    state["transformer.wpe.weight"] = state["transformer.wpe.weight"][:config.block_size]
-    state["transformer.wte.weight"] = pretrained.pad_rows(state["transformer.wte.weight"],
-                                                          config.vocab_size)
+    state["transformer.wpe.weight"] = state["transformer.wpe.weight"][: config.block_size]
+    state["transformer.wte.weight"] = pretrained.pad_rows(
+        state["transformer.wte.weight"], config.vocab_size
+    )
     state["lm_head.weight"] = state["transformer.wte.weight"]
     model.load_state_dict(state)
 
 
 def hf_config(config: GPT2Config) -> dict[str, Any]:
     """config.json for transformers' GPT2LMHeadModel with our shape."""
-    return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
-            "vocab_size": config.vocab_size, "n_positions": config.block_size,
-            "n_embd": config.n_embd, "n_layer": config.n_layer, "n_head": config.n_head,
-            "n_inner": None, "layer_norm_epsilon": 1e-5,
-            "activation_function": "gelu_new" if config.gelu == "tanh" else "gelu",
-            "resid_pdrop": config.dropout, "embd_pdrop": config.dropout,
-            "attn_pdrop": config.dropout, "initializer_range": 0.02,
-            "scale_attn_weights": True, "tie_word_embeddings": True, "use_cache": True,
-            "bos_token_id": 50256, "eos_token_id": 50256, "torch_dtype": "float32"}
+    return {
+        "architectures": ["GPT2LMHeadModel"],
+        "model_type": "gpt2",
+        "vocab_size": config.vocab_size,
+        "n_positions": config.block_size,
+        "n_embd": config.n_embd,
+        "n_layer": config.n_layer,
+        "n_head": config.n_head,
+        "n_inner": None,
+        "layer_norm_epsilon": 1e-5,
+        "activation_function": "gelu_new" if config.gelu == "tanh" else "gelu",
+        "resid_pdrop": config.dropout,
+        "embd_pdrop": config.dropout,
+        "attn_pdrop": config.dropout,
+        "initializer_range": 0.02,
+        "scale_attn_weights": True,
+        "tie_word_embeddings": True,
+        "use_cache": True,
+        "bos_token_id": 50256,
+        "eos_token_id": 50256,
+        "torch_dtype": "float32",
+    }
 
 
 def to_hf_state_dict(model: GPT2) -> dict[str, Tensor]:
@@ -166,10 +206,12 @@ def to_hf_state_dict(model: GPT2) -> dict[str, Tensor]:
     built without biases gets zero biases, which compute the same thing."""
     cfg = model.config
     if not cfg.gpt2_layout:
-        raise ValueError(f"this model (attention {cfg.attention!r}, or a modern-block option) has "
-                         f"no Hugging Face GPT-2 layout; only GPT-2's own block exports in it "
-                         f"(gpt2/export.py exports the others with their model code, "
-                         f"lib/model/remote/)")
+        raise ValueError(
+            f"this model (attention {cfg.attention!r}, or a modern-block option) has "
+            f"no Hugging Face GPT-2 layout; only GPT-2's own block exports in it "
+            f"(gpt2/export.py exports the others with their model code, "
+            f"lib/model/remote/)"
+        )
     state = model.state_dict()
     out: dict[str, Tensor] = {}
     with torch.device("meta"):  # shapes only: nothing is allocated
@@ -207,7 +249,17 @@ def save_gpt2_tokenizer(out_dir: Path | str, max_length: int) -> None:
     shutil.copyfile(bpe_dir / "encoder.json", out / "vocab.json")
     shutil.copyfile(bpe_dir / "vocab.bpe", out / "merges.txt")
     eot = "<|endoftext|>"
-    (out / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "GPT2Tokenizer", "model_max_length": max_length,
-        "bos_token": eot, "eos_token": eot, "unk_token": eot, "add_prefix_space": False},
-        indent=2) + "\n")
+    (out / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "GPT2Tokenizer",
+                "model_max_length": max_length,
+                "bos_token": eot,
+                "eos_token": eot,
+                "unk_token": eot,
+                "add_prefix_space": False,
+            },
+            indent=2,
+        )
+        + "\n"
+    )

@@ -39,9 +39,10 @@ from torch import Tensor, nn
 from gpt2.attention import causal_mask, same_every_layer
 from gpt2.config import GPT2Config
 from gpt2.norm import head_norm, normed
-# ROPE_BASE and rotary are re-exported: MLA's RoPE is the model's one implementation
-from gpt2.rope import ROPE_BASE as ROPE_BASE, rotary
 
+# ROPE_BASE and rotary are re-exported: MLA's RoPE is the model's one implementation
+from gpt2.rope import ROPE_BASE as ROPE_BASE
+from gpt2.rope import rotary
 
 
 @dataclass
@@ -130,9 +131,7 @@ class MLAttention(nn.Module):
         )
         return self.output(y)
 
-    def project(
-        self, x: Tensor, cache: LatentCache | None
-    ) -> tuple[Tensor, Tensor, Tensor, int]:
+    def project(self, x: Tensor, cache: LatentCache | None) -> tuple[Tensor, Tensor, Tensor, int]:
         """Queries [B, H, T, Dq] of the new tokens; keys [B, H, S, Dq] and
         values [B, H, S, head_dim] of all S cached + new tokens; the number
         of cached tokens before x (Dq = head_dim + rope_dim)."""
@@ -183,5 +182,6 @@ class MLAttention(nn.Module):
         return t.view(batch, seq, self.n_head, width // self.n_head).transpose(1, 2)
 
 
-MLA = same_every_layer(MLAttention, lambda c: LatentCache(), latent_cache_width,
-                       lambda c: c.head_dim + c.rope_dim)
+MLA = same_every_layer(
+    MLAttention, lambda c: LatentCache(), latent_cache_width, lambda c: c.head_dim + c.rope_dim
+)

@@ -17,10 +17,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 # swiglu_hidden lives with the config, which the estimate imports without torch
-from gpt2.config import SWIGLU_MULTIPLE as SWIGLU_MULTIPLE, swiglu_hidden
+from gpt2.config import SWIGLU_MULTIPLE as SWIGLU_MULTIPLE
+from gpt2.config import swiglu_hidden
+
 
 class MLPConfig(Protocol):
     """The fields MLP reads: GPT2Config's and HAMTConfig's (HAMT's blocks share it)."""
+
     n_embd: int
     bias: bool
     dropout: float

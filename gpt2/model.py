@@ -20,15 +20,16 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lib.model.interface import LanguageModel, init_weights
-from lib.model.sampling import check_sampling, sample_token
-
 from gpt2.attention import CausalSelfAttention
 from gpt2.config import GPT2Config
+
 # MLP is re-exported: hamt/block.py imports it from here
-from gpt2.mlp import MLP as MLP, make_mlp
+from gpt2.mlp import MLP as MLP
+from gpt2.mlp import make_mlp
 from gpt2.norm import make_norm
 from gpt2.variants import layers
+from lib.model.interface import LanguageModel, init_weights
+from lib.model.sampling import check_sampling, sample_token
 
 
 def cache_elements_per_token(config: GPT2Config) -> int:
@@ -133,13 +134,12 @@ class GPT2(LanguageModel):
         start = caches[0].pos if caches else 0
         end = start + idx.size(1)
         if end > self.config.block_size:
-            raise ValueError(
-                f"sequence length {end} exceeds block_size {self.config.block_size}"
-            )
+            raise ValueError(f"sequence length {end} exceeds block_size {self.config.block_size}")
         x = self.transformer.wte(idx)
         if "wpe" in self.transformer:
-            x = x + self.transformer.wpe(torch.arange(start, end, dtype=torch.long,
-                                                      device=idx.device))
+            x = x + self.transformer.wpe(
+                torch.arange(start, end, dtype=torch.long, device=idx.device)
+            )
         x = self.transformer.drop(x)
         for i, block in enumerate(self.transformer.h):
             x = block(x, caches[i] if caches else None)

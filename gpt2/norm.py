@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 class NormConfig(Protocol):
     """The fields make_norm reads (GPT2Config's)."""
+
     norm: str
     norm_eps: float
     bias: bool

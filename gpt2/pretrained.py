@@ -13,6 +13,7 @@ imports neither torch nor hf.py), so training, `make bench` and `make estimate`
 get the same model. A run resumed from its checkpoint builds the same way and
 then loads the checkpoint over these weights (lib/train/trainer.py _restore).
 """
+
 from __future__ import annotations
 
 import functools
@@ -26,14 +27,15 @@ from gpt2.config import GPT2Config
 from gpt2.presets import PRESETS
 from lib.paths import from_root
 
-
 GELU_TANH = ("gelu_new", "gelu_pytorch_tanh")
 # config.json's activation_function -> GPT2Config.gelu (OpenAI's GPT-2: gelu_new)
 GELU_FORMS = {**{name: "tanh" for name in GELU_TANH}, "gelu": "exact"}
-HOW_TO_GET = ("nothing is downloaded: fetch GPT-2 124M once with `huggingface-cli download "
-              "openai-community/gpt2 config.json model.safetensors --local-dir data/hf/gpt2` "
-              "(gpt2-medium, -large, -xl likewise) and set "
-              "CONFIG_GPT2_INIT_PATH=\"data/hf/gpt2\"")
+HOW_TO_GET = (
+    "nothing is downloaded: fetch GPT-2 124M once with `huggingface-cli download "
+    "openai-community/gpt2 config.json model.safetensors --local-dir data/hf/gpt2` "
+    "(gpt2-medium, -large, -xl likewise) and set "
+    'CONFIG_GPT2_INIT_PATH="data/hf/gpt2"'
+)
 
 
 class PretrainedError(ValueError):
@@ -67,12 +69,16 @@ def read_config(model_dir: Path) -> dict[str, Any]:
     """config.json of a GPT-2 folder, refusing variants our model cannot reproduce."""
     path = Path(model_dir) / "config.json"
     if not path.is_file():
-        raise PretrainedError(f"{path} is missing: not a Hugging Face model folder "
-                              f"(save_pretrained writes config.json beside the weights)")
+        raise PretrainedError(
+            f"{path} is missing: not a Hugging Face model folder "
+            f"(save_pretrained writes config.json beside the weights)"
+        )
     hf = json.loads(path.read_text())
     if hf.get("model_type") != "gpt2":
-        raise PretrainedError(f"{path}: model_type {hf.get('model_type')!r}; only GPT-2 "
-                              f"(model_type \"gpt2\") maps onto this model")
+        raise PretrainedError(
+            f"{path}: model_type {hf.get('model_type')!r}; only GPT-2 "
+            f'(model_type "gpt2") maps onto this model'
+        )
     n_embd = hf.get("n_embd", 768)
     unsupported = {
         "activation_function": hf.get("activation_function", "gelu_new") not in GELU_FORMS,
@@ -85,9 +91,11 @@ def read_config(model_dir: Path) -> dict[str, Any]:
     }
     bad = [f"{k}={hf.get(k)!r}" for k, v in unsupported.items() if v]
     if bad:
-        raise PretrainedError(f"{path}: {', '.join(bad)} is not plain GPT-2 (GELU, tanh or "
-                              f"exact, MLP 4x wide, LayerNorm eps 1e-5, tied head), which this "
-                              f"model is")
+        raise PretrainedError(
+            f"{path}: {', '.join(bad)} is not plain GPT-2 (GELU, tanh or "
+            f"exact, MLP 4x wide, LayerNorm eps 1e-5, tied head), which this "
+            f"model is"
+        )
     return hf
 
 
@@ -98,18 +106,27 @@ def hf_gelu(hf: dict[str, Any]) -> str:
 
 def hf_shape(hf: dict[str, Any]) -> dict[str, int]:
     """The shape a config.json describes, with transformers' GPT-2 defaults."""
-    return {"vocab_size": hf.get("vocab_size", 50257), "n_positions": hf.get("n_positions", 1024),
-            "n_layer": hf.get("n_layer", 12), "n_head": hf.get("n_head", 12),
-            "n_embd": hf.get("n_embd", 768)}
+    return {
+        "vocab_size": hf.get("vocab_size", 50257),
+        "n_positions": hf.get("n_positions", 1024),
+        "n_layer": hf.get("n_layer", 12),
+        "n_head": hf.get("n_head", 12),
+        "n_embd": hf.get("n_embd", 768),
+    }
 
 
 def _size_symbols(shape: dict[str, int]) -> str:
     for name, size in PRESETS.items():
-        if (size.n_layer, size.n_head, size.n_embd) == (shape["n_layer"], shape["n_head"],
-                                                         shape["n_embd"]):
+        if (size.n_layer, size.n_head, size.n_embd) == (
+            shape["n_layer"],
+            shape["n_head"],
+            shape["n_embd"],
+        ):
             return f"CONFIG_GPT2_MODEL_{name.upper()}=y"
-    return (f"CONFIG_GPT2_MODEL_CUSTOM=y with CONFIG_GPT2_N_LAYER={shape['n_layer']}, "
-            f"CONFIG_GPT2_N_HEAD={shape['n_head']}, CONFIG_GPT2_N_EMBD={shape['n_embd']}")
+    return (
+        f"CONFIG_GPT2_MODEL_CUSTOM=y with CONFIG_GPT2_N_LAYER={shape['n_layer']}, "
+        f"CONFIG_GPT2_N_HEAD={shape['n_head']}, CONFIG_GPT2_N_EMBD={shape['n_embd']}"
+    )
 
 
 def shape_problems(config: GPT2Config, hf: dict[str, Any], vocab_size: int | None) -> list[str]:
@@ -117,34 +134,47 @@ def shape_problems(config: GPT2Config, hf: dict[str, Any], vocab_size: int | Non
     the symbols to change; vocab_size is the tokenizer's (before padding), None
     when it was checked already."""
     shape, problems = hf_shape(hf), []
-    if (config.n_layer, config.n_head, config.n_embd) != (shape["n_layer"], shape["n_head"],
-                                                          shape["n_embd"]):
-        problems.append(f"the checkpoint has {shape['n_layer']} layers, {shape['n_head']} heads, "
-                        f"{shape['n_embd']} wide, the run {config.n_layer}, {config.n_head}, "
-                        f"{config.n_embd}: set {_size_symbols(shape)}")
+    if (config.n_layer, config.n_head, config.n_embd) != (
+        shape["n_layer"],
+        shape["n_head"],
+        shape["n_embd"],
+    ):
+        problems.append(
+            f"the checkpoint has {shape['n_layer']} layers, {shape['n_head']} heads, "
+            f"{shape['n_embd']} wide, the run {config.n_layer}, {config.n_head}, "
+            f"{config.n_embd}: set {_size_symbols(shape)}"
+        )
     if config.block_size > shape["n_positions"]:
-        problems.append(f"CONFIG_GPT2_BLOCK_SIZE={config.block_size} exceeds the checkpoint's "
-                        f"{shape['n_positions']} positions: set it to at most "
-                        f"{shape['n_positions']} (shorter keeps the first rows)")
+        problems.append(
+            f"CONFIG_GPT2_BLOCK_SIZE={config.block_size} exceeds the checkpoint's "
+            f"{shape['n_positions']} positions: set it to at most "
+            f"{shape['n_positions']} (shorter keeps the first rows)"
+        )
     if vocab_size is not None and vocab_size != shape["vocab_size"]:
-        problems.append(f"the data's tokenizer has {vocab_size} tokens, the checkpoint "
-                        f"{shape['vocab_size']}: prepare the data with the tokenizer the "
-                        f"checkpoint was trained with (CONFIG_DATA_TOKENIZER_GPT2=y for GPT-2)")
+        problems.append(
+            f"the data's tokenizer has {vocab_size} tokens, the checkpoint "
+            f"{shape['vocab_size']}: prepare the data with the tokenizer the "
+            f"checkpoint was trained with (CONFIG_DATA_TOKENIZER_GPT2=y for GPT-2)"
+        )
     if not config.bias:
         problems.append("GPT-2 has biases: set CONFIG_GPT2_BIAS=y")
     gelu = hf_gelu(hf)
     if config.gelu != gelu and config.mlp == "gelu":
-        problems.append(f"the checkpoint's MLP uses the {gelu} GELU (activation_function "
-                        f"{hf.get('activation_function', 'gelu_new')!r}), the run the "
-                        f"{config.gelu} one: set CONFIG_GPT2_GELU_{gelu.upper()}=y")
+        problems.append(
+            f"the checkpoint's MLP uses the {gelu} GELU (activation_function "
+            f"{hf.get('activation_function', 'gelu_new')!r}), the run the "
+            f"{config.gelu} one: set CONFIG_GPT2_GELU_{gelu.upper()}=y"
+        )
     if not config.gpt2_layout:
-        problems.append(f"GPT-2's weights fit only GPT-2's block: vanilla attention, learned "
-                        f"positions, LayerNorm with eps 1e-5, GELU MLP, one KV head per head, "
-                        f"no QK-norm, tied head (this run: attention={config.attention}, "
-                        f"position={config.position}, norm={config.norm}, "
-                        f"norm_eps={config.norm_eps}, mlp={config.mlp}, "
-                        f"n_kv_head={config.n_kv_head}, qk_norm={config.qk_norm}, "
-                        f"tie_head={config.tie_head})")
+        problems.append(
+            f"GPT-2's weights fit only GPT-2's block: vanilla attention, learned "
+            f"positions, LayerNorm with eps 1e-5, GELU MLP, one KV head per head, "
+            f"no QK-norm, tied head (this run: attention={config.attention}, "
+            f"position={config.position}, norm={config.norm}, "
+            f"norm_eps={config.norm_eps}, mlp={config.mlp}, "
+            f"n_kv_head={config.n_kv_head}, qk_norm={config.qk_norm}, "
+            f"tie_head={config.tie_head})"
+        )
     return problems
 
 
@@ -163,17 +193,22 @@ def check(config: PretrainedGPT2Config, vocab_size: int | None) -> dict[str, Any
     """The folder's config.json, after refusing an empty path, a missing folder
     and every mismatch at once (one PretrainedError)."""
     if not config.init_path:
-        raise PretrainedError(f"CONFIG_GPT2_INIT_PATH is empty; GPT2_INIT_FROM=hf starts from "
-                              f"a local Hugging Face GPT-2 folder and {HOW_TO_GET}")
+        raise PretrainedError(
+            f"CONFIG_GPT2_INIT_PATH is empty; GPT2_INIT_FROM=hf starts from "
+            f"a local Hugging Face GPT-2 folder and {HOW_TO_GET}"
+        )
     folder = resolve(config.init_path)
     if not folder.is_dir():
-        raise PretrainedError(f"CONFIG_GPT2_INIT_PATH={config.init_path!r}: no folder {folder}; "
-                              f"{HOW_TO_GET}")
+        raise PretrainedError(
+            f"CONFIG_GPT2_INIT_PATH={config.init_path!r}: no folder {folder}; {HOW_TO_GET}"
+        )
     hf = read_config(folder)
     problems = shape_problems(config, hf, vocab_size)
     if problems:
-        raise PretrainedError(f"CONFIG_GPT2_INIT_PATH={config.init_path!r} cannot start this "
-                              f"run: " + "; ".join(problems) + ".")
+        raise PretrainedError(
+            f"CONFIG_GPT2_INIT_PATH={config.init_path!r} cannot start this "
+            f"run: " + "; ".join(problems) + "."
+        )
     return hf
 
 
@@ -215,8 +250,7 @@ def weight_files(folder: Path) -> list[Path]:
 
 def _folder_record(folder: Path) -> dict[str, Any]:
     files = weight_files(folder)
-    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files
-                  if p.is_file())
+    stamp = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.is_file())
     return _hashed_record(folder, stamp)
 
 
@@ -224,7 +258,11 @@ def _folder_record(folder: Path) -> dict[str, Any]:
 def _hashed_record(folder: Path, stamp: tuple[tuple[str, int, int], ...]) -> dict[str, Any]:
     """stamp: the weight files with sizes and times, so a changed file is hashed again."""
     config = folder / "config.json"
-    return {"path": str(folder),
-            "config_sha256": _sha256(config) if config.is_file() else None,
-            "weights": [{"file": Path(name).name, "bytes": size, "sha256": _sha256(Path(name))}
-                        for name, size, _ in stamp]}
+    return {
+        "path": str(folder),
+        "config_sha256": _sha256(config) if config.is_file() else None,
+        "weights": [
+            {"file": Path(name).name, "bytes": size, "sha256": _sha256(Path(name))}
+            for name, size, _ in stamp
+        ],
+    }

@@ -123,8 +123,14 @@ def _sides(alpha: float | Tensor) -> tuple[float | Tensor, float]:
 
 
 def reciprocal_attention(
-    q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
-    alpha: float | Tensor, window: int, dropout_p: float = 0.0,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    q_all: Tensor,
+    n_past: int,
+    alpha: float | Tensor,
+    window: int,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """RA output [B, H, T, Dv] for T new queries after n_past cached tokens.
 
@@ -138,8 +144,13 @@ def reciprocal_attention(
 
 
 def fused_reciprocal(
-    q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
-    alpha: float | Tensor, dropout_p: float = 0.0,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    q_all: Tensor,
+    n_past: int,
+    alpha: float | Tensor,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """Whole-context RA as one SDPA call on augmented queries and keys."""
     q_side, k_side = _sides(alpha)
@@ -147,15 +158,26 @@ def fused_reciprocal(
     k_aug = torch.cat((k, k_side * q_all), dim=-1)
     mask, is_causal = causal_mask(q.size(2), n_past, q.device)
     return F.scaled_dot_product_attention(
-        q_aug, k_aug, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal,
+        q_aug,
+        k_aug,
+        v,
+        attn_mask=mask,
+        dropout_p=dropout_p,
+        is_causal=is_causal,
         # The augmented width is 2D, but the logits are sums of D-wide products.
         scale=1.0 / math.sqrt(q.size(-1)),
     )
 
 
 def banded_reciprocal(
-    q: Tensor, k: Tensor, v: Tensor, q_all: Tensor, n_past: int,
-    alpha: float | Tensor, window: int, dropout_p: float = 0.0,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    q_all: Tensor,
+    n_past: int,
+    alpha: float | Tensor,
+    window: int,
+    dropout_p: float = 0.0,
 ) -> Tensor:
     """RA with the reciprocal term limited to i - j <= window, through SDPA.
 
@@ -180,30 +202,51 @@ def banded_reciprocal(
         stop = min(start + _BAND_BLOCK, n_new)
         first, last = n_past + start, n_past + stop - 1  # absolute positions of the queries
         far, near = max(0, last - window), max(0, first - window)
-        keys = torch.cat((plain[:, :, :far], recip[:, :, near:last + 1]), dim=2)
-        values = torch.cat((v[:, :, :far], v[:, :, near:last + 1]), dim=2)
+        keys = torch.cat((plain[:, :, :far], recip[:, :, near : last + 1]), dim=2)
+        values = torch.cat((v[:, :, :far], v[:, :, near : last + 1]), dim=2)
         rows = torch.arange(first, last + 1, device=q.device).unsqueeze(1)
-        cols = torch.cat((torch.arange(far, device=q.device),
-                          torch.arange(near, last + 1, device=q.device)))
+        cols = torch.cat(
+            (torch.arange(far, device=q.device), torch.arange(near, last + 1, device=q.device))
+        )
         lag = rows - cols  # i - j
         in_band = (lag >= 0) & (lag <= window)
-        allowed = torch.where(torch.arange(cols.numel(), device=q.device) < far, lag > window,
-                              in_band)
-        outs.append(F.scaled_dot_product_attention(
-            q_aug[:, :, start:stop], keys, values, attn_mask=allowed, dropout_p=dropout_p,
-            scale=1.0 / math.sqrt(q.size(-1))))
+        allowed = torch.where(
+            torch.arange(cols.numel(), device=q.device) < far, lag > window, in_band
+        )
+        outs.append(
+            F.scaled_dot_product_attention(
+                q_aug[:, :, start:stop],
+                keys,
+                values,
+                attn_mask=allowed,
+                dropout_p=dropout_p,
+                scale=1.0 / math.sqrt(q.size(-1)),
+            )
+        )
     return torch.cat(outs, dim=2)
 
 
-def _attend(module: CausalSelfAttention | MLAttention, q: Tensor, k: Tensor, v: Tensor,
-            n_past: int, cache: ReciprocalCache[Any] | None) -> Tensor:
+def _attend(
+    module: CausalSelfAttention | MLAttention,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    n_past: int,
+    cache: ReciprocalCache[Any] | None,
+) -> Tensor:
     """Store the new queries in the cache, then run RA for them."""
     q_all = q if cache is None else cache.append_q(q)
     alpha = module.alpha
     if module.ra_alpha is not None:  # learned: [H] -> [H, 1, 1], in q's dtype under autocast
         alpha = module.ra_alpha.view(-1, 1, 1).to(q.dtype)
     return reciprocal_attention(
-        q, k, v, q_all, n_past, alpha, module.window,
+        q,
+        k,
+        v,
+        q_all,
+        n_past,
+        alpha,
+        module.window,
         dropout_p=module.dropout if module.training else 0.0,
     )
 
@@ -213,8 +256,11 @@ def _set_alpha(module: nn.Module, config: GPT2Config) -> None:
     the learned per-head alpha or None."""
     module.window = config.ra_window
     module.alpha = 0.0 if config.ra_alpha_learned else float(config.ra_alpha)
-    module.ra_alpha = (nn.Parameter(torch.full((config.n_head,), float(config.ra_alpha)))
-                       if config.ra_alpha_learned else None)
+    module.ra_alpha = (
+        nn.Parameter(torch.full((config.n_head,), float(config.ra_alpha)))
+        if config.ra_alpha_learned
+        else None
+    )
 
 
 # new_ra_cache gives each layer the cache that matches _base_only
@@ -260,8 +306,9 @@ class ReciprocalMLA(MLAttention):
         super().__init__(config)
         _set_alpha(self, config)
 
-    def forward(self, x: Tensor,
-                cache: ReciprocalCache[LatentCache] | LatentCache | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, cache: ReciprocalCache[LatentCache] | LatentCache | None = None
+    ) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
         if _base_only(self):
             assert not isinstance(cache, ReciprocalCache), BASE_CACHE

@@ -55,8 +55,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from gpt2.attention import (AttentionLayers, CausalSelfAttention, KVCache, causal_mask,
-                            merge_heads)
+from gpt2.attention import AttentionLayers, CausalSelfAttention, KVCache, causal_mask, merge_heads
 from gpt2.config import GPT2Config
 from gpt2.norm import make_norm
 from gpt2.ra import ReciprocalCache
@@ -107,13 +106,17 @@ class GatedReciprocalAttention(CausalSelfAttention):
         super().__init__(config)
         self.reverse_heads = config.ra_gated_heads
         self.ra_gate = nn.Parameter(torch.full((1,), float(config.ra_gated_gate_init)))
-        self.ra_proj = nn.Linear(config.ra_gated_heads * config.head_dim, config.n_embd,
-                                 bias=config.bias)
+        self.ra_proj = nn.Linear(
+            config.ra_gated_heads * config.head_dim, config.n_embd, bias=config.bias
+        )
         # GPT-2's LayerNorm, or RMSNorm with config.norm (the model's norm throughout)
         self.ra_norm = make_norm(config, config.n_embd)
         # the output gate's parameter name, so an output-gated state dict loads
-        self.output_gate = (nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
-                            if variant(config.attention).output_gate else None)
+        self.output_gate = (
+            nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+            if variant(config.attention).output_gate
+            else None
+        )
 
     def forward(self, x: Tensor, cache: ReciprocalCache[KVCache] | KVCache | None = None) -> Tensor:
         """x: [B, T, C]. With a cache, x holds only the tokens after it."""
@@ -144,8 +147,13 @@ class GatedReciprocalAttention(CausalSelfAttention):
         """
         mask, is_causal = causal_mask(k_new.size(2), n_past, k_new.device)
         return F.scaled_dot_product_attention(
-            k_new, q_all, v, attn_mask=mask,
-            dropout_p=self.dropout if self.training else 0.0, is_causal=is_causal)
+            k_new,
+            q_all,
+            v,
+            attn_mask=mask,
+            dropout_p=self.dropout if self.training else 0.0,
+            is_causal=is_causal,
+        )
 
 
 # Both gated variants (ra_gated, sdpa_gate_ra_gated): gated_layer reads the output gate

@@ -6,6 +6,7 @@ gpt2/export.py), as
 modeling_kconfig_llm.py beside copies of the modules it imports
 (lib/model/remote/source.py).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
 from gpt2.variants import modules
+
 # RemoteConfig is imported for config.json's auto_map, which names it in this file
 from lib.model.remote.causal_lm import RemoteCausalLM, RemoteConfig  # noqa: F401
 

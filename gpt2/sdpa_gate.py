@@ -38,5 +38,6 @@ class OutputGatedAttention(CausalSelfAttention):
         return self.resid_dropout(self.c_proj(y))
 
 
-SDPA_GATE = same_every_layer(OutputGatedAttention, lambda c: KVCache(), kv_cache_width,
-                             lambda c: c.head_dim)
+SDPA_GATE = same_every_layer(
+    OutputGatedAttention, lambda c: KVCache(), kv_cache_width, lambda c: c.head_dim
+)

@@ -14,6 +14,7 @@ record here, plus its two Kconfig entries; tests/gpt2/test_gpt2_new_variant.py
 does exactly that in a scratch copy of the project. This file imports no
 torch: configuration checks read it without building a model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,8 +55,14 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("ra_logit", "ralogit", "ra:RA_LOGIT", reciprocal=True, aliases=("ra",)),
     Variant("ra_mla", "ramla", "ra:RA_MLA", latent=True, reciprocal=True),
     Variant("ra_gated", "ragated", "ra_gated:RA_GATED", gated_ra=True),
-    Variant("sdpa_gate_ra_gated", "sdpagateragated", "ra_gated:RA_GATED", bench=False,
-            output_gate=True, gated_ra=True),
+    Variant(
+        "sdpa_gate_ra_gated",
+        "sdpagateragated",
+        "ra_gated:RA_GATED",
+        bench=False,
+        output_gate=True,
+        gated_ra=True,
+    ),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 ALIASES = {alias: v.name for v in VARIANTS for alias in v.aliases}
@@ -68,8 +75,9 @@ def variant(name: str) -> Variant:
 
 def names(**traits: bool) -> tuple[str, ...]:
     """The variants' names, those with the given trait values only."""
-    return tuple(v.name for v in VARIANTS
-                 if all(getattr(v, trait) == want for trait, want in traits.items()))
+    return tuple(
+        v.name for v in VARIANTS if all(getattr(v, trait) == want for trait, want in traits.items())
+    )
 
 
 def layers(name: str) -> Any:

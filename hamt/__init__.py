@@ -1,13 +1,14 @@
 """HAMT model family: config from Kconfig (HAMT_* symbols), model builder, and
 the rest of its registry record (lib/model/registry.py)."""
+
 from __future__ import annotations
 
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from lib.model.registry import ModelFamily, config_from_symbols
 from hamt.activations import activations
 from hamt.config import HAMTConfig
+from lib.model.registry import ModelFamily, config_from_symbols
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -15,8 +16,11 @@ if TYPE_CHECKING:
 # HAMTConfig field -> Kconfig symbol: HAMT_<FIELD>, except the context length,
 # which every family shares. n_head has no symbol: the memory reads whole slots,
 # so heads would be a knob that changes nothing (it stays 1).
-SYMBOLS = {f.name: "HAMT_" + f.name.upper() for f in fields(HAMTConfig)
-           if f.name not in ("n_head", "vocab_size")} | {
+SYMBOLS = {
+    f.name: "HAMT_" + f.name.upper()
+    for f in fields(HAMTConfig)
+    if f.name not in ("n_head", "vocab_size")
+} | {
     "block_size": "GPT2_BLOCK_SIZE",
 }
 
@@ -27,11 +31,13 @@ def from_run_config(run: RunConfig, vocab_size: int) -> HAMTConfig:
 
 def build(config: HAMTConfig):
     from hamt.model import HAMT  # torch import deferred: config checks stay fast
+
     return HAMT(config)
 
 
 def export(*args: Any) -> None:
     from hamt.export import export as hf_export  # torch import deferred
+
     hf_export(*args)
 
 
@@ -49,6 +55,14 @@ def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]
     return {"hamt": HAMT(HAMTConfig(**options))}
 
 
-FAMILY = ModelFamily(name="hamt", label="HAMT", config_cls=HAMTConfig,
-                     from_run_config=from_run_config, build=build, variant=variant,
-                     activations=activations, bench_models=bench_models, export=export)
+FAMILY = ModelFamily(
+    name="hamt",
+    label="HAMT",
+    config_cls=HAMTConfig,
+    from_run_config=from_run_config,
+    build=build,
+    variant=variant,
+    activations=activations,
+    bench_models=bench_models,
+    export=export,
+)

@@ -1,17 +1,19 @@
 """HAMT's activation formula for the memory estimate (lib/model/activations.py
 describes the method)."""
+
 from __future__ import annotations
 
 from typing import Any
 
-from lib.model.activations import R, Activations, Shape
+from lib.model.activations import Activations, R, Shape
 
 
 def activations(cfg: Any, s: Shape) -> Activations:
     n, c, a = s.tokens, cfg.n_embd, s.act
     dim, slots, chunk = cfg.hcm_dim, cfg.num_slots, min(cfg.chunk_size, s.seq)
     parts = {
-        "block_input": R * n * c, "mid_stream": R * n * c,
+        "block_input": R * n * c,
+        "mid_stream": R * n * c,
         # c_in runs as two Linears (spectra, gate logits) over ln_1's output.
         "ln_1_out": (2 if a < 4 else 1) * a * n * c,
         # fp32 spectra of value, write and read keys; unit keys, two key-sized
@@ -22,7 +24,8 @@ def activations(cfg: Any, s: Shape) -> Activations:
         "hamt_chunk_mixing": 4 * n * chunk + 6 * 4 * n * slots,
         "hamt_slot_states": 2 * 4 * -(-s.seq // chunk) * s.batch * slots * dim,
         "hamt_folded_weights": a * 4 * dim * c,
-        "ln_2_out": a * n * c, "gelu_in_out": 8 * a * n * c,
+        "ln_2_out": a * n * c,
+        "gelu_in_out": 8 * a * n * c,
         "layernorm_stats": 16 * n,
     }
     if s.mask:

@@ -20,8 +20,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
 
-    def forward(self, x: Tensor, state: Tensor | None, need_state: bool, need_aux: bool,
-                offset: int = 0) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+    def forward(
+        self, x: Tensor, state: Tensor | None, need_state: bool, need_aux: bool, offset: int = 0
+    ) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
         y, state, stats = self.mem(self.ln_1(x), state, need_state, need_aux, offset)
         x = x + y
         return x + self.mlp(self.ln_2(x)), state, stats

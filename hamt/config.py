@@ -52,6 +52,13 @@ class HAMTConfig:
     # only that initialisation.
     hierarchical: bool = False
     slow_every: int = 8
+    # True: the write gates' logits become a router, a distribution over the
+    # slots per token (softmax, or the top adaptive_slots_topk of them
+    # renormalised; 0 = dense), plus a load-balancing loss weighted by
+    # adaptive_slots_balance (hamt/routing.py).
+    adaptive_slots: bool = False
+    adaptive_slots_topk: int = 0
+    adaptive_slots_balance: float = 0.01
     dropout: float = 0.0
     bias: bool = True
     # Tokens per chunk of the parallel scan (C x C work inside a chunk, a
@@ -66,8 +73,16 @@ class HAMTConfig:
     scan_backend: str = "auto"
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "chunk_size",
-                     "aux_max_lag", "slow_every"):
+        for name in (
+            "vocab_size",
+            "block_size",
+            "n_layer",
+            "n_head",
+            "n_embd",
+            "chunk_size",
+            "aux_max_lag",
+            "slow_every",
+        ):
             _check_int(name, getattr(self, name), 1, None)
         _check_int("num_slots", self.num_slots, 4, 64)
         _check_int("hcm_mult", self.hcm_mult, 1, 8)
@@ -76,15 +91,28 @@ class HAMTConfig:
                 f"binding={self.binding!r} is invalid: it must be one of {', '.join(BINDINGS)}"
             )
         if self.scan_backend not in SCAN_BACKENDS:
-            raise ValueError(f"scan_backend={self.scan_backend!r} is invalid: it must be one of "
-                             f"{', '.join(SCAN_BACKENDS)}")
+            raise ValueError(
+                f"scan_backend={self.scan_backend!r} is invalid: it must be one of "
+                f"{', '.join(SCAN_BACKENDS)}"
+            )
         _check_float("aux_weight", self.aux_weight, 0.0, 1.0, "[0, 1]", open_high=False)
         _check_float("decay_init", self.decay_init, 0.0, 1.0, "(0, 1)", open_low=True)
         _check_float("dropout", self.dropout, 0.0, 1.0, "[0, 1)")
-        for name in ("hierarchical", "bias"):
+        _check_float(
+            "adaptive_slots_balance",
+            self.adaptive_slots_balance,
+            0.0,
+            1.0,
+            "[0, 1]",
+            open_high=False,
+        )
+        _check_int("adaptive_slots_topk", self.adaptive_slots_topk, 0, 64)
+        _check_topk(self.adaptive_slots_topk, self.num_slots)
+        for name in ("hierarchical", "adaptive_slots", "bias"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
-                    f"{name}={getattr(self, name)!r} is invalid: it must be True or False")
+                    f"{name}={getattr(self, name)!r} is invalid: it must be True or False"
+                )
         if self.n_embd % self.n_head:
             raise ValueError(
                 f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}: "
@@ -112,8 +140,28 @@ def _check_int(name: str, value: object, low: int, high: int | None) -> None:
         raise ValueError(f"{name}={value} is invalid: it must be {allowed}")
 
 
-def _check_float(name: str, value: object, low: float, high: float, shown: str,
-                 open_low: bool = False, open_high: bool = True) -> None:
+def _check_topk(topk: int, slots: int) -> None:
+    """0 (dense) or 2 .. slots - 1. With one chosen slot the renormalised
+    weight is always 1, so the language-model loss would give the router no
+    gradient; with all of them it is the dense softmax, whose Switch balance
+    loss would be a constant 1."""
+    if topk == 1 or topk >= slots:
+        raise ValueError(
+            f"adaptive_slots_topk={topk} is invalid with num_slots={slots}: it must be 0 "
+            f"(dense softmax over all slots) or from 2 to {slots - 1} (fewer than the slots; "
+            "1 would leave the router without a gradient from the language-model loss)"
+        )
+
+
+def _check_float(
+    name: str,
+    value: object,
+    low: float,
+    high: float,
+    shown: str,
+    open_low: bool = False,
+    open_high: bool = True,
+) -> None:
     invalid = ValueError(f"{name}={value!r} is invalid: it must be a number in {shown}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise invalid

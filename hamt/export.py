@@ -6,14 +6,17 @@ AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True); plus
 the GPT-2 BPE tokenizer files when the run used them and the model card,
 as GPT-2's export writes them (gpt2/export.py).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
-def export(state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path,
-           log: Callable[[str], None]) -> None:
+def export(
+    state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path, log: Callable[[str], None]
+) -> None:
     """Write the checkpoint `state` of run_dir (ckpt_<checkpoint>.pt) into out."""
     from gpt2.export import save_tokenizer, special_tokens, write_card
     from hamt.config import HAMTConfig
@@ -24,7 +27,9 @@ def export(state: dict[str, Any], run_dir: Path, checkpoint: str, out: Path,
     model = HAMT(config)
     model.load_state_dict(state["model"])
     save_remote(model, "hamt", "hamt.remote", out, **special_tokens(state))
-    log("HAMT has no transformers class: exported with its model code, for "
-        "AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)")
+    log(
+        "HAMT has no transformers class: exported with its model code, for "
+        "AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)"
+    )
     has_tokenizer = save_tokenizer(state, out, config.block_size)
     write_card(out, run_dir, state, checkpoint, model, has_tokenizer, "HAMT", remote_code=True)

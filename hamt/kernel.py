@@ -43,8 +43,8 @@ elsewhere: its output there is exactly the read of the slots as they are.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -55,17 +55,25 @@ from hamt.config import SCAN_BACKENDS as BACKENDS
 # chunk_gla's kernels need K-blocks of at least 16 (tl.dot's smallest).
 _SLOT_MULTIPLE = 16
 KERNEL_PACKAGE = "fla-core"
-INSTALL_HINT = ("install the kernel package on the GPU machine: `.venv/bin/pip install -r "
-                "requirements-gpu.txt` (offline: `pip download fla-core==0.6.0 -d wheels/` "
-                "where there is network, then `pip install --no-index --find-links wheels/ "
-                "fla-core`), or set CONFIG_HAMT_SCAN_BACKEND_TORCH=y")
+INSTALL_HINT = (
+    "install the kernel package on the GPU machine: `.venv/bin/pip install -r "
+    "requirements-gpu.txt` (offline: `pip download fla-core==0.6.0 -d wheels/` "
+    "where there is network, then `pip install --no-index --find-links wheels/ "
+    "fla-core`), or set CONFIG_HAMT_SCAN_BACKEND_TORCH=y"
+)
 
 GLA = Callable[..., tuple[Tensor, Tensor | None]]
 
 
-def gla_reference(q: Tensor, k: Tensor, v: Tensor, g: Tensor, scale: float | None = None,
-                  initial_state: Tensor | None = None, output_final_state: bool = False
-                  ) -> tuple[Tensor, Tensor | None]:
+def gla_reference(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    g: Tensor,
+    scale: float | None = None,
+    initial_state: Tensor | None = None,
+    output_final_state: bool = False,
+) -> tuple[Tensor, Tensor | None]:
     """Gated linear attention token by token, in chunk_gla's layout and
     keyword arguments: q, k, g [B, T, H, K], v [B, T, H, V], initial_state
     [B, H, K, V]. S_t = exp(g_t)[:, None] * S_{t-1} + k_t v_t^T, then
@@ -73,9 +81,12 @@ def gla_reference(q: Tensor, k: Tensor, v: Tensor, g: Tensor, scale: float | Non
     float32 (or wider); o in v's dtype. A loop over T: for tests."""
     batch, length, heads, keys = q.shape
     work = torch.promote_types(v.dtype, torch.float32)
-    scale = keys ** -0.5 if scale is None else scale
-    state = (initial_state.to(work) if initial_state is not None
-             else v.new_zeros(batch, heads, keys, v.size(-1), dtype=work))
+    scale = keys**-0.5 if scale is None else scale
+    state = (
+        initial_state.to(work)
+        if initial_state is not None
+        else v.new_zeros(batch, heads, keys, v.size(-1), dtype=work)
+    )
     outs = []
     for t in range(length):
         decay = g[:, t].to(work).exp().unsqueeze(-1)  # [B, H, K, 1]
@@ -86,11 +97,19 @@ def gla_reference(q: Tensor, k: Tensor, v: Tensor, g: Tensor, scale: float | Non
     return out, (state if output_final_state else None)
 
 
-def gla_scan(bound: Tensor, gates: Tensor, readers: Tensor, log_decay: Tensor, gla: GLA,
-             state: Tensor | None = None, ticks: Tensor | None = None,
-             aux_readers: Tensor | None = None, aux_at: Tensor | None = None,
-             final: bool = True, dtype: torch.dtype = torch.float32
-             ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+def gla_scan(
+    bound: Tensor,
+    gates: Tensor,
+    readers: Tensor,
+    log_decay: Tensor,
+    gla: GLA,
+    state: Tensor | None = None,
+    ticks: Tensor | None = None,
+    aux_readers: Tensor | None = None,
+    aux_at: Tensor | None = None,
+    final: bool = True,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """hamt/scan.py's chunked_scan through a GLA function (chunk_gla or gla_reference).
 
     bound [B, T, P], gates [B, T, S] (already 0 where a slot does not
@@ -106,8 +125,9 @@ def gla_scan(bound: Tensor, gates: Tensor, readers: Tensor, log_decay: Tensor, g
     slots = gates.size(-1)
     pad = -slots % _SLOT_MULTIPLE
     work = torch.promote_types(bound.dtype, torch.float32)  # float64 stays (tests)
-    log_gate = log_decay.to(work).expand(length, slots) if ticks is None else (
-        log_decay.to(work) * ticks)  # [T, S]
+    log_gate = (
+        log_decay.to(work).expand(length, slots) if ticks is None else (log_decay.to(work) * ticks)
+    )  # [T, S]
     queries = [readers]
     if aux_readers is not None:
         assert aux_at is not None
@@ -122,9 +142,15 @@ def gla_scan(bound: Tensor, gates: Tensor, readers: Tensor, log_decay: Tensor, g
     if state is not None:
         first = state.to(work).unsqueeze(1).expand(-1, heads, -1, -1)
         first = (F.pad(first, (0, 0, 0, pad)) if pad else first).contiguous()
-    out, last = gla(q.to(dtype).contiguous(), k.to(dtype).contiguous(),
-                    v.to(dtype).contiguous(), g.contiguous(), scale=1.0,
-                    initial_state=first, output_final_state=final)
+    out, last = gla(
+        q.to(dtype).contiguous(),
+        k.to(dtype).contiguous(),
+        v.to(dtype).contiguous(),
+        g.contiguous(),
+        scale=1.0,
+        initial_state=first,
+        output_final_state=final,
+    )
     reads = out[:, :, 0].to(work)
     retrieved = out[:, aux_at, 1].to(work) if aux_readers is not None else None
     slots_after = last[:, 0, :slots].to(work) if final and last is not None else None
@@ -132,6 +158,7 @@ def gla_scan(bound: Tensor, gates: Tensor, readers: Tensor, log_decay: Tensor, g
 
 
 # ------------------------------------------------------------ backend choice
+
 
 @dataclass(frozen=True)
 class Backend:
@@ -142,8 +169,12 @@ class Backend:
     package: str | None = None
 
     def as_record(self, requested: str) -> dict[str, str | None]:
-        return {"hamt_scan_backend": self.name, "hamt_scan_backend_requested": requested,
-                "hamt_scan_backend_reason": self.reason, "hamt_scan_kernel": self.package}
+        return {
+            "hamt_scan_backend": self.name,
+            "hamt_scan_backend_requested": requested,
+            "hamt_scan_backend_reason": self.reason,
+            "hamt_scan_kernel": self.package,
+        }
 
 
 # The import check's answer, kept after the first call (by the trainer's
@@ -157,10 +188,12 @@ def _import_problem() -> str | None:
     if KERNEL_PACKAGE not in _IMPORT_PROBLEM:
         try:
             from fla.ops.gla import chunk_gla  # noqa: F401
+
             _IMPORT_PROBLEM[KERNEL_PACKAGE] = None
         except Exception as err:  # ImportError, or triton failing to initialise
             _IMPORT_PROBLEM[KERNEL_PACKAGE] = (
-                f"{KERNEL_PACKAGE} does not import ({type(err).__name__}: {err})")
+                f"{KERNEL_PACKAGE} does not import ({type(err).__name__}: {err})"
+            )
     return _IMPORT_PROBLEM[KERNEL_PACKAGE]
 
 
@@ -173,6 +206,7 @@ def kernel_problem(device: torch.device) -> str | None:
 
 def package_version() -> str | None:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return f"{KERNEL_PACKAGE} {version(KERNEL_PACKAGE)} chunk_gla"
     except PackageNotFoundError:
@@ -184,15 +218,17 @@ def resolve_backend(requested: str, device: torch.device) -> Backend:
     triton where it cannot run raises, naming why and how to install: a
     silent fallback would give figures for the wrong backend."""
     if requested not in BACKENDS:
-        raise ValueError(f"scan_backend={requested!r} is invalid: it must be one of "
-                         f"{', '.join(BACKENDS)}")
+        raise ValueError(
+            f"scan_backend={requested!r} is invalid: it must be one of {', '.join(BACKENDS)}"
+        )
     if requested == "torch":
         return Backend("torch", "requested")
     problem = kernel_problem(device)
     if requested == "triton":
         if problem is not None:
-            raise RuntimeError(f"CONFIG_HAMT_SCAN_BACKEND_TRITON=y cannot run: {problem}; "
-                               f"{INSTALL_HINT}")
+            raise RuntimeError(
+                f"CONFIG_HAMT_SCAN_BACKEND_TRITON=y cannot run: {problem}; {INSTALL_HINT}"
+            )
         return Backend("triton", "requested", package_version())
     if problem is not None:
         return Backend("torch", f"auto: {problem}")
@@ -203,4 +239,5 @@ def load_chunk_gla() -> GLA:
     """fla-core's chunk_gla (imported here, not at module level: CPU
     installs do not have it)."""
     from fla.ops.gla import chunk_gla
+
     return chunk_gla

@@ -30,10 +30,10 @@ from torch import Tensor, nn
 
 from hamt.config import HAMTConfig
 from hamt.kernel import Backend, gla_scan, load_chunk_gla, resolve_backend
-from hamt.retrieval import (retrieval_cosine_loss, retrieval_loss, retrieval_queries,
-                            sample_sources)
+from hamt.retrieval import retrieval_cosine_loss, retrieval_loss, retrieval_queries, sample_sources
+from hamt.routing import balance_loss, route
 from hamt.scan import chunk_ends, chunked_scan
-from hamt.spectral import UnitBind, Unbind, complex_bins, from_spectrum, to_spectrum
+from hamt.spectral import Unbind, UnitBind, complex_bins, from_spectrum, to_spectrum
 
 _EPS = 1e-12  # keeps a zero coefficient's division finite; far below any real magnitude
 
@@ -91,7 +91,7 @@ def parseval_weights(binding: str, dim: int) -> Tensor:
     """
     if binding == "circular":
         w = torch.full((dim,), 2.0)
-        w[2 * complex_bins(binding, dim):] = 1.0
+        w[2 * complex_bins(binding, dim) :] = 1.0
         return w
     return torch.ones(dim)
 
@@ -106,6 +106,7 @@ def initial_decay_logits(config: HAMTConfig) -> Tensor:
     (with slow_every = 1 exactly the per-token value). The decays stay
     learnable; the slow bank's slowness in ticks does not (slot_periods).
     """
+
     def band(centre: float, n: int, width: float) -> Tensor:
         return math.log(centre / (1 - centre)) + torch.linspace(-width, width, n)
 
@@ -113,8 +114,9 @@ def initial_decay_logits(config: HAMTConfig) -> Tensor:
     if not config.hierarchical:
         return band(config.decay_init, slots, 1.0)
     slow = (1 - (1 - config.decay_init) / 10) ** config.slow_every
-    return torch.cat((band(config.decay_init, slots - slots // 2, 0.5),
-                      band(slow, slots // 2, 0.5)))
+    return torch.cat(
+        (band(config.decay_init, slots - slots // 2, 0.5), band(slow, slots // 2, 0.5))
+    )
 
 
 def slot_periods(config: HAMTConfig) -> Tensor:
@@ -123,7 +125,7 @@ def slot_periods(config: HAMTConfig) -> Tensor:
     slow_every for the slow bank."""
     periods = torch.ones(config.num_slots, dtype=torch.long)
     if config.hierarchical:
-        periods[config.num_slots - config.num_slots // 2:] = config.slow_every
+        periods[config.num_slots - config.num_slots // 2 :] = config.slow_every
     return periods
 
 
@@ -137,6 +139,11 @@ class HolographicMemory(nn.Module):
     r_t = sum_s w_{t,s} unbind(q_t, M_s(t)); output c_proj(r_t).
     Unbinding is linear and q_t is shared by the slots, so the slot sum is
     taken before the single unbind.
+
+    With HAMT_ADAPTIVE_SLOTS the gate logits W_g x_t are a router instead:
+    g_t = softmax(W_g x_t), or its top-k renormalised (hamt/routing.py), a
+    distribution of one unit of write over the slots, and the stats carry
+    its load-balancing loss.
 
     With HAMT_HIERARCHICAL the slow bank ticks once every slow_every tokens,
     at the tokens t with (t + 1) % slow_every == 0 (t counted from the start
@@ -163,14 +170,16 @@ class HolographicMemory(nn.Module):
         self.c_in = nn.Linear(config.n_embd, 3 * self.dim + 2 * self.slots, bias=config.bias)
         self.c_proj = nn.Linear(self.dim, config.n_embd, bias=config.bias)
         self.decay_logit = nn.Parameter(initial_decay_logits(config))
-        self.register_buffer("parseval", parseval_weights(config.binding, self.dim),
-                             persistent=False)
+        self.register_buffer(
+            "parseval", parseval_weights(config.binding, self.dim), persistent=False
+        )
         # Else every slot ticks at every token. From the config, not the
         # buffer: a model may be built on the meta device (lib/train/resolved.py).
         self.ticking = config.hierarchical and config.slow_every > 1
         self.register_buffer("periods", slot_periods(config), persistent=False)
         self.dropout = nn.Dropout(config.dropout)
         self.scan_backend = config.scan_backend
+        self.adaptive, self.topk = config.adaptive_slots, config.adaptive_slots_topk
 
     def backend(self, device: torch.device) -> Backend:
         """The scan that runs on device (HAMT_SCAN_BACKEND resolved, hamt/kernel.py)."""
@@ -199,20 +208,31 @@ class HolographicMemory(nn.Module):
         # c_in's columns are transformed where they lie (along dim 1 of
         # [3, D, C]); c_proj's rows and the bias, D-long rows, in one more call.
         w_spec = to_spectrum(w_in.float().view(3, self.dim, width), self.binding, dim=1)
-        rows = w_out.float() if b_in is None else torch.cat(
-            (w_out.float(), b_in.float().view(3, self.dim)))
+        rows = (
+            w_out.float()
+            if b_in is None
+            else torch.cat((w_out.float(), b_in.float().view(3, self.dim)))
+        )
         spectra = to_spectrum(rows, self.binding)
         w_folded = spectra[:width] * self.parseval
         if b_in is not None:
             b_in = spectra[width:].flatten().to(b_in.dtype)
         return w_spec.flatten(0, 1).to(w_in.dtype), b_in, w_folded.to(w_out.dtype)
 
-    def _split(self, spec: Tensor, logits: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def _split(
+        self, spec: Tensor, logits: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor | None]:
         """Packed spectra [..., 3D] and logits [..., 2S] -> bound spectrum,
-        unit read key (both [..., D]), write gates, read weights."""
+        unit read key (both [..., D]), write gates, read weights, and the
+        adaptive router's top-k choice (routing.route; None otherwise)."""
         bound, read_key = UnitBind.apply(spec.float().unflatten(-1, (3, self.dim)), self.bins)
         gate_logits, read_logits = logits.float().chunk(2, dim=-1)
-        return bound, read_key, torch.sigmoid(gate_logits), read_logits.softmax(-1)
+        chosen = None
+        if self.adaptive:
+            gates, chosen = route(gate_logits, self.topk)
+        else:
+            gates = torch.sigmoid(gate_logits)
+        return bound, read_key, gates, read_logits.softmax(-1), chosen
 
     def clock(self, offset: int, length: int) -> tuple[Tensor, Tensor]:
         """Ticks of each slot from before token `offset` of the stream through
@@ -222,14 +242,20 @@ class HolographicMemory(nn.Module):
         upto = upto.unsqueeze(-1)  # tokens seen through each position
         return upto // self.periods - offset // self.periods, upto % self.periods == 0
 
-    def forward(self, x: Tensor, state: Tensor | None = None, need_state: bool = False,
-                need_aux: bool = False,
-                offset: int = 0) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+    def forward(
+        self,
+        x: Tensor,
+        state: Tensor | None = None,
+        need_state: bool = False,
+        need_aux: bool = False,
+        offset: int = 0,
+    ) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
         """x [B, T, C] -> (output [B, T, C], final slots or None, stats).
 
         state: slot spectra [B, S, D] before x (None: empty memory).
         offset: tokens of the stream before x (the slow bank's clock).
-        need_aux adds the retrieval loss and mean write gates to stats.
+        need_aux adds the retrieval loss and mean write gates to stats (and,
+        with adaptive slots, the router's balance loss).
         """
         # The spectral maths stays in fp32: a 64-token decay product or a
         # unit-key normalisation in bf16 loses most of its bits.
@@ -241,39 +267,63 @@ class HolographicMemory(nn.Module):
         spec = F.linear(x, w_spec, b_spec)
         logits = F.linear(x, self.c_in.weight[vec:], None if bias is None else bias[vec:])
         with torch.autocast(device_type=x.device.type, enabled=False):
-            bound, read_key, gates, read_w = self._split(spec, logits)
+            bound, read_key, gates, read_w, chosen = self._split(spec, logits)
+            balance = {}
+            if need_aux and self.adaptive:
+                # Of the router as it chose, before the slow bank's ticks drop writes.
+                router = logits.float()[..., : self.slots]
+                balance["balance_loss"] = balance_loss(router, chosen, self.topk)
             clock = ticks = None
             if self.ticking:
                 clock, ticks = self.clock(offset, x.size(1))
                 gates = gates * ticks
             if self.backend(x.device).name == "torch":
-                reads, afters = chunked_scan(bound, gates, read_w, self.log_decay(), self.chunk,
-                                             state, clock)
+                reads, afters = chunked_scan(
+                    bound, gates, read_w, self.log_decay(), self.chunk, state, clock
+                )
                 final: Tensor | None = afters[:, -1]
                 stats = self._aux(afters, bound, gates) if need_aux else {}
             else:
-                reads, final, stats = self._kernel_scan(bound, gates, read_w, state, ticks,
-                                                        need_state, need_aux)
+                reads, final, stats = self._kernel_scan(
+                    bound, gates, read_w, state, ticks, need_state, need_aux
+                )
             read = Unbind.apply(read_key, reads, self.bins)
         y = self.dropout(F.linear(read.to(w_out.dtype), w_out, self.c_proj.bias))
-        return y, (final if need_state else None), stats
+        return y, (final if need_state else None), stats | balance
 
-    def _kernel_scan(self, bound: Tensor, gates: Tensor, read_w: Tensor, state: Tensor | None,
-                     ticks: Tensor | None, need_state: bool, need_aux: bool
-                     ) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
+    def _kernel_scan(
+        self,
+        bound: Tensor,
+        gates: Tensor,
+        read_w: Tensor,
+        state: Tensor | None,
+        ticks: Tensor | None,
+        need_state: bool,
+        need_aux: bool,
+    ) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
         """The scan as gated linear attention (fla-core's chunk_gla,
         hamt/kernel.py), the retrieval loss's reads at the chunk ends as its
         second head. Draws the same lags as the torch path."""
         batch, length, _ = bound.shape
         aux_w = aux_at = None
         if need_aux:
-            sources = sample_sources(length, self.chunk, batch, self.aux_max_lag, self.training,
-                                     bound.device)
+            sources = sample_sources(
+                length, self.chunk, batch, self.aux_max_lag, self.training, bound.device
+            )
             target, aux_w, valid = retrieval_queries(bound, gates, sources)
             aux_at = torch.tensor(chunk_ends(length, self.chunk), device=bound.device)
-        reads, final, retrieved = gla_scan(bound, gates, read_w, self.log_decay(),
-                                           load_chunk_gla(), state, ticks, aux_w, aux_at,
-                                           final=need_state)
+        reads, final, retrieved = gla_scan(
+            bound,
+            gates,
+            read_w,
+            self.log_decay(),
+            load_chunk_gla(),
+            state,
+            ticks,
+            aux_w,
+            aux_at,
+            final=need_state,
+        )
         if not need_aux:
             return reads, final, {}
         assert retrieved is not None
@@ -285,8 +335,9 @@ class HolographicMemory(nn.Module):
         earlier, unbound from the memory at each chunk's end) and the mean
         write gates."""
         batch, length, _ = bound.shape
-        sources = sample_sources(length, self.chunk, batch, self.aux_max_lag, self.training,
-                                 bound.device)
+        sources = sample_sources(
+            length, self.chunk, batch, self.aux_max_lag, self.training, bound.device
+        )
         loss = retrieval_loss(afters, bound, gates, sources, self.parseval)
         return {"aux_loss": loss, "gate_mean": gates.mean(dim=(0, 1))}
 
@@ -307,7 +358,7 @@ class HolographicMemory(nn.Module):
         with torch.autocast(device_type=x.device.type, enabled=False):
             vecs, logits = h.float().split((3 * self.dim, 2 * self.slots), -1)
             spec = to_spectrum(vecs.unflatten(-1, (3, self.dim)), self.binding).flatten(-2)
-            bound, read_key, gates, read_w = self._split(spec, logits)
+            bound, read_key, gates, read_w, _ = self._split(spec, logits)
             log_decay = self.log_decay()
             if self.ticking:  # a slow slot that does not tick neither decays nor writes
                 ticks = (position + 1) % self.periods == 0

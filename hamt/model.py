@@ -13,16 +13,15 @@ memory itself, which is also what lets generation run past block_size.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
-from lib.model.interface import LanguageModel, init_weights
-
 from hamt.block import Block
 from hamt.config import HAMTConfig
+from hamt.routing import utilisation
+from lib.model.interface import LanguageModel, init_weights
 
 
 @dataclass
@@ -57,15 +56,24 @@ class HAMT(LanguageModel):
 
     def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Logits and loss = mean cross-entropy (LanguageModel.logits_and_loss)
-        + aux_weight * retrieval loss."""
+        + aux_weight * retrieval loss (+ adaptive_slots_balance * the
+        router's balance loss with adaptive slots), each averaged over layers."""
         x, _, stats = self._run(idx, None, need_state=False, need_aux=targets is not None)
         logits, loss = self.logits_and_loss(x, targets)
         if loss is None:
             return logits, None
         aux = torch.stack([s["aux_loss"] for s in stats]).mean()
-        self._last = {"aux_loss": aux.detach(), "lm_loss": loss.detach(),
-                      "gate_mean": torch.stack([s["gate_mean"] for s in stats]).detach()}
-        return logits, loss + self.config.aux_weight * aux
+        self._last = {
+            "aux_loss": aux.detach(),
+            "lm_loss": loss.detach(),
+            "gate_mean": torch.stack([s["gate_mean"] for s in stats]).detach(),
+        }
+        total = loss + self.config.aux_weight * aux
+        if self.config.adaptive_slots:
+            balance = torch.stack([s["balance_loss"] for s in stats]).mean()
+            self._last["balance_loss"] = balance.detach()
+            total = total + self.config.adaptive_slots_balance * balance
+        return logits, total
 
     def hidden_states(self, idx: Tensor) -> Tensor:
         """Final hidden states [B, T, C], which lm_head maps to logits (as GPT2's)."""
@@ -77,15 +85,22 @@ class HAMT(LanguageModel):
     def embedding(self) -> nn.Embedding:
         return self.transformer.wte
 
-    def _run(self, idx: Tensor, states: list[Tensor] | None, need_state: bool, need_aux: bool,
-             offset: int = 0) -> tuple[Tensor, list[Tensor], list[dict[str, Tensor]]]:
+    def _run(
+        self,
+        idx: Tensor,
+        states: list[Tensor] | None,
+        need_state: bool,
+        need_aux: bool,
+        offset: int = 0,
+    ) -> tuple[Tensor, list[Tensor], list[dict[str, Tensor]]]:
         """Final hidden states [B, T, C], new per-layer states, per-layer stats.
         offset: tokens of the stream before idx (0 for a fresh sequence)."""
         x = self.transformer.drop(self.transformer.wte(idx))
         new_states, stats = [], []
         for i, block in enumerate(self.transformer.h):
-            x, state, layer_stats = block(x, states[i] if states else None, need_state, need_aux,
-                                          offset)
+            x, state, layer_stats = block(
+                x, states[i] if states else None, need_state, need_aux, offset
+            )
             new_states.append(state)
             stats.append(layer_stats)
         return self.transformer.ln_f(x), new_states, stats
@@ -97,21 +112,23 @@ class HAMT(LanguageModel):
         device = self.transformer.wte.weight.device
         return GenerationState([block.mem.new_state(batch, device) for block in self.transformer.h])
 
-    def prefill(self, idx: Tensor, state: GenerationState | None = None
-                ) -> tuple[Tensor, GenerationState]:
+    def prefill(
+        self, idx: Tensor, state: GenerationState | None = None
+    ) -> tuple[Tensor, GenerationState]:
         """Run a prompt [B, T] in parallel: (logits of its last token [B, 1, V], state).
         With a state, idx continues the stream that state has seen."""
         state = state if state is not None else self.new_state(idx.size(0))
-        x, slots, _ = self._run(idx, state.slots, need_state=True, need_aux=False,
-                                offset=state.position)
+        x, slots, _ = self._run(
+            idx, state.slots, need_state=True, need_aux=False, offset=state.position
+        )
         return self.lm_head(x[:, -1:, :]), GenerationState(slots, state.position + idx.size(1))
 
-    def forward_step(self, idx_t: Tensor,
-                     state: GenerationState) -> tuple[Tensor, GenerationState]:
+    def forward_step(self, idx_t: Tensor, state: GenerationState) -> tuple[Tensor, GenerationState]:
         """One token per row (idx_t [B] or [B, 1]) -> (logits [B, 1, V], new state)."""
         if len(state.slots) != self.config.n_layer:
             raise ValueError(
-                f"got a state for {len(state.slots)} layers, the model has {self.config.n_layer}")
+                f"got a state for {len(state.slots)} layers, the model has {self.config.n_layer}"
+            )
         x = self.transformer.drop(self.transformer.wte(idx_t.reshape(-1)))
         slots = []
         for block, layer_state in zip(self.transformer.h, state.slots):
@@ -132,8 +149,9 @@ class HAMT(LanguageModel):
     def start_generation(self, idx: Tensor) -> tuple[Tensor, GenerationState]:
         return self.prefill(idx)
 
-    def continue_generation(self, idx: Tensor, state: GenerationState
-                            ) -> tuple[Tensor, GenerationState]:
+    def continue_generation(
+        self, idx: Tensor, state: GenerationState
+    ) -> tuple[Tensor, GenerationState]:
         """Tokens [B, t] one at a time through the recurrence."""
         steps = []
         for t in range(idx.size(1)):
@@ -185,18 +203,27 @@ class HAMT(LanguageModel):
 
     def aux_metrics(self) -> dict[str, float]:
         """From the last forward with targets: aux_loss (mean over layers of
-        1 - cosine retrieval of earlier items, hamt/retrieval.py), lm_loss (the cross-entropy alone, comparable
-        with GPT2's loss) and slot_utilisation: the entropy of the mean
-        write-gate distribution over slots, divided by log(num_slots), then
-        averaged over layers (1 = all slots written equally, 0 = one slot).
+        1 - cosine retrieval of earlier items, hamt/retrieval.py), lm_loss
+        (the cross-entropy alone, comparable with GPT2's loss), how evenly
+        the slots are written (hamt/routing.py's utilisation of the mean
+        write gates, with adaptive slots the mean routing distribution, over
+        the batch's tokens, averaged over layers): slot_utilisation, its
+        entropy divided by log(num_slots) (1 = all slots written equally,
+        0 = one slot), and slots_used, the fraction of slots taking over
+        half a fair share; and with adaptive slots balance_loss.
         """
         if not self._last:
             return {}
-        gate_mean = self._last["gate_mean"].float()  # [L, S]
-        p = gate_mean / gate_mean.sum(-1, keepdim=True).clamp_min(1e-12)
-        entropy = -(p * p.clamp_min(1e-12).log()).sum(-1) / math.log(self.config.num_slots)
-        return {"aux_loss": float(self._last["aux_loss"]), "lm_loss": float(self._last["lm_loss"]),
-                "slot_utilisation": float(entropy.mean())}
+        entropy, used = utilisation(self._last["gate_mean"].float())  # of [L, S]
+        metrics = {
+            "aux_loss": float(self._last["aux_loss"]),
+            "lm_loss": float(self._last["lm_loss"]),
+            "slot_utilisation": float(entropy.mean()),
+            "slots_used": float(used.mean()),
+        }
+        if "balance_loss" in self._last:
+            metrics["balance_loss"] = float(self._last["balance_loss"])
+        return metrics
 
 
 def state_nbytes(state: GenerationState | Tensor | list[Tensor]) -> int:

@@ -2,6 +2,7 @@
 HAMT runs (hamt/export.py), as modeling_kconfig_llm.py beside copies of the
 modules it imports (lib/model/remote/source.py).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,6 +13,7 @@ from torch import nn
 from hamt.config import HAMTConfig
 from hamt.memory import HolographicMemory, parseval_weights, slot_periods
 from hamt.model import HAMT
+
 # RemoteConfig is imported for config.json's auto_map, which names it in this file
 from lib.model.remote.causal_lm import RemoteCausalLM, RemoteConfig  # noqa: F401
 

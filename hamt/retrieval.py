@@ -48,8 +48,9 @@ from hamt.scan import chunk_ends
 _EVAL_SEED = 0
 
 
-def sample_sources(length: int, chunk: int, batch: int, max_lag: int, training: bool,
-                   device: torch.device) -> Tensor:
+def sample_sources(
+    length: int, chunk: int, batch: int, max_lag: int, training: bool, device: torch.device
+) -> Tensor:
     """Source positions tau [B, N] for the queries at chunk_ends(length, chunk):
     t - lag with lag uniform in 1 .. min(max_lag, t); -1 where t = 0."""
     ends = torch.tensor(chunk_ends(length, chunk), device=device)
@@ -63,8 +64,9 @@ def sample_sources(length: int, chunk: int, batch: int, max_lag: int, training: 
     return torch.where(window > 0, ends - lags, -1)
 
 
-def retrieval_loss(afters: Tensor, bound: Tensor, gates: Tensor, sources: Tensor,
-                   parseval: Tensor) -> Tensor:
+def retrieval_loss(
+    afters: Tensor, bound: Tensor, gates: Tensor, sources: Tensor, parseval: Tensor
+) -> Tensor:
     """Mean 1 - cosine(retrieved, target) over the queries with a source.
 
     afters [B, N, S, P]: the slots after each chunk's last token.
@@ -79,26 +81,33 @@ def retrieval_loss(afters: Tensor, bound: Tensor, gates: Tensor, sources: Tensor
     return retrieval_cosine_loss(retrieved, target, valid, parseval)
 
 
-def retrieval_queries(bound: Tensor, gates: Tensor, sources: Tensor
-                      ) -> tuple[Tensor, Tensor, Tensor]:
+def retrieval_queries(
+    bound: Tensor, gates: Tensor, sources: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
     """Per query: the target item [B, N, P] (detached), the slot weights p
     [B, N, S] to read the slots with, and whether it has a source [B, N].
     Apart from retrieval_loss, so that a scan returning no chunk states (the
     GLA kernel, hamt/kernel.py) can read with p itself."""
-    valid = sources >= 0
     rows = torch.arange(bound.size(0), device=bound.device).unsqueeze(1)
     at = sources.clamp(min=0)
     target = bound.detach()[rows, at]  # [B, N, P], no gradient buffer of bound's size
     weights = gates[rows, at]  # [B, N, S]
-    return target, weights / (weights.sum(-1, keepdim=True) + 1e-6), valid
+    written = weights.sum(-1, keepdim=True)
+    # An item no slot took (adaptive top-k routed it only to slow slots that
+    # did not tick) cannot be retrieved: no query.
+    valid = (sources >= 0) & (written.squeeze(-1) > 0)
+    return target, weights / (written + 1e-6), valid
 
 
-def retrieval_cosine_loss(retrieved: Tensor, target: Tensor, valid: Tensor,
-                          parseval: Tensor) -> Tensor:
+def retrieval_cosine_loss(
+    retrieved: Tensor, target: Tensor, valid: Tensor, parseval: Tensor
+) -> Tensor:
     """Mean over valid queries of 1 - the Parseval-weighted cosine."""
     dot = (retrieved * target * parseval).sum(-1)
-    norms = ((retrieved.square() * parseval).sum(-1)
-             * (target.square() * parseval).sum(-1)).sqrt()
+    norms = (retrieved.square() * parseval).sum(-1) * (target.square() * parseval).sum(-1)
+    # sqrt's gradient at 0 is infinite: a query reading empty slots would
+    # turn every gradient NaN, even masked out below.
+    norms = norms.clamp_min(1e-16).sqrt()
     cosine = dot / (norms + 1e-8)
     # No host-side test for "no valid query": that would stall an accelerator.
     return ((1 - cosine) * valid).sum() / valid.sum().clamp(min=1)

@@ -99,13 +99,15 @@ def chunked_scan(
     from_start = readers_c * decay_powers(log_decay, ticks)
     flat = batch * n_chunks
     reads = (from_start.view(flat, size, slots) @ starts.view(flat, slots, width)).baddbmm_(
-        mix.view(flat, size, size), bound_c.view(flat, size, width))  # in place
+        mix.view(flat, size, size), bound_c.view(flat, size, width)
+    )  # in place
     reads = reads.view(batch, n_chunks * size, width)
     return (reads[:, :length] if pad else reads), afters
 
 
-def chunk_ticks(clock: Tensor | None, n_chunks: int, size: int, length: int,
-                like: Tensor) -> tuple[Tensor, Tensor]:
+def chunk_ticks(
+    clock: Tensor | None, n_chunks: int, size: int, length: int, like: Tensor
+) -> tuple[Tensor, Tensor]:
     """Ticks from each chunk's start through offset i, [N or 1, C, S or 1],
     and through the chunk's last real token, [N, S or 1], in like's dtype.
 
@@ -132,8 +134,9 @@ def per_token_ticks(size: int, like: Tensor) -> Tensor:
     return torch.arange(1, size + 1, device=like.device).to(like).unsqueeze(-1)
 
 
-def mixing_matrix(gates: Tensor, readers: Tensor, log_decay: Tensor,
-                  ticks: Tensor | None = None) -> Tensor:
+def mixing_matrix(
+    gates: Tensor, readers: Tensor, log_decay: Tensor, ticks: Tensor | None = None
+) -> Tensor:
     """mix[..., i, j] = sum_s w[i, s] g[j, s] lambda_s^(ticks[i, s] - ticks[j, s])
     for j <= i, else 0.
 
@@ -157,8 +160,9 @@ def mixing_matrix(gates: Tensor, readers: Tensor, log_decay: Tensor,
     return broadcast_mix(gates, readers, log_decay, ticks)
 
 
-def factored_mix(gates: Tensor, readers: Tensor, log_decay: Tensor,
-                 ticks: Tensor | None = None) -> Tensor:
+def factored_mix(
+    gates: Tensor, readers: Tensor, log_decay: Tensor, ticks: Tensor | None = None
+) -> Tensor:
     """The mixing matrix as one batched [C, S] x [S, C] matmul.
 
     Centred on the chunk's middle tick count r, lambda^(n_i - n_j) =
@@ -176,8 +180,9 @@ def factored_mix(gates: Tensor, readers: Tensor, log_decay: Tensor,
     return torch.tril(left @ right.transpose(-2, -1))
 
 
-def broadcast_mix(gates: Tensor, readers: Tensor, log_decay: Tensor,
-                  ticks: Tensor | None = None) -> Tensor:
+def broadcast_mix(
+    gates: Tensor, readers: Tensor, log_decay: Tensor, ticks: Tensor | None = None
+) -> Tensor:
     """The mixing matrix from a [..., C, C, S] broadcast product summed over
     slots: C times the memory traffic of factored_mix, but every exponent
     is a tick count >= 0, so any decay, however small, is safe."""
@@ -188,8 +193,14 @@ def broadcast_mix(gates: Tensor, readers: Tensor, log_decay: Tensor,
     return (gates.unsqueeze(-3) * decay_powers(log_decay, lags) * readers.unsqueeze(-2)).sum(-1)
 
 
-def _chunk_states(bound_c: Tensor, gates_c: Tensor, log_decay: Tensor, ticks: Tensor,
-                  ends: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor]:
+def _chunk_states(
+    bound_c: Tensor,
+    gates_c: Tensor,
+    log_decay: Tensor,
+    ticks: Tensor,
+    ends: Tensor,
+    state: Tensor | None,
+) -> tuple[Tensor, Tensor]:
     """Slots before each chunk and after each chunk's last real token,
     both [B, N, S, P]."""
     # What each chunk leaves in the slots by its last token.

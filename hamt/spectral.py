@@ -43,8 +43,15 @@ def _packed_rfft(x: Tensor, dim: int) -> Tensor:
     # "ortho" keeps norms, up to the Parseval weights (see memory.py).
     z = torch.fft.rfft(x, dim=dim, norm="ortho")
     bins = z.size(dim)
-    return torch.cat((z.real.narrow(dim, 1, bins - 2), z.imag.narrow(dim, 1, bins - 2),
-                      z.real.narrow(dim, 0, 1), z.real.narrow(dim, bins - 1, 1)), dim)
+    return torch.cat(
+        (
+            z.real.narrow(dim, 1, bins - 2),
+            z.imag.narrow(dim, 1, bins - 2),
+            z.real.narrow(dim, 0, 1),
+            z.real.narrow(dim, bins - 1, 1),
+        ),
+        dim,
+    )
 
 
 class PackedRfft(torch.autograd.Function):
@@ -78,8 +85,7 @@ def from_spectrum(p: Tensor, binding: str, dim: int = -1) -> Tensor:
     width = p.size(dim)
     k = complex_bins(binding, width)
     zero = torch.zeros_like(p.narrow(dim, 0, 1))
-    re = torch.cat((p.narrow(dim, 2 * k, 1), p.narrow(dim, 0, k), p.narrow(dim, 2 * k + 1, 1)),
-                   dim)
+    re = torch.cat((p.narrow(dim, 2 * k, 1), p.narrow(dim, 0, k), p.narrow(dim, 2 * k + 1, 1)), dim)
     im = torch.cat((zero, p.narrow(dim, k, k), zero), dim)
     return torch.fft.irfft(torch.complex(re, im), n=width, dim=dim, norm="ortho")
 
@@ -89,19 +95,21 @@ def _pmul_into(out: Tensor, a: Tensor, b: Tensor, k: int, conj_a: bool = False) 
     passes over the complex bins, one over the real ones, no temporaries."""
     sign = -1 if conj_a else 1
     torch.mul(a[..., :k], b[..., :k], out=out[..., :k]).addcmul_(
-        a[..., k:2 * k], b[..., k:2 * k], value=-sign)
-    torch.mul(a[..., :k], b[..., k:2 * k], out=out[..., k:2 * k]).addcmul_(
-        a[..., k:2 * k], b[..., :k], value=sign)
+        a[..., k : 2 * k], b[..., k : 2 * k], value=-sign
+    )
+    torch.mul(a[..., :k], b[..., k : 2 * k], out=out[..., k : 2 * k]).addcmul_(
+        a[..., k : 2 * k], b[..., :k], value=sign
+    )
     if out.size(-1) > 2 * k:
-        torch.mul(a[..., 2 * k:], b[..., 2 * k:], out=out[..., 2 * k:])
+        torch.mul(a[..., 2 * k :], b[..., 2 * k :], out=out[..., 2 * k :])
     return out
 
 
 def _per_bin(squares: Tensor, k: int) -> Tensor:
     """In place: entry-wise products -> their per-bin sum, on both the Re
     and Im entry of each complex bin (real bins keep their own)."""
-    squares[..., :k] += squares[..., k:2 * k]
-    squares[..., k:2 * k] = squares[..., :k]
+    squares[..., :k] += squares[..., k : 2 * k]
+    squares[..., k : 2 * k] = squares[..., :k]
     return squares
 
 
@@ -131,7 +139,7 @@ class UnitBind(torch.autograd.Function):
         _pmul_into(grad[..., 0, :], units[..., 0, :], grad_bound, k, conj_a=True)  # conj(u) g
         # Write key: g conj(v) = conj(conj(g) v).
         _pmul_into(grad[..., 1, :], grad_bound, spec[..., 0, :], k, conj_a=True)
-        grad[..., 1, k:2 * k].neg_()
+        grad[..., 1, k : 2 * k].neg_()
         if grad_read is None:
             grad[..., 2, :].zero_()
         else:

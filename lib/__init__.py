@@ -1,4 +1,5 @@
 """The shared library of every family and script."""
+
 from lib.hardware.quiet import silence_expected_import_noise
 
 # Before any module here imports transformers (and through it torchao).

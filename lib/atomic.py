@@ -14,6 +14,7 @@ removed; the file it would have replaced is untouched. A process killed mid-writ
 leaves its temporary behind: remove_stale_temps() clears those when the file's
 owner resumes or finishes.
 """
+
 from __future__ import annotations
 
 import errno
@@ -21,8 +22,9 @@ import json
 import os
 import secrets
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, IO, Protocol
+from typing import IO, Any, Protocol
 
 TEMP_SUFFIX = ".tmp"
 # errno -> what to add to "no space left on device"
@@ -130,13 +132,18 @@ def _disk_full(path: Path, cause: OSError, written: int) -> DiskFullError:
         free = shutil.disk_usage(path.parent).free
     except OSError:
         free = None
-    before = f"{path.name} keeps its earlier version" if path.exists() else \
-        f"no {path.name} existed before"
-    err = DiskFullError(cause.errno,
-                        f"no space left on device at {path}{_OUT_OF_ROOM[cause.errno]}: "
-                        f"{'an unknown number of' if free is None else f'{free:,}'} bytes "
-                        f"free (the write stopped after {written:,} bytes); {before}",
-                        str(path))
+    before = (
+        f"{path.name} keeps its earlier version"
+        if path.exists()
+        else f"no {path.name} existed before"
+    )
+    err = DiskFullError(
+        cause.errno,
+        f"no space left on device at {path}{_OUT_OF_ROOM[cause.errno]}: "
+        f"{'an unknown number of' if free is None else f'{free:,}'} bytes "
+        f"free (the write stopped after {written:,} bytes); {before}",
+        str(path),
+    )
     err.free, err.written, err.cause = free, written, _OUT_OF_ROOM[cause.errno]
     return err
 
@@ -166,8 +173,11 @@ def remove_stale_temps(folder: Path | str, names: tuple[str, ...]) -> list[tuple
     except FileNotFoundError:
         return []
     for entry in entries:
-        if not (entry.name.startswith(prefixes) and entry.name.endswith(TEMP_SUFFIX)
-                and entry.is_file(follow_symlinks=False)):
+        if not (
+            entry.name.startswith(prefixes)
+            and entry.name.endswith(TEMP_SUFFIX)
+            and entry.is_file(follow_symlinks=False)
+        ):
             continue
         try:
             size = entry.stat(follow_symlinks=False).st_size

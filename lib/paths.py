@@ -4,6 +4,7 @@ Relative paths a user gives in the configuration (RESULTS_DIR, BACKUP_DIR,
 DATA_DIR, evaluation files) are taken from the repository root, not from
 the shell's working directory, so `make` and the scripts agree.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Counts in messages: "1 run", "2 runs", never "1 runs" (one place for it)."""
+
 from __future__ import annotations
 
 

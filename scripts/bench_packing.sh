@@ -47,7 +47,7 @@ common=(YES=1 REUSE=n "DEVICE=$DEVICE" "SEEDS=$RUNS" "MAX_ITERS=$ITERS")
 for mode in $MODES; do
     echo "bench_packing: $RUNS runs with MATRIX_RUNS_PER_GPU=$mode"
     start=$(date +%s.%N)
-    if ! "$PY" scripts/test_matrix.py run "${common[@]}" \
+    if ! "$PY" scripts/matrix.py run "${common[@]}" \
             "SET=MATRIX_RUNS_PER_GPU=$mode ${BENCH_SET:-}" >"$work/log-$mode.txt" 2>&1; then
         tail -n 30 "$work/log-$mode.txt" >&2
         exit 1

@@ -13,20 +13,24 @@ live process owns is not touched (lib/run/owner.py): a matrix's live runs are
 skipped, a live single run or matrix launcher is refused. User errors end as
 one paragraph, exit code 2.
 """
+
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lib.cli import run_script  # noqa: E402
-from lib.matrix.state import MatrixError, is_matrix  # noqa: E402
-from lib.config.overrides import split_args  # noqa: E402
-from lib.run.resume import already_completed, not_resumable  # noqa: E402
-from lib.run.rundir import (RunDirError, check_run_name, claim_run,  # noqa: E402
-                            configured_results_root, find_run_dir, run_folder)
+from lib.cli import run_script
+from lib.config.overrides import split_args
+from lib.matrix.state import MatrixError, is_matrix
+from lib.run.resume import already_completed, not_resumable
+from lib.run.rundir import (
+    RunDirError,
+    check_run_name,
+    claim_run,
+    configured_results_root,
+    find_run_dir,
+    run_folder,
+)
 
 
 def main(argv: list[str]) -> int:
@@ -37,8 +41,10 @@ def main(argv: list[str]) -> int:
     results = configured_results_root(overrides)
     name = dict(overrides).get("RUN_NAME")
     if args.run and name:
-        raise RunDirError(f"RUN={args.run} and RUN_NAME={name}: give one of them (RUN= is a "
-                          f"folder anywhere, RUN_NAME= a name under {results})")
+        raise RunDirError(
+            f"RUN={args.run} and RUN_NAME={name}: give one of them (RUN= is a "
+            f"folder anywhere, RUN_NAME= a name under {results})"
+        )
     if name is not None:  # RUN_NAME= (empty) means results/latest, as without it
         name = check_run_name(name, results) if name else None
     target = Path(args.run) if args.run else results / (name or "latest")
@@ -47,8 +53,9 @@ def main(argv: list[str]) -> int:
         from lib.matrix import launch
 
         if not args.run and not target.resolve().is_relative_to(results.resolve()):
-            raise MatrixError(f"{target} leads outside the results folder {results}: "
-                              f"nothing was resumed")
+            raise MatrixError(
+                f"{target} leads outside the results folder {results}: nothing was resumed"
+            )
         return launch.resume(target.resolve(), rest, flags["RETRY_FAILED"])
     # A single run: refuse a bad, busy or finished one before importing torch (seconds).
     run_dir = run_folder(target, results) if args.run else find_run_dir(results, name)
@@ -64,8 +71,9 @@ def main(argv: list[str]) -> int:
 
     STOP.install()  # as train.py does first: a stop signal stops at a step, with a checkpoint
     import train  # scripts/train.py
-    from lib.run.checkpoint import CheckpointError  # both import torch: only for a single run
+
     from lib.data import DataError
+    from lib.run.checkpoint import CheckpointError  # both import torch: only for a single run
 
     try:  # RUN_DIR: train.py resumes the run in that folder with its config.txt
         return train.main_or_stop([f"RUN_DIR={run_dir}", *rest])

@@ -1,17 +1,14 @@
 """Save a trained run as a Hugging Face folder with a model card (vanilla GPT-2 in
 transformers' GPT-2 layout, other models with their code, for trust_remote_code):
 `make export [RUN=<dir>] [CHECKPOINT=best|latest] [EXPORT_DIR=<dir>]` (default <run>/hf/)."""
+
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lib.run.checkpoint import CheckpointError  # noqa: E402
-from lib.cli import run_script  # noqa: E402
-from lib.run.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
+from lib.cli import run_script
+from lib.run.checkpoint import CheckpointError
+from lib.run.rundir import RunDirError, configured_results_root, run_folder
 
 
 def main(argv: list[str]) -> int:

@@ -7,21 +7,20 @@ and rewrites the part of docs/benchmarks.md between its gpu-check markers
 from it: environment, each stage's status and time, the goals met or not,
 the figures. A record from DEVICE=cpu is refused unless --allow-cpu (tests).
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from lib.atomic import write_text_atomic
+from lib.bench.gpucheck.record import BENCH_DATA, filed_path
+from lib.bench.gpucheck.report import render, replace_section
+from lib.cli import run_script
 
-from lib.bench.gpucheck.record import BENCH_DATA, filed_path  # noqa: E402
-from lib.bench.gpucheck.report import render, replace_section  # noqa: E402
-from lib.cli import run_script  # noqa: E402
-from lib.atomic import write_text_atomic  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str]) -> None:
@@ -35,10 +34,12 @@ def main(argv: list[str]) -> None:
         record = json.loads(args.record.read_text())
         env = record["environment"]
     except (OSError, ValueError, KeyError) as err:
-        raise ValueError(f"{args.record} is not a gpu_check.json ({err})")
+        raise ValueError(f"{args.record} is not a gpu_check.json ({err})") from err
     if env.get("device") != "cuda" and not args.allow_cpu:
-        raise ValueError(f"{args.record} was taken on {env.get('device_name')}, not a GPU: "
-                         f"docs/benchmarks.md's GPU section takes CUDA records only")
+        raise ValueError(
+            f"{args.record} was taken on {env.get('device_name')}, not a GPU: "
+            f"docs/benchmarks.md's GPU section takes CUDA records only"
+        )
     filed = filed_path(record, args.bench_data)
     filed.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(filed, json.dumps(record, indent=1) + "\n")
@@ -46,8 +47,11 @@ def main(argv: list[str]) -> None:
         source = args.record.parent / png
         if source.is_file():
             shutil.copy2(source, filed.with_name(f"{filed.stem}_{png}"))
-    shown = filed.relative_to(args.benchmarks.parent) if filed.is_relative_to(
-        args.benchmarks.parent) else filed
+    shown = (
+        filed.relative_to(args.benchmarks.parent)
+        if filed.is_relative_to(args.benchmarks.parent)
+        else filed
+    )
     text = args.benchmarks.read_text() if args.benchmarks.is_file() else "# Measured figures\n"
     write_text_atomic(args.benchmarks, replace_section(text, render(record, str(shown))))
     print(f"filed {filed}; regenerated the GPU section of {args.benchmarks}")

@@ -3,6 +3,7 @@
 Each command validates strictly (lib/config/kconfig.py) and writes .config and
 config.py only when the whole configuration is valid.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,16 +12,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lib.cli import run_script  # noqa: E402
-from lib.config import menu  # noqa: E402
-from lib.config.generate import render_symbols  # noqa: E402
-from lib.config.knlp.table import COMMIT as KNLP_COMMIT  # noqa: E402
-from lib.config.kconfig import ConfigError, load_strict, open_tree  # noqa: E402
-from lib.config.run_config import load_run_config, load_valid, write_outputs  # noqa: E402
-from lib.paths import DEFCONFIGS, DOT_CONFIG as CONFIG, ROOT, SYMBOLS_PY  # noqa: E402
-from lib.atomic import write_text_atomic  # noqa: E402
+from lib.atomic import write_text_atomic
+from lib.cli import run_script
+from lib.config import menu
+from lib.config.generate import render_symbols
+from lib.config.kconfig import ConfigError, load_strict, open_tree
+from lib.config.knlp.table import COMMIT as KNLP_COMMIT
+from lib.config.run_config import load_run_config, load_valid, write_outputs
+from lib.paths import DEFCONFIGS, ROOT, SYMBOLS_PY
+from lib.paths import DOT_CONFIG as CONFIG
 
 
 def describe(path: Path) -> str:
@@ -72,15 +72,23 @@ def import_knlp(file: str, name: str | None) -> None:
     target = DEFCONFIGS / name
     if target.exists():
         raise ConfigError([f"defconfigs/{name} exists; choose another NAME= or remove it"])
-    title = next((line.lstrip("# ").strip() for line in path.read_text().splitlines()
-                  if line.startswith("#") and "CONFIG_" not in line), name)
+    title = next(
+        (
+            line.lstrip("# ").strip()
+            for line in path.read_text().splitlines()
+            if line.startswith("#") and "CONFIG_" not in line
+        ),
+        name,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp) / name
-        kconf.write_min_config(str(scratch), header=f"# {title}\n# Imported from knlp-format "
-                               f"{path.name} with knlp's defaults at {KNLP_COMMIT[:8]}\n")
+        kconf.write_min_config(
+            str(scratch),
+            header=f"# {title}\n# Imported from knlp-format "
+            f"{path.name} with knlp's defaults at {KNLP_COMMIT[:8]}\n",
+        )
         write_text_atomic(target, scratch.read_text())
-    print(f"wrote defconfigs/{name} (this project's names); load it with "
-          f"`make defconfig-{name}`")
+    print(f"wrote defconfigs/{name} (this project's names); load it with `make defconfig-{name}`")
 
 
 def menuconfig() -> None:
@@ -101,9 +109,21 @@ def menuconfig() -> None:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("command", choices=["defconfig", "list", "menuconfig", "olddefconfig",
-                                            "alldefconfig", "savedefconfig", "genconfig",
-                                            "show", "schema", "import-knlp"])
+    parser.add_argument(
+        "command",
+        choices=[
+            "defconfig",
+            "list",
+            "menuconfig",
+            "olddefconfig",
+            "alldefconfig",
+            "savedefconfig",
+            "genconfig",
+            "show",
+            "schema",
+            "import-knlp",
+        ],
+    )
     parser.add_argument("args", nargs="*", help="defconfig name, or NAME=VALUE overrides")
     opts = parser.parse_args(argv)
     if opts.command == "defconfig":

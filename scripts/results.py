@@ -7,21 +7,22 @@ A run whose metrics.json or eval.json has a field of the wrong type is shown
 with status "invalid" and the file and field, and listed on stderr; the other
 runs are summarised as usual.
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lib.cli import run_script  # noqa: E402
-from lib.paths import DOT_CONFIG  # noqa: E402
-from lib.results.collect import INVALID, RunRow, UnknownBaseline, configured_baseline  # noqa: E402
-from lib.results.report import build_report  # noqa: E402
-from lib.results.summary import compare_runs, summarize  # noqa: E402
-from lib.run.rundir import configured_results_root  # noqa: E402
+from lib.cli import run_script
+from lib.paths import DOT_CONFIG
+from lib.results.collect import INVALID, RunRow, UnknownBaseline, configured_baseline
+from lib.results.report import build_report
+from lib.results.summary import compare_runs, summarize
+from lib.results.tuning import Tuning, load, stale_runs
+from lib.run.rundir import configured_results_root
 
 T = TypeVar("T")
 
@@ -30,6 +31,12 @@ def warn_invalid(rows: list[RunRow]) -> None:
     for r in rows:
         if r.status == INVALID:
             print(f"warning: {r.run_id} is invalid: {r.problems[0]}", file=sys.stderr)
+
+
+def warn_tuning(tuning: Tuning, rows: list[RunRow]) -> None:
+    """A tuned matrix's unreadable records and disagreements (also in the summary)."""
+    for problem in tuning.problems + stale_runs(tuning, rows):
+        print(f"warning: {problem}", file=sys.stderr)
 
 
 def with_baseline(make: Callable[[str | None], T], given: str | None) -> T:
@@ -45,8 +52,11 @@ def with_baseline(make: Callable[[str | None], T], given: str | None) -> T:
     except UnknownBaseline:
         if configured is None:
             raise
-        print(f"warning: CONFIG_RESULTS_BASELINE_RUN_ID=\"{configured}\" is not among these "
-              f"runs; using the automatic baseline (BASELINE=<run> picks another)", file=sys.stderr)
+        print(
+            f'warning: CONFIG_RESULTS_BASELINE_RUN_ID="{configured}" is not among these '
+            f"runs; using the automatic baseline (BASELINE=<run> picks another)",
+            file=sys.stderr,
+        )
         return make(None)
 
 
@@ -54,32 +64,50 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("command", choices=["summary", "report", "compare"])
     p.add_argument("runs", nargs="*", help="compare: run names or paths")
-    p.add_argument("--dir", help="summary, report: a run, a matrix or a folder of runs "
-                                 "(default results/latest)")
-    p.add_argument("--baseline", help="run id the delta column compares against (default: "
-                                      ".config's RESULTS_BASELINE_RUN_ID, else automatic)")
+    p.add_argument(
+        "--dir",
+        help="summary, report: a run, a matrix or a folder of runs (default results/latest)",
+    )
+    p.add_argument(
+        "--baseline",
+        help="run id the delta column compares against (default: "
+        ".config's RESULTS_BASELINE_RUN_ID, else automatic)",
+    )
     p.add_argument("--out", help="compare: output folder")
     args = p.parse_intermixed_args(argv)
+    tuning = Tuning()  # `make compare` picks runs, not a tuned matrix
     if args.command == "compare":
-        md, files, rows = compare_runs(configured_results_root(), args.runs,
-                                       Path(args.out) if args.out else None, args.baseline)
+        md, files, rows = compare_runs(
+            configured_results_root(),
+            args.runs,
+            Path(args.out) if args.out else None,
+            args.baseline,
+        )
     else:  # RESULTS=<dir> needs no .config
         root = Path(args.dir) if args.dir else configured_results_root() / "latest"
         if not root.is_dir():
             raise FileNotFoundError(
                 f"{root} is not a folder: train a run with `make` (or a matrix with "
                 f"`make test-matrix`) first, or pass RESULTS=<dir>: a run folder, a matrix "
-                f"folder, or a folder of run folders")
+                f"folder, or a folder of run folders"
+            )
+        tuning = load(root.resolve())  # read once, warned about once
         if args.command == "report":
-            path, rows = with_baseline(lambda b: build_report(root.resolve(), b), args.baseline)
+            path, rows = with_baseline(
+                lambda b: build_report(root.resolve(), b, tuning), args.baseline
+            )
             print(f"wrote {path}")
             warn_invalid(rows)
+            warn_tuning(tuning, rows)
             return 0
-        md, files, rows = with_baseline(lambda b: summarize(root.resolve(), b), args.baseline)
+        md, files, rows = with_baseline(
+            lambda b: summarize(root.resolve(), b, tuning), args.baseline
+        )
     print(md)
     for f in files:
         print(f"wrote {f}")
     warn_invalid(rows)
+    warn_tuning(tuning, rows)
     return 0
 
 

@@ -1,19 +1,16 @@
 """Generate text from a run's checkpoint: `make sample PROMPT="ROMEO:" TOKENS=200`."""
+
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import torch
 
-import torch  # noqa: E402
-
-from lib.model import registry# noqa: E402
-from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from lib.cli import run_script  # noqa: E402
-from lib.data import tokenizer_from_meta  # noqa: E402
-from lib.run.rundir import RunDirError, configured_results_root, run_folder  # noqa: E402
+from lib.cli import run_script
+from lib.data import tokenizer_from_meta
+from lib.model import registry
+from lib.run.checkpoint import CheckpointError, load_checkpoint
+from lib.run.rundir import RunDirError, configured_results_root, run_folder
 
 
 def positive(kind):
@@ -22,6 +19,7 @@ def positive(kind):
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text}: must be > 0")
         return value
+
     return parse
 
 
@@ -55,14 +53,16 @@ def main(argv: list[str]) -> None:
     model.load_state_dict(state["model"])
     model.to(args.device).eval()
     tokenizer = tokenizer_from_meta(state["tokenizer"])
-    ids = tokenizer.encode(args.prompt) if args.prompt else [tokenizer.eot_token
-                                                             if tokenizer.eot_token is not None
-                                                             else tokenizer.encode("\n")[0]]
+    ids = (
+        tokenizer.encode(args.prompt)
+        if args.prompt
+        else [tokenizer.eot_token if tokenizer.eot_token is not None else tokenizer.encode("\n")[0]]
+    )
     torch.manual_seed(args.seed)
     idx = torch.tensor([ids], dtype=torch.long, device=args.device)
     for i in range(args.samples):
         out = model.generate(idx, args.tokens, temperature=args.temperature, top_k=args.top_k)
-        text = tokenizer.decode(out[0].tolist()[0 if args.prompt else 1:])
+        text = tokenizer.decode(out[0].tolist()[0 if args.prompt else 1 :])
         print(f"--- sample {i + 1} (step {state['step']}, {args.checkpoint} checkpoint)\n{text}")
 
 

@@ -9,6 +9,7 @@ a signal with SAVE_CHECKPOINT off: nothing to resume), 2 a user error, 3
 diverged, 75 (EXIT_RESUMABLE) stopped by SIGTERM, SIGINT or SIGUSR1 with a
 checkpoint: requeue it and resume (`make continue`).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,23 +17,21 @@ import sys
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned  # noqa: E402
+from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned
 
 if __name__ == "__main__":  # first, before torch loads: from here on a stop signal stops cleanly
     STOP.install()
 
-from lib.atomic import DiskFullError  # noqa: E402
-from lib.run.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
-from lib.cli import run_script  # noqa: E402
-from lib.config.run_config import RunConfig, load_run_config  # noqa: E402
-from lib.matrix.grid import one_run  # noqa: E402
-from lib.data import DataError  # noqa: E402
-from lib.hardware.allocator import AllocConfError, apply_alloc_conf  # noqa: E402
-from lib.config.overrides import split_args  # noqa: E402
-from lib.run.rundir import RunDirError, RunLog, configured_results_root, find_run_dir  # noqa: E402
-from lib.train.naming import create_run_dir, run_id  # noqa: E402
+from lib.atomic import DiskFullError
+from lib.cli import run_script
+from lib.config.overrides import split_args
+from lib.config.run_config import RunConfig, load_run_config
+from lib.data import DataError
+from lib.hardware.allocator import AllocConfError, apply_alloc_conf
+from lib.matrix.grid import one_run
+from lib.run.checkpoint import CheckpointError, load_checkpoint
+from lib.run.rundir import RunDirError, RunLog, configured_results_root, find_run_dir
+from lib.train.naming import create_run_dir, run_id
 
 EXIT = {"completed": 0, "stopped": 0, "diverged": 3, "failed": 1}
 
@@ -45,6 +44,7 @@ def open_run(args: list[str], create: bool = True):
     create=False a new run's folder is not made yet (its folder is None).
     The run's folder is owned by this process from here on (lib/run/owner.py)."""
     from lib.run.rundir import claim_run, resume_point
+
     run_dirs = [a.partition("=")[2] for a in args if a.startswith("RUN_DIR=")]
     args = [a for a in args if not a.startswith("RUN_DIR=")]
     if run_dirs:
@@ -84,7 +84,7 @@ def main(args: list[str]) -> int:
             run_id(run)  # an invalid RUN_NAME is the same error as in a real run
             print(run.config_text + run.describe())
             return 0
-        from lib.distributed import runtime as distributed# torch import only for real runs
+        from lib.distributed import runtime as distributed  # torch import only for real runs
 
         if run.GPT2_USE_DDP:
             for key, value in TORCHRUN_ENV.items():  # torchrun forwards SIGUSR1 too
@@ -107,9 +107,15 @@ def main(args: list[str]) -> int:
     except Abandoned as err:  # a repeated stop signal before or after the loop
         log(f"stopped at once by a repeated {err}: nothing saved; the last checkpoint stays")
         if env.is_main:
-            _record(run_dir, status="stopped", stop_signal=str(err), reason=(
-                f"{err} received again while stopping: stopped at once; resumes from the "
-                f"last checkpoint"))
+            _record(
+                run_dir,
+                status="stopped",
+                stop_signal=str(err),
+                reason=(
+                    f"{err} received again while stopping: stopped at once; resumes from the "
+                    f"last checkpoint"
+                ),
+            )
         return EXIT_RESUMABLE if run.SAVE_CHECKPOINT else EXIT["failed"]
     except (DiskFullError, DataError) as err:  # one paragraph says it all
         log(f"run failed: {err}")
@@ -189,8 +195,9 @@ def exit_without_teardown(code: int) -> None:
 
 if __name__ == "__main__":
     try:
-        run_script(main_or_stop, (RunDirError, CheckpointError, DataError, AllocConfError),
-                   error_code=2)
+        run_script(
+            main_or_stop, (RunDirError, CheckpointError, DataError, AllocConfError), error_code=2
+        )
     except SystemExit as done:
         if "LOCAL_RANK" not in os.environ:
             raise

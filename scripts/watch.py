@@ -2,6 +2,7 @@
 
 Refreshes every INTERVAL seconds until Ctrl-C; --once prints one view and exits.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -9,16 +10,18 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lib.paths import DEFAULT_RESULTS  # noqa: E402
-from lib.matrix.watch import render  # noqa: E402
+from lib.matrix.watch import render
+from lib.paths import DEFAULT_RESULTS
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("path", nargs="?", default=str(DEFAULT_RESULTS / "latest"),
-                   help="a run folder or a matrix folder (default: results/latest)")
+    p.add_argument(
+        "path",
+        nargs="?",
+        default=str(DEFAULT_RESULTS / "latest"),
+        help="a run folder or a matrix folder (default: results/latest)",
+    )
     p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
     p.add_argument("--once", action="store_true", help="print once and exit")
     args = p.parse_args(argv)
@@ -30,7 +33,9 @@ def main(argv: list[str]) -> int:
     try:
         while True:
             view = render(Path(args.path))
-            sys.stdout.write("\033[H\033[2J" + view + f"\n\n(every {args.interval:g}s; Ctrl-C to quit)\n")
+            sys.stdout.write(
+                "\033[H\033[2J" + view + f"\n\n(every {args.interval:g}s; Ctrl-C to quit)\n"
+            )
             sys.stdout.flush()
             time.sleep(args.interval)
     except KeyboardInterrupt:

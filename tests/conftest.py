@@ -12,6 +12,7 @@ cleaned os.environ. HF_HOME is pinned to an empty scratch folder so no test
 reads or writes the user's cache. pytest_unconfigure puts everything back. A
 test that needs one of these variables sets it with monkeypatch.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,10 +26,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Prefixes and names of the variables the libraries the project uses read.
 # "TORCH" covers TORCH_*, TORCHINDUCTOR_*, TORCHDYNAMO_* and TORCHELASTIC_*.
-CLEARED_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "WANDB_", "TRACKIO_", "TORCH",
-                    "PYTORCH_")
-CLEARED_NAMES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                 "TRUST_CHECKPOINT")  # ours: loads checkpoints the unsafe way
+CLEARED_PREFIXES = (
+    "HF_",
+    "HUGGINGFACE_",
+    "TRANSFORMERS_",
+    "WANDB_",
+    "TRACKIO_",
+    "TORCH",
+    "PYTORCH_",
+)
+CLEARED_NAMES = (
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "TRUST_CHECKPOINT",
+)  # ours: loads checkpoints the unsafe way
 
 
 SCRATCH_PREFIX = "kconfig-llm-tests-hf-"
@@ -61,8 +73,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture
 def write_config(tmp_path):
     """Write a .config-style file from lines and return its path."""
+
     def write(*lines: str, name: str = "test.config") -> Path:
         path = tmp_path / name
         path.write_text("\n".join(lines) + "\n")
         return path
+
     return write

@@ -5,6 +5,7 @@ Everything a page names must exist: each `make <target>` in its code, each CONFI
 the README's two commands must be the ones .ci/run runs; and `mkdocs build --strict` (which
 fails on a broken link or anchor) must pass.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +44,7 @@ def code_of(text: str) -> list[str]:
     """Each fenced block's lines and each inline code span: where commands and names are."""
     blocks = [m.group(0) for m in FENCE.finditer(text)]
     prose = FENCE.sub("", text)
-    return [line for block in blocks for line in block.splitlines()[1:-1]] + \
-        INLINE.findall(prose)
+    return [line for block in blocks for line in block.splitlines()[1:-1]] + INLINE.findall(prose)
 
 
 def prose_of(text: str) -> str:
@@ -87,8 +87,9 @@ def test_every_make_target_named_exists():
                             missing.append(f"{page_id(page)}: make {word} (no such defconfig)")
                     elif word not in targets:
                         missing.append(f"{page_id(page)}: make {word}")
-    assert not missing, "make targets named in the docs that `make help` does not list:\n" + \
-        "\n".join(missing)
+    assert not missing, (
+        "make targets named in the docs that `make help` does not list:\n" + "\n".join(missing)
+    )
 
 
 def known_names() -> set[str]:
@@ -109,8 +110,10 @@ def test_every_config_symbol_named_exists():
                 continue
             if name not in known and not any(name.startswith(p) for p in FEATURE_PREFIXES):
                 unknown.append(f"{page_id(page)}: {name}")
-    assert not unknown, "symbols named in the docs that are neither a Kconfig symbol nor an " \
+    assert not unknown, (
+        "symbols named in the docs that are neither a Kconfig symbol nor an "
         "old or knlp name (lib/config/renames.py, lib/config/knlp/names.py):\n" + "\n".join(unknown)
+    )
 
 
 def defconfig_names(text: str) -> set[str]:
@@ -136,8 +139,11 @@ def expand(name: str) -> list[str]:
     m = re.search(r"\{([^}]*)\}", name)
     if not m:
         return [name]
-    return [n for alt in m.group(1).split(",")
-            for n in expand(name[:m.start()] + alt + name[m.end():])]
+    return [
+        n
+        for alt in m.group(1).split(",")
+        for n in expand(name[: m.start()] + alt + name[m.end() :])
+    ]
 
 
 def test_every_defconfig_named_exists():
@@ -147,10 +153,16 @@ def test_every_defconfig_named_exists():
             for one in expand(name):
                 if not fnmatch.filter(DEFCONFIGS, one):
                     missing.append(f"{page_id(page)}: {one}")
-    assert not missing, "defconfigs named in the docs that defconfigs/ lacks:\n" + "\n".join(missing)
+    assert not missing, "defconfigs named in the docs that defconfigs/ lacks:\n" + "\n".join(
+        missing
+    )
     # The table of every defconfig names each one.
-    listed = {n for name in defconfig_names((ROOT / "docs/defconfigs.md").read_text())
-              for one in expand(name) for n in fnmatch.filter(DEFCONFIGS, one)}
+    listed = {
+        n
+        for name in defconfig_names((ROOT / "docs/defconfigs.md").read_text())
+        for one in expand(name)
+        for n in fnmatch.filter(DEFCONFIGS, one)
+    }
     assert listed == DEFCONFIGS, f"docs/defconfigs.md lacks {sorted(DEFCONFIGS - listed)}"
 
 
@@ -183,8 +195,11 @@ def test_readme_commands_are_the_ones_ci_runs():
     assert commands == ["make defconfig-gpt2-tiny-shakespeare && make", "make test"]
     assert "gpt2-tiny-shakespeare" in DEFCONFIGS
     ci = (ROOT / ".ci/run").read_text().splitlines()
-    run = [line.strip().removeprefix("hostile ") for line in ci
-           if line.strip() and not line.lstrip().startswith("#")]
+    run = [
+        line.strip().removeprefix("hostile ")
+        for line in ci
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     assert "make test" in run, ".ci/run no longer runs the README's test command"
     # The default's run needs nothing but make: .ci/run sets .venv up the same way.
     assert "make venv" in run
@@ -195,9 +210,13 @@ def test_site_builds_strictly(tmp_path):
     (about 5 s on 2 cores)."""
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                          str(tmp_path / "site")], cwd=ROOT, env=env, capture_output=True,
-                         text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert (tmp_path / "site/index.html").exists()
     for page in (ROOT / "docs").glob("*.md"):

@@ -8,53 +8,86 @@ the model config, the built optimizer and pruner, the LR schedule, the batch
 plan, the data and run folders) must change. A symbol that is visible on a path but read by nobody on
 it fails here, as SPAM once ignored WEIGHT_DECAY.
 """
+
 from __future__ import annotations
 
-from dataclasses import replace
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import kconfiglib
 import pytest
 
+from lib.config.kconfig import float_bounds, load_strict, open_tree
 from lib.config.run_config import RunConfig, check_rules, typed_values
 from lib.paths import ROOT
-from lib.config.kconfig import float_bounds, load_strict, open_tree
 from lib.train.resolved import resolved_settings
 
 # The menus whose symbols shape the run's model, optimizer, pruner, schedule,
 # data and run folder. The evaluation, matrix, tracking, monitoring and
 # multi-GPU menus configure other commands or services; tests/test_tree.py
 # requires a reader for each of their symbols.
-SCOPE = ("gpt2/Kconfig", "hamt/Kconfig", "lib/optim/Kconfig", "lib/prune/Kconfig",
-         "lib/train/Kconfig", "lib/hardware/Kconfig", "lib/data/Kconfig", "lib/run/Kconfig")
+SCOPE = (
+    "gpt2/Kconfig",
+    "hamt/Kconfig",
+    "lib/optim/Kconfig",
+    "lib/prune/Kconfig",
+    "lib/train/Kconfig",
+    "lib/hardware/Kconfig",
+    "lib/data/Kconfig",
+    "lib/run/Kconfig",
+)
 # Read on other paths, each named: the test matrix (multiple-selection
 # menus), the training loop's own stop/log/eval clocks, the device set-up.
 ELSEWHERE = {
-    "COMPILE_MODE": "lib/hardware/precision.py", "COMPILE_REGIONAL": "lib/hardware/precision.py",
-    "SDPA_BACKEND": "lib/train/speed.py", "TF32": "lib/train/speed.py",
-    "TRAIN_LOSS_IMPL": "lib/train/speed.py", "TRAIN_FLOAT8": "lib/train/speed.py",
-    "PIN_MEMORY": "lib/train/speed.py", "CPU_LINEAR_BACKEND": "lib/train/speed.py",
-    "OPTIMIZER_MODE": "lib/matrix/grid.py", "PRUNING_MODE_MULTIPLE": "lib/matrix/grid.py",
+    "COMPILE_MODE": "lib/hardware/precision.py",
+    "COMPILE_REGIONAL": "lib/hardware/precision.py",
+    "SDPA_BACKEND": "lib/train/speed.py",
+    "TF32": "lib/train/speed.py",
+    "TRAIN_LOSS_IMPL": "lib/train/speed.py",
+    "TRAIN_FLOAT8": "lib/train/speed.py",
+    "PIN_MEMORY": "lib/train/speed.py",
+    "CPU_LINEAR_BACKEND": "lib/train/speed.py",
+    "OPTIMIZER_MODE": "lib/matrix/grid.py",
+    "PRUNING_MODE_MULTIPLE": "lib/matrix/grid.py",
     "GPT2_ATTENTION_MULTIPLE": "lib/matrix/grid.py",
-    "TRAIN_MAX_TIME": "lib/train/trainer.py", "TRAIN_EVAL_ITERS": "lib/train/evaluator.py",
-    "TRAIN_LOG_INTERVAL": "lib/train/steplog.py", "TRAIN_DIVERGENCE_FACTOR": "lib/train/steplog.py",
-    "TRAIN_GRAD_CLIP": "lib/train/build.py", "TRAIN_EARLY_STOP": "lib/train/early_stop.py",
-    "TRAIN_EARLY_STOP_PATIENCE": "lib/train/early_stop.py", "TRAIN_EARLY_STOP_MIN_DELTA":
-    "lib/train/early_stop.py", "DEVICE": "lib/train/trainer.py", "MIXED_PRECISION": "lib/hardware/precision.py",
-    "MIXED_PRECISION_DTYPE": "lib/hardware/precision.py", "COMPILE_STRICT": "lib/train/fallback.py",
-    "TRAIN_GRADIENT_CHECKPOINTING": "lib/train/recompute.py", "TRAIN_OOM_FALLBACK": "lib/train/fallback.py",
-    "TRAIN_OOM_MIN_BATCH": "lib/train/fallback.py", "TRAIN_SEED": "lib/train/trainer.py",
-    "HYPER_PARAM": "lib/estimate/fit.py", "DATA_VAL_FRACTION": "lib/data/prepared.py",
+    "TRAIN_MAX_TIME": "lib/train/trainer.py",
+    "TRAIN_EVAL_ITERS": "lib/train/evaluator.py",
+    "TRAIN_LOG_INTERVAL": "lib/train/steplog.py",
+    "TRAIN_DIVERGENCE_FACTOR": "lib/train/steplog.py",
+    "TRAIN_GRAD_CLIP": "lib/train/build.py",
+    "TRAIN_EARLY_STOP": "lib/train/early_stop.py",
+    "TRAIN_EARLY_STOP_PATIENCE": "lib/train/early_stop.py",
+    "TRAIN_EARLY_STOP_MIN_DELTA": "lib/train/early_stop.py",
+    "DEVICE": "lib/train/trainer.py",
+    "MIXED_PRECISION": "lib/hardware/precision.py",
+    "MIXED_PRECISION_DTYPE": "lib/hardware/precision.py",
+    "COMPILE_STRICT": "lib/train/fallback.py",
+    "TRAIN_GRADIENT_CHECKPOINTING": "lib/train/recompute.py",
+    "TRAIN_OOM_FALLBACK": "lib/train/fallback.py",
+    "TRAIN_OOM_MIN_BATCH": "lib/train/fallback.py",
+    "TRAIN_SEED": "lib/train/trainer.py",
+    "HYPER_PARAM": "lib/estimate/fit.py",
+    "DATA_VAL_FRACTION": "lib/data/prepared.py",
     "BACKUP_DIR": "lib/run/backup.py",
     # Runtime only: when checkpoints are written and how the GPU is set up.
-    "SAVE_CHECKPOINT": "lib/run/checkpointer.py", "CHECKPOINT_INTERVAL": "lib/run/checkpointer.py",
-    "CUDNN_BENCHMARK": "lib/train/speed.py", "GPU_WARMUP": "lib/train/speed.py",
+    "SAVE_CHECKPOINT": "lib/run/checkpointer.py",
+    "CHECKPOINT_INTERVAL": "lib/run/checkpointer.py",
+    "CUDNN_BENCHMARK": "lib/train/speed.py",
+    "GPU_WARMUP": "lib/train/speed.py",
     "PYTORCH_CUDA_ALLOC_CONF": "lib/hardware/allocator.py",
 }
 # Where the model, attention, optimizer and pruning paths fork.
-FORKS = ("MODEL", "GPT2_ATTENTION", "OPTIMIZER", "ADAMWPRUNE_BASE", "PRUNING_METHOD",
-         "ADAMWPRUNE_VARIANT", "HAMT_BINDING")
+FORKS = (
+    "MODEL",
+    "GPT2_ATTENTION",
+    "OPTIMIZER",
+    "ADAMWPRUNE_BASE",
+    "PRUNING_METHOD",
+    "ADAMWPRUNE_VARIANT",
+    "HAMT_BINDING",
+    "SPAM_RULE",
+)
 
 
 def _in_scope(item) -> bool:
@@ -62,8 +95,11 @@ def _in_scope(item) -> bool:
 
 
 def _is_multiple(run: RunConfig) -> bool:
-    return (run.OPTIMIZER_MODE == "multiple" or run.PRUNING_MODE == "multiple"
-            or bool(run.GPT2_ATTENTION_MULTIPLE))
+    return (
+        run.OPTIMIZER_MODE == "multiple"
+        or run.PRUNING_MODE == "multiple"
+        or bool(run.GPT2_ATTENTION_MULTIPLE)
+    )
 
 
 def _candidates(sym: kconfiglib.Symbol) -> list[str]:
@@ -72,8 +108,14 @@ def _candidates(sym: kconfiglib.Symbol) -> list[str]:
     if sym.orig_type == kconfiglib.BOOL:
         return ["n" if sym.tri_value == 2 else "y"]
     if sym.orig_type == kconfiglib.INT:
-        lo, hi = next(((int(a.str_value), int(b.str_value)) for a, b, cond in sym.ranges
-                       if kconfiglib.expr_value(cond)), (-2**31, 2**31 - 1))
+        lo, hi = next(
+            (
+                (int(a.str_value), int(b.str_value))
+                for a, b, cond in sym.ranges
+                if kconfiglib.expr_value(cond)
+            ),
+            (-(2**31), 2**31 - 1),
+        )
         v = int(now)
         wanted = [v * 2, v // 2, v + 1, v - 1, v + 2, lo, hi, (lo + hi) // 2]
         return [str(c) for c in dict.fromkeys(wanted) if lo <= c <= hi and c != v]
@@ -82,8 +124,9 @@ def _candidates(sym: kconfiglib.Symbol) -> list[str]:
         lo, hi = bounds
         v = float(now)
         wanted = [v * 2, v / 2, (v + lo) / 2, (v + hi) / 2, lo, hi]
-        return [repr(c) for c in dict.fromkeys(wanted)
-                if lo <= c <= hi and math.isfinite(c) and c != v]
+        return [
+            repr(c) for c in dict.fromkeys(wanted) if lo <= c <= hi and math.isfinite(c) and c != v
+        ]
     return [now + "x"]
 
 
@@ -120,7 +163,9 @@ class Subject:
         finally:
             sym.unset_value() if saved is None else sym.set_value(saved)
 
-    def choice_changed_by(self, choice: kconfiglib.Choice, member: kconfiglib.Symbol) -> bool | None:
+    def choice_changed_by(
+        self, choice: kconfiglib.Choice, member: kconfiglib.Symbol
+    ) -> bool | None:
         saved = choice.selection
         try:
             member.set_value(2)
@@ -136,8 +181,13 @@ def _dead_symbols(kconf: kconfiglib.Kconfig) -> list[str]:
         return []
     dead = []
     for sym in kconf.unique_defined_syms:
-        if (sym.choice is not None or not _in_scope(sym) or sym.name in ELSEWHERE
-                or not sym.visibility or not any(n.prompt for n in sym.nodes)):
+        if (
+            sym.choice is not None
+            or not _in_scope(sym)
+            or sym.name in ELSEWHERE
+            or not sym.visibility
+            or not any(n.prompt for n in sym.nodes)
+        ):
             continue
         if subject.changed_by(sym) is False:
             dead.append(sym.name)
@@ -153,8 +203,7 @@ def _dead_symbols(kconf: kconfiglib.Kconfig) -> list[str]:
 
 def _fork_bases() -> list[tuple[str, str]]:
     kconf = open_tree()
-    return [(name, member.name) for name in FORKS
-            for member in kconf.named_choices[name].syms]
+    return [(name, member.name) for name in FORKS for member in kconf.named_choices[name].syms]
 
 
 DEFCONFIGS = sorted(p.name for p in (ROOT / "defconfigs").iterdir())
@@ -168,9 +217,13 @@ def test_every_visible_symbol_of_a_defconfig_is_read(name):
 @pytest.mark.parametrize("choice, member", _fork_bases())
 def test_every_visible_symbol_of_each_choice_is_read(tmp_path: Path, choice, member):
     kconf = open_tree()
-    for needed in {"ADAMWPRUNE_BASE": "OPTIMIZER_ADAMWPRUNE", "ADAMWPRUNE_VARIANT":
-                   "OPTIMIZER_ADAMWPRUNE", "PRUNING_METHOD": "PRUNING_MODE_SINGLE",
-                   "HAMT_BINDING": "MODEL_HAMT"}.get(choice, "").split():
+    for needed in {
+        "ADAMWPRUNE_BASE": "OPTIMIZER_ADAMWPRUNE",
+        "ADAMWPRUNE_VARIANT": "OPTIMIZER_ADAMWPRUNE",
+        "PRUNING_METHOD": "PRUNING_MODE_SINGLE",
+        "HAMT_BINDING": "MODEL_HAMT",
+        "SPAM_RULE": "OPTIMIZER_ADAMWSPAM",
+    }.get(choice, "").split():
         kconf.syms[needed].set_value(2)
     if choice == "ADAMWPRUNE_VARIANT" or member == "PRUNING_METHOD_STATE":
         kconf.syms["PRUNING_MODE_SINGLE"].set_value(2)

@@ -1,4 +1,5 @@
 """The shape of the tree: Kconfig discipline, one config reader, size limits."""
+
 from __future__ import annotations
 
 import re
@@ -10,45 +11,64 @@ from lib.config.kconfig import open_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 PY_SOURCES = [p for d in ("lib", "gpt2", "hamt", "scripts") for p in (ROOT / d).rglob("*.py")]
-CONFIG_READERS = {"lib/config/kconfig.py", "lib/config/run_config.py", "lib/config/overrides.py",
-                  "lib/config/menu.py", "lib/config/generate.py",
-                  # the original project's configurations (lib/config/knlp/)
-                  "lib/config/knlp/tree.py", "lib/config/knlp/translate.py",
-                  "lib/config/knlp/source.py", "lib/config/knlp/check.py"}
-GENERATED = {"lib/config/symbols.py"}  # one field per symbol: as long as the Kconfig files
+CONFIG_READERS = {
+    "lib/config/kconfig.py",
+    "lib/config/run_config.py",
+    "lib/config/overrides.py",
+    "lib/config/menu.py",
+    "lib/config/generate.py",
+    # the original project's configurations (lib/config/knlp/)
+    "lib/config/knlp/tree.py",
+    "lib/config/knlp/translate.py",
+    "lib/config/knlp/source.py",
+    "lib/config/knlp/check.py",
+}
+# Generated: one field per symbol (as long as the Kconfig files); knlp's symbol table.
+GENERATED = {"lib/config/symbols.py", "lib/config/knlp/table.py"}
 
 
 def test_every_prompted_symbol_and_choice_has_help():
     kconf = open_tree()
-    missing = [s.name for s in kconf.unique_defined_syms
-               if s.choice is None and any(n.prompt for n in s.nodes)
-               and not any(n.help for n in s.nodes)]
+    missing = [
+        s.name
+        for s in kconf.unique_defined_syms
+        if s.choice is None and any(n.prompt for n in s.nodes) and not any(n.help for n in s.nodes)
+    ]
     missing += [c.name or str(c) for c in kconf.unique_choices if not any(n.help for n in c.nodes)]
     assert missing == []
 
 
 def test_every_int_symbol_has_a_range():
     kconf = open_tree()
-    assert [s.name for s in kconf.unique_defined_syms
-            if s.orig_type == kconfiglib.INT and not s.ranges] == []
+    assert [
+        s.name for s in kconf.unique_defined_syms if s.orig_type == kconfiglib.INT and not s.ranges
+    ] == []
 
 
 def test_only_the_config_modules_read_kconfig():
-    offenders = [str(p.relative_to(ROOT)) for p in PY_SOURCES
-                 if str(p.relative_to(ROOT)) not in CONFIG_READERS
-                 and re.search(r"import kconfiglib|open\([^)]*\.config\b", p.read_text())]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in PY_SOURCES
+        if str(p.relative_to(ROOT)) not in CONFIG_READERS
+        and re.search(r"import kconfiglib|open\([^)]*\.config\b", p.read_text())
+    ]
     assert offenders == []
 
 
 def test_every_script_a_makefile_recipe_names_exists():
-    named = set(re.findall(r"((?:scripts|lib)/[\w/.-]+\.(?:py|sh))", (ROOT / "Makefile").read_text()))
+    named = set(
+        re.findall(r"((?:scripts|lib)/[\w/.-]+\.(?:py|sh))", (ROOT / "Makefile").read_text())
+    )
     assert named and [p for p in named if not (ROOT / p).exists()] == []
 
 
 def test_modules_stay_under_the_line_ceiling():
-    long = {str(p.relative_to(ROOT)): n for p in PY_SOURCES + list((ROOT / "tests").rglob("*.py"))
-            if str(p.relative_to(ROOT)) not in GENERATED
-            and (n := len(p.read_text().splitlines())) > 400}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in PY_SOURCES + list((ROOT / "tests").rglob("*.py"))
+        if str(p.relative_to(ROOT)) not in GENERATED
+        and (n := len(p.read_text().splitlines())) > 400
+    }
     assert long == {}
 
 
@@ -58,8 +78,11 @@ def _read_by_kconfig(kconf) -> set[str]:
     for sym in kconf.unique_defined_syms:
         exprs = [sym.direct_dep] + [c for _, c in sym.defaults] + [v for v, _ in sym.defaults]
         for expr in exprs:
-            names |= {s.name for s in kconfiglib.expr_items(expr)
-                      if isinstance(s, kconfiglib.Symbol) and s is not sym}
+            names |= {
+                s.name
+                for s in kconfiglib.expr_items(expr)
+                if isinstance(s, kconfiglib.Symbol) and s is not sym
+            }
     return names
 
 
@@ -73,12 +96,23 @@ def test_every_symbol_has_a_reader():
 
     kconf = open_tree()
     source = "\n".join(p.read_text() for p in PY_SOURCES)
-    family_fields = (set(gpt2.SYMBOLS.values()) | set(hamt.SYMBOLS.values())
-                     | {v.matrix_symbol for v in VARIANTS})
+    family_fields = (
+        set(gpt2.SYMBOLS.values())
+        | set(hamt.SYMBOLS.values())
+        | {v.matrix_symbol for v in VARIANTS}
+    )
     by_kconfig = _read_by_kconfig(kconf)
-    unread = [s.name for s in kconf.unique_defined_syms
-              if s.choice is None and s.name not in family_fields and s.name not in by_kconfig
-              and not re.search(rf"\b{s.name}\b", source)]
-    unread += [c.name for c in kconf.unique_choices if c.name and c.name not in family_fields
-               and not re.search(rf"\b{c.name}\b", source)]
+    unread = [
+        s.name
+        for s in kconf.unique_defined_syms
+        if s.choice is None
+        and s.name not in family_fields
+        and s.name not in by_kconfig
+        and not re.search(rf"\b{s.name}\b", source)
+    ]
+    unread += [
+        c.name
+        for c in kconf.unique_choices
+        if c.name and c.name not in family_fields and not re.search(rf"\b{c.name}\b", source)
+    ]
     assert unread == []

@@ -15,13 +15,15 @@ the bf16 copies of the weights are made once, as a server keeping bf16
 weights would. Torch is imported inside the functions that measure: the
 length check runs wherever a configuration is loaded.
 """
+
 from __future__ import annotations
 
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -45,12 +47,15 @@ def parse_lengths(text: str) -> list[int]:
     lengths = set()
     for word in text.replace(",", " ").split():
         if not word.isdigit() or not 1 <= int(word) <= MAX_LENGTH:
-            raise ValueError(f'CONFIG_INFERENCE_BENCH_LENGTHS="{text}": "{word}" is not a '
-                             f"whole number of tokens from 1 to {MAX_LENGTH}")
+            raise ValueError(
+                f'CONFIG_INFERENCE_BENCH_LENGTHS="{text}": "{word}" is not a '
+                f"whole number of tokens from 1 to {MAX_LENGTH}"
+            )
         lengths.add(int(word))
     if not lengths:
-        raise ValueError('CONFIG_INFERENCE_BENCH_LENGTHS is empty: give prompt lengths such '
-                         'as "128 512"')
+        raise ValueError(
+            'CONFIG_INFERENCE_BENCH_LENGTHS is empty: give prompt lengths such as "128 512"'
+        )
     return sorted(lengths)
 
 
@@ -63,8 +68,7 @@ def check_lengths(run: RunConfig) -> list[str]:
     return []
 
 
-def plan_lengths(lengths: list[int], decode_tokens: int, block_size: int
-                 ) -> tuple[list[int], int]:
+def plan_lengths(lengths: list[int], decode_tokens: int, block_size: int) -> tuple[list[int], int]:
     """(prompt lengths, decoded tokens) that fit the block: decoding takes at
     most half of it, and a prompt ends where the decoded tokens still fit."""
     if block_size < 2:
@@ -90,8 +94,9 @@ def _decode(model: LanguageModel, logits: torch.Tensor, state: Any, tokens: int)
         logits, state = model.continue_generation(logits[:, -1:, :].argmax(dim=-1), state)
 
 
-def _times(model: LanguageModel, precision: Precision, prompt: torch.Tensor, decode: int
-           ) -> tuple[float, float]:
+def _times(
+    model: LanguageModel, precision: Precision, prompt: torch.Tensor, decode: int
+) -> tuple[float, float]:
     """Median (prefill seconds, decode seconds) over REPEATS after a warm-up."""
     device = prompt.device
     prefill: list[float] = []
@@ -133,8 +138,13 @@ def _held_bytes(model: LanguageModel, precision: Precision, prompt: torch.Tensor
     return held
 
 
-def measure(model: LanguageModel, precision: Precision, lengths: list[int], decode_tokens: int,
-            log: Log = print) -> dict[str, Any]:
+def measure(
+    model: LanguageModel,
+    precision: Precision,
+    lengths: list[int],
+    decode_tokens: int,
+    log: Log = print,
+) -> dict[str, Any]:
     """The inference section: one entry per prompt length (module docstring)."""
     import torch
 
@@ -143,8 +153,10 @@ def measure(model: LanguageModel, precision: Precision, lengths: list[int], deco
     device = next(model.parameters()).device
     prompts, decode = plan_lengths(lengths, decode_tokens, model.config.block_size)
     if prompts != lengths or decode != decode_tokens:
-        log(f"inference: block size {model.config.block_size}: prompt lengths {lengths} -> "
-            f"{prompts}, decoded tokens {decode_tokens} -> {decode}")
+        log(
+            f"inference: block size {model.config.block_size}: prompt lengths {lengths} -> "
+            f"{prompts}, decoded tokens {decode_tokens} -> {decode}"
+        )
     was_training = model.training
     model.eval()
     rows = []
@@ -157,17 +169,28 @@ def measure(model: LanguageModel, precision: Precision, lengths: list[int], deco
                 prompt = torch.randint(model.config.vocab_size, (1, length), generator=gen)
                 prompt = prompt.to(device)
                 prefill, decoding = _times(model, precision, prompt, decode)
-                rows.append({"prompt_tokens": length, "prefill_ms": 1000 * prefill,
-                             "prefill_tokens_per_sec": length / prefill,
-                             "decode_tokens_per_sec": decode / decoding,
-                             "decode_ms_per_token": 1000 * decoding / decode,
-                             "cache_bytes": model.generation_bytes(length),
-                             "cache_bytes_measured": _held_bytes(model, precision, prompt)})
+                rows.append(
+                    {
+                        "prompt_tokens": length,
+                        "prefill_ms": 1000 * prefill,
+                        "prefill_tokens_per_sec": length / prefill,
+                        "decode_tokens_per_sec": decode / decoding,
+                        "decode_ms_per_token": 1000 * decoding / decode,
+                        "cache_bytes": model.generation_bytes(length),
+                        "cache_bytes_measured": _held_bytes(model, precision, prompt),
+                    }
+                )
     finally:
         model.train(was_training)
-    return {"device": str(device), "dtype": precision.dtype, "batch": 1,
-            "decode_tokens": decode, "repeats": REPEATS, "lengths_requested": lengths,
-            "lengths": rows}
+    return {
+        "device": str(device),
+        "dtype": precision.dtype,
+        "batch": 1,
+        "decode_tokens": decode,
+        "repeats": REPEATS,
+        "lengths_requested": lengths,
+        "lengths": rows,
+    }
 
 
 def load_model(run_dir: Path, checkpoint: str, device: torch.device) -> tuple[LanguageModel, int]:
@@ -198,16 +221,16 @@ def record(run_dir: Path, section: dict[str, Any]) -> Path:
     return path
 
 
-def bench_run(run_dir: Path, checkpoint: str, run: RunConfig, log: Log = print
-              ) -> dict[str, Any]:
+def bench_run(run_dir: Path, checkpoint: str, run: RunConfig, log: Log = print) -> dict[str, Any]:
     """`make bench-inference`: a run's checkpoint measured and recorded."""
     from lib.hardware.precision import resolve_device, resolve_precision
 
     lengths = parse_lengths(run.INFERENCE_BENCH_LENGTHS)
     device = resolve_device(run.DEVICE)
     model, step = load_model(run_dir, checkpoint, device)
-    section = measure(model, resolve_precision(run, device), lengths,
-                      run.INFERENCE_BENCH_DECODE_TOKENS, log)
+    section = measure(
+        model, resolve_precision(run, device), lengths, run.INFERENCE_BENCH_DECODE_TOKENS, log
+    )
     section["source"] = f"ckpt_{checkpoint}.pt (step {step})"
     record(run_dir, section)
     return section
@@ -220,8 +243,10 @@ def _finished_normally(run_dir: Path) -> bool:
         metrics = json.loads((run_dir / "metrics.json").read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(metrics, dict) and (metrics.get("status") == "completed" or (
-        metrics.get("status") == "stopped" and not metrics.get("stop_signal")))
+    return isinstance(metrics, dict) and (
+        metrics.get("status") == "completed"
+        or (metrics.get("status") == "stopped" and not metrics.get("stop_signal"))
+    )
 
 
 def _is_sharded(model: LanguageModel) -> bool:
@@ -229,8 +254,9 @@ def _is_sharded(model: LanguageModel) -> bool:
     return any(type(p).__name__ == "DTensor" for p in model.parameters())
 
 
-def inference_at_end(run: RunConfig, model: LanguageModel, run_dir: Path, log: Log
-                     ) -> dict[str, Any] | None:
+def inference_at_end(
+    run: RunConfig, model: LanguageModel, run_dir: Path, log: Log
+) -> dict[str, Any] | None:
     """At the end of training: measure the trained model, as INFERENCE_BENCH
     says, and record it in metrics.json; the section, or None when not measured.
 
@@ -245,8 +271,11 @@ def inference_at_end(run: RunConfig, model: LanguageModel, run_dir: Path, log: L
         return None
     run_dir = Path(run_dir)
     device = next(model.parameters()).device
-    if (run.INFERENCE_BENCH == "n" or (run.INFERENCE_BENCH == "auto" and device.type == "cpu")
-            or not _finished_normally(run_dir)):
+    if (
+        run.INFERENCE_BENCH == "n"
+        or (run.INFERENCE_BENCH == "auto" and device.type == "cpu")
+        or not _finished_normally(run_dir)
+    ):
         return None
     section: dict[str, Any]
     try:
@@ -256,13 +285,17 @@ def inference_at_end(run: RunConfig, model: LanguageModel, run_dir: Path, log: L
             model, step = load_model(run_dir, "best", device)
             source = f"ckpt_best.pt (step {step})"
         from lib.hardware.precision import resolve_precision
-        section = measure(model, resolve_precision(run, device), lengths,
-                          run.INFERENCE_BENCH_DECODE_TOKENS, log)
+
+        section = measure(
+            model, resolve_precision(run, device), lengths, run.INFERENCE_BENCH_DECODE_TOKENS, log
+        )
         section["source"] = source
     except (Exception, Abandoned) as err:  # Abandoned: a repeated stop signal
         section = {"error": f"{type(err).__name__}: {err}"}
-        log(f"inference figures not measured: {section['error']}; `make bench-inference "
-            f"RUN={run_dir}` measures the finished run")
+        log(
+            f"inference figures not measured: {section['error']}; `make bench-inference "
+            f"RUN={run_dir}` measures the finished run"
+        )
     try:
         record(run_dir, section)
     except (OSError, ValueError) as err:
@@ -274,15 +307,22 @@ def inference_at_end(run: RunConfig, model: LanguageModel, run_dir: Path, log: L
 
 def describe(section: dict[str, Any]) -> str:
     """The section as a small table for the log and the terminal."""
-    head = (f"inference on {section['device']} ({section['dtype']}), batch 1, "
-            f"{section['decode_tokens']} decoded tokens, median of {section['repeats']}"
-            f" [{section.get('source', 'model')}]")
-    lines = [head, f"{'prompt':>8}{'prefill ms':>12}{'prefill tok/s':>15}{'decode tok/s':>14}"
-                   f"{'cache KiB':>12}{'measured KiB':>14}"]
+    head = (
+        f"inference on {section['device']} ({section['dtype']}), batch 1, "
+        f"{section['decode_tokens']} decoded tokens, median of {section['repeats']}"
+        f" [{section.get('source', 'model')}]"
+    )
+    lines = [
+        head,
+        f"{'prompt':>8}{'prefill ms':>12}{'prefill tok/s':>15}{'decode tok/s':>14}"
+        f"{'cache KiB':>12}{'measured KiB':>14}",
+    ]
     for r in section["lengths"]:
         held = r["cache_bytes_measured"]
-        lines.append(f"{r['prompt_tokens']:>8}{r['prefill_ms']:>12.2f}"
-                     f"{r['prefill_tokens_per_sec']:>15,.0f}{r['decode_tokens_per_sec']:>14,.1f}"
-                     f"{r['cache_bytes'] / 1024:>12,.1f}"
-                     f"{'-' if held is None else f'{held / 1024:,.1f}':>14}")
+        lines.append(
+            f"{r['prompt_tokens']:>8}{r['prefill_ms']:>12.2f}"
+            f"{r['prefill_tokens_per_sec']:>15,.0f}{r['decode_tokens_per_sec']:>14,.1f}"
+            f"{r['cache_bytes'] / 1024:>12,.1f}"
+            f"{'-' if held is None else f'{held / 1024:,.1f}':>14}"
+        )
     return "\n".join(lines)

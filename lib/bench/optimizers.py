@@ -19,20 +19,22 @@ float8, attention kernel, CPU linear kernel, TF32) apply to every copy of the
 model as the trainer applies them, and are recorded ("speed"); the model is
 not compiled here.
 """
+
 from __future__ import annotations
 
 import copy
+import functools
 import statistics
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from lib.bench.step import bench_setup, median_seconds
+from lib.config.run_config import value_or
 from lib.optim import adamw_impl, optimizer_impl
 from lib.optim.spam import AdamWSPAM
 from lib.prune.pruner import Pruner
 from lib.train.step import TrainStep
-from lib.config.run_config import value_or
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -45,25 +47,45 @@ def names(run: RunConfig) -> tuple[str, ...]:
     return NAMES + (("adamwspam_fused",) if value_or(run.OPTIMIZER_IMPL, "auto") == "fused" else ())
 
 
-def _optimizer(name: str, model: torch.nn.Module, device: torch.device,
-               impl: str = "auto") -> torch.optim.Optimizer:
+def _optimizer(
+    name: str, model: torch.nn.Module, device: torch.device, impl: str = "auto"
+) -> torch.optim.Optimizer:
     groups = model.param_groups(0.1)
     if name.startswith("adamwspam"):
-        return AdamWSPAM(groups, lr=1e-4, betas=(0.9, 0.95), eps=1e-8, theta=5000.0,
-                         interval=500, warmup_steps=150, clip_skip_steps=2,
-                         foreach={"foreach": True, "loop": False}.get(impl),
-                         fused=name == "adamwspam_fused")
-    return torch.optim.AdamW(groups, lr=1e-4, betas=(0.9, 0.95), eps=1e-8,
-                             **adamw_impl(impl, device))
+        return AdamWSPAM(
+            groups,
+            lr=1e-4,
+            betas=(0.9, 0.95),
+            eps=1e-8,
+            theta=5000.0,
+            interval=500,
+            warmup_steps=150,
+            clip_skip_steps=2,
+            foreach={"foreach": True, "loop": False}.get(impl),
+            fused=name == "adamwspam_fused",
+        )
+    return torch.optim.AdamW(
+        groups, lr=1e-4, betas=(0.9, 0.95), eps=1e-8, **adamw_impl(impl, device)
+    )
 
 
-def _pruner(run: RunConfig, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-            frequency: int) -> Pruner:
+def _pruner(
+    run: RunConfig, model: torch.nn.Module, optimizer: torch.optim.Optimizer, frequency: int
+) -> Pruner:
     # Warmup 0 and a far ramp end keep masks updating every `frequency` steps
     # throughout the timed window, so the amortised cost is really measured.
-    return Pruner(model.prunable(), method="state", target=0.5, warmup=0, ramp_end=10**9,
-                  frequency=frequency, schedule="linear", scope="global", optimizer=optimizer,
-                  variant=value_or(run.ADAMWPRUNE_VARIANT, "bitter7"))
+    return Pruner(
+        model.prunable(),
+        method="state",
+        target=0.5,
+        warmup=0,
+        ramp_end=10**9,
+        frequency=frequency,
+        schedule="linear",
+        scope="global",
+        optimizer=optimizer,
+        variant=value_or(run.ADAMWPRUNE_VARIANT, "bitter7"),
+    )
 
 
 def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dict[str, Any]:
@@ -78,8 +100,15 @@ def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dic
         model = copy.deepcopy(base)
         opt = _optimizer(name, model, device, value_or(run.OPTIMIZER_IMPL, "auto"))
         pruner = _pruner(run, model, opt, frequency) if name == "adamwprune" else None
-        setups[name] = TrainStep(model, opt, precision, run.GPT2_GRADIENT_ACCUMULATION,
-                                 run.TRAIN_GRAD_CLIP, pruner, eager=speed.forward(model))
+        setups[name] = TrainStep(
+            model,
+            opt,
+            precision,
+            run.GPT2_GRADIENT_ACCUMULATION,
+            run.TRAIN_GRAD_CLIP,
+            pruner,
+            eager=speed.forward(model),
+        )
     counters = {name: 0 for name in timed}
 
     def full_step(name: str) -> None:
@@ -92,14 +121,20 @@ def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dic
     full: dict[str, list[float]] = {name: [] for name in timed}
     for _ in range(rounds):
         for name in timed:
-            full[name].append(median_seconds(lambda: full_step(name), steps, device))
-    result = {"device": str(device), "dtype": precision.dtype, "frequency": frequency,
-              "params": sum(p.numel() for p in base.parameters()),
-              "prunable": sum(p.numel() for _, p in base.prunable())}
+            full[name].append(median_seconds(functools.partial(full_step, name), steps, device))
+    result = {
+        "device": str(device),
+        "dtype": precision.dtype,
+        "frequency": frequency,
+        "params": sum(p.numel() for p in base.parameters()),
+        "prunable": sum(p.numel() for _, p in base.prunable()),
+    }
     for name in timed:
-        result[name] = {"full_step_ms": 1000 * statistics.median(full[name]),
-                        "optimizer_step_ms": 1000 * _optimizer_only(setups[name], steps, device),
-                        "impl": optimizer_impl(setups[name].optimizer)}
+        result[name] = {
+            "full_step_ms": 1000 * statistics.median(full[name]),
+            "optimizer_step_ms": 1000 * _optimizer_only(setups[name], steps, device),
+            "impl": optimizer_impl(setups[name].optimizer),
+        }
     result["adamwprune"].update(_mask_costs(setups["adamwprune"].pruner, frequency, steps, device))
     return {**_ratios(result), "speed": speed.record()}
 
@@ -114,8 +149,9 @@ def _optimizer_only(step: TrainStep, repeats: int, device: torch.device) -> floa
     return seconds
 
 
-def _mask_costs(pruner: Pruner, frequency: int, repeats: int,
-                device: torch.device) -> dict[str, float]:
+def _mask_costs(
+    pruner: Pruner, frequency: int, repeats: int, device: torch.device
+) -> dict[str, float]:
     on_cycle = frequency * 1000  # a step with a mask update (then the masks are applied)
     update_s = median_seconds(lambda: pruner.after_step(on_cycle), max(3, repeats // 3), device)
     # After an update some weights are pruned, so applying the masks does real work.
@@ -123,19 +159,25 @@ def _mask_costs(pruner: Pruner, frequency: int, repeats: int,
     # (Pruner.after_step), else the masks are applied.
     off_cycle = frequency * 1000 + 1
     apply_s = median_seconds(lambda: pruner.after_step(off_cycle), repeats, device)
-    return {"mask_apply_ms": 1000 * apply_s, "mask_update_ms": 1000 * update_s,
-            "mask_update_amortised_ms": 1000 * update_s / frequency}
+    return {
+        "mask_apply_ms": 1000 * apply_s,
+        "mask_update_ms": 1000 * update_s,
+        "mask_update_amortised_ms": 1000 * update_s / frequency,
+    }
 
 
 def _ratios(r: dict[str, Any]) -> dict[str, Any]:
     adamw = r["adamw"]
     for name in [n for n in r if isinstance(r[n], dict) and n != "adamw"]:
         r[name]["full_step_vs_adamw"] = r[name]["full_step_ms"] / adamw["full_step_ms"]
-        r[name]["optimizer_step_vs_adamw"] = r[name]["optimizer_step_ms"] / adamw["optimizer_step_ms"]
+        r[name]["optimizer_step_vs_adamw"] = (
+            r[name]["optimizer_step_ms"] / adamw["optimizer_step_ms"]
+        )
     prune = r["adamwprune"]
     prune["mask_update_share_of_step"] = prune["mask_update_amortised_ms"] / adamw["full_step_ms"]
     # All mask work per step, amortised: the issue's goal is under 1 % (before_step's
     # gradient zeroing is inside the full step and not counted here).
-    prune["mask_share_of_step"] = ((prune["mask_update_amortised_ms"] + prune["mask_apply_ms"])
-                                   / adamw["full_step_ms"])
+    prune["mask_share_of_step"] = (
+        prune["mask_update_amortised_ms"] + prune["mask_apply_ms"]
+    ) / adamw["full_step_ms"]
     return r

@@ -5,7 +5,8 @@ For each variant and length T: training throughput (forward, backward, AdamW
 step on batches of max(1, tokens // T) sequences, so every length trains on the
 same number of tokens per step; the variants' timed steps are interleaved),
 training memory, generation time per token with a context of T tokens, and
-the generation cache or state for the whole sequence.
+the generation cache or state for the whole sequence. The training half is
+lib/bench/seqlen_train.py.
 
 Settings (BenchSettings) follow the device. On a CPU: every variant, T = 64 ..
 2048, 2048 tokens per step, eager, the configured precision (fp32 unless set),
@@ -24,20 +25,20 @@ allocator statistics, it is parameters + gradients + AdamW moments + the
 activations autograd saves for backward (counted by storage, once each). A
 variant that runs out of memory at a length gets an `error` in its row.
 """
+
 from __future__ import annotations
 
-import contextlib
-import statistics
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from lib.model import registry
+from lib.bench.seqlen_train import compiles, train_all
 from lib.bench.step import median_seconds
 from lib.config.run_config import value_or
 from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
 from lib.hardware.precision import Precision, resolve_device, resolve_precision
+from lib.model import registry
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -63,18 +64,29 @@ class BenchSettings:
     cpu_linear: str = "aten"  # CPU_LINEAR_BACKEND resolved: every variant's linear layers
 
     @classmethod
-    def for_device(cls, run: RunConfig, device: torch.device,
-                   lengths: tuple[int, ...] | None = None, tokens: int | None = None,
-                   variants: tuple[str, ...] | None = None) -> BenchSettings:
+    def for_device(
+        cls,
+        run: RunConfig,
+        device: torch.device,
+        lengths: tuple[int, ...] | None = None,
+        tokens: int | None = None,
+        variants: tuple[str, ...] | None = None,
+    ) -> BenchSettings:
         cuda = device.type == "cuda"
         default_variants = GPU_VARIANTS if cuda else None
         dtype, compile = resolve_precision(run, device).dtype, cuda and bool(run.COMPILE_MODEL)
-        linear, _ = resolve_cpu_linear(value_or(run.CPU_LINEAR_BACKEND, "auto"), device, dtype,
-                                       compile)
-        return cls(lengths=lengths or (GPU_LENGTHS if cuda else LENGTHS),
-                   tokens_per_step=tokens or (GPU_TOKENS_PER_STEP if cuda else TOKENS_PER_STEP),
-                   variants=variants or default_variants, dtype=dtype, compile=compile,
-                   sdpa_flash=cuda, cpu_linear=linear)
+        linear, _ = resolve_cpu_linear(
+            value_or(run.CPU_LINEAR_BACKEND, "auto"), device, dtype, compile
+        )
+        return cls(
+            lengths=lengths or (GPU_LENGTHS if cuda else LENGTHS),
+            tokens_per_step=tokens or (GPU_TOKENS_PER_STEP if cuda else TOKENS_PER_STEP),
+            variants=variants or default_variants,
+            dtype=dtype,
+            compile=compile,
+            sdpa_flash=cuda,
+            cpu_linear=linear,
+        )
 
 
 def build_models(run: RunConfig, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
@@ -98,149 +110,15 @@ def _shape(run: RunConfig, vocab: int) -> dict[str, int]:
     return {"n_layer": cfg.n_layer, "n_head": heads, "n_embd": cfg.n_embd}
 
 
-def saved_activation_bytes(model: torch.nn.Module, run_forward: Callable[[], torch.Tensor]
-                           ) -> tuple[torch.Tensor, int]:
-    """Run a forward pass; return its loss and the bytes autograd keeps for backward,
-    excluding the parameters themselves."""
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    saved: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            saved[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = run_forward()
-    return loss, sum(saved.values())
-
-
-def _train_all(models: dict[str, torch.nn.Module], vocab: int, seq_len: int,
-               device: torch.device, steps: int, settings: BenchSettings | None = None
-               ) -> dict[str, tuple[float, float] | str]:
-    """Per variant, (tokens/s, peak MiB) of forward + backward + AdamW at this
-    length, or the error that stopped it (out of memory).
-
-    Every variant trains on the same batch. After a warm-up step each (it
-    creates the optimizer state, and compiles) and a step that measures
-    memory, the timed steps alternate between the variants, in reverse order
-    every other round, so that a slow spell on a shared machine falls on all
-    of them alike; a variant's time is the median of its steps.
-    """
-    settings = settings or BenchSettings(LENGTHS, TOKENS_PER_STEP, None, "fp32", False, False)
-    batch = max(1, settings.tokens_per_step // seq_len)
-    gen = torch.Generator().manual_seed(seq_len)
-    x = torch.randint(vocab, (batch, seq_len), generator=gen).to(device)
-    y = torch.roll(x, -1, dims=1)
-    precision = Precision(device, settings.dtype, "bench")
-    steppers = {name: _Stepper(model, x, y, precision, _attention_context(name, settings),
-                               settings.compile and _compiles(model))
-                for name, model in models.items()}
-    results: dict[str, tuple[float, float] | str] = {}
-    peaks = {}
-    for name, step in steppers.items():
-        try:
-            step()  # warm-up
-            peaks[name] = _peak_mib(step, device)
-        except torch.OutOfMemoryError as err:
-            results[name] = f"out of memory: {str(err).splitlines()[0]}"
-            step.release()
-            if device.type == "cuda":
-                torch.cuda.empty_cache()
-    names = [name for name in models if name not in results]
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for i in range(steps):
-        for name in names if i % 2 == 0 else names[::-1]:
-            times[name].append(median_seconds(steppers[name], 1, device))
-    for name in names:
-        results[name] = (batch * seq_len / statistics.median(times[name]), peaks[name])
-    for step in steppers.values():
-        step.release()
-    return {name: results[name] for name in models}
-
-
-def _attention_context(name: str, settings: BenchSettings) -> Callable[[], Any]:
-    """SDPA restricted to the flash backend for vanilla attention, when asked."""
-    if not (settings.sdpa_flash and name == "vanilla"):
-        return contextlib.nullcontext
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    return lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
-
-
-def _compiles(model: torch.nn.Module) -> bool:
-    """torch.compile where it helps: not HAMT's torch scan (its Python loop
-    over chunks would be unrolled into a graph of thousands of nodes)."""
-    kernels: dict[str, Any] = getattr(model, "describe_kernels", dict)()
-    return kernels.get("hamt_scan_backend", "triton") != "torch"
-
-
-class _Stepper:
-    """One training step of a model (AdamW, under the bench's autocast); on a
-    CPU it also notes the activation bytes saved for backward."""
-
-    def __init__(self, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor,
-                 precision: Precision | None = None,
-                 context: Callable[[], Any] = contextlib.nullcontext,
-                 compile: bool = False) -> None:
-        self.model, self.x, self.y = model, x, y
-        self.precision = precision or Precision(x.device, "fp32", "bench")
-        self.context = context
-        self.compiled = compile
-        self.forward: Callable[..., Any] = torch.compile(model) if compile else model
-        cuda = x.device.type == "cuda"
-        self.opt: torch.optim.Optimizer | None = torch.optim.AdamW(
-            model.parameters(), lr=1e-4, fused=cuda or None)
-        self.saved = 0
-
-    def __call__(self) -> None:
-        assert self.opt is not None
-        with self.context(), self.precision.autocast():
-            if self.x.device.type == "cpu":  # no allocator statistics: count what is saved
-                loss, self.saved = saved_activation_bytes(
-                    self.model, lambda: self.forward(self.x, self.y)[1])
-            else:  # (the hooks would break compiled graphs and cost time on a GPU)
-                loss = self.forward(self.x, self.y)[1]
-        loss.backward()
-        self.opt.step()
-        self.opt.zero_grad(set_to_none=True)
-
-    def resident_bytes(self) -> int:
-        """The model's weights and its AdamW moments."""
-        tensors = list(self.model.parameters())
-        if self.opt is not None:
-            tensors += [t for state in self.opt.state.values() for t in state.values()
-                        if isinstance(t, torch.Tensor)]
-        return sum(t.numel() * t.element_size() for t in tensors)
-
-    def release(self) -> None:
-        """Drop the optimizer state (GPU memory for the next length)."""
-        self.opt = None
-        for p in self.model.parameters():
-            p.grad = None
-
-
-def _peak_mib(step: _Stepper, device: torch.device) -> float:
-    """Training memory of one step: on CUDA the peak allocation above what was
-    allocated before it plus the variant's own weights and moments (other
-    variants' stay resident and are left out); on a CPU the weights,
-    gradients, two AdamW moments and the activations saved."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        before = torch.cuda.memory_allocated(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        step()
-        torch.cuda.synchronize(device)
-        above = torch.cuda.max_memory_allocated(device) - before
-        return (above + step.resident_bytes()) / 2**20
-    step()
-    params = sum(p.numel() * p.element_size() for p in step.model.parameters())
-    return (4 * params + step.saved) / 2**20
-
-
 @torch.no_grad()
-def _generate(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.device,
-              steps: int, precision: Precision | None = None) -> tuple[float, int]:
+def _generate(
+    model: torch.nn.Module,
+    vocab: int,
+    seq_len: int,
+    device: torch.device,
+    steps: int,
+    precision: Precision | None = None,
+) -> tuple[float, int]:
     """(ms per generated token with a context of seq_len, cache or state bytes)."""
     model.eval()
     prompt = torch.randint(vocab, (1, seq_len - steps), generator=torch.Generator().manual_seed(0))
@@ -254,15 +132,21 @@ def _generate(model: torch.nn.Module, vocab: int, seq_len: int, device: torch.de
     def decode() -> None:  # a cache grows with the context; a recurrent state does not
         with autocast():
             _, holder[0] = model.continue_generation(token, holder[0])
+
     size = model.generation_bytes(seq_len)
     seconds = median_seconds(decode, steps, device)
     model.train()
     return 1000 * seconds, size
 
 
-def run_seqlen_bench(run: RunConfig, vocab: int, lengths: tuple[int, ...] | None = None,
-                     steps: int = 3, tokens: int | None = None,
-                     variants: tuple[str, ...] | None = None) -> dict[str, Any]:
+def run_seqlen_bench(
+    run: RunConfig,
+    vocab: int,
+    lengths: tuple[int, ...] | None = None,
+    steps: int = 3,
+    tokens: int | None = None,
+    variants: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
     """The benchmark with BenchSettings.for_device's settings (lengths,
     tokens per step and variants as given, else the device's defaults)."""
     device = resolve_device(run.DEVICE)
@@ -271,20 +155,27 @@ def run_seqlen_bench(run: RunConfig, vocab: int, lengths: tuple[int, ...] | None
     built = build_models(run, vocab, max(settings.lengths))
     unknown = set(settings.variants or ()) - set(built)
     if unknown:
-        raise ValueError(f"unknown variants {', '.join(sorted(unknown))}; known: "
-                         f"{', '.join(built)}")
-    models = {k: m.to(device) for k, m in built.items()
-              if settings.variants is None or k in settings.variants}
+        raise ValueError(
+            f"unknown variants {', '.join(sorted(unknown))}; known: {', '.join(built)}"
+        )
+    models = {
+        k: m.to(device)
+        for k, m in built.items()
+        if settings.variants is None or k in settings.variants
+    }
     if settings.cpu_linear == "onednn":
         for model in models.values():
             convert_linears(model)
     precision = Precision(device, settings.dtype, "bench")
     rows = []
     for seq_len in settings.lengths:
-        trained = _train_all(models, vocab, seq_len, device, steps, settings)
+        trained = train_all(models, vocab, seq_len, device, steps, settings)
         for variant, model in models.items():
-            row: dict[str, Any] = {"variant": variant, "seq_len": seq_len,
-                                   "batch_size": max(1, settings.tokens_per_step // seq_len)}
+            row: dict[str, Any] = {
+                "variant": variant,
+                "seq_len": seq_len,
+                "batch_size": max(1, settings.tokens_per_step // seq_len),
+            }
             result = trained[variant]
             if isinstance(result, str):
                 row["error"] = result
@@ -296,13 +187,20 @@ def run_seqlen_bench(run: RunConfig, vocab: int, lengths: tuple[int, ...] | None
                 except torch.OutOfMemoryError as err:
                     row["error"] = f"generation out of memory: {str(err).splitlines()[0]}"
             rows.append(row)
-    return {"device": str(device), "device_name": _device_name(device), "vocab_size": vocab,
-            **_shape(run, vocab), "variants": list(models),
-            "params": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
-            "tokens_per_train_step": settings.tokens_per_step, "settings": asdict(settings),
-            "compiled": {k: settings.compile and _compiles(m) for k, m in models.items()},
-            "kernels": {k: getattr(m, "describe_kernels", dict)() for k, m in models.items()},
-            "torch": torch.__version__, "rows": rows}
+    return {
+        "device": str(device),
+        "device_name": _device_name(device),
+        "vocab_size": vocab,
+        **_shape(run, vocab),
+        "variants": list(models),
+        "params": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
+        "tokens_per_train_step": settings.tokens_per_step,
+        "settings": asdict(settings),
+        "compiled": {k: settings.compile and compiles(m) for k, m in models.items()},
+        "kernels": {k: getattr(m, "describe_kernels", dict)() for k, m in models.items()},
+        "torch": torch.__version__,
+        "rows": rows,
+    }
 
 
 def _device_name(device: torch.device) -> str:
@@ -311,11 +209,16 @@ def _device_name(device: torch.device) -> str:
 
 def plot_seqlen(result: dict[str, Any], path: str) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [("train_tokens_per_sec", "training tokens/s"), ("peak_memory_mb", "training MiB"),
-              ("gen_ms_per_token", "generation ms/token"), ("state_bytes", "cache/state bytes")]
+    panels = [
+        ("train_tokens_per_sec", "training tokens/s"),
+        ("peak_memory_mb", "training MiB"),
+        ("gen_ms_per_token", "generation ms/token"),
+        ("state_bytes", "cache/state bytes"),
+    ]
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.2))
     for ax, (key, label) in zip(axes, panels):
         for variant in result["variants"]:
@@ -324,8 +227,10 @@ def plot_seqlen(result: dict[str, Any], path: str) -> None:
         ax.set(xscale="log", yscale="log", xlabel="sequence length", title=label)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend()
-    fig.suptitle(f"{result['n_layer']} layers x {result['n_embd']} wide, vocab "
-                 f"{result['vocab_size']}, {result['device']}")
+    fig.suptitle(
+        f"{result['n_layer']} layers x {result['n_embd']} wide, vocab "
+        f"{result['vocab_size']}, {result['device']}"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -15,23 +15,25 @@ backward, optimizer, pruning, data, and host overhead, the rest of the
 step's wall time (on CUDA each phase ends with a device synchronize, so a
 phase's time is its device work and the rest is the GPU waiting on the host).
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 import statistics
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from lib.model import registry
 from lib.data import is_prepared, load_meta
 from lib.data.prepared import data_dir
 from lib.hardware.devices import describe_device
-from lib.run.metrics import mfu, peak_memory_mb
-from lib.optim import optimizer_impl
 from lib.hardware.precision import Precision, compile_model, resolve_device
+from lib.model import registry
+from lib.optim import optimizer_impl
+from lib.run.metrics import mfu, peak_memory_mb
 from lib.train.build import Training, build_training
 from lib.train.step import RANGES, TrainStep
 
@@ -49,8 +51,14 @@ def vocab_size(run: RunConfig) -> int:
     return 50257 if run.DATA_TOKENIZER == "gpt2" else 256
 
 
-def _plain_step(model: torch.nn.Module, forward: Callable, optimizer: torch.optim.Optimizer,
-                precision: Precision, accumulation: int, clip: float) -> Callable:
+def _plain_step(
+    model: torch.nn.Module,
+    forward: Callable,
+    optimizer: torch.optim.Optimizer,
+    precision: Precision,
+    accumulation: int,
+    clip: float,
+) -> Callable:
     def step(next_batch: Callable, lr: float) -> None:
         for _ in range(accumulation):
             x, y = next_batch()
@@ -61,6 +69,7 @@ def _plain_step(model: torch.nn.Module, forward: Callable, optimizer: torch.opti
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+
     return step
 
 
@@ -83,12 +92,14 @@ def synthetic_batches(vocab: int, shape: tuple[int, int], device: torch.device) 
     def next_batch():
         x = torch.randint(vocab, shape, generator=gen)
         return x.to(device), torch.roll(x, -1, dims=1).to(device)
+
     return next_batch
 
 
 @dataclass
 class BenchSetup:
     """The training stack on its device, with synthetic batches to train on."""
+
     device: torch.device
     training: Training
     next_batch: Callable
@@ -128,8 +139,9 @@ class Numbered:
         return self.step(next_batch, lr, self.count)
 
 
-def step_breakdown(step: TrainStep, next_batch: Callable, steps: int,
-                   device: torch.device) -> dict[str, Any]:
+def step_breakdown(
+    step: TrainStep, next_batch: Callable, steps: int, device: torch.device
+) -> dict[str, Any]:
     """Milliseconds per step in each phase of `steps` profiled steps; the phases
     and host_overhead sum to step_ms (module docstring)."""
     numbered = Numbered(step)
@@ -148,12 +160,22 @@ def step_breakdown(step: TrainStep, next_batch: Callable, steps: int,
     by_range = {event.key: event.cpu_time_total for event in prof.key_averages()}
     parts = {name: by_range.get(key, 0.0) / 1000 / steps for name, key in RANGES.items()}
     parts["host_overhead"] = wall_ms - sum(parts.values())
-    return {"steps": steps, "step_ms": wall_ms, "parts_ms": parts,
-            "shares": {name: ms / wall_ms for name, ms in parts.items()}}
+    return {
+        "steps": steps,
+        "step_ms": wall_ms,
+        "parts_ms": parts,
+        "shares": {name: ms / wall_ms for name, ms in parts.items()},
+    }
 
 
-def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
-              profile_steps: int = 5, plain: bool = True) -> dict[str, Any]:
+def run_bench(
+    run: RunConfig,
+    steps: int = 10,
+    warmup: int = 3,
+    rounds: int = 3,
+    profile_steps: int = 5,
+    plain: bool = True,
+) -> dict[str, Any]:
     """Our step against the plain loop (plain=False: ours alone, e.g. to compare
     speed options; profile_steps=0: no profiled breakdown)."""
     setup = bench_setup(run)
@@ -166,8 +188,9 @@ def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
     if reference is not None:
         plain_forward = compile_model(reference) if run.COMPILE_MODEL else reference
         # nanoGPT's choice: the fused kernel on CUDA, torch's default elsewhere.
-        plain_opt = torch.optim.AdamW(reference.param_groups(run.WEIGHT_DECAY),
-                                      lr=1e-4, fused=device.type == "cuda")
+        plain_opt = torch.optim.AdamW(
+            reference.param_groups(run.WEIGHT_DECAY), lr=1e-4, fused=device.type == "cuda"
+        )
         loops["plain"] = _plain_step(reference, plain_forward, plain_opt, precision, accum, clip)
 
     for loop in loops.values():
@@ -189,24 +212,39 @@ def run_bench(run: RunConfig, steps: int = 10, warmup: int = 3, rounds: int = 3,
     return result
 
 
-def _report(run: RunConfig, config: Any, model: torch.nn.Module, precision: Precision,
-            device: torch.device, seconds: dict[str, list[float]], steps: int,
-            rounds: int) -> dict[str, Any]:
+def _report(
+    run: RunConfig,
+    config: Any,
+    model: torch.nn.Module,
+    precision: Precision,
+    device: torch.device,
+    seconds: dict[str, list[float]],
+    steps: int,
+    rounds: int,
+) -> dict[str, Any]:
     tokens = run.derived()["tokens_per_iter"]
     info = describe_device(device)
     peak_flops = info.peak_flops_16bit if precision.dtype != "fp32" else None
     fpt = model.flops_per_token(config.block_size)
     result: dict[str, Any] = {
         "model_config": {k: getattr(config, k) for k in vars(config)},
-        "params": sum(p.numel() for p in model.parameters()), "device": info.name,
-        "dtype": precision.dtype, "compiled": bool(run.COMPILE_MODEL),
-        "batch_size": run.BATCH_SIZE, "gradient_accumulation": run.GPT2_GRADIENT_ACCUMULATION,
-        "tokens_per_iter": tokens, "steps_per_round": steps, "rounds": rounds,
+        "params": sum(p.numel() for p in model.parameters()),
+        "device": info.name,
+        "dtype": precision.dtype,
+        "compiled": bool(run.COMPILE_MODEL),
+        "batch_size": run.BATCH_SIZE,
+        "gradient_accumulation": run.GPT2_GRADIENT_ACCUMULATION,
+        "tokens_per_iter": tokens,
+        "steps_per_round": steps,
+        "rounds": rounds,
     }
     for name, values in seconds.items():
         s = statistics.median(values)
-        result[name] = {"ms_per_iter": 1000 * s, "tokens_per_sec": tokens / s,
-                        "mfu": mfu(fpt, tokens / s, peak_flops)}
+        result[name] = {
+            "ms_per_iter": 1000 * s,
+            "tokens_per_sec": tokens / s,
+            "mfu": mfu(fpt, tokens / s, peak_flops),
+        }
     result["peak_memory_mb"], result["peak_memory_measure"] = peak_memory_mb(device)
     if "plain" in seconds:
         result["speed_vs_plain"] = result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"]

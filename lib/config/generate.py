@@ -10,6 +10,7 @@
   configuration's values as a RunConfig, with the SHA-256 of the .config it
   came from so a hand-edited .config is noticed (lib/config/run_config.py).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -60,7 +61,7 @@ def symbol_type(sym: kconfiglib.Symbol) -> str:
 
 
 def choice_type(name: str, choice: kconfiglib.Choice) -> str:
-    names = ", ".join(f'"{m.name[len(name) + 1:].lower()}"' for m in choice.syms)
+    names = ", ".join(f'"{m.name[len(name) + 1 :].lower()}"' for m in choice.syms)
     literal = f"Literal[{names}]"
     return f"{literal} | None" if not _always_active(choice.direct_dep) else literal
 
@@ -88,7 +89,11 @@ def render_symbols(kconf: kconfiglib.Kconfig) -> str:
         if sym.name in choice_of:
             name, choice = choice_of[sym.name]
             default = "" if _always_active(choice.direct_dep) else " = None"
-            lines += [f"    {name}: {choice_type(name, choice)}{default}", _doc(*_node_text(choice)), ""]
+            lines += [
+                f"    {name}: {choice_type(name, choice)}{default}",
+                _doc(*_node_text(choice)),
+                "",
+            ]
         kind = symbol_type(sym)
         default = " = None" if kind.endswith("| None") else ""
         lines += [f"    {sym.name}: {kind}{default}", _doc(*_node_text(sym)), ""]
@@ -101,14 +106,18 @@ def config_sha256(text: str) -> str:
 
 def render_config_py(values: dict[str, object], prompts: dict[str, str], source_text: str) -> str:
     """config.py's text: the values of one .config as a RunConfig."""
-    lines = ['"""This configuration\'s values: generated from .config by scripts/kconfig.py',
-             "(make defconfig-*, make menuconfig, make olddefconfig). Do not edit: change",
-             "the configuration with `make menuconfig`. Scripts load it through",
-             "lib.config.run_config.load_run_config; each field's type and help are in",
-             'lib/config/symbols.py."""',
-             "from lib.config.run_config import RunConfig", "",
-             f'SOURCE_SHA256 = "{config_sha256(source_text)}"  # of the .config it was made from',
-             "", "CONFIG = RunConfig("]
+    lines = [
+        '"""This configuration\'s values: generated from .config by scripts/kconfig.py',
+        "(make defconfig-*, make menuconfig, make olddefconfig). Do not edit: change",
+        "the configuration with `make menuconfig`. Scripts load it through",
+        "lib.config.run_config.load_run_config; each field's type and help are in",
+        'lib/config/symbols.py."""',
+        "from lib.config.run_config import RunConfig",
+        "",
+        f'SOURCE_SHA256 = "{config_sha256(source_text)}"  # of the .config it was made from',
+        "",
+        "CONFIG = RunConfig(",
+    ]
     for name, value in values.items():
         prompt = prompts.get(name, "")
         lines.append(f"    {name}={value!r},{f'  # {prompt}' if prompt else ''}")

@@ -10,6 +10,7 @@ Floats: Kconfig has no float type, so floats are `string` symbols whose help
 text states their bounds as "Allowed <low> to <high>" (inclusive). That phrase
 is the single, machine-read source of the bounds.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,9 +19,9 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import kconfiglib
 
@@ -28,7 +29,6 @@ from lib.config.knlp.names import ROWS as KNLP_ROWS
 from lib.config.knlp.translate import is_knlp, translate
 from lib.config.renames import RENAMED, rewrite
 from lib.paths import KCONFIG, ROOT
-
 
 _NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _ALLOWED = re.compile(rf"Allowed\s+({_NUMBER})\s+to\s+({_NUMBER})")
@@ -47,6 +47,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class Asked:
     """A value a user asked for, and where (file:line or 'override NAME=...')."""
+
     value: str
     where: str
 
@@ -91,11 +92,14 @@ def parse_float(sym: kconfiglib.Symbol, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"CONFIG_{sym.name}=\"{text}\" is not a number; "
-                         f"allowed: a number from {low:g} to {high:g}") from None
+        raise ValueError(
+            f'CONFIG_{sym.name}="{text}" is not a number; '
+            f"allowed: a number from {low:g} to {high:g}"
+        ) from None
     if not math.isfinite(value) or not low <= value <= high:
-        raise ValueError(f"CONFIG_{sym.name}=\"{text}\" is out of range; "
-                         f"allowed: {low:g} to {high:g}")
+        raise ValueError(
+            f'CONFIG_{sym.name}="{text}" is out of range; allowed: {low:g} to {high:g}'
+        )
     return value
 
 
@@ -109,8 +113,9 @@ def assignment_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def asked_in_file(kconf: kconfiglib.Kconfig, text: str, shown: str,
-                  where: dict[str, str] | None = None) -> dict[str, Asked]:
+def asked_in_file(
+    kconf: kconfiglib.Kconfig, text: str, shown: str, where: dict[str, str] | None = None
+) -> dict[str, Asked]:
     """What a loaded file asked for, symbol by symbol, with file:line (or, for
     a translated file, `where` each value came from)."""
     lines = assignment_lines(text)
@@ -142,9 +147,14 @@ def read_config_text(path: Path) -> str:
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
-        raise ConfigError([f"{shown_path(path)}:{line}: byte 0x{data[err.start]:02x} "
-                           f"(column {column}) is not UTF-8 text; retype that line in "
-                           f"plain text or fix it with `make menuconfig`"], shown_path(path)) from None
+        raise ConfigError(
+            [
+                f"{shown_path(path)}:{line}: byte 0x{data[err.start]:02x} "
+                f"(column {column}) is not UTF-8 text; retype that line in "
+                f"plain text or fix it with `make menuconfig`"
+            ],
+            shown_path(path),
+        ) from None
 
 
 def _as_error(warning: str) -> str:
@@ -152,13 +162,16 @@ def _as_error(warning: str) -> str:
     text = warning.replace("warning: ", "", 1).replace(" Assignment ignored.", "")
     m = re.search(r"ignoring malformed line '(.*)'$", text)
     if m:
-        text = text[:m.start()] + (f"malformed line '{m.group(1)}': expected CONFIG_NAME=value, "
-                                   f"'# CONFIG_NAME is not set', a comment or a blank line")
+        text = text[: m.start()] + (
+            f"malformed line '{m.group(1)}': expected CONFIG_NAME=value, "
+            f"'# CONFIG_NAME is not set', a comment or a blank line"
+        )
     return text
 
 
-def load_checked(path: Path, notes: list[str] | None = None,
-                 knlp: bool | None = None) -> tuple[kconfiglib.Kconfig, list[str]]:
+def load_checked(
+    path: Path, notes: list[str] | None = None, knlp: bool | None = None
+) -> tuple[kconfiglib.Kconfig, list[str]]:
     """Load `path` (a .config or defconfig) as far as it goes: the tree and
     every problem, each naming the file and line (load_strict raises on them).
 
@@ -189,15 +202,19 @@ def load_checked(path: Path, notes: list[str] | None = None,
     lines = assignment_lines(text)
     for name, value in kconf.missing_syms:
         near = suggest(name, kconf)
-        problems.append(f"{shown}:{lines.get(name, '?')}: CONFIG_{name}={value}: unknown "
-                        f"symbol{f' (did you mean CONFIG_{near}?)' if near else ''}")
+        problems.append(
+            f"{shown}:{lines.get(name, '?')}: CONFIG_{name}={value}: unknown "
+            f"symbol{f' (did you mean CONFIG_{near}?)' if near else ''}"
+        )
     asked = asked_in_file(kconf, text, shown, where)
     if imported is not None:
         for name in sorted(imported.optional & asked.keys()):
             if not kconf.syms[name].visibility:
                 if notes is not None:
-                    notes.append(f"{asked[name].where}: CONFIG_{name} left out: it "
-                                 f"{_unmet(kconf.syms[name].direct_dep)}")
+                    notes.append(
+                        f"{asked[name].where}: CONFIG_{name} left out: it "
+                        f"{_unmet(kconf.syms[name].direct_dep)}"
+                    )
                 del asked[name]
     problems += check_asked(kconf, asked) + check_floats(kconf, asked)
     return kconf, problems
@@ -218,8 +235,10 @@ def check_asked(kconf: kconfiglib.Kconfig, asked: dict[str, Asked]) -> list[str]
         sym = kconf.syms[name]
         if _same(sym, want.value):
             continue
-        problems.append(f"{want.where}: CONFIG_{name}={want.value} was not applied "
-                        f"(it would be {_shown(sym)}): {_why(kconf, sym, want.value)}")
+        problems.append(
+            f"{want.where}: CONFIG_{name}={want.value} was not applied "
+            f"(it would be {_shown(sym)}): {_why(kconf, sym, want.value)}"
+        )
     return problems
 
 
@@ -257,10 +276,10 @@ def _shown(sym: kconfiglib.Symbol) -> str:
 def _why(kconf: kconfiglib.Kconfig, sym: kconfiglib.Symbol, value: str) -> str:
     """Explain, in the user's terms, why a value could not be applied."""
     if not any(node.prompt for node in sym.nodes):
-        defaults = "; ".join(f"{kconfiglib.expr_str(v)} if {kconfiglib.expr_str(c)}"
-                             for v, c in sym.defaults)
-        return (f"it has no prompt and is derived from other options ({defaults}); "
-                f"set those instead")
+        defaults = "; ".join(
+            f"{kconfiglib.expr_str(v)} if {kconfiglib.expr_str(c)}" for v, c in sym.defaults
+        )
+        return f"it has no prompt and is derived from other options ({defaults}); set those instead"
     if sym.visibility == 0:
         if sym.choice is not None and sym.choice.visibility == 0:
             return f"its choice {sym.choice.name} {_unmet(sym.choice.direct_dep)}"
@@ -268,13 +287,19 @@ def _why(kconf: kconfiglib.Kconfig, sym: kconfiglib.Symbol, value: str) -> str:
     if sym.choice is not None:
         chosen = sym.choice.selection
         members = ", ".join(s.name for s in sym.choice.syms)
-        return (f"exactly one of {members} can be y; {chosen.name if chosen else 'none'} "
-                f"is selected (set the one you want to y and no other)")
+        return (
+            f"exactly one of {members} can be y; {chosen.name if chosen else 'none'} "
+            f"is selected (set the one you want to y and no other)"
+        )
     if sym.orig_type in (kconfiglib.INT, kconfiglib.HEX):
-        active = [f"{kconfiglib.expr_str(lo)} to {kconfiglib.expr_str(hi)}"
-                  for lo, hi, cond in sym.ranges if kconfiglib.expr_value(cond)]
-        if not re.fullmatch(r"-?\d+" if sym.orig_type == kconfiglib.INT else r"(0[xX])?[0-9a-fA-F]+",
-                            value):
+        active = [
+            f"{kconfiglib.expr_str(lo)} to {kconfiglib.expr_str(hi)}"
+            for lo, hi, cond in sym.ranges
+            if kconfiglib.expr_value(cond)
+        ]
+        if not re.fullmatch(
+            r"-?\d+" if sym.orig_type == kconfiglib.INT else r"(0[xX])?[0-9a-fA-F]+", value
+        ):
             return f"not an integer; allowed: {' or '.join(active) or 'any integer'}"
         return f"out of range; allowed: {' or '.join(active)}"
     return "rejected by kconfiglib"
@@ -284,14 +309,19 @@ def _unmet(dep) -> str:
     """'depends on A && !B, which is not met (A=n, B=y)', without the <choice>
     term that every choice member carries."""
     text = re.sub(r"\s*&&\s*<choice \w+>|<choice \w+>\s*&&\s*", "", kconfiglib.expr_str(dep))
-    syms = [s for s in kconfiglib.expr_items(dep)
-            if isinstance(s, kconfiglib.Symbol) and not s.is_constant]
+    syms = [
+        s
+        for s in kconfiglib.expr_items(dep)
+        if isinstance(s, kconfiglib.Symbol) and not s.is_constant
+    ]
     state = ", ".join(f"{s.name}={s.str_value or 'n'}" for s in syms)
     # A hidden derived symbol means nothing to a user: say what sets it.
-    derived = [f"{s.name} is y if " + " or ".join(kconfiglib.expr_str(c) for _, c in s.defaults)
-               for s in syms if s.defaults and not any(n.prompt for n in s.nodes)]
-    return (f"depends on {text}, which is not met ({state})"
-            + "".join(f"; {d}" for d in derived))
+    derived = [
+        f"{s.name} is y if " + " or ".join(kconfiglib.expr_str(c) for _, c in s.defaults)
+        for s in syms
+        if s.defaults and not any(n.prompt for n in s.nodes)
+    ]
+    return f"depends on {text}, which is not met ({state})" + "".join(f"; {d}" for d in derived)
 
 
 def closest_name(name: str, names: Iterable[str]) -> str | None:
@@ -314,5 +344,37 @@ def closest_name(name: str, names: Iterable[str]) -> str | None:
 
 def suggest(name: str, kconf: kconfiglib.Kconfig) -> str | None:
     """closest_name among the tree's symbols and choices."""
-    return closest_name(name, [*kconf.named_choices,
-                               *(s.name for s in kconf.unique_defined_syms)])
+    return closest_name(name, [*kconf.named_choices, *(s.name for s in kconf.unique_defined_syms)])
+
+
+@dataclass(frozen=True)
+class Numeric:
+    """A numeric symbol's type and allowed range (an int's `range`, a float's
+    "Allowed X to Y"), for what searches over values (lib/tune/space.py)."""
+
+    integer: bool
+    hex: bool
+    low: float
+    high: float
+
+
+def numeric_symbols() -> tuple[dict[str, Numeric], set[str], set[str]]:
+    """(numeric symbols by name, every other symbol's name, the choices' names)."""
+    kconf = open_tree()
+    numeric: dict[str, Numeric] = {}
+    other: set[str] = set()
+    for sym in kconf.unique_defined_syms:
+        if sym.orig_type in (kconfiglib.INT, kconfiglib.HEX):
+            base = 16 if sym.orig_type == kconfiglib.HEX else 10
+            bounds: list[tuple[float, float]] = [
+                (int(lo.str_value, base), int(hi.str_value, base))
+                for lo, hi, cond in sym.ranges
+                if kconfiglib.expr_value(cond)
+            ] or [(-math.inf, math.inf)]
+            hexa = sym.orig_type == kconfiglib.HEX
+            numeric[sym.name] = Numeric(True, hexa, *bounds[0])
+        elif (floats := float_bounds(sym)) is not None:
+            numeric[sym.name] = Numeric(False, False, *floats)
+        else:
+            other.add(sym.name)
+    return numeric, other, set(kconf.named_choices)

@@ -22,6 +22,7 @@ name at every call, so replacing a few of them on the module is enough:
   "No matches" line names the symbol the text most likely meant (a misspelling,
   an old or knlp name), as the loaders do. The search itself is kconfiglib's.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,10 +33,17 @@ from typing import Any
 
 import kconfiglib
 
-from lib.config.run_config import check_rules, rules_beside, typed_values
-from lib.config.kconfig import (ConfigError, float_bounds, load_checked, load_strict, open_tree,
-                                parse_float, suggest)
+from lib.config.kconfig import (
+    ConfigError,
+    float_bounds,
+    load_checked,
+    load_strict,
+    open_tree,
+    parse_float,
+    suggest,
+)
 from lib.config.renames import rewrite
+from lib.config.run_config import check_rules, rules_beside, typed_values
 
 FIX_HINT = "Press / and type a symbol's name to jump to it."
 
@@ -82,8 +90,9 @@ def no_match_text(search: str, kconf: kconfiglib.Kconfig) -> str:
     typed name most likely meant (one word that could be a name; a regex gets none)."""
     word = search.strip().upper().removeprefix("CONFIG_")
     near = suggest(word, kconf) if re.fullmatch(r"[A-Z0-9_]+", word) else None
-    return f"No matches. Did you mean {near}? Type its name to jump to it." if near else \
-        "No matches"
+    return (
+        f"No matches. Did you mean {near}? Type its name to jump to it." if near else "No matches"
+    )
 
 
 def _dialog_text(head: str, problems: list[str], width: int) -> str:
@@ -109,8 +118,11 @@ def install(mc: Menuconfig, problems_at_open: list[str], shown: str) -> None:
         try:
             parse_float(sym, text)
         except ValueError as err:
-            mc._error("\n".join(textwrap.wrap(f"{err}. The value stays \"{sym.str_value}\".",
-                                              max(width(), 40))))
+            mc._error(
+                "\n".join(
+                    textwrap.wrap(f'{err}. The value stays "{sym.str_value}".', max(width(), 40))
+                )
+            )
             return False
         return True
 
@@ -128,8 +140,9 @@ def install(mc: Menuconfig, problems_at_open: list[str], shown: str) -> None:
             at_line = re.compile(re.escape(str(scratch)) + r"(:[0-9?]+)?: ")
             problems = [at_line.sub("", p) for p in problems_in(scratch)]
         if problems:
-            mc._error(_dialog_text(f"Not saved: '{filename}' is left as it was.",
-                                   problems, width()))
+            mc._error(
+                _dialog_text(f"Not saved: '{filename}' is left as it was.", problems, width())
+            )
             return None
         return try_save(save_fn, filename, description)
 
@@ -144,17 +157,44 @@ def install(mc: Menuconfig, problems_at_open: list[str], shown: str) -> None:
     def init_then_show_problems():
         init()
         if problems_at_open:
-            mc._msg(f"{shown} is invalid: fix it here, then save",
-                    _dialog_text(f"The menu shows {shown} as kconfiglib reads it; "
-                                 f"saving needs these fixed:", problems_at_open, width()))
+            mc._msg(
+                f"{shown} is invalid: fix it here, then save",
+                _dialog_text(
+                    f"The menu shows {shown} as kconfiglib reads it; saving needs these fixed:",
+                    problems_at_open,
+                    width(),
+                ),
+            )
 
-    def draw_jump_to_with_suggestion(edit_box, matches_win, bot_sep_win, help_win, s, s_i,
-                                     hscroll, bad_re, matches, sel_node_i, scroll):
+    def draw_jump_to_with_suggestion(
+        edit_box,
+        matches_win,
+        bot_sep_win,
+        help_win,
+        s,
+        s_i,
+        hscroll,
+        bad_re,
+        matches,
+        sel_node_i,
+        scroll,
+    ):
         # draws bad_re (a regex error) where nothing matched, else "No matches"
         if not matches and not bad_re and s.strip():
             bad_re = no_match_text(s, mc._kconf)
-        draw_jump_to(edit_box, matches_win, bot_sep_win, help_win, s, s_i, hscroll, bad_re,
-                     matches, sel_node_i, scroll)
+        draw_jump_to(
+            edit_box,
+            matches_win,
+            bot_sep_win,
+            help_win,
+            s,
+            s_i,
+            hscroll,
+            bad_re,
+            matches,
+            sel_node_i,
+            scroll,
+        )
 
     mc._check_valid = float_check_valid
     mc._draw_jump_to_dialog = draw_jump_to_with_suggestion

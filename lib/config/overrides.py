@@ -5,6 +5,7 @@ name without CONFIG_. It is applied to the loaded configuration in memory, then
 checked exactly like a value from a file; the user's .config is never edited.
 Flags (DRY_RUN, YES, RESUME) steer the command and are not configuration.
 """
+
 from __future__ import annotations
 
 import kconfiglib
@@ -21,6 +22,7 @@ ALIASES = {
     "COMPILE": "COMPILE_MODEL",
     "DEVICE": "DEVICE",
     "LR": "LEARNING_RATE",
+    "WARMUP": "GPT2_WARMUP_STEPS",
     "SEED": "TRAIN_SEED",
     "RUN_NAME": "RUN_NAME",
     "PARALLEL_JOBS": "MATRIX_PARALLEL_JOBS",
@@ -28,11 +30,16 @@ ALIASES = {
     "SEEDS": "MATRIX_SEEDS",
     "RUNS_PER_GPU": "MATRIX_RUNS_PER_GPU",
     "REUSE": "MATRIX_REUSE",
+    "TUNE_TRIALS": "MATRIX_TUNE_TRIALS",
+    "TUNE_FRACTION": "MATRIX_TUNE_FRACTION",
 }
 FLAGS = ("DRY_RUN", "YES", "RESUME", "RETRY_FAILED")
 # TRACKER=tensorboard,wandb,trackio switches the named trackers on and the others off.
-TRACKERS = {"tensorboard": "TRACKER_TENSORBOARD", "wandb": "TRACKER_WANDB",
-            "trackio": "TRACKER_TRACKIO"}
+TRACKERS = {
+    "tensorboard": "TRACKER_TENSORBOARD",
+    "wandb": "TRACKER_WANDB",
+    "trackio": "TRACKER_TRACKIO",
+}
 _TRUE, _FALSE = ("1", "y", "yes"), ("0", "n", "no", "")
 
 
@@ -49,6 +56,10 @@ def split_args(args: list[str]) -> tuple[list[tuple[str, str]], dict[str, bool],
             flags[name] = value.lower() in _TRUE
         elif name == "TRACKER":
             overrides += _tracker_overrides(value, problems)
+        elif name == "TUNE":  # TUNE="LR WARMUP": tuning on, those symbols; TUNE= (or n) off
+            off = value.strip().lower() in _FALSE
+            overrides += [("MATRIX_TUNE", "n" if off else "y")]
+            overrides += [] if off else [("MATRIX_TUNE_SYMBOLS", value)]
         elif name == "SET":
             more, more_flags, bad = split_args(value.split())
             overrides += more
@@ -64,14 +75,17 @@ def _tracker_overrides(value: str, problems: list[str]) -> list[tuple[str, str]]
     wanted = {n.strip().lower() for n in value.split(",") if n.strip()} - {"none"}
     unknown = sorted(wanted - set(TRACKERS))
     if unknown:
-        problems.append(f"TRACKER={value}: unknown tracker {', '.join(unknown)}; allowed "
-                        f"{', '.join(TRACKERS)} or none, comma-separated")
+        problems.append(
+            f"TRACKER={value}: unknown tracker {', '.join(unknown)}; allowed "
+            f"{', '.join(TRACKERS)} or none, comma-separated"
+        )
         return []
     return [(symbol, "y" if name in wanted else "n") for name, symbol in TRACKERS.items()]
 
 
-def apply_overrides(kconf: kconfiglib.Kconfig,
-                    overrides: list[tuple[str, str]]) -> tuple[dict[str, Asked], list[str]]:
+def apply_overrides(
+    kconf: kconfiglib.Kconfig, overrides: list[tuple[str, str]]
+) -> tuple[dict[str, Asked], list[str]]:
     """Set each override on kconf; return what was asked (to check) and problems."""
     asked: dict[str, Asked] = {}
     problems: list[str] = []
@@ -98,19 +112,27 @@ def apply_overrides(kconf: kconfiglib.Kconfig,
 
 def _unknown(kconf: kconfiglib.Kconfig, name: str, where: str) -> str:
     """An unknown override name, with the alias, choice or symbol it most likely meant."""
-    names = [*ALIASES, *FLAGS, "TRACKER", *kconf.named_choices,
-             *(s.name for s in kconf.unique_defined_syms)]
+    names = [
+        *ALIASES,
+        *FLAGS,
+        "TRACKER",
+        "TUNE",
+        *kconf.named_choices,
+        *(s.name for s in kconf.unique_defined_syms),
+    ]
     near = closest_name(name.removeprefix("CONFIG_"), names)
-    return (f"{where}: unknown name{f' (did you mean {near}?)' if near else ''}; use one of "
-            f"{', '.join(sorted(ALIASES))} or a Kconfig symbol name (SET=\"SYMBOL=value\")")
+    return (
+        f"{where}: unknown name{f' (did you mean {near}?)' if near else ''}; use one of "
+        f'{", ".join(sorted(ALIASES))} or a Kconfig symbol name (SET="SYMBOL=value")'
+    )
 
 
-def _choice_member(choice: kconfiglib.Choice, value: str, where: str,
-                   problems: list[str]) -> kconfiglib.Symbol | None:
+def _choice_member(
+    choice: kconfiglib.Choice, value: str, where: str, problems: list[str]
+) -> kconfiglib.Symbol | None:
     prefix = choice.name + "_"
-    allowed = {s.name[len(prefix):].lower(): s for s in choice.syms}
+    allowed = {s.name[len(prefix) :].lower(): s for s in choice.syms}
     member = allowed.get(value.lower())
     if member is None:
-        problems.append(f"{where}: allowed values for {choice.name} are "
-                        f"{', '.join(allowed)}")
+        problems.append(f"{where}: allowed values for {choice.name} are {', '.join(allowed)}")
     return member

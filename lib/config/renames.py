@@ -13,6 +13,7 @@ user's file:line. It also drops a trailing "# comment" after an unquoted
 value (`CONFIG_GPT2_GRADIENT_ACCUMULATION=8  # keep batch 128`), which the
 kernel's tools would reject but documents copied from the field contain.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,20 +24,29 @@ RENAMED: dict[str, str] = {
     "GPT2_COMPILE": "COMPILE_MODEL",
     "HAMT_COMPILE": "COMPILE_MODEL",
     # one set of Adam hyper-parameters for AdamW, AdamWSPAM and AdamWPrune
-    "ADAMW_BETA1": "ADAM_BETA1", "SPAM_BETA1": "ADAM_BETA1",
-    "ADAMW_BETA2": "ADAM_BETA2", "SPAM_BETA2": "ADAM_BETA2",
-    "ADAMW_EPS": "ADAM_EPSILON", "ADAMW_EPSILON": "ADAM_EPSILON", "SPAM_EPS": "ADAM_EPSILON",
-    "SPAM_WEIGHT_DECAY": "WEIGHT_DECAY", "ADAMW_WEIGHT_DECAY": "WEIGHT_DECAY",
+    "ADAMW_BETA1": "ADAM_BETA1",
+    "SPAM_BETA1": "ADAM_BETA1",
+    "ADAMW_BETA2": "ADAM_BETA2",
+    "SPAM_BETA2": "ADAM_BETA2",
+    "ADAMW_EPS": "ADAM_EPSILON",
+    "ADAMW_EPSILON": "ADAM_EPSILON",
+    "SPAM_EPS": "ADAM_EPSILON",
+    "SPAM_WEIGHT_DECAY": "WEIGHT_DECAY",
+    "ADAMW_WEIGHT_DECAY": "WEIGHT_DECAY",
     "ADAM_WEIGHT_DECAY": "WEIGHT_DECAY",
     # two reciprocal-attention forms: the old "RA" is the logit form
     "GPT2_ATTENTION_RA": "GPT2_ATTENTION_RA_LOGIT",
     "GPT2_ATTENTION_ENABLE_RA": "GPT2_ATTENTION_ENABLE_RA_LOGIT",
     # the original project's (knlp gpt2/Kconfig) names for the gated form and its control
-    "GPT2_KNLP_RA": "GPT2_ATTENTION_RA_GATED", "GPT2_KNLP_SDPA_GATE": "GPT2_ATTENTION_SDPA_GATE",
-    "GPT2_KNLP_RA_LAYERS": "GPT2_RA_GATED_LAYERS", "GPT2_KNLP_RA_HEADS": "GPT2_RA_GATED_HEADS",
+    "GPT2_KNLP_RA": "GPT2_ATTENTION_RA_GATED",
+    "GPT2_KNLP_SDPA_GATE": "GPT2_ATTENTION_SDPA_GATE",
+    "GPT2_KNLP_RA_LAYERS": "GPT2_RA_GATED_LAYERS",
+    "GPT2_KNLP_RA_HEADS": "GPT2_RA_GATED_HEADS",
     # knlp's names for the same settings (a whole knlp file goes through lib/config/knlp/)
-    "GPT2_LOG_INTERVAL": "TRAIN_LOG_INTERVAL", "GPT2_MAX_TIME": "TRAIN_MAX_TIME",
-    "GPT2_EVAL_SAMPLES": "TRAIN_EVAL_ITERS", "GPT2_WEIGHT_TYING": "GPT2_TIE_HEAD",
+    "GPT2_LOG_INTERVAL": "TRAIN_LOG_INTERVAL",
+    "GPT2_MAX_TIME": "TRAIN_MAX_TIME",
+    "GPT2_EVAL_SAMPLES": "TRAIN_EVAL_ITERS",
+    "GPT2_WEIGHT_TYING": "GPT2_TIE_HEAD",
     "GPT2_TF32_ALLOWED": "TF32",
 }
 
@@ -67,8 +77,10 @@ def _assignment(line: str) -> tuple[re.Match | None, re.Match | None, re.Match |
 
 def _spaced_problem(where: str, spaced: re.Match) -> str:
     name, value = spaced.group(1), spaced.group(2)
-    return (f"{where}: '{spaced.group(0).strip()}' has spaces around '=': write "
-            f"CONFIG_{name}={value} (no spaces), as .config files do")
+    return (
+        f"{where}: '{spaced.group(0).strip()}' has spaces around '=': write "
+        f"CONFIG_{name}={value} (no spaces), as .config files do"
+    )
 
 
 def parse_lines(text: str, shown: str = "") -> tuple[list[tuple[int, str, str]], list[str]]:
@@ -90,8 +102,10 @@ def parse_lines(text: str, shown: str = "") -> tuple[list[tuple[int, str, str]],
         value = _value(m.group(3)).strip() if m else "n"
         if name in seen:
             if seen[name][0] != value:
-                problems.append(f"{shown}:{no}: CONFIG_{name}={value} contradicts "
-                                f"CONFIG_{name}={seen[name][0]} on line {seen[name][1]}; keep one")
+                problems.append(
+                    f"{shown}:{no}: CONFIG_{name}={value} contradicts "
+                    f"CONFIG_{name}={seen[name][0]} on line {seen[name][1]}; keep one"
+                )
             continue
         seen[name] = (value, no)
         out.append((no, name, value))
@@ -125,9 +139,11 @@ def rewrite(text: str, shown: str) -> tuple[str, list[str]]:
         if earlier is not None:
             # one symbol twice (under one name or two): agree, or say which lines disagree
             if earlier[0] != value:
-                both = (f"both set CONFIG_{new}; keep one" if earlier[2] != name else "keep one")
-                problems.append(f"{shown}:{no}: CONFIG_{name}={value} contradicts "
-                                f"CONFIG_{earlier[2]}={earlier[0]} on line {earlier[1]}: {both}")
+                both = f"both set CONFIG_{new}; keep one" if earlier[2] != name else "keep one"
+                problems.append(
+                    f"{shown}:{no}: CONFIG_{name}={value} contradicts "
+                    f"CONFIG_{earlier[2]}={earlier[0]} on line {earlier[1]}: {both}"
+                )
             if earlier[0] == value or earlier[2] != name:
                 out.append("")
                 continue

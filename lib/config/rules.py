@@ -13,10 +13,12 @@ name (OWNERS): whatever loads a configuration gets every rule, and no entry
 point has to remember to import them. Rule modules stay free of torch, so
 configuration commands stay fast.
 """
+
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig

@@ -592,6 +592,42 @@ class Symbols:
     nothing measurable. If unsure, keep 8.
     """
 
+    HAMT_ADAPTIVE_SLOTS: bool | None = None
+    """Adaptive slot allocation (learned write router).
+
+    Each token learns where to write: its S write-gate logits become
+    a router whose softmax (or top-k, HAMT_ADAPTIVE_SLOTS_TOPK) splits
+    one unit of write over the slots, instead of an independent
+    sigmoid gate per slot that lets every token write everywhere. A
+    load-balancing loss (HAMT_ADAPTIVE_SLOTS_BALANCE) keeps all slots
+    in use; the log's "slot utilisation" and "slots used" show how
+    evenly they are written. No extra parameters; costs nothing
+    measurable. If unsure, say N.
+    """
+
+    HAMT_ADAPTIVE_SLOTS_TOPK: int | None = None
+    """Adaptive slots: slots each token writes (0 = all, softmax).
+
+    0: every token writes every slot, weighted by the router's
+    softmax. 2 or more: only the k slots with the largest logits,
+    their softmax renormalised over those k, so each slot gathers the
+    tokens routed to it. Must be 0 or from 2 to HAMT_NUM_SLOTS - 1
+    (1 leaves the router no gradient from the language-model loss; all
+    slots is the softmax, use 0). If unsure, keep 0.
+    """
+
+    HAMT_ADAPTIVE_SLOTS_BALANCE: float | None = None
+    """Adaptive slots: load-balancing loss weight.
+
+    Weight of the loss that keeps every slot written. With the
+    softmax router it is KL(mean routing || uniform), 0 when all
+    slots get equal shares; with top-k the Switch Transformer's
+    S x sum f_s P_s, 1 when balanced (the log shows it as "balance
+    loss"). Allowed 0 to 1. 0 turns it off (the router may then send
+    most tokens to a few slots); 0.01 is Switch's value. Raise it if
+    "slots used" in the log falls well below 1.
+    """
+
     HAMT_DROPOUT: float | None = None
     """Dropout probability.
 
@@ -1210,8 +1246,8 @@ class Symbols:
     one (Reddi et al., ICLR 2018); one more buffer per weight.
     AdamWSPAM's clipping still reads v, and its resets leave the
     maximum alone, as in knlp. Off in PyTorch and the SPAM authors'
-    code; knlp's AdamWSPAM always uses it. Not for Muon's AdamW part.
-    If unsure, say N.
+    code; knlp's AdamWSPAM always uses it (on by default with
+    SPAM_RULE_KNLP). Not for Muon's AdamW part. If unsure, say N.
     """
 
     OPTIMIZER_IMPL: Literal["auto", "fused", "foreach", "loop"] | None = None
@@ -1230,7 +1266,8 @@ class Symbols:
     time, the readable reference paths (torch's CPU default for AdamW,
     which nanoGPT uses on CPU); Fused is offered with AdamWSPAM only,
     since for AdamW it is what Auto does. Muon's own AdamW part is not
-    affected.
+    affected; knlp's AdamWSPAM rule (SPAM_RULE_KNLP) runs on torch's
+    AdamW and takes AdamW's paths.
     Recorded in metrics.json (optimizer_impl). If unsure, keep Auto.
     """
 
@@ -1246,13 +1283,49 @@ class Symbols:
     OPTIMIZER_IMPL_LOOP: bool | None = None
     """Loop: per-tensor."""
 
+    SPAM_RULE: Literal["authors", "knlp"] | None = None
+    """AdamWSPAM rule (the SPAM authors' or knlp's).
+
+    Which algorithm the name AdamWSPAM stands for. Two differ under
+    that name: the SPAM authors' (the paper's, arXiv 2501.06842) and
+    the one mcgrof/knlp's GPT-2 trainer runs. Pick knlp's to
+    reproduce a knlp run or compare with its published numbers;
+    `make import-knlp` picks it for knlp's AdamWSPAM files. If
+    unsure, the SPAM authors'.
+    """
+
+    SPAM_RULE_AUTHORS: bool | None = None
+    """The SPAM authors' algorithm.
+
+    lib/optim/spam.py: its own Adam step (eps added to sqrt(v)
+    before bias correction, weight decay after the update), clipping
+    inside the step after the gradient-norm clip and a no-clipping
+    window after each reset, the update (not the LR) re-warmed from 1%.
+    """
+
+    SPAM_RULE_KNLP: bool | None = None
+    """knlp's AdamWSPAM (torch AdamW plus knlp's gradient rules).
+
+    lib/optim/knlp_spam.py, mcgrof/knlp's rule at 041ec5f2: torch's
+    AdamW (AMSGrad per ADAM_AMSGRAD, on in knlp); before the
+    gradient-norm clip, each entry is clipped to sqrt(SPAM_THETA (v +
+    1e-12)) from the 2nd step on (no skip window), then the spike
+    damping of SPAM_SPIKE_RESET is tested on the clipped gradient's
+    norm; every SPAM_INTERVAL steps m and v are zeroed and the LR (not
+    the update) is re-warmed over SPAM_WARMUP_STEPS by (1 - cos)/2 from
+    0.1%. knlp's own SPAM_INTERVAL and SPAM_WARMUP_STEPS count two per
+    step: its 1000 and 200 are 500 and 100 here (import-knlp converts).
+    Its runs used betas (0.9, 0.999), eps 1e-8, weight decay 0.1.
+    """
+
     SPAM_ENABLE_CLIP: bool | None = None
     """Spike-aware gradient clipping.
 
     Where a gradient entry's square exceeds SPAM_THETA times its raw
     second-moment estimate v, replace it by sign(g) sqrt(theta v), as
-    the SPAM authors' code does. Clipped entries are counted in the
-    log and metrics.json. If unsure, say Y.
+    the SPAM authors' code does (knlp's rule: against theta (v +
+    1e-12), before the gradient-norm clip). Clipped entries are
+    counted in the log and metrics.json. If unsure, say Y.
     """
 
     SPAM_THETA: float | None = None
@@ -1265,7 +1338,8 @@ class Symbols:
     fills faster, so when clipping starts, 20 calls after a reset, 5000
     clips entries above ~57x the RMS gradient instead of ~10x. For the
     authors' setting: make SET="ADAM_BETA2=0.999 ADAM_EPSILON=1e-6
-    WEIGHT_DECAY=0". If unsure, keep 5000.
+    WEIGHT_DECAY=0". knlp's rule compares with theta (v + 1e-12) and
+    uses 50 (its default here). If unsure, keep the default.
     """
 
     SPAM_CLIP_SKIP_STEPS: int | None = None
@@ -1307,8 +1381,9 @@ class Symbols:
     at the start of calls 500, 1000, ... The paper and the authors'
     code use 500 (DeltaT). A run of fewer steps has no reset, and one
     whose last call is a multiple of this ends with a reset (as the
-    paper's 10000 steps at 500 do); neither is refused. If unsure,
-    keep 500.
+    paper's 10000 steps at 500 do); neither is refused. knlp's rule
+    zeroes them at steps 500, 1000, ... too, after its clipping (its
+    own SPAM_INTERVAL=1000 is 500 steps). If unsure, keep 500.
     """
 
     SPAM_WARMUP_STEPS: int | None = None
@@ -1321,7 +1396,10 @@ class Symbols:
     A value at or above SPAM_INTERVAL is accepted, as by the authors'
     code (their launcher passed its LR warmup, 1000, with resets every
     500): the update then stays below full scale after the first
-    reset. If unsure, keep 150.
+    reset. knlp's rule scales the LR instead, by max(0.001, (1 -
+    cos(pi j / N)) / 2) on the j-th step from the reset (j < N); its
+    defconfigs' 200 are 100 here (the default with that rule). If
+    unsure, keep the default.
     """
 
     SPAM_RESTART_BIAS_CORRECTION: bool | None = None
@@ -1343,7 +1421,10 @@ class Symbols:
     SPAM_SPIKE_THRESHOLD, m is halved and v multiplied by 0.9 before
     this call's update, as mcgrof/knlp's AdamWSPAM does (its
     lib/optimizers.py). Dampings are counted in metrics.json. Costs a
-    host sync per step. Not in the SPAM paper. If unsure, say N.
+    host sync per step. Not in the SPAM paper. With the authors' rule
+    the norm is the one after the gradient-norm clip; with knlp's, the
+    one before it, after knlp's clipping, as knlp measures it. If
+    unsure, N with the authors' rule, Y with knlp's (its default).
     """
 
     SPAM_SPIKE_THRESHOLD: float | None = None
@@ -1777,6 +1858,18 @@ class Symbols:
 
     PRUNING_SCOPE_PER_LAYER: bool | None = None
     """Per layer."""
+
+    PRUNING_HEAD: bool | None = None
+    """Also prune the LM head (tied: the token embedding).
+
+    Add the output head's weight matrix to the pruned weights, as
+    AdamWPrune does on GPT-2 (mcgrof/knlp 041ec5f2 masks every
+    nn.Linear, the tied lm_head among them), so a knlp file's run
+    prunes what it pruned there. With a tied head that matrix is
+    also the token embedding: pruned entries zero parts of token
+    vectors. The run id does not show it; keep such runs in their
+    own results directory. If unsure, say N.
+    """
 
     DEVICE: Literal["auto", "cuda", "cpu", "mps"]
     """Device.
@@ -2360,14 +2453,108 @@ class Symbols:
     rendezvous meets. Change it only if the port is taken.
     """
 
+    MATRIX_TUNE: bool
+    """Tune every configuration with the same budget before comparing.
+
+    Before the matrix's runs, search each configuration's own best
+    values of the symbols below (an Optuna study per configuration,
+    trials as short runs), then train its runs (MATRIX_SEEDS seeds)
+    at those values. A comparison at one shared learning rate mostly
+    measures how well it suits each method (Schmidt et al. 2021,
+    arXiv 2007.01547). Costs MATRIX_TUNE_TRIALS short runs per
+    configuration. On the command line: TUNE="LR WARMUP". If unsure,
+    say N.
+    """
+
+    MATRIX_TUNE_SYMBOLS: str | None = None
+    """Symbols to tune, with optional ranges.
+
+    Numeric symbols (int, hex or float, or an alias such as LR) each
+    trial sets, space-separated. A bare name searches /10 to x10 of
+    its configured value on a log scale; NAME=lo..hi a linear range,
+    NAME=lo..hi:log a log one, e.g. "LR=1e-4..1e-2:log
+    GPT2_WARMUP_STEPS=10..100". Ranges must lie within the symbol's
+    own. If unsure, keep "LR".
+    """
+
+    MATRIX_TUNE_TRIALS: int | None = None
+    """Trials per configuration.
+
+    Short runs the search spends on each configuration: finished
+    and pruned trials count, failed ones are tried again. The same
+    for every configuration, and stated in the results. With the
+    grid sampler, the grid's size (at most this). On the command
+    line: TUNE_TRIALS=. If unsure, 8.
+    """
+
+    MATRIX_TUNE_FRACTION: int | None = None
+    """Steps per trial (percent of GPT2_MAX_ITERS).
+
+    Each trial trains this percentage of GPT2_MAX_ITERS, and must
+    reach at least two evaluations (GPT2_EVAL_INTERVAL) so that the
+    pruner has something to compare. Short trials favour settings
+    that learn fast early. On the command line: TUNE_FRACTION=.
+    If unsure, 20.
+    """
+
+    MATRIX_TUNE_SAMPLER: Literal["tpe", "grid"] | None = None
+    """Search strategy.
+
+    How each trial's values are chosen. TPE (Bergstra et al. 2011)
+    learns from the trials so far; grid spaces each range evenly.
+    If unsure, TPE.
+    """
+
+    MATRIX_TUNE_SAMPLER_TPE: bool | None = None
+    """TPE (Optuna's default, seeded)."""
+
+    MATRIX_TUNE_SAMPLER_GRID: bool | None = None
+    """Grid (evenly spaced values)."""
+
+    MATRIX_TUNE_PRUNER: Literal["successive_halving", "hyperband", "none"] | None = None
+    """Stop poor trials early.
+
+    At each evaluation a trial reports its validation loss; the
+    pruner stops trials clearly worse than the others at the same
+    step (Jamieson & Talwalkar 2016, arXiv 1502.07943; Hyperband:
+    Li et al., arXiv 1603.06560). A pruned trial is recorded as
+    pruned, not failed. If unsure, successive halving.
+    """
+
+    MATRIX_TUNE_PRUNER_SUCCESSIVE_HALVING: bool | None = None
+    """Successive halving."""
+
+    MATRIX_TUNE_PRUNER_HYPERBAND: bool | None = None
+    """Hyperband."""
+
+    MATRIX_TUNE_PRUNER_NONE: bool | None = None
+    """None (every trial runs to its end)."""
+
+    MATRIX_TUNE_STORAGE: str | None = None
+    """Study database URL (empty = SQLite beside the matrix).
+
+    Where the Optuna studies live. Empty: sqlite:///<matrix>/tune/
+    study.db, which parallel trials on this machine share. On a
+    cluster whose jobs run on several nodes give a database server,
+    e.g. "postgresql://user@host/db" (its driver must be installed).
+    If unsure, leave empty.
+    """
+
+    MATRIX_TUNE_SEED: int | None = None
+    """Sampler seed.
+
+    Seeds the sampler, so a search is reproducible. Trials train
+    with TRAIN_SEED; the final runs with MATRIX_SEEDS. If unsure, 0.
+    """
+
     EVAL_VAL: bool
     """Evaluate the training dataset's validation split.
 
     `make eval` measures sliding-window perplexity on the validation
     split the run trained against (its prepared val.bin), scoring every
     token once. Offline; its cost grows with the split's size (see
-    EVAL_MAX_TOKENS). A GPT-2 baseline uses the configured dataset when
-    its tokenizer is GPT-2 BPE. If unsure, say Y.
+    EVAL_MAX_TOKENS). A baseline (`make eval-baseline`) uses it only when
+    its tokenizer is GPT-2 BPE, as the split's ids are. If unsure, say Y.
     """
 
     EVAL_WIKITEXT2: bool
@@ -2442,6 +2629,37 @@ class Symbols:
     of large validation splits; eval.json marks such a set truncated
     and leaves out its word-level figures. Published figures need 0.
     If unsure, keep 0.
+    """
+
+    EVAL_TRUST_REMOTE_CODE: bool
+    """Run model code shipped in a baseline's folder (DANGEROUS).
+
+    `make eval-baseline` and `make eval-baselines` read any architecture
+    transformers knows. A folder whose config.json names code of its own
+    (auto_map, e.g. some MobileLLM revisions) is refused unless this is
+    Y, because that Python code then runs with your permissions: read it
+    first, and only say Y for repositories you trust. Weights are always
+    read from safetensors, never unpickled. If unsure, say N.
+    """
+
+    EVAL_BASELINES: str
+    """List of baselines for make eval-baselines.
+
+    A text file, one baseline a line: a name, the Hugging Face repository
+    id it is fetched from, and optionally its folder and the word
+    trust_remote_code (see baselines/hamt-plan). `make eval-baselines`
+    evaluates each folder that exists and names the download command of
+    each one that does not. Relative paths start at the project root.
+    If unsure, keep baselines/hamt-plan (the HAMT plan's models).
+    """
+
+    EVAL_BASELINES_DIR: str
+    """Folder holding the baselines' model folders.
+
+    Where a baseline of EVAL_BASELINES without a folder of its own is
+    looked for: <this folder>/<name>. On a node without network, copy
+    or download the folders elsewhere and point this at them. Relative
+    paths start at the project root. If unsure, keep "models".
     """
 
     EVAL_SAMPLES: bool

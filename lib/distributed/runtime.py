@@ -18,19 +18,22 @@ Division of labour:
 * rank 0 alone logs, writes metrics.json and checkpoints; checkpoints hold
   every rank's RNG state, so a resumed run continues exactly.
 """
+
 from __future__ import annotations
 
 import contextlib
 import datetime
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
-from lib.config.run_config import value_or
 from torch import nn
+
+from lib.config.run_config import value_or
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -64,6 +67,7 @@ class DistEnv:
             return model
         if self.strategy == "fsdp":
             from torch.distributed.fsdp import fully_shard
+
             for block in model.blocks():  # model: a LanguageModel
                 fully_shard(block)
             return fully_shard(model)
@@ -76,9 +80,11 @@ class DistEnv:
         if not self.active:
             return lambda last: contextlib.nullcontext()
         if self.strategy == "fsdp":
+
             def fsdp_sync(last: bool) -> contextlib.AbstractContextManager:
                 module.set_requires_gradient_sync(last)
                 return contextlib.nullcontext()
+
             return fsdp_sync
         return lambda last: contextlib.nullcontext() if last else module.no_sync()
 
@@ -117,8 +123,9 @@ class DistEnv:
         machines, for resuming)."""
         opened = open_run() if self.is_main else (None, None, None)
         run, run_dir, resumed = self.broadcast((opened[0], opened[1], opened[2] is not None))
-        state = opened[2] if self.is_main else (load(run_dir / "ckpt_latest.pt")
-                                                if resumed else None)
+        state = (
+            opened[2] if self.is_main else (load(run_dir / "ckpt_latest.pt") if resumed else None)
+        )
         return run, run_dir, state
 
     def for_run(self, run: RunConfig) -> DistEnv:
@@ -146,20 +153,30 @@ class DistEnv:
         """Full (unsharded) model and optimizer state dicts, the same as one
         process would save; FSDP gathers them (a collective, on every rank)."""
         if self.active and self.strategy == "fsdp":
-            from torch.distributed.checkpoint.state_dict import (StateDictOptions,
-                                                                 get_state_dict)
-            return get_state_dict(model, optimizer, options=StateDictOptions(
-                full_state_dict=True, cpu_offload=True))
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+            return get_state_dict(
+                model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+            )
         return model.state_dict(), optimizer.state_dict()
 
-    def load_states(self, model: nn.Module, optimizer: torch.optim.Optimizer,
-                    model_state: dict, optimizer_state: dict) -> None:
+    def load_states(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        model_state: dict,
+        optimizer_state: dict,
+    ) -> None:
         if self.active and self.strategy == "fsdp":
-            from torch.distributed.checkpoint.state_dict import (StateDictOptions,
-                                                                 set_state_dict)
-            set_state_dict(model, optimizer, model_state_dict=model_state,
-                           optim_state_dict=optimizer_state,
-                           options=StateDictOptions(full_state_dict=True))
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+
+            set_state_dict(
+                model,
+                optimizer,
+                model_state_dict=model_state,
+                optim_state_dict=optimizer_state,
+                options=StateDictOptions(full_state_dict=True),
+            )
             return
         model.load_state_dict(model_state)
         optimizer.load_state_dict(optimizer_state)
@@ -191,7 +208,8 @@ def from_environment() -> DistEnv:
         return SINGLE
     if not dist.is_initialized():
         chosen = os.environ.get(BACKEND_VARIABLE) or (
-            "nccl" if torch.cuda.is_available() else "gloo")
+            "nccl" if torch.cuda.is_available() else "gloo"
+        )
         dist.init_process_group(chosen, timeout=datetime.timedelta(minutes=30))
     return DistEnv(int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0")), world)
 
@@ -224,14 +242,24 @@ def torchrun_command(run: RunConfig, script: str, args: list[str]) -> list[str]:
     """`python -m torch.distributed.run ...` for this run (the torchrun CLI)."""
     nodes, gpus = run.DIST_NNODES, run.GPT2_NUM_GPUS
     assert nodes is not None and gpus is not None  # visible whenever GPT2_USE_DDP, the only launch
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={gpus}",
-           f"--nnodes={nodes}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={gpus}",
+        f"--nnodes={nodes}",
+    ]
     if nodes > 1:
         if not run.DIST_RDZV_ENDPOINT:
-            raise ValueError(f"CONFIG_DIST_NNODES={nodes} needs CONFIG_DIST_RDZV_ENDPOINT "
-                             f"(host:port of the rendezvous, reachable from every machine)")
-        cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint={run.DIST_RDZV_ENDPOINT}",
-                f"--rdzv-id={run.DIST_RDZV_ID}"]
+            raise ValueError(
+                f"CONFIG_DIST_NNODES={nodes} needs CONFIG_DIST_RDZV_ENDPOINT "
+                f"(host:port of the rendezvous, reachable from every machine)"
+            )
+        cmd += [
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={run.DIST_RDZV_ENDPOINT}",
+            f"--rdzv-id={run.DIST_RDZV_ID}",
+        ]
     else:
         cmd.append("--standalone")
     return cmd + [script, *args]

@@ -3,6 +3,7 @@ batch fitting and the test matrix's dry run.
 
 Importing this package is cheap (no torch import until a function runs).
 """
+
 from lib.estimate.memory import MemoryEstimate, estimate_memory
 from lib.estimate.timing import estimate_seconds
 

@@ -19,14 +19,16 @@ optimizer, pruning and seed are not part of the shape: they change a step by
 far less than the machine's load does. A run on a loaded machine calibrates
 the next estimate to that load.
 """
+
 from __future__ import annotations
 
 import json
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from lib.atomic import read_json_object
 from lib.plural import counted
@@ -45,8 +47,9 @@ UNCALIBRATED = "from the FLOP rate, uncalibrated"
 @dataclass(frozen=True)
 class Measured:
     """What one completed run took."""
+
     shape: str
-    step_s: float            # steady seconds per step
+    step_s: float  # steady seconds per step
     steps: int
     evaluations: int
     process_s: float | None  # the whole process, where a matrix timed it
@@ -56,16 +59,24 @@ class Measured:
 @dataclass(frozen=True)
 class RunEstimate:
     seconds: float
-    basis: str          # UNCALIBRATED, or "calibrated from N runs of this shape ..."
-    calibrated: int     # how many completed runs it rests on
+    basis: str  # UNCALIBRATED, or "calibrated from N runs of this shape ..."
+    calibrated: int  # how many completed runs it rests on
 
 
-def shape(model: str, model_config: dict[str, Any], tokens_per_iter: int, device: str,
-          dtype: str, world: int, compiled: bool) -> str:
+def shape(
+    model: str,
+    model_config: dict[str, Any],
+    tokens_per_iter: int,
+    device: str,
+    dtype: str,
+    world: int,
+    compiled: bool,
+) -> str:
     """The key two runs of the same speed share."""
     config = json.loads(json.dumps(model_config, default=str))  # tuples as JSON lists
-    return json.dumps([model, config, tokens_per_iter, device, dtype, world, compiled],
-                      sort_keys=True)
+    return json.dumps(
+        [model, config, tokens_per_iter, device, dtype, world, compiled], sort_keys=True
+    )
 
 
 def planned_shape(run: RunConfig, info: Any = None) -> str | None:
@@ -80,8 +91,15 @@ def planned_shape(run: RunConfig, info: Any = None) -> str | None:
         return None
     cfg, _ = model_counts(run, default_vocab(run))
     world = world_size(run)
-    return shape(run.MODEL, asdict(cfg), run.derived(world)["tokens_per_iter"], info.name,
-                 dtype, world, bool(run.COMPILE_MODEL))
+    return shape(
+        run.MODEL,
+        asdict(cfg),
+        run.derived(world)["tokens_per_iter"],
+        info.name,
+        dtype,
+        world,
+        bool(run.COMPILE_MODEL),
+    )
 
 
 def _compiled(folder: Path) -> bool:
@@ -96,8 +114,15 @@ def measured(folder: Path, process_s: float | None = None) -> Measured | None:
     m = read_json_object(folder / "metrics.json")
     try:
         step_s = float(m["ms_per_iter"]) / 1000
-        key = shape(m["model"], m["model_config"], int(m["tokens_per_iter"]), m["device_name"],
-                    m["dtype"], int(m.get("world_size") or 1), _compiled(folder))
+        key = shape(
+            m["model"],
+            m["model_config"],
+            int(m["tokens_per_iter"]),
+            m["device_name"],
+            m["dtype"],
+            int(m.get("world_size") or 1),
+            _compiled(folder),
+        )
         steps, evaluations = int(m["iterations"]), len(m["val_loss"]["iters"])
         when = (folder / "metrics.json").stat().st_mtime
     except (KeyError, TypeError, ValueError, OSError):
@@ -144,12 +169,14 @@ def _folders(results: Path) -> Iterator[tuple[Path, float | None]]:
 
 def completed_runs(results: Path) -> list[Measured]:
     """Every completed run under results, measured."""
-    return [m for folder, seconds in _folders(Path(results))
-            if (m := measured(folder, seconds)) is not None]
+    return [
+        m
+        for folder, seconds in _folders(Path(results))
+        if (m := measured(folder, seconds)) is not None
+    ]
 
 
-def estimate_run(run: RunConfig, completed: list[Measured], info: Any = None
-                 ) -> RunEstimate | None:
+def estimate_run(run: RunConfig, completed: list[Measured], info: Any = None) -> RunEstimate | None:
     """Seconds for `run`'s whole process, and what they rest on; None where the
     FLOP model knows no rate for the device."""
     from lib.estimate.memory import configured_device
@@ -166,11 +193,17 @@ def estimate_run(run: RunConfig, completed: list[Measured], info: Any = None
         return RunEstimate(startup + parts.total - parts.compile_s, UNCALIBRATED, 0)
     step_s = statistics.median(m.step_s for m in same)
     eval_s = parts.eval_s * step_s / parts.step_s if parts.step_s else 0.0
-    fixed = [m.process_s - m.steps * m.step_s - m.evaluations * eval_s
-             for m in same if m.process_s is not None]
+    fixed = [
+        m.process_s - m.steps * m.step_s - m.evaluations * eval_s
+        for m in same
+        if m.process_s is not None
+    ]
     fixed_s = max(0.0, statistics.median(fixed)) if fixed else startup
     seconds = fixed_s + parts.steps * step_s + parts.evaluations * eval_s
     runs = counted(len(same), "run")
-    basis = (f"calibrated from {runs} of this shape on this machine" if fixed else
-             f"step time from {runs} of this shape on this machine, start-up assumed")
+    basis = (
+        f"calibrated from {runs} of this shape on this machine"
+        if fixed
+        else f"step time from {runs} of this shape on this machine, start-up assumed"
+    )
     return RunEstimate(seconds, basis, len(same))

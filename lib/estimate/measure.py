@@ -11,10 +11,12 @@ bytes of tensors allocated:
   whose maximum is the peak of live tensor bytes. Process RSS would add
   the interpreter, libraries and allocator caching.
 """
+
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -28,8 +30,11 @@ def cpu_peak_bytes(fn: Callable[[], Any]) -> int:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    events = [e for e in prof.profiler.kineto_results.events()
-              if e.name() == "[memory]" and str(e.device_type()).endswith("CPU")]
+    events = [
+        e
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and str(e.device_type()).endswith("CPU")
+    ]
     live = peak = 0
     for event in sorted(events, key=lambda e: e.start_ns()):
         live += event.nbytes()
@@ -57,16 +62,18 @@ def train_steps(run: RunConfig, device: torch.device, vocab_size: int, steps: in
     generator = torch.Generator().manual_seed(0)
 
     def batch() -> tuple[torch.Tensor, torch.Tensor]:
-        tokens = torch.randint(cfg.vocab_size, (run.BATCH_SIZE, cfg.block_size + 1),
-                               generator=generator)
+        tokens = torch.randint(
+            cfg.vocab_size, (run.BATCH_SIZE, cfg.block_size + 1), generator=generator
+        )
         return tokens[:, :-1].to(device), tokens[:, 1:].to(device)
 
     for i in range(steps):
         step(batch, 1e-4, i + 1)
 
 
-def measure_peak(run: RunConfig, vocab_size: int, steps: int = 3,
-                 device: torch.device | None = None) -> int:
+def measure_peak(
+    run: RunConfig, vocab_size: int, steps: int = 3, device: torch.device | None = None
+) -> int:
     """Peak tensor bytes of `steps` training steps of `run` (module docstring)."""
     from lib.hardware.precision import resolve_device
 

@@ -31,6 +31,7 @@ gradient buckets. What the estimate leaves out is what CUDA's allocator does
 not count either (the CUDA context, about 0.5 GiB, and the allocator's cached
 free blocks); `fits` adds a margin for them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -52,25 +53,26 @@ COMPONENTS = ("parameters", "gradients", "optimizer", "activations", "logits", "
 
 @dataclass(frozen=True)
 class ModelCounts:
-    params: int          # unique parameters (the tied embedding once)
+    params: int  # unique parameters (the tied embedding once)
     linear_weights: int  # elements in Linear weights (autocast copies them)
-    largest: int         # elements of the largest parameter
-    prunable: int        # elements pruners may mask
+    largest: int  # elements of the largest parameter
+    prunable: int  # elements pruners may mask
     tied_embedding: int  # elements of the embedding the LM head shares
     flops_per_token: int  # training FLOPs per token at the block size (model's own count)
-    tensors: int = 0     # parameter tensors (each has a 4-byte step counter)
+    tensors: int = 0  # parameter tensors (each has a 4-byte step counter)
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Bytes per device at the estimated peak, by component; total_bytes sums them."""
+
     parameters: int
     gradients: int
     optimizer: int
     activations: int
     logits: int
     overhead: int
-    phase: str                      # the moment of the step the peak falls in
+    phase: str  # the moment of the step the peak falls in
     dtype: str
     device: str
     batch_size: int
@@ -102,12 +104,20 @@ class MemoryEstimate:
 
     def as_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in COMPONENTS}
-        out.update(total_bytes=self.total_bytes, phase=self.phase, dtype=self.dtype,
-                   device=self.device, batch_size=self.batch_size,
-                   accumulation=self.accumulation, checkpointing=self.checkpointing,
-                   fused_attention=self.fused_attention, world_size=self.world_size,
-                   activations_per_layer=self.activations_per_layer,
-                   per_layer=dict(self.per_layer), phases=dict(self.phases))
+        out.update(
+            total_bytes=self.total_bytes,
+            phase=self.phase,
+            dtype=self.dtype,
+            device=self.device,
+            batch_size=self.batch_size,
+            accumulation=self.accumulation,
+            checkpointing=self.checkpointing,
+            fused_attention=self.fused_attention,
+            world_size=self.world_size,
+            activations_per_layer=self.activations_per_layer,
+            per_layer=dict(self.per_layer),
+            phases=dict(self.phases),
+        )
         return out
 
 
@@ -118,6 +128,7 @@ def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
     """The family config for `run` and its parameter counts, from a model
     built on the meta device (shapes only: no memory, no initialisation)."""
     import torch
+
     from lib.model import registry
 
     family = registry.family(run.MODEL)
@@ -129,12 +140,18 @@ def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
         params = list(model.parameters())
         linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
         # the LM head's matrix when it is the embedding's (GPT2_TIE_HEAD=n: none shared)
-        tied = (model.lm_head.weight.numel()
-                if model.lm_head.weight is model.embedding().weight else 0)
-        _COUNTS[key] = ModelCounts(sum(p.numel() for p in params), linear,
-                                   max(p.numel() for p in params),
-                                   sum(p.numel() for _, p in model.prunable()), tied,
-                                   int(model.flops_per_token(cfg.block_size)), len(params))
+        tied = (
+            model.lm_head.weight.numel() if model.lm_head.weight is model.embedding().weight else 0
+        )
+        _COUNTS[key] = ModelCounts(
+            sum(p.numel() for p in params),
+            linear,
+            max(p.numel() for p in params),
+            sum(p.numel() for _, p in model.prunable()),
+            tied,
+            int(model.flops_per_token(cfg.block_size)),
+            len(params),
+        )
     return cfg, _COUNTS[key]
 
 
@@ -150,6 +167,7 @@ def default_vocab(run: RunConfig) -> int:
     try:
         from lib.data.corpus import load_meta
         from lib.data.prepared import data_dir
+
         return int(load_meta(data_dir(run))["vocab_size"])
     except Exception:  # not prepared yet: at most one id per byte value
         return 256
@@ -170,8 +188,13 @@ def optimizer_bytes(run: RunConfig, counts: ModelCounts) -> int:
     return total
 
 
-def estimate_memory(run: RunConfig, vocab_size: int | None = None, batch_size: int | None = None,
-                    accumulation: int | None = None, device_info: Any = None) -> MemoryEstimate:
+def estimate_memory(
+    run: RunConfig,
+    vocab_size: int | None = None,
+    batch_size: int | None = None,
+    accumulation: int | None = None,
+    device_info: Any = None,
+) -> MemoryEstimate:
     """Peak memory of one device training `run` (see the module docstring).
 
     batch_size / accumulation default to the configured ones; device_info
@@ -197,16 +220,37 @@ def estimate_memory(run: RunConfig, vocab_size: int | None = None, batch_size: i
     ckpt = bool(run.TRAIN_GRADIENT_CHECKPOINTING)
     phases = _phases(run, counts, cfg, acts, shape, info.kind, accum, world, fsdp, ckpt)
     phase, parts = max(phases.items(), key=lambda kv: sum(kv[1].values()))
-    return MemoryEstimate(**parts, phase=phase, dtype=dtype, device=info.kind, batch_size=batch,
-                          accumulation=accum, block_size=cfg.block_size,
-                          vocab_size=cfg.vocab_size, n_layer=cfg.n_layer, params=counts.params,
-                          world_size=world, checkpointing=ckpt,
-                          fused_attention=acts.fused_attention, per_layer=acts.per_layer,
-                          phases={k: sum(v.values()) for k, v in phases.items()})
+    return MemoryEstimate(
+        **parts,
+        phase=phase,
+        dtype=dtype,
+        device=info.kind,
+        batch_size=batch,
+        accumulation=accum,
+        block_size=cfg.block_size,
+        vocab_size=cfg.vocab_size,
+        n_layer=cfg.n_layer,
+        params=counts.params,
+        world_size=world,
+        checkpointing=ckpt,
+        fused_attention=acts.fused_attention,
+        per_layer=acts.per_layer,
+        phases={k: sum(v.values()) for k, v in phases.items()},
+    )
 
 
-def _phases(run: RunConfig, counts: ModelCounts, cfg: Any, acts: Activations, s: Shape, kind: str,
-            accum: int, world: int, fsdp: bool, ckpt: bool) -> dict[str, dict[str, int]]:
+def _phases(
+    run: RunConfig,
+    counts: ModelCounts,
+    cfg: Any,
+    acts: Activations,
+    s: Shape,
+    kind: str,
+    accum: int,
+    world: int,
+    fsdp: bool,
+    ckpt: bool,
+) -> dict[str, dict[str, int]]:
     """Components at each candidate peak moment (module docstring)."""
     shard = world if fsdp else 1
     params = 4 * counts.params // shard
@@ -221,7 +265,10 @@ def _phases(run: RunConfig, counts: ModelCounts, cfg: Any, acts: Activations, s:
         # Chunked or Liger head loss: one chunk's logits and their gradient at a
         # time, and the fp32 gradient of the hidden states it fills chunk by chunk.
         from lib.model.fused_loss import chunk_rows
-        logits = 12 * chunk_rows(n, cfg.n_embd, cfg.vocab_size) * cfg.vocab_size + 4 * n * cfg.n_embd
+
+        logits = (
+            12 * chunk_rows(n, cfg.n_embd, cfg.vocab_size) * cfg.vocab_size + 4 * n * cfg.n_embd
+        )
     fixed = 16 * n + (CUDA_WORKSPACE if kind == "cuda" else 0)
     if world > 1 and not fsdp:
         fixed += 4 * counts.params  # DDP's gradient buckets
@@ -231,8 +278,14 @@ def _phases(run: RunConfig, counts: ModelCounts, cfg: Any, acts: Activations, s:
     carry = grads if accum > 1 else 0
 
     def parts(g: int, a: int, lg: int, extra: int) -> dict[str, int]:
-        return {"parameters": params, "gradients": g, "optimizer": optim, "activations": a,
-                "logits": lg, "overhead": fixed + extra}
+        return {
+            "parameters": params,
+            "gradients": g,
+            "optimizer": optim,
+            "activations": a,
+            "logits": lg,
+            "overhead": fixed + extra,
+        }
 
     out = {
         "loss": parts(carry, stored, logits, copies),
@@ -282,5 +335,6 @@ def configured_device(run: RunConfig) -> Any:
         device = resolve_device(run.DEVICE)
     except RuntimeError:  # configured for a device this machine lacks: estimate for it anyway
         from lib.hardware.devices import DeviceInfo
+
         return DeviceInfo(run.DEVICE, run.DEVICE, None, run.DEVICE == "cuda", None, run.DEVICE)
     return describe_device(device) if device.type != "cpu" else cpu_info()

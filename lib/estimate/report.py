@@ -1,12 +1,19 @@
 """`make estimate`: the memory table for a RunConfig and which devices it fits."""
+
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lib.estimate.fit import plan_batch
-from lib.estimate.memory import (GIB, MIB, MemoryEstimate, configured_device, estimate_memory,
-                                 world_size)
+from lib.estimate.memory import (
+    GIB,
+    MIB,
+    MemoryEstimate,
+    configured_device,
+    estimate_memory,
+    world_size,
+)
 from lib.estimate.timing import estimate_seconds
 from lib.hardware.devices import KNOWN_GPUS, DeviceInfo, cpu_info, profile_info
 
@@ -27,8 +34,9 @@ def with_checkpointing(run: RunConfig, on: bool) -> RunConfig:
     return replace(run, TRAIN_GRADIENT_CHECKPOINTING=on)
 
 
-def largest_fitting_batch(run: RunConfig, info: DeviceInfo, vocab: int | None,
-                          limit: int = 4096) -> int:
+def largest_fitting_batch(
+    run: RunConfig, info: DeviceInfo, vocab: int | None, limit: int = 4096
+) -> int:
     """The largest micro-batch (accumulation as configured) that fits, 0 if none."""
     low, high = 0, limit
     while low < high:
@@ -48,8 +56,10 @@ def breakdown(est: MemoryEstimate, other: MemoryEstimate) -> list[str]:
     notes = {
         "parameters": f"{est.params / 1e6:.1f}M",
         "optimizer": "2 fp32 moments + step (+ masks)",
-        "activations": (f"{est.n_layer} x {est.activations_per_layer / MIB:.1f} MiB"
-                        + (", checkpointed" if est.checkpointing else "")),
+        "activations": (
+            f"{est.n_layer} x {est.activations_per_layer / MIB:.1f} MiB"
+            + (", checkpointed" if est.checkpointing else "")
+        ),
         "logits": f"{est.batch_size} x {est.block_size} x {est.vocab_size}",
         "overhead": "autocast copies, batch, workspace",
     }
@@ -58,8 +68,10 @@ def breakdown(est: MemoryEstimate, other: MemoryEstimate) -> list[str]:
         lines.append(f"  {(label + note)[:52]:<52}{_gib(getattr(est, name))}")
     lines.append(f"  {'total (peak: ' + est.phase + ')':<52}{_gib(est.total_bytes)}")
     word = "with" if other.checkpointing else "without"
-    lines.append(f"  {word + ' gradient checkpointing: activations':<52}"
-                 f"{_gib(other.activations)}   total {other.total_bytes / GIB:.2f} GiB")
+    lines.append(
+        f"  {word + ' gradient checkpointing: activations':<52}"
+        f"{_gib(other.activations)}   total {other.total_bytes / GIB:.2f} GiB"
+    )
     if not est.fused_attention:
         lines.append("  attention: no fused kernel here, T x T scores are kept per layer")
     return lines
@@ -71,8 +83,9 @@ def layer_lines(est: MemoryEstimate, top: int = 6) -> list[str]:
 
 
 def fit_lines(run: RunConfig, vocab: int | None) -> list[str]:
-    header = (f"  {'device':<16}{'memory':>10}{'needs':>10}  {'fits':<5}"
-              f"{'max micro-batch':>16}  time")
+    header = (
+        f"  {'device':<16}{'memory':>10}{'needs':>10}  {'fits':<5}{'max micro-batch':>16}  time"
+    )
     lines = [header]
     devices = [profile_info(p) for p in KNOWN_GPUS] + [cpu_info()]
     for info in devices:
@@ -80,9 +93,11 @@ def fit_lines(run: RunConfig, vocab: int | None) -> list[str]:
         fits = est.fits(info.memory_bytes)
         seconds = estimate_seconds(run, info)
         name = "CPU RAM (here)" if info.kind == "cpu" else info.name
-        lines.append(f"  {name:<16}{_gib(info.memory_bytes or 0)} G{_gib(est.required_bytes())} G"
-                     f"  {'yes' if fits else 'no':<5}{largest_fitting_batch(run, info, vocab):>16}"
-                     f"  {_duration(seconds)} ({est.dtype})")
+        lines.append(
+            f"  {name:<16}{_gib(info.memory_bytes or 0)} G{_gib(est.required_bytes())} G"
+            f"  {'yes' if fits else 'no':<5}{largest_fitting_batch(run, info, vocab):>16}"
+            f"  {_duration(seconds)} ({est.dtype})"
+        )
     return lines
 
 
@@ -101,15 +116,22 @@ def report(run: RunConfig, device_info: DeviceInfo | None = None, vocab: int | N
         info = device_info or configured_device(run)
         run, plan = plan_batch(run, info, world_size(run), vocab)
     est = estimate_memory(run, vocab, device_info=device_info)
-    other = estimate_memory(with_checkpointing(run, not est.checkpointing), vocab,
-                            device_info=device_info)
-    title = (f"Memory estimate per device: {run.MODEL}, micro-batch {est.batch_size} x "
-             f"{est.block_size} tokens, accumulation {est.accumulation}, {est.dtype} on "
-             f"{est.device}" + (f", world {est.world_size}" if est.world_size > 1 else ""))
-    lines = [title, *breakdown(est, other), *layer_lines(est), "",
-             "Known devices (needs = estimate + 10 % + runtime context; "
-             "time = whole run, assumed MFU):", *fit_lines(run, vocab)]
+    other = estimate_memory(
+        with_checkpointing(run, not est.checkpointing), vocab, device_info=device_info
+    )
+    title = (
+        f"Memory estimate per device: {run.MODEL}, micro-batch {est.batch_size} x "
+        f"{est.block_size} tokens, accumulation {est.accumulation}, {est.dtype} on "
+        f"{est.device}" + (f", world {est.world_size}" if est.world_size > 1 else "")
+    )
+    lines = [
+        title,
+        *breakdown(est, other),
+        *layer_lines(est),
+        "",
+        "Known devices (needs = estimate + 10 % + runtime context; time = whole run, assumed MFU):",
+        *fit_lines(run, vocab),
+    ]
     if plan is not None:
         lines.insert(1, "  " + plan.describe())
     return "\n".join(lines)
-

@@ -18,6 +18,7 @@ here: lib/estimate/calibrate.py adds them, and replaces the assumed rate by
 this machine's measured one where completed runs of the same shape exist.
 Expect +-50 %: MFU varies with size, sequence length and kernels.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,10 +48,11 @@ def sustained_flops(run: RunConfig, info: Any, dtype: str, world: int) -> float 
 @dataclass(frozen=True)
 class Breakdown:
     """A run's compute time by the FLOP model: steps, evaluations, compilation."""
+
     steps: int
-    step_s: float        # one training step
+    step_s: float  # one training step
     evaluations: int
-    eval_s: float        # one evaluation (forward passes only)
+    eval_s: float  # one evaluation (forward passes only)
     compile_s: float
 
     @property
@@ -83,6 +85,10 @@ def breakdown(run: RunConfig, device_info: Any = None) -> Breakdown | None:
     d = run.derived(world)
     eval_tokens = run.TRAIN_EVAL_ITERS * run.BATCH_SIZE * cfg.block_size * world
     compile_s = COMPILE_SECONDS if run.COMPILE_MODEL and info.kind == "cuda" else 0.0
-    return Breakdown(run.GPT2_MAX_ITERS, counts.flops_per_token * d["tokens_per_iter"] / flops,
-                     d["evaluations"], counts.flops_per_token * eval_tokens / 3 / flops,
-                     compile_s)
+    return Breakdown(
+        run.GPT2_MAX_ITERS,
+        counts.flops_per_token * d["tokens_per_iter"] / flops,
+        d["evaluations"],
+        counts.flops_per_token * eval_tokens / 3 / flops,
+        compile_s,
+    )

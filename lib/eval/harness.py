@@ -21,12 +21,13 @@ Hugging Face model (HFLM), which published figures come from:
   from then on every step reads the last block of tokens again, as GPT-2's
   own generate does.
 """
+
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -44,8 +45,9 @@ MAX_GEN_TOKS = 256  # lm-eval's default when a task sets no max_gen_toks
 Pair = tuple[list[int], list[int]]  # (context ids, continuation ids)
 
 
-def load_run_model(run_dir: Path, checkpoint: str = "best"
-                   ) -> tuple[LanguageModel, Tokenizer, dict[str, Any]]:
+def load_run_model(
+    run_dir: Path, checkpoint: str = "best"
+) -> tuple[LanguageModel, Tokenizer, dict[str, Any]]:
     """The model and tokenizer of results/<run>/ckpt_<checkpoint>.pt, and what
     eval.json records about them."""
     from lib.model import registry
@@ -56,10 +58,15 @@ def load_run_model(run_dir: Path, checkpoint: str = "best"
     config = family.config_cls(**state["model_config"])
     model = family.build(config)
     model.load_state_dict(state["model"])
-    info = {"family": state["family"], "source": "run", "path": str(Path(run_dir).resolve()),
-            "checkpoint": checkpoint, "step": state["step"],
-            "params": sum(p.numel() for p in model.parameters()),
-            "block_size": config.block_size}
+    info = {
+        "family": state["family"],
+        "source": "run",
+        "path": str(Path(run_dir).resolve()),
+        "checkpoint": checkpoint,
+        "step": state["step"],
+        "params": sum(p.numel() for p in model.parameters()),
+        "block_size": config.block_size,
+    }
     return model, tokenizer_from_meta(state["tokenizer"]), info
 
 
@@ -73,11 +80,19 @@ class KconfigLM(LM):
     max_batch_size, which lm-eval passes to every model, is not used.
     """
 
-    def __init__(self, run: str | None = None, checkpoint: str = "best", *,
-                 model: LanguageModel | None = None, tokenizer: Tokenizer | None = None,
-                 batch_size: int | str | None = DEFAULT_BATCH, device: str | None = None,
-                 autocast: Callable[[], contextlib.AbstractContextManager] | None = None,
-                 max_gen_toks: int = MAX_GEN_TOKS, max_batch_size: int | None = None) -> None:
+    def __init__(
+        self,
+        run: str | None = None,
+        checkpoint: str = "best",
+        *,
+        model: LanguageModel | None = None,
+        tokenizer: Tokenizer | None = None,
+        batch_size: int | str | None = DEFAULT_BATCH,
+        device: str | None = None,
+        autocast: Callable[[], contextlib.AbstractContextManager] | None = None,
+        max_gen_toks: int = MAX_GEN_TOKS,
+        max_batch_size: int | None = None,
+    ) -> None:
         super().__init__()
         if model is None or tokenizer is None:
             if not run:
@@ -103,7 +118,7 @@ class KconfigLM(LM):
             eot = self.tokenizer.eot_token
             return ([eot], ids) if eot is not None else (ids[:1], ids[1:])
         ctx = self.tokenizer.encode(context)
-        return ctx, self.tokenizer.encode(context + continuation)[len(ctx):]
+        return ctx, self.tokenizer.encode(context + continuation)[len(ctx) :]
 
     @torch.no_grad()
     def score(self, pairs: Sequence[Pair]) -> list[tuple[float, bool]]:
@@ -117,19 +132,21 @@ class KconfigLM(LM):
             if not cont:
                 continue
             if not ctx or len(cont) > self.block:
-                raise ValueError(f"a continuation of {len(cont)} tokens after {len(ctx)} of "
-                                 f"context cannot be scored: it needs at least one token "
-                                 f"before it, and at most {self.block} in all")
-            ids = (ctx + cont)[-(self.block + 1):]  # the context loses its start
+                raise ValueError(
+                    f"a continuation of {len(cont)} tokens after {len(ctx)} of "
+                    f"context cannot be scored: it needs at least one token "
+                    f"before it, and at most {self.block} in all"
+                )
+            ids = (ctx + cont)[-(self.block + 1) :]  # the context loses its start
             rows.append((i, ids[:-1], cont))
         rows.sort(key=lambda r: -len(r[1]))
         for start in range(0, len(rows), self.batch_size):
-            group = rows[start:start + self.batch_size]
+            group = rows[start : start + self.batch_size]
             x = torch.zeros(len(group), len(group[0][1]), dtype=torch.long)
             y = torch.full_like(x, -1)  # -1: not scored (context and padding)
             for row, (_, inputs, cont) in enumerate(group):
-                x[row, :len(inputs)] = torch.tensor(inputs)
-                y[row, len(inputs) - len(cont):len(inputs)] = torch.tensor(cont)
+                x[row, : len(inputs)] = torch.tensor(inputs)
+                y[row, len(inputs) - len(cont) : len(inputs)] = torch.tensor(cont)
             x, y = x.to(self._device), y.to(self._device)
             with self.autocast():
                 logits, _ = self.model(x, y)  # targets: logits for every position
@@ -137,12 +154,15 @@ class KconfigLM(LM):
                 keep = y[row] >= 0
                 logp = F.log_softmax(logits[row][keep].float(), dim=-1)
                 target = y[row][keep]
-                out[i] = (logp.gather(1, target[:, None]).sum().item(),
-                          bool((logp.argmax(-1) == target).all()))
+                out[i] = (
+                    logp.gather(1, target[:, None]).sum().item(),
+                    bool((logp.argmax(-1) == target).all()),
+                )
         return out
 
-    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False
-                      ) -> list[tuple[float, bool]]:
+    def loglikelihood(
+        self, requests: list[Any], disable_tqdm: bool = False
+    ) -> list[tuple[float, bool]]:
         results = self.score([self.encode_pair(*r.args) for r in requests])
         for r, result in zip(requests, results):
             self.cache_hook.add_partial("loglikelihood", r.args, result)
@@ -156,11 +176,12 @@ class KconfigLM(LM):
             if len(ids) < 2:
                 return []
             prefix, ids = ids[0], ids[1:]
-        return [make_disjoint_window(w) for w in
-                get_rolling_token_windows(ids, prefix, self.block, context_len=1)]
+        return [
+            make_disjoint_window(w)
+            for w in get_rolling_token_windows(ids, prefix, self.block, context_len=1)
+        ]
 
-    def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False
-                              ) -> list[float]:
+    def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[float]:
         windows = [self.rolling_windows(r.args[0]) for r in requests]
         scores = iter(self.score([w for doc in windows for w in doc]))
         results = [sum(next(scores)[0] for _ in doc) for doc in windows]
@@ -175,8 +196,11 @@ class KconfigLM(LM):
         for r in requests:
             context, kwargs = r.args
             until = kwargs.get("until") or []
-            text = self.greedy(context, [until] if isinstance(until, str) else list(until),
-                               int(kwargs.get("max_gen_toks", self.max_gen_toks)))
+            text = self.greedy(
+                context,
+                [until] if isinstance(until, str) else list(until),
+                int(kwargs.get("max_gen_toks", self.max_gen_toks)),
+            )
             self.cache_hook.add_partial("generate_until", r.args, text)
             results.append(text)
         return results
@@ -186,11 +210,13 @@ class KconfigLM(LM):
         """The greedy continuation of context, cut before the first stop string;
         it ends early at end-of-text. Sampling settings of a task are ignored."""
         eot = self.tokenizer.eot_token
-        seq = self.tokenizer.encode(context)[-self.block:]
+        seq = self.tokenizer.encode(context)[-self.block :]
         if not seq:
             if eot is None:
-                raise ValueError("an empty context needs an end-of-text token to start from, "
-                                 "and this tokenizer has none")
+                raise ValueError(
+                    "an empty context needs an end-of-text token to start from, "
+                    "and this tokenizer has none"
+                )
             seq = [eot]
         new: list[int] = []
         with self.autocast():
@@ -204,7 +230,7 @@ class KconfigLM(LM):
                 text = self.tokenizer.decode(new)
                 stops = [i for s in until if s and (i := text.find(s)) >= 0]
                 if stops:
-                    return text[:min(stops)]
+                    return text[: min(stops)]
                 if step + 1 == max_tokens:
                     break
                 logits, state = self._advance(seq, state)
@@ -221,7 +247,7 @@ class KconfigLM(LM):
             except ValueError:
                 if len(seq) <= self.block:
                     raise
-        logits, _ = self.model.start_generation(self._tensor(seq[-self.block:]))
+        logits, _ = self.model.start_generation(self._tensor(seq[-self.block :]))
         return logits, None
 
     def _tensor(self, ids: list[int]) -> torch.Tensor:

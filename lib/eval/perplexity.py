@@ -19,6 +19,7 @@ batch. A family whose model offers hidden_states(idx)
 (lib/model/interface.py) gets this path; any other is scored through
 forward(idx, targets), logits and all.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -58,9 +59,15 @@ class Perplexity:
         return math.exp(min(self.loss, 700.0))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"loss": self.loss, "perplexity": self.perplexity, "nll": self.nll,
-                "tokens": self.tokens, "windows": self.windows, "context": self.context,
-                "stride": self.stride}
+        return {
+            "loss": self.loss,
+            "perplexity": self.perplexity,
+            "nll": self.nll,
+            "tokens": self.tokens,
+            "windows": self.windows,
+            "context": self.context,
+            "stride": self.stride,
+        }
 
 
 def plan_windows(n: int, block: int, stride: int) -> list[Window]:
@@ -68,8 +75,10 @@ def plan_windows(n: int, block: int, stride: int) -> list[Window]:
     if n < 2:
         raise ValueError(f"a text of {n} token(s) has nothing to score: it needs at least 2")
     if not 1 <= stride <= block:
-        raise ValueError(f"stride {stride} is invalid: it must be from 1 to the context "
-                         f"length {block} (a larger stride would leave tokens unscored)")
+        raise ValueError(
+            f"stride {stride} is invalid: it must be from 1 to the context "
+            f"length {block} (a larger stride would leave tokens unscored)"
+        )
     windows: list[Window] = []
     scored = 0  # the last target index scored so far; token 0 never is
     begin = 0
@@ -86,8 +95,11 @@ def _batches(windows: list[Window], batch_size: int) -> list[list[Window]]:
     groups: list[list[Window]] = []
     for w in windows:
         last = groups[-1] if groups else None
-        if (last is not None and len(last) < batch_size
-                and last[0].end - last[0].begin == w.end - w.begin):
+        if (
+            last is not None
+            and len(last) < batch_size
+            and last[0].end - last[0].begin == w.end - w.begin
+        ):
             last.append(w)
         else:
             groups.append([w])
@@ -108,26 +120,29 @@ def _scored(group: list[Window], tokens: Tensor) -> tuple[Tensor, Tensor, Tensor
         first = w.first - w.begin - 1  # the column whose logits predict tokens[w.first]
         cols.append(torch.arange(first, w.end - w.begin))
         rows.append(torch.full((w.end - w.begin - first,), row))
-        targets.append(tokens[w.first:w.end + 1])
+        targets.append(tokens[w.first : w.end + 1])
     return torch.cat(rows), torch.cat(cols), torch.cat(targets)
 
 
-def _nll_from_hidden(model: nn.Module, x: Tensor, rows: Tensor, cols: Tensor,
-                     targets: Tensor) -> Tensor:
+def _nll_from_hidden(
+    model: nn.Module, x: Tensor, rows: Tensor, cols: Tensor, targets: Tensor
+) -> Tensor:
     """Summed NLL of the scored positions: blocks over all of x, head over the rows."""
     hidden = model.hidden_states(x)[rows, cols]  # [K, C]
     head = model.lm_head
-    chunk = max(1, LOGITS_PER_CHUNK.get(x.device.type, LOGITS_PER_CHUNK_ACCELERATOR)
-                // head.weight.size(0))
+    chunk = max(
+        1, LOGITS_PER_CHUNK.get(x.device.type, LOGITS_PER_CHUNK_ACCELERATOR) // head.weight.size(0)
+    )
     total = hidden.new_zeros((), dtype=torch.float32)
     for i in range(0, hidden.size(0), chunk):
-        logits = head(hidden[i:i + chunk])
-        total += F.cross_entropy(logits.float(), targets[i:i + chunk], reduction="sum")
+        logits = head(hidden[i : i + chunk])
+        total += F.cross_entropy(logits.float(), targets[i : i + chunk], reduction="sum")
     return total
 
 
-def _nll_from_forward(model: nn.Module, x: Tensor, rows: Tensor, cols: Tensor,
-                      targets: Tensor) -> Tensor:
+def _nll_from_forward(
+    model: nn.Module, x: Tensor, rows: Tensor, cols: Tensor, targets: Tensor
+) -> Tensor:
     """The same through forward(idx, targets): whatever logits the model makes."""
     y = torch.full_like(x, -1)
     y[rows, cols] = targets
@@ -136,10 +151,16 @@ def _nll_from_forward(model: nn.Module, x: Tensor, rows: Tensor, cols: Tensor,
 
 
 @torch.no_grad()
-def sliding_window_nll(model: nn.Module, tokens: Tensor, block: int, stride: int,
-                       batch_size: int = 8, device: torch.device | str = "cpu",
-                       autocast: contextlib.AbstractContextManager | None = None,
-                       progress: str | None = None) -> Perplexity:
+def sliding_window_nll(
+    model: nn.Module,
+    tokens: Tensor,
+    block: int,
+    stride: int,
+    batch_size: int = 8,
+    device: torch.device | str = "cpu",
+    autocast: contextlib.AbstractContextManager | None = None,
+    progress: str | None = None,
+) -> Perplexity:
     """Perplexity of model on a 1-D tensor of token ids.
 
     model follows the project's interface: model(idx, targets) -> (logits
@@ -155,11 +176,18 @@ def sliding_window_nll(model: nn.Module, tokens: Tensor, block: int, stride: int
     # in float64 where the device has it (MPS does not).
     wide = torch.float32 if torch.device(device).type == "mps" else torch.float64
     nll = torch.zeros((), dtype=wide, device=device)
-    bar = tqdm(total=tokens.numel() - 1, desc=progress, unit="tok", unit_scale=True,
-               dynamic_ncols=True, mininterval=0.5, disable=progress is None)
+    bar = tqdm(
+        total=tokens.numel() - 1,
+        desc=progress,
+        unit="tok",
+        unit_scale=True,
+        dynamic_ncols=True,
+        mininterval=0.5,
+        disable=progress is None,
+    )
     with bar:
         for group in _batches(windows, batch_size):
-            x = torch.stack([tokens[w.begin:w.end] for w in group]).to(device)
+            x = torch.stack([tokens[w.begin : w.end] for w in group]).to(device)
             rows, cols, targets = (t.to(device) for t in _scored(group, tokens))
             with autocast or contextlib.nullcontext():
                 nll += score(model, x, rows, cols, targets).to(wide)

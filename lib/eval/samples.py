@@ -7,11 +7,13 @@ no random numbers, so samples change neither the run's results nor an exact
 resume. A prompt the tokenizer cannot encode, or a failing generation, warns
 once and turns samples off; it never stops training.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -25,8 +27,14 @@ SAMPLES_FILE = "samples.jsonl"
 
 
 class SampleLog:
-    def __init__(self, run: RunConfig, run_dir: Path, tokenizer_meta: dict[str, Any],
-                 log: Callable[[str], None], main: bool = True):
+    def __init__(
+        self,
+        run: RunConfig,
+        run_dir: Path,
+        tokenizer_meta: dict[str, Any],
+        log: Callable[[str], None],
+        main: bool = True,
+    ):
         """main: whether this process samples (the first rank of a distributed run)."""
         self.log, self.path = log, Path(run_dir) / SAMPLES_FILE
         self.enabled = main and bool(run.EVAL_SAMPLES)
@@ -40,8 +48,10 @@ class SampleLog:
             self.ids = self.tokenizer.encode(self.prompt)
             if not self.ids:
                 if self.tokenizer.eot_token is None:
-                    raise ValueError("the prompt is empty and the tokenizer has no "
-                                     "end-of-text token to start from")
+                    raise ValueError(
+                        "the prompt is empty and the tokenizer has no "
+                        "end-of-text token to start from"
+                    )
                 self.ids = [self.tokenizer.eot_token]
         except ValueError as err:
             self._off(f"CONFIG_EVAL_SAMPLE_PROMPT={self.prompt!r}: {err}")
@@ -57,11 +67,13 @@ class SampleLog:
         try:
             idx = torch.tensor([self.ids], dtype=torch.long, device=device)
             out = model.generate(idx, self.tokens, temperature=0.0)
-            new = out[0, len(self.ids):].tolist()
+            new = out[0, len(self.ids) :].tolist()
             text = self.tokenizer.decode(new)
             self.log(f"sample step {step}: {self.prompt!r} -> {text!r}")
             with open(self.path, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"step": step, "prompt": self.prompt, "text": text,
-                                    "tokens": new}) + "\n")
+                f.write(
+                    json.dumps({"step": step, "prompt": self.prompt, "text": text, "tokens": new})
+                    + "\n"
+                )
         except Exception as err:  # a sample must never end a run
             self._off(f"{type(err).__name__}: {err}")

@@ -7,6 +7,7 @@ instead of after minutes of evaluating the others. Hub sets go through the
 `datasets` package and need a network the first time (its cache serves them
 afterwards, also with HF_HUB_OFFLINE=1, which never contacts the hub).
 """
+
 from __future__ import annotations
 
 import re
@@ -16,17 +17,33 @@ from pathlib import Path
 import numpy as np
 
 from lib.data.corpus import SPLIT_FILES, load_meta
-from lib.data.sources import (HUB_DATASETS, HUB_TIMEOUT_S, DataError, hub_offline,
-                              offline_reason, unset_advice)
+from lib.data.sources import (
+    HUB_DATASETS,
+    HUB_TIMEOUT_S,
+    DataError,
+    hub_offline,
+    offline_reason,
+    unset_advice,
+)
 from lib.data.validate import check_prepared
 from lib.paths import from_root
 
 # Set name -> (hub path, hub config, split, text field, the symbol that asks for it).
 HUB_SETS = {
-    "wikitext-2": (HUB_DATASETS["wikitext-2"].path, HUB_DATASETS["wikitext-2"].config,
-                   "test", "text", "EVAL_WIKITEXT2"),
-    "wikitext-103": (HUB_DATASETS["wikitext-103"].path, HUB_DATASETS["wikitext-103"].config,
-                     "test", "text", "EVAL_WIKITEXT103"),
+    "wikitext-2": (
+        HUB_DATASETS["wikitext-2"].path,
+        HUB_DATASETS["wikitext-2"].config,
+        "test",
+        "text",
+        "EVAL_WIKITEXT2",
+    ),
+    "wikitext-103": (
+        HUB_DATASETS["wikitext-103"].path,
+        HUB_DATASETS["wikitext-103"].config,
+        "test",
+        "text",
+        "EVAL_WIKITEXT103",
+    ),
     # OpenAI's LAMBADA test set as GPT-2 used it (5,153 passages).
     "lambada": ("EleutherAI/lambada_openai", "default", "test", "text", "EVAL_LAMBADA"),
 }
@@ -50,10 +67,12 @@ def hub_rows(name: str) -> list[str]:
     path, config, split, text_field, symbol = HUB_SETS[name]
 
     def unreachable(why: str) -> DataError:
-        return DataError(f"evaluation set {name!r} comes from the Hugging Face hub ({path}), "
-                         f"which cannot be used here: {why}. Connect to the network"
-                         f"{unset_advice()}, or turn CONFIG_{symbol} off; a local text "
-                         f"file can be evaluated with CONFIG_EVAL_TEXT_FILE.")
+        return DataError(
+            f"evaluation set {name!r} comes from the Hugging Face hub ({path}), "
+            f"which cannot be used here: {why}. Connect to the network"
+            f"{unset_advice()}, or turn CONFIG_{symbol} off; a local text "
+            f"file can be evaluated with CONFIG_EVAL_TEXT_FILE."
+        )
 
     try:
         if not hub_offline():
@@ -73,13 +92,29 @@ def hub_rows(name: str) -> list[str]:
 
 # WikiText is stored tokenized (" @-@ ", " , ", "( x )"); GPT-2 was evaluated on
 # detokenized text. These rules undo that tokenization as far as is safe.
-_PLAIN = [(" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", "."), (" , ", ", "), (" . ", ". "),
-          (" ; ", "; "), (" : ", ": "), (" ! ", "! "), (" ? ", "? "), (" 's ", "'s "),
-          (" n't ", "n't "), (" 're ", "'re "), (" 've ", "'ve "), (" 'll ", "'ll "),
-          (" 'd ", "'d "), (" 'm ", "'m ")]
-_PAIRED = [(re.compile(r"\( ([^()\n]*?) \)"), r"(\1)"),
-           (re.compile(r"\[ ([^\[\]\n]*?) \]"), r"[\1]"),
-           (re.compile(r'" ([^"\n]*?) "'), r'"\1"')]
+_PLAIN = [
+    (" @-@ ", "-"),
+    (" @,@ ", ","),
+    (" @.@ ", "."),
+    (" , ", ", "),
+    (" . ", ". "),
+    (" ; ", "; "),
+    (" : ", ": "),
+    (" ! ", "! "),
+    (" ? ", "? "),
+    (" 's ", "'s "),
+    (" n't ", "n't "),
+    (" 're ", "'re "),
+    (" 've ", "'ve "),
+    (" 'll ", "'ll "),
+    (" 'd ", "'d "),
+    (" 'm ", "'m "),
+]
+_PAIRED = [
+    (re.compile(r"\( ([^()\n]*?) \)"), r"(\1)"),
+    (re.compile(r"\[ ([^\[\]\n]*?) \]"), r"[\1]"),
+    (re.compile(r'" ([^"\n]*?) "'), r'"\1"'),
+]
 
 
 def detokenize_wikitext(text: str) -> str:
@@ -98,8 +133,13 @@ def wikitext(name: str, detokenize: bool) -> EvalSet:
     text = "".join(row or "\n" for row in hub_rows(name))
     path, config = HUB_SETS[name][:2]
     out = detokenize_wikitext(text) if detokenize else text
-    return EvalSet(name, f"hf:{path} ({config}), test", text=out, words=len(text.split()),
-                   detokenized=detokenize)
+    return EvalSet(
+        name,
+        f"hf:{path} ({config}), test",
+        text=out,
+        words=len(text.split()),
+        detokenized=detokenize,
+    )
 
 
 def lambada() -> EvalSet:
@@ -111,8 +151,10 @@ def text_file(path: str) -> EvalSet:
     """A local UTF-8 text file (CONFIG_EVAL_TEXT_FILE; relative to the project root)."""
     p = from_root(Path(path).expanduser())
     if not p.is_file():
-        raise DataError(f"CONFIG_EVAL_TEXT_FILE=\"{path}\": {p} is not a file; point it at a "
-                        f"UTF-8 text file, or set it to \"\" to skip this set")
+        raise DataError(
+            f'CONFIG_EVAL_TEXT_FILE="{path}": {p} is not a file; point it at a '
+            f'UTF-8 text file, or set it to "" to skip this set'
+        )
     text = p.read_text(encoding="utf-8", errors="replace")
     return EvalSet("text", str(p), text=text, words=len(text.split()))
 

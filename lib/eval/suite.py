@@ -3,18 +3,22 @@
 The EVAL_* symbols say which sets to run and how (lib/eval/Kconfig). A run is
 evaluated from its checkpoint with its own tokenizer, and its validation split
 is found through the configuration it recorded (config.txt); a pretrained
-baseline is a Hugging Face GPT-2 folder read by gpt2/hf.py, with GPT-2's BPE.
+baseline is any Hugging Face causal LM folder (lib/eval/baseline.py), scored
+with its own tokenizer. Both records carry tokens/s and peak memory
+(lib/eval/throughput.py) and, for text sets, bits per byte and word-level
+perplexity, the figures that compare across tokenizers.
 """
+
 from __future__ import annotations
 
 import json
 import math
-import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -25,13 +29,13 @@ from lib.config.run_config import load_run_config, value_or
 from lib.data.prepared import data_dir
 from lib.data.sources import DataError
 from lib.data.tokenizers import GPT2Tokenizer, Tokenizer, tokenizer_from_meta
-from lib.data.tokenizers.gpt2 import GPT2_VOCAB_SIZE
 from lib.eval import sets as eval_sets
+from lib.eval import throughput
 from lib.eval.lambada import last_word_accuracy
 from lib.eval.perplexity import sliding_window_nll
-from lib.run.eval_record import now_iso, write_eval
 from lib.hardware.precision import Precision, resolve_device, resolve_precision
 from lib.run.environment import environment
+from lib.run.eval_record import now_iso, write_eval
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -55,17 +59,25 @@ class EvalPlan:
 
     @classmethod
     def from_run(cls, run: RunConfig) -> EvalPlan:
-        return cls(stride=run.EVAL_STRIDE, batch_size=run.EVAL_BATCH_SIZE,
-                   max_tokens=run.EVAL_MAX_TOKENS, val=run.EVAL_VAL,
-                   wikitext2=run.EVAL_WIKITEXT2, wikitext103=run.EVAL_WIKITEXT103,
-                   lambada=run.EVAL_LAMBADA, text_file=run.EVAL_TEXT_FILE,
-                   detokenize=value_or(run.EVAL_WIKITEXT_DETOKENIZE, False))
+        return cls(
+            stride=run.EVAL_STRIDE,
+            batch_size=run.EVAL_BATCH_SIZE,
+            max_tokens=run.EVAL_MAX_TOKENS,
+            val=run.EVAL_VAL,
+            wikitext2=run.EVAL_WIKITEXT2,
+            wikitext103=run.EVAL_WIKITEXT103,
+            lambada=run.EVAL_LAMBADA,
+            text_file=run.EVAL_TEXT_FILE,
+            detokenize=value_or(run.EVAL_WIKITEXT_DETOKENIZE, False),
+        )
 
     def stride_for(self, block: int) -> int:
         stride = self.stride or max(1, block // 2)
         if stride > block:
-            raise ValueError(f"CONFIG_EVAL_STRIDE={stride} exceeds the model's context of "
-                             f"{block} tokens: allowed 1 to {block}, or 0 for half of it")
+            raise ValueError(
+                f"CONFIG_EVAL_STRIDE={stride} exceeds the model's context of "
+                f"{block} tokens: allowed 1 to {block}, or 0 for half of it"
+            )
         return stride
 
 
@@ -98,8 +110,15 @@ def gather(plan: EvalPlan, tokenizer: Tokenizer, val: Path | str | None) -> list
     return found
 
 
-def evaluate_sets(model: nn.Module, tokenizer: Tokenizer, found: list[eval_sets.EvalSet],
-                  plan: EvalPlan, block: int, precision: Precision, log: Log) -> dict[str, Any]:
+def evaluate_sets(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    found: list[eval_sets.EvalSet],
+    plan: EvalPlan,
+    block: int,
+    precision: Precision,
+    log: Log,
+) -> dict[str, Any]:
     """{set name: eval.json entry} for each gathered set."""
     stride, device = plan.stride_for(block), precision.device
     entries: dict[str, Any] = {}
@@ -107,27 +126,52 @@ def evaluate_sets(model: nn.Module, tokenizer: Tokenizer, found: list[eval_sets.
     for s in found:
         started = time.perf_counter()
         if s.passages:
-            entry = {"kind": "last_word", "source": s.source,
-                     **last_word_accuracy(model, tokenizer, s.passages, block, plan.batch_size,
-                                          device, precision.autocast(), progress="eval lambada")}
+            entry = {
+                "kind": "last_word",
+                "source": s.source,
+                **last_word_accuracy(
+                    model,
+                    tokenizer,
+                    s.passages,
+                    block,
+                    plan.batch_size,
+                    device,
+                    precision.autocast(),
+                    progress="eval lambada",
+                ),
+            }
             summary = f"accuracy {entry['accuracy']:.4f} over {entry['examples']} passages"
         else:
             assert s.ids is not None, "gather() tokenizes every set without passages"
             cut = 0 < plan.max_tokens < len(s.ids)
-            ids = torch.from_numpy(np.asarray(s.ids[:plan.max_tokens] if cut else s.ids,
-                                              dtype=np.int64))
+            ids = torch.from_numpy(
+                np.asarray(s.ids[: plan.max_tokens] if cut else s.ids, dtype=np.int64)
+            )
             _check_ids(s, ids, tokenizer.vocab_size)
-            result = sliding_window_nll(model, ids, block, stride, plan.batch_size, device,
-                                        precision.autocast(), progress=f"eval {s.name}")
-            entry = {"kind": "perplexity", "source": s.source, **result.as_dict(),
-                     "truncated": cut}
+            result = sliding_window_nll(
+                model,
+                ids,
+                block,
+                stride,
+                plan.batch_size,
+                device,
+                precision.autocast(),
+                progress=f"eval {s.name}",
+            )
+            entry = {"kind": "perplexity", "source": s.source, **result.as_dict(), "truncated": cut}
             if s.text is not None and not cut:
                 n_bytes = len(s.text.encode("utf-8"))
-                entry.update(words=s.words, word_perplexity=math.exp(min(result.nll / s.words, 700)),
-                             bytes=n_bytes, bits_per_byte=result.nll / n_bytes / math.log(2),
-                             detokenized=s.detokenized)
-            summary = (f"ppl {entry['perplexity']:.3f} over {entry['tokens']:,} tokens "
-                       f"(context {block}, stride {stride})")
+                entry.update(
+                    words=s.words,
+                    word_perplexity=math.exp(min(result.nll / s.words, 700)),
+                    bytes=n_bytes,
+                    bits_per_byte=result.nll / n_bytes / math.log(2),
+                    detokenized=s.detokenized,
+                )
+            summary = (
+                f"ppl {entry['perplexity']:.3f} over {entry['tokens']:,} tokens "
+                f"(context {block}, stride {stride})"
+            )
             if "word_perplexity" in entry:
                 summary += f"; word ppl {entry['word_perplexity']:.3f}"
         entry["seconds"] = round(time.perf_counter() - started, 3)
@@ -141,14 +185,23 @@ def _check_ids(s: eval_sets.EvalSet, ids: torch.Tensor, vocab_size: int) -> None
     bad = torch.nonzero(ids >= vocab_size)
     if bad.numel():
         at = int(bad[0, 0])
-        raise DataError(f"eval {s.name}: {s.source} holds token id {int(ids[at]):,} at position "
-                        f"{at:,}, but the model's tokenizer has {vocab_size:,} ids (0 to "
-                        f"{vocab_size - 1:,}): it was tokenized for another vocabulary. "
-                        f"Prepare the run's dataset again (`make prepare`), or turn the set off.")
+        raise DataError(
+            f"eval {s.name}: {s.source} holds token id {int(ids[at]):,} at position "
+            f"{at:,}, but the model's tokenizer has {vocab_size:,} ids (0 to "
+            f"{vocab_size - 1:,}): it was tokenized for another vocabulary. "
+            f"Prepare the run's dataset again (`make prepare`), or turn the set off."
+        )
 
 
-def _evaluate(model: nn.Module, tokenizer: Tokenizer, val: Path | str | None, eval_cfg: Any,
-              model_info: dict[str, Any], out_dir: Path, log: Log) -> dict[str, Any]:
+def _evaluate(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    val: Path | str | None,
+    eval_cfg: Any,
+    model_info: dict[str, Any],
+    out_dir: Path,
+    log: Log,
+) -> dict[str, Any]:
     plan = EvalPlan.from_run(eval_cfg)
     block = model_info["block_size"]
     plan.stride_for(block)  # a bad stride fails before any download
@@ -156,15 +209,27 @@ def _evaluate(model: nn.Module, tokenizer: Tokenizer, val: Path | str | None, ev
     device = resolve_device(eval_cfg.DEVICE)
     precision = resolve_precision(eval_cfg, device)
     model.to(device)
+    throughput.start(device)
     started = time.perf_counter()
     entries = evaluate_sets(model, tokenizer, found, plan, block, precision, log)
     if plan.val and isinstance(val, str):
         entries["val"] = {"skipped": val}
-    record = {"created": now_iso(), "run_id": out_dir.name, "model": model_info,
-              "device": device.type, "dtype": precision.dtype, "environment": environment(),
-              "settings": {"stride": plan.stride_for(block), "batch_size": plan.batch_size,
-                           "max_tokens": plan.max_tokens},
-              "seconds": round(time.perf_counter() - started, 3), "sets": entries}
+    record = {
+        "created": now_iso(),
+        "run_id": out_dir.name,
+        "model": model_info,
+        "device": device.type,
+        "dtype": precision.dtype,
+        "environment": environment(),
+        "settings": {
+            "stride": plan.stride_for(block),
+            "batch_size": plan.batch_size,
+            "max_tokens": plan.max_tokens,
+        },
+        "seconds": round(time.perf_counter() - started, 3),
+        "measured": throughput.measured(entries, device),
+        "sets": entries,
+    }
     path = write_eval(out_dir, record)
     log(f"wrote {path}")
     return record
@@ -188,11 +253,25 @@ def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print
             tokens_seen = json.loads(metrics.read_text()).get("tokens_seen")
         except ValueError:
             pass
-    info = {"family": state["family"], "source": "run", "path": str(run_dir),
-            "checkpoint": checkpoint, "step": state["step"], "tokens_seen": tokens_seen,
-            "params": sum(p.numel() for p in model.parameters()), "block_size": config.block_size}
-    return _evaluate(model, tokenizer_from_meta(state["tokenizer"]), _run_val_dir(run_dir),
-                     eval_cfg, info, run_dir, log)
+    info = {
+        "family": state["family"],
+        "source": "run",
+        "path": str(run_dir),
+        "checkpoint": checkpoint,
+        "step": state["step"],
+        "tokens_seen": tokens_seen,
+        "params": sum(p.numel() for p in model.parameters()),
+        "block_size": config.block_size,
+    }
+    return _evaluate(
+        model,
+        tokenizer_from_meta(state["tokenizer"]),
+        _run_val_dir(run_dir),
+        eval_cfg,
+        info,
+        run_dir,
+        log,
+    )
 
 
 def _run_val_dir(run_dir: Path) -> Path | str:
@@ -203,25 +282,31 @@ def _run_val_dir(run_dir: Path) -> Path | str:
 
 
 def evaluate_baseline(model_dir: Path, eval_cfg: Any, log: Log = print) -> dict[str, Any]:
-    """Evaluate a Hugging Face GPT-2 folder; writes <results>/baseline-<name>/eval.json."""
-    from gpt2.hf import load_pretrained
+    """Evaluate a Hugging Face causal LM folder (lib/eval/baseline.py); writes
+    <results>/baseline-<folder name>/eval.json."""
     from lib.data.prepared import ensure_prepared
-    from lib.run.rundir import results_root
+    from lib.eval.baseline import baseline_dir, load_baseline
 
-    model, hf_config = load_pretrained(model_dir)
-    if model.config.vocab_size < GPT2_VOCAB_SIZE:
-        raise ValueError(f"{model_dir}: vocabulary of {model.config.vocab_size} tokens is "
-                         f"smaller than GPT-2's BPE ({GPT2_VOCAB_SIZE}); not a GPT-2 model")
-    val: Path | str = ("the configured dataset uses the char tokenizer; a GPT-2 baseline "
-                       "reads GPT-2 BPE (CONFIG_DATA_TOKENIZER_GPT2)")
-    if eval_cfg.EVAL_VAL and eval_cfg.DATA_TOKENIZER == "gpt2":
+    trust = bool(value_or(eval_cfg.EVAL_TRUST_REMOTE_CODE, False))
+    model, tokenizer, info = load_baseline(Path(model_dir), trust)
+    val: Path | str = (
+        "the validation split is stored as the configured tokenizer's ids and this "
+        "baseline's tokenizer is another; compare on text sets (EVAL_WIKITEXT2, "
+        "EVAL_WIKITEXT103, EVAL_TEXT_FILE)"
+    )
+    if eval_cfg.EVAL_VAL and eval_cfg.DATA_TOKENIZER == "gpt2" and _is_gpt2_bpe(tokenizer):
         val = ensure_prepared(eval_cfg, log)
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(model_dir).resolve().name)
-    out_dir = results_root(eval_cfg) / f"baseline-{name}"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    info = {"family": "gpt2", "source": "pretrained", "path": str(Path(model_dir).resolve()),
-            "checkpoint": hf_config["weights"], "step": None, "tokens_seen": None,
-            "params": sum(p.numel() for p in model.parameters()),
-            "block_size": model.config.block_size}
-    log(f"baseline {model_dir}: {info['params']:,} parameters, context {info['block_size']}")
-    return _evaluate(model, GPT2Tokenizer(), val, eval_cfg, info, out_dir, log)
+    out_dir = baseline_dir(Path(model_dir), eval_cfg)
+    log(
+        f"baseline {model_dir}: {info['architecture']}, {info['params']:,} parameters, "
+        f"context {info['block_size']}, start token {info['start_token']!r}"
+    )
+    return _evaluate(model, tokenizer, val, eval_cfg, info, out_dir, log)
+
+
+def _is_gpt2_bpe(tokenizer: Tokenizer) -> bool:
+    """Whether a baseline's tokenizer gives GPT-2 BPE's ids, so that a prepared
+    GPT-2 BPE validation split means the same text to it."""
+    probe = "Hello world, it's 2024!\n  café <probe> ünïcode"
+    ref = GPT2Tokenizer()
+    return tokenizer.eot_token == ref.eot_token and tokenizer.encode(probe) == ref.encode(probe)

@@ -6,12 +6,14 @@ call: scripts/train.py calls apply_alloc_conf right after loading the run's
 configuration, before anything touches the GPU (torchrun's workers inherit
 it). Torch-free, so that a malformed value is refused before torch loads.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import sys
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 ENV = "PYTORCH_CUDA_ALLOC_CONF"
 # The device-generic name PyTorch 2.9+ reads as well; set alike, so that a value
@@ -19,13 +21,25 @@ ENV = "PYTORCH_CUDA_ALLOC_CONF"
 GENERIC_ENV = "PYTORCH_ALLOC_CONF"
 # Keys of PyTorch's CUDA (and ROCm) caching allocator, from its CUDA semantics notes
 # ("Optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF") and c10/cuda/CUDAAllocatorConfig.
-KEYS = ("backend", "max_split_size_mb", "max_non_split_rounding_mb", "roundup_power2_divisions",
-        "garbage_collection_threshold", "expandable_segments", "release_lock_on_cudamalloc",
-        "release_lock_on_hipmalloc", "pinned_use_cuda_host_register",
-        "pinned_use_hip_host_register", "pinned_num_register_threads",
-        "pinned_use_background_threads", "pinned_max_round_threshold_mb",
-        "pinned_max_cached_size_mb", "pinned_reserve_segment_size_mb",
-        "per_process_memory_fraction", "graph_capture_record_stream_reuse")
+KEYS = (
+    "backend",
+    "max_split_size_mb",
+    "max_non_split_rounding_mb",
+    "roundup_power2_divisions",
+    "garbage_collection_threshold",
+    "expandable_segments",
+    "release_lock_on_cudamalloc",
+    "release_lock_on_hipmalloc",
+    "pinned_use_cuda_host_register",
+    "pinned_use_hip_host_register",
+    "pinned_num_register_threads",
+    "pinned_use_background_threads",
+    "pinned_max_round_threshold_mb",
+    "pinned_max_cached_size_mb",
+    "pinned_reserve_segment_size_mb",
+    "per_process_memory_fraction",
+    "graph_capture_record_stream_reuse",
+)
 _ITEM = re.compile(r"([a-z0-9_]+):(\[[^\[\]]*\]|[^,\[\]:]+)$")
 
 
@@ -63,14 +77,16 @@ def check_alloc_conf(value: str) -> None:
     if problems:
         raise AllocConfError(
             f"CONFIG_PYTORCH_CUDA_ALLOC_CONF={value!r}: {'; '.join(problems)}. It is a "
-            f"comma-separated list of key:value pairs such as \"expandable_segments:True\" "
-            f"or \"max_split_size_mb:256,garbage_collection_threshold:0.8\"; keys: "
+            f'comma-separated list of key:value pairs such as "expandable_segments:True" '
+            f'or "max_split_size_mb:256,garbage_collection_threshold:0.8"; keys: '
             f"{', '.join(KEYS)}. For a key your PyTorch knows and this list does not, leave "
-            f"the symbol empty and export {ENV} in the shell instead")
+            f"the symbol empty and export {ENV} in the shell instead"
+        )
 
 
-def apply_alloc_conf(value: str | None, environ: MutableMapping[str, str] = os.environ
-                     ) -> str | None:
+def apply_alloc_conf(
+    value: str | None, environ: MutableMapping[str, str] = os.environ
+) -> str | None:
     """Put the configured value (empty/None: nothing) into the environment for
     the CUDA allocator to read when it starts; returns a notice when it replaces
     a different value the environment had. Refused when CUDA has already
@@ -81,9 +97,11 @@ def apply_alloc_conf(value: str | None, environ: MutableMapping[str, str] = os.e
         check_alloc_conf(value)
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_initialized() and before != value:
-            raise AllocConfError(f"CONFIG_PYTORCH_CUDA_ALLOC_CONF={value!r} came after CUDA "
-                                 f"started in this process, so the allocator cannot read it; "
-                                 f"set it before the first CUDA call")
+            raise AllocConfError(
+                f"CONFIG_PYTORCH_CUDA_ALLOC_CONF={value!r} came after CUDA "
+                f"started in this process, so the allocator cannot read it; "
+                f"set it before the first CUDA call"
+            )
         environ[ENV] = value
         if GENERIC_ENV in environ:
             environ[GENERIC_ENV] = value
@@ -92,12 +110,18 @@ def apply_alloc_conf(value: str | None, environ: MutableMapping[str, str] = os.e
     return None
 
 
-def alloc_conf_record(configured: str | None,
-                      environ: MutableMapping[str, str] = os.environ) -> dict[str, Any]:
+def alloc_conf_record(
+    configured: str | None, environ: MutableMapping[str, str] = os.environ
+) -> dict[str, Any]:
     """metrics.json's record: the value in force and where it came from (the
     configuration, the environment, or nowhere: PyTorch's defaults)."""
     configured = (configured or "").strip()
     in_force = environ.get(ENV)
-    source = ("CONFIG_PYTORCH_CUDA_ALLOC_CONF" if configured and in_force == configured
-              else "environment" if in_force else None)
+    source = (
+        "CONFIG_PYTORCH_CUDA_ALLOC_CONF"
+        if configured and in_force == configured
+        else "environment"
+        if in_force
+        else None
+    )
     return {"value": in_force, "source": source}

@@ -18,6 +18,7 @@ untouched. Inputs the kernel is not for (not fp32, not on a CPU, under
 autocast, under torch.compile's tracing) take nn.Linear's own path, so a
 converted model stays correct wherever it is moved.
 """
+
 from __future__ import annotations
 
 import functools
@@ -78,8 +79,13 @@ class OneDNNLinear(nn.Linear):
     """nn.Linear whose fp32 CPU products run on oneDNN (module docstring)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        if (x.device.type != "cpu" or x.dtype != torch.float32 or self.weight.dtype != torch.float32
-                or torch.is_autocast_enabled("cpu") or torch.compiler.is_compiling()):
+        if (
+            x.device.type != "cpu"
+            or x.dtype != torch.float32
+            or self.weight.dtype != torch.float32
+            or torch.is_autocast_enabled("cpu")
+            or torch.compiler.is_compiling()
+        ):
             return F.linear(x, self.weight, self.bias)
         return _LinearFunction.apply(x, self.weight, self.bias)
 
@@ -95,8 +101,9 @@ def convert_linears(model: nn.Module) -> list[str]:
     return names
 
 
-def resolve_cpu_linear(choice: str, device: torch.device, dtype: str,
-                       compiled: bool) -> tuple[str, str]:
+def resolve_cpu_linear(
+    choice: str, device: torch.device, dtype: str, compiled: bool
+) -> tuple[str, str]:
     """(backend, reason) for CPU_LINEAR_BACKEND on this run: what auto picks,
     or an error for an explicit oneDNN the run cannot use."""
     if choice not in BACKENDS:
@@ -116,6 +123,8 @@ def resolve_cpu_linear(choice: str, device: torch.device, dtype: str,
         return "onednn", "as configured" if choice == "onednn" else "auto: fp32 eager on a CPU"
     if choice == "auto":
         return "aten", f"auto: {why_not}"
-    raise RuntimeError(f"CONFIG_CPU_LINEAR_BACKEND_ONEDNN is set but {why_not}; the oneDNN path "
-                       f"is for fp32 eager training on a CPU. Choose auto (oneDNN where it "
-                       f"applies, PyTorch's default elsewhere) or aten")
+    raise RuntimeError(
+        f"CONFIG_CPU_LINEAR_BACKEND_ONEDNN is set but {why_not}; the oneDNN path "
+        f"is for fp32 eager training on a CPU. Choose auto (oneDNN where it "
+        f"applies, PyTorch's default elsewhere) or aten"
+    )

@@ -10,6 +10,7 @@ NVIDIA use TF32 tensor cores at half the bf16 rate when allowed; we report
 MFU only for 16-bit runs, where the peak is unambiguous. Memory is the total
 the driver reports (nvidia-smi / rocm-smi, MiB), before the CUDA context.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,6 +24,7 @@ MIB = 2**20
 @dataclass(frozen=True)
 class GPUProfile:
     """A known accelerator: `match` is a substring of its device name."""
+
     name: str
     match: str
     memory_bytes: int
@@ -32,12 +34,18 @@ class GPUProfile:
 
 
 _AMPERE = "NVIDIA A100 datasheet, BF16 Tensor Core (dense)"
-_HOPPER = "NVIDIA H100 datasheet, BF16 Tensor Core, {} column, halved (the table quotes 2:4 sparsity)"
+_HOPPER = (
+    "NVIDIA H100 datasheet, BF16 Tensor Core, {} column, halved (the table quotes 2:4 sparsity)"
+)
 _H200 = "NVIDIA H200 datasheet, BF16 Tensor Core, {} column, halved (the table quotes 2:4 sparsity)"
-_ADA = ("NVIDIA Ada Lovelace whitepaper, appendix table, Peak FP16 Tensor TFLOPS with FP32 "
-        "Accumulate (dense; BF16 runs at the same rate)")
-_GA10X = ("NVIDIA Ampere GA102 whitepaper, Peak FP16 Tensor TFLOPS with FP32 Accumulate: "
-          "GA106 (28 SMs x 1777 MHz boost x 512 FLOP/clk/SM), as the Ada rows use")
+_ADA = (
+    "NVIDIA Ada Lovelace whitepaper, appendix table, Peak FP16 Tensor TFLOPS with FP32 "
+    "Accumulate (dense; BF16 runs at the same rate)"
+)
+_GA10X = (
+    "NVIDIA Ampere GA102 whitepaper, Peak FP16 Tensor TFLOPS with FP32 Accumulate: "
+    "GA106 (28 SMs x 1777 MHz boost x 512 FLOP/clk/SM), as the Ada rows use"
+)
 
 # In the order `make estimate` prints them. A name stem can cover several
 # cards (A100 40/80 GB; every H100): describe_device takes the longest stem
@@ -53,14 +61,24 @@ KNOWN_GPUS: tuple[GPUProfile, ...] = (
     GPUProfile("H100 NVL 94GB", "H100 NVL", 95830 * MIB, 835e12, _HOPPER.format("H100 NVL")),
     GPUProfile("H200 SXM 141GB", "H200", 143771 * MIB, 989e12, _H200.format("H200 SXM")),
     GPUProfile("H200 NVL 141GB", "H200 NVL", 143771 * MIB, 835e12, _H200.format("H200 NVL")),
-    GPUProfile("L4 24GB", "L4", 23034 * MIB, 121e12,
-               "NVIDIA L4 datasheet, BF16 Tensor Core, halved (the table quotes 2:4 sparsity)"),
+    GPUProfile(
+        "L4 24GB",
+        "L4",
+        23034 * MIB,
+        121e12,
+        "NVIDIA L4 datasheet, BF16 Tensor Core, halved (the table quotes 2:4 sparsity)",
+    ),
     GPUProfile("RTX 3060 12GB", "RTX 3060", 12288 * MIB, 25.5e12, _GA10X),
     GPUProfile("RTX 4070 12GB", "RTX 4070", 12282 * MIB, 58e12, _ADA),
     GPUProfile("RTX 4080 16GB", "RTX 4080", 16376 * MIB, 97e12, _ADA),
     GPUProfile("RTX 4090 24GB", "RTX 4090", 24564 * MIB, 165e12, _ADA),
-    GPUProfile("W7900 48GB", "W7900", 49136 * MIB, 122e12,
-               "AMD Radeon PRO W7900 specifications, Peak Half Precision (FP16)"),
+    GPUProfile(
+        "W7900 48GB",
+        "W7900",
+        49136 * MIB,
+        122e12,
+        "AMD Radeon PRO W7900 specifications, Peak Half Precision (FP16)",
+    ),
 )
 
 # Sustained fp32 FLOP/s per CPU core that training reaches, for time
@@ -75,12 +93,12 @@ CPU_FLOPS_PER_CORE = 65e9
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    kind: str            # "cuda", "mps" or "cpu" (torch.device type; ROCm is "cuda")
+    kind: str  # "cuda", "mps" or "cpu" (torch.device type; ROCm is "cuda")
     name: str
     memory_bytes: int | None
     bf16: bool
     peak_flops_16bit: float | None
-    backend: str = ""    # "cuda", "rocm", "mps" or "cpu"
+    backend: str = ""  # "cuda", "rocm", "mps" or "cpu"
     cores: int | None = None  # CPU threads torch uses (CPU only)
 
     @property
@@ -130,8 +148,14 @@ def describe_device(device: torch.device) -> DeviceInfo:
         props = torch.cuda.get_device_properties(device)
         known = match_profile(props.name, props.total_memory)
         backend = "rocm" if getattr(torch.version, "hip", None) else "cuda"
-        return DeviceInfo("cuda", props.name, props.total_memory, torch.cuda.is_bf16_supported(),
-                          known.peak_flops_16bit if known else None, backend)
+        return DeviceInfo(
+            "cuda",
+            props.name,
+            props.total_memory,
+            torch.cuda.is_bf16_supported(),
+            known.peak_flops_16bit if known else None,
+            backend,
+        )
     if device.type == "mps":
         memory = None
         try:  # unified memory: what Metal recommends one process use

@@ -17,11 +17,12 @@ output layer in high precision too). torchao's float8 is meant to run under
 torch.compile, which fuses the casts and scales; eager float8 is slower
 than bf16.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -42,6 +43,7 @@ def float8_filter(model: nn.Module) -> Callable[[nn.Module, str], bool]:
             return False
         out_features, in_features = module.weight.shape
         return out_features % 16 == 0 and in_features % 16 == 0
+
     return swapped
 
 
@@ -56,19 +58,25 @@ def check_float8(recipe: str, device: torch.device) -> None:
     if recipe not in RECIPES:
         raise ValueError(f"unknown float8 recipe {recipe!r}; one of {', '.join(RECIPES)}")
     if importlib.util.find_spec("torchao") is None:
-        raise RuntimeError("CONFIG_TRAIN_FLOAT8 is set but torchao is not installed: "
-                           "pip install torchao, or set TRAIN_FLOAT8 to none")
+        raise RuntimeError(
+            "CONFIG_TRAIN_FLOAT8 is set but torchao is not installed: "
+            "pip install torchao, or set TRAIN_FLOAT8 to none"
+        )
     if device.type != "cuda" or getattr(torch.version, "hip", None):
-        raise RuntimeError(f"CONFIG_TRAIN_FLOAT8 needs an NVIDIA GPU with float8 tensor cores "
-                           f"(compute capability 8.9 or later), this run is on {device.type}; "
-                           f"set TRAIN_FLOAT8 to none")
+        raise RuntimeError(
+            f"CONFIG_TRAIN_FLOAT8 needs an NVIDIA GPU with float8 tensor cores "
+            f"(compute capability 8.9 or later), this run is on {device.type}; "
+            f"set TRAIN_FLOAT8 to none"
+        )
     have = torch.cuda.get_device_capability(device)
     need = MIN_CAPABILITY[recipe]
     if have < need:
-        raise RuntimeError(f"CONFIG_TRAIN_FLOAT8 {recipe} needs compute capability "
-                           f"{need[0]}.{need[1]} or later (Hopper for rowwise, Ada or Hopper for "
-                           f"tensorwise); {torch.cuda.get_device_name(device)} is "
-                           f"{have[0]}.{have[1]}; set TRAIN_FLOAT8 to none")
+        raise RuntimeError(
+            f"CONFIG_TRAIN_FLOAT8 {recipe} needs compute capability "
+            f"{need[0]}.{need[1]} or later (Hopper for rowwise, Ada or Hopper for "
+            f"tensorwise); {torch.cuda.get_device_name(device)} is "
+            f"{have[0]}.{have[1]}; set TRAIN_FLOAT8 to none"
+        )
 
 
 def convert_float8(model: nn.Module, recipe: str, emulate: bool = False) -> list[str]:

@@ -5,11 +5,13 @@ Every choice made here (auto device, auto dtype) is returned with a reason so
 the trainer can print and record it. Whether a run compiled, and why it fell
 back, is TrainStep's state (lib/train/step.py).
 """
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -24,7 +26,7 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 @dataclass(frozen=True)
 class Precision:
     device: torch.device
-    dtype: str        # "bf16", "fp16" or "fp32"
+    dtype: str  # "bf16", "fp16" or "fp32"
     reason: str
 
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -46,8 +48,10 @@ def resolve_device(choice: str) -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     if choice == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("CONFIG_DEVICE_CUDA is set but no CUDA or ROCm device is visible "
-                           "to PyTorch; use DEVICE=cpu or DEVICE=auto")
+        raise RuntimeError(
+            "CONFIG_DEVICE_CUDA is set but no CUDA or ROCm device is visible "
+            "to PyTorch; use DEVICE=cpu or DEVICE=auto"
+        )
     if choice == "mps" and not torch.backends.mps.is_available():
         raise RuntimeError("CONFIG_DEVICE_MPS is set but MPS is not available; use DEVICE=cpu")
     return torch.device(choice)
@@ -67,8 +71,10 @@ def choose_dtype(run: RunConfig, kind: str, bf16: bool) -> tuple[str, str]:
     assert wanted is not None  # visible whenever MIXED_PRECISION is on
     if wanted != "auto":
         if kind == "cpu" and wanted == "fp16":
-            raise RuntimeError("fp16 autocast with a gradient scaler is not supported on the "
-                               "CPU; choose bf16 or auto (CONFIG_MIXED_PRECISION_DTYPE_*)")
+            raise RuntimeError(
+                "fp16 autocast with a gradient scaler is not supported on the "
+                "CPU; choose bf16 or auto (CONFIG_MIXED_PRECISION_DTYPE_*)"
+            )
         return wanted, "as configured"
     if kind != "cuda":
         return "fp32", f"auto: fp32 on {kind} (bf16 is a choice: CONFIG_MIXED_PRECISION_DTYPE_BF16)"
@@ -79,7 +85,8 @@ def choose_dtype(run: RunConfig, kind: str, bf16: bool) -> tuple[str, str]:
 
 # COMPILE_MODE value -> torch.compile's mode (None: its default).
 COMPILE_MODES: dict[str, str | None] = {
-    "default": None, "max_autotune": "max-autotune",
+    "default": None,
+    "max_autotune": "max-autotune",
     "max_autotune_no_cudagraphs": "max-autotune-no-cudagraphs",
     "reduce_overhead": "reduce-overhead",
 }
@@ -90,6 +97,7 @@ _CUDA_GRAPH_MODES = ("max_autotune", "reduce_overhead")
 class CompileOptions:
     """How torch.compile runs: mode (a COMPILE_MODE value) and whether each
     of the model's compile_units() is compiled alone (COMPILE_REGIONAL)."""
+
     mode: str = "default"
     regional: bool = False
 
@@ -100,15 +108,22 @@ class CompileOptions:
     def check(self, device: torch.device) -> None:
         """Refuse a mode the device cannot run, before any step."""
         if self.mode not in COMPILE_MODES:
-            raise ValueError(f"unknown compile mode {self.mode!r}; one of {', '.join(COMPILE_MODES)}")
+            raise ValueError(
+                f"unknown compile mode {self.mode!r}; one of {', '.join(COMPILE_MODES)}"
+            )
         if self.mode in _CUDA_GRAPH_MODES and device.type != "cuda":
-            raise RuntimeError(f"COMPILE_MODE {self.mode} captures CUDA graphs and needs a CUDA "
-                               f"GPU, this run is on {device.type}; choose default or "
-                               f"max_autotune_no_cudagraphs (CONFIG_COMPILE_MODE_*)")
+            raise RuntimeError(
+                f"COMPILE_MODE {self.mode} captures CUDA graphs and needs a CUDA "
+                f"GPU, this run is on {device.type}; choose default or "
+                f"max_autotune_no_cudagraphs (CONFIG_COMPILE_MODE_*)"
+            )
 
 
-def compile_model(model: Callable, options: CompileOptions = CompileOptions(),
-                  units: list[torch.nn.Module] | None = None) -> Callable:
+def compile_model(
+    model: Callable,
+    options: CompileOptions = CompileOptions(),
+    units: list[torch.nn.Module] | None = None,
+) -> Callable:
     """torch.compile of the forward `model` (the model or its DDP/FSDP
     wrapper), or with options.regional a forward that runs each of `units`
     (default: model.compile_units()) compiled. torch.compile is lazy:

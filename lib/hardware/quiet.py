@@ -12,6 +12,7 @@ torchao 0.18 also registers two Enum types with torch's pytree, which torch
 supported by torch.compile ..."), on any machine: a note to torchao's
 authors, dropped too. Every other record of these loggers passes untouched.
 """
+
 from __future__ import annotations
 
 import logging
@@ -40,8 +41,10 @@ class _PytreeEnumDeprecation(logging.Filter):
 def silence_expected_import_noise() -> None:
     """Install the filters (once per process; safe to call again). They sit on
     the loggers that emit the lines, so they work whoever configures logging."""
-    for name, cls in (("torchao", _ExpectedTorchaoKernels),
-                      ("torch.utils._pytree", _PytreeEnumDeprecation)):
+    for name, cls in (
+        ("torchao", _ExpectedTorchaoKernels),
+        ("torch.utils._pytree", _PytreeEnumDeprecation),
+    ):
         logger = logging.getLogger(name)
         if not any(isinstance(f, cls) for f in logger.filters):
             logger.addFilter(cls())

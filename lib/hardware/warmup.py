@@ -7,10 +7,13 @@ ms/iter. It must not change what is trained: the passes run in evaluation
 mode (no dropout) without gradients, on a batch of zeros (the batch
 samplers are not drawn), and the random state is restored afterwards.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, ContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 import torch
 
@@ -23,9 +26,14 @@ def warmup_passes(enabled: bool, device: torch.device) -> int:
     return PASSES if enabled and device.type == "cuda" else 0
 
 
-def warm_up(forward: Callable, model: torch.nn.Module, shape: tuple[int, int],
-            device: torch.device, autocast: Callable[[], ContextManager[Any]],
-            passes: int) -> dict[str, Any] | None:
+def warm_up(
+    forward: Callable,
+    model: torch.nn.Module,
+    shape: tuple[int, int],
+    device: torch.device,
+    autocast: Callable[[], AbstractContextManager[Any]],
+    passes: int,
+) -> dict[str, Any] | None:
     """Run `passes` forward passes of a zero batch of `shape` (batch, block);
     returns metrics.json's record, None when there are none to run. Out of
     memory ends the warm-up, never the run: training has its own fallback."""
@@ -34,8 +42,9 @@ def warm_up(forward: Callable, model: torch.nn.Module, shape: tuple[int, int],
     started, was_training = time.perf_counter(), model.training
     idx = torch.zeros(shape, dtype=torch.long, device=device)
     cuda = device.type == "cuda"
-    devices = [device.index if device.index is not None else torch.cuda.current_device()] \
-        if cuda else []
+    devices = (
+        [device.index if device.index is not None else torch.cuda.current_device()] if cuda else []
+    )
     record: dict[str, Any] = {"passes": passes}
     model.eval()
     try:

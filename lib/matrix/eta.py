@@ -10,13 +10,15 @@ runs at once (matrix.json "runs_at_once", written when it starts training;
 else PARALLEL_JOBS, at least the runs running now). The answer is when the
 last one ends.
 """
+
 from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lib.estimate.calibrate import parse_stamp
 
@@ -25,11 +27,11 @@ TO_TRAIN = ("pending", "running")
 
 @dataclass(frozen=True)
 class MatrixEta:
-    done: int           # completed, failed or diverged (reused runs count as completed)
+    done: int  # completed, failed or diverged (reused runs count as completed)
     total: int
     remaining_s: float | None  # None when some run to train has no estimate
     at_once: int
-    basis: str          # what the pending runs' estimates rest on
+    basis: str  # what the pending runs' estimates rest on
 
 
 def layout(running_left: list[float], pending: list[float], at_once: int) -> float:
@@ -46,9 +48,12 @@ def layout(running_left: list[float], pending: list[float], at_once: int) -> flo
     return end
 
 
-def matrix_eta(matrix: dict[str, Any], estimate: Callable[[str, dict[str, Any]], Any],
-               progress: Callable[[str], dict[str, Any] | None], now: float | None = None
-               ) -> MatrixEta:
+def matrix_eta(
+    matrix: dict[str, Any],
+    estimate: Callable[[str, dict[str, Any]], Any],
+    progress: Callable[[str], dict[str, Any] | None],
+    now: float | None = None,
+) -> MatrixEta:
     """The ETA of a matrix record. estimate(run_id, entry): a RunEstimate or None;
     progress(run_id): a running run's run_progress() or None."""
     now = time.time() if now is None else now
@@ -95,6 +100,7 @@ class Estimates:
 
     def prepare(self) -> None:
         from lib.estimate.calibrate import completed_runs
+
         self._completed = completed_runs(self.folder.parent)
         if len(self._completed) != self._seen:
             self._seen, self._estimates = len(self._completed), {}
@@ -106,13 +112,14 @@ class Estimates:
 
     def _estimate(self, run_id: str, entry: dict[str, Any]) -> Any:
         from lib.config.kconfig import ConfigError
-        from lib.estimate.calibrate import estimate_run
         from lib.config.run_config import load_run_config
+        from lib.estimate.calibrate import estimate_run
 
         try:
             if run_id not in self._configs:
-                self._configs[run_id] = load_run_config(list(entry.get("overrides") or []),
-                                                        self.folder / "base.config")
+                self._configs[run_id] = load_run_config(
+                    list(entry.get("overrides") or []), self.folder / "base.config"
+                )
             return estimate_run(self._configs[run_id], self._completed)
         except (ConfigError, OSError, ValueError, KeyError, RuntimeError):
             return None  # a record this code cannot read: no estimate, not a crash

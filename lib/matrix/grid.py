@@ -12,40 +12,60 @@ then trains every run once per seed: TRAIN_SEED=<seed> joins its overrides
 and _s<seed> ends its id, so `make results` groups the seeds of one
 configuration.
 """
+
 from __future__ import annotations
 
 import itertools
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
-from lib.model import registry
-from lib.config.run_config import RunConfig, load_run_config
-from lib.paths import DOT_CONFIG as CONFIG
 from lib.config.kconfig import ConfigError
 from lib.config.overrides import ALIASES
 from lib.config.renames import current_name
+from lib.config.run_config import RunConfig, load_run_config
+from lib.model import registry
+from lib.paths import DOT_CONFIG as CONFIG
 from lib.plural import counted
 from lib.train.naming import run_tag
 
 # Multiple-selection symbols -> the value a single run uses. Written out (not
 # built from strings) so each symbol's reader is plain to see.
-OPTIMIZERS = {"OPTIMIZER_ENABLE_ADAMW": "adamw", "OPTIMIZER_ENABLE_ADAMWSPAM": "adamwspam",
-              "OPTIMIZER_ENABLE_ADAMWPRUNE": "adamwprune", "OPTIMIZER_ENABLE_MUON": "muon"}
-METHODS = {"PRUNING_ENABLE_NONE": "none", "PRUNING_ENABLE_MAGNITUDE": "magnitude",
-           "PRUNING_ENABLE_MOVEMENT": "movement", "PRUNING_ENABLE_STATE": "state"}
-SPARSITIES = {"PRUNING_SPARSITY_50": "0.5", "PRUNING_SPARSITY_70": "0.7",
-              "PRUNING_SPARSITY_90": "0.9", "PRUNING_SPARSITY_95": "0.95",
-              "PRUNING_SPARSITY_99": "0.99"}
+OPTIMIZERS = {
+    "OPTIMIZER_ENABLE_ADAMW": "adamw",
+    "OPTIMIZER_ENABLE_ADAMWSPAM": "adamwspam",
+    "OPTIMIZER_ENABLE_ADAMWPRUNE": "adamwprune",
+    "OPTIMIZER_ENABLE_MUON": "muon",
+}
+METHODS = {
+    "PRUNING_ENABLE_NONE": "none",
+    "PRUNING_ENABLE_MAGNITUDE": "magnitude",
+    "PRUNING_ENABLE_MOVEMENT": "movement",
+    "PRUNING_ENABLE_STATE": "state",
+}
+SPARSITIES = {
+    "PRUNING_SPARSITY_50": "0.5",
+    "PRUNING_SPARSITY_70": "0.7",
+    "PRUNING_SPARSITY_90": "0.9",
+    "PRUNING_SPARSITY_95": "0.95",
+    "PRUNING_SPARSITY_99": "0.99",
+}
 SCORE_VARIANTS = {
-    "ADAMWPRUNE_ENABLE_BITTER0": "bitter0", "ADAMWPRUNE_ENABLE_BITTER1": "bitter1",
-    "ADAMWPRUNE_ENABLE_BITTER2": "bitter2", "ADAMWPRUNE_ENABLE_BITTER3": "bitter3",
-    "ADAMWPRUNE_ENABLE_BITTER4": "bitter4", "ADAMWPRUNE_ENABLE_BITTER5": "bitter5",
-    "ADAMWPRUNE_ENABLE_BITTER6": "bitter6", "ADAMWPRUNE_ENABLE_BITTER7": "bitter7",
-    "ADAMWPRUNE_ENABLE_BITTER8": "bitter8", "ADAMWPRUNE_ENABLE_BITTER9": "bitter9",
-    "ADAMWPRUNE_ENABLE_OBD": "obd", "ADAMWPRUNE_ENABLE_TOWARD_ZERO": "toward_zero"}
+    "ADAMWPRUNE_ENABLE_BITTER0": "bitter0",
+    "ADAMWPRUNE_ENABLE_BITTER1": "bitter1",
+    "ADAMWPRUNE_ENABLE_BITTER2": "bitter2",
+    "ADAMWPRUNE_ENABLE_BITTER3": "bitter3",
+    "ADAMWPRUNE_ENABLE_BITTER4": "bitter4",
+    "ADAMWPRUNE_ENABLE_BITTER5": "bitter5",
+    "ADAMWPRUNE_ENABLE_BITTER6": "bitter6",
+    "ADAMWPRUNE_ENABLE_BITTER7": "bitter7",
+    "ADAMWPRUNE_ENABLE_BITTER8": "bitter8",
+    "ADAMWPRUNE_ENABLE_BITTER9": "bitter9",
+    "ADAMWPRUNE_ENABLE_OBD": "obd",
+    "ADAMWPRUNE_ENABLE_TOWARD_ZERO": "toward_zero",
+}
 Overrides = list[tuple[str, str]]
 MAX_SEEDS = 100  # per configuration: a slip such as "1000" must not queue a thousand runs
 
@@ -53,6 +73,7 @@ MAX_SEEDS = 100  # per configuration: a slip such as "1000" must not queue a tho
 @dataclass(frozen=True)
 class PlannedRun:
     """One run of the matrix: its id, overrides on the base config, its config."""
+
     run_id: str
     overrides: Overrides
     config: RunConfig
@@ -64,20 +85,29 @@ class PlannedRun:
 
 def is_multiple(run: RunConfig) -> bool:
     """Whether a configuration asks for several runs (only the matrix runs it)."""
-    return (run.OPTIMIZER_MODE == "multiple" or run.PRUNING_MODE == "multiple"
-            or bool(run.GPT2_ATTENTION_MULTIPLE) or bool(run.MATRIX_MODELS)
-            or bool(run.MATRIX_ABLATION) or bool(run.MATRIX_SEEDS.strip()))
+    return (
+        run.OPTIMIZER_MODE == "multiple"
+        or run.PRUNING_MODE == "multiple"
+        or bool(run.GPT2_ATTENTION_MULTIPLE)
+        or bool(run.MATRIX_MODELS)
+        or bool(run.MATRIX_ABLATION)
+        or bool(run.MATRIX_SEEDS.strip())
+    )
 
 
 def one_run(run: RunConfig, command: str) -> RunConfig:
     """The run itself, or the error a matrix configuration gets from a one-run
     command (`make`, `make estimate`)."""
     if is_multiple(run):
-        raise ConfigError([f"this .config enables several optimizers, pruning settings, "
-                           f"attention variants, models, an ablation list or seeds, which "
-                           f"`{command}` cannot do in one run: `make test-matrix` trains them "
-                           f"and `make test-matrix-dry-run` shows each run with its memory "
-                           f"and time; or choose one of each in `make menuconfig`"])
+        raise ConfigError(
+            [
+                f"this .config enables several optimizers, pruning settings, "
+                f"attention variants, models, an ablation list or seeds, which "
+                f"`{command}` cannot do in one run: `make test-matrix` trains them "
+                f"and `make test-matrix-dry-run` shows each run with its memory "
+                f"and time; or choose one of each in `make menuconfig`"
+            ]
+        )
     return run
 
 
@@ -102,8 +132,11 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
         chosen = run.PRUNING_METHOD
         if chosen is None:  # no optimizer offers a method; combinations() says which is missing
             return []
-        single: Overrides = [("PRUNING_MODE", "single"), ("PRUNING_METHOD", chosen),
-                             ("PRUNING_TARGET_SPARSITY", repr(run.PRUNING_TARGET_SPARSITY))]
+        single: Overrides = [
+            ("PRUNING_MODE", "single"),
+            ("PRUNING_METHOD", chosen),
+            ("PRUNING_TARGET_SPARSITY", repr(run.PRUNING_TARGET_SPARSITY)),
+        ]
         if chosen == "state":
             score = run.ADAMWPRUNE_VARIANT
             assert score is not None, "ADAMWPRUNE_VARIANT is active with state pruning"
@@ -119,8 +152,14 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
             scores = [[("ADAMWPRUNE_VARIANT", v)] for v in _enabled(run, SCORE_VARIANTS)]
         for sparsity in _enabled(run, SPARSITIES):
             for score_o in scores:
-                out.append([("PRUNING_MODE", "single"), ("PRUNING_METHOD", method),
-                            ("PRUNING_TARGET_SPARSITY", sparsity), *score_o])
+                out.append(
+                    [
+                        ("PRUNING_MODE", "single"),
+                        ("PRUNING_METHOD", method),
+                        ("PRUNING_TARGET_SPARSITY", sparsity),
+                        *score_o,
+                    ]
+                )
     return out
 
 
@@ -131,7 +170,7 @@ def compatible(optimizer: str, pruning: Overrides) -> bool:
 
 
 def parse_ablation(text: str) -> list[tuple[str, list[str]]]:
-    """"SYM=a,b SYM2=c" -> [("SYM", ["a", "b"]), ("SYM2", ["c"])]."""
+    """ "SYM=a,b SYM2=c" -> [("SYM", ["a", "b"]), ("SYM2", ["c"])]."""
     axes = []
     for word in text.split():
         name, sep, values = word.partition("=")
@@ -152,21 +191,29 @@ def parse_seeds(text: str) -> list[int]:
     if not words:
         return []
     if not all(re.fullmatch(r"[0-9]+", w) for w in words):
-        raise ConfigError([f"{where}: give a count of seeds (e.g. 3 for seeds 1, 2, 3) or a "
-                           f"list of seeds, non-negative integers (e.g. 1 7 42)"])
+        raise ConfigError(
+            [
+                f"{where}: give a count of seeds (e.g. 3 for seeds 1, 2, 3) or a "
+                f"list of seeds, non-negative integers (e.g. 1 7 42)"
+            ]
+        )
     numbers = [int(w) for w in words]
     if len(numbers) == 1:
         if not 1 <= numbers[0] <= MAX_SEEDS:
-            raise ConfigError([f"{where}: a count of seeds is 1 to {MAX_SEEDS}; for several "
-                               f"chosen seeds list them (e.g. 1 7 42)"])
+            raise ConfigError(
+                [
+                    f"{where}: a count of seeds is 1 to {MAX_SEEDS}; for several "
+                    f"chosen seeds list them (e.g. 1 7 42)"
+                ]
+            )
         return list(range(1, numbers[0] + 1))
     twice = sorted({n for n in numbers if numbers.count(n) > 1})
     if twice:
-        raise ConfigError([f"{where}: listed twice: {', '.join(map(str, twice))}; "
-                           f"each seed trains once"])
+        raise ConfigError(
+            [f"{where}: listed twice: {', '.join(map(str, twice))}; each seed trains once"]
+        )
     if len(numbers) > MAX_SEEDS:
-        raise ConfigError([f"{where}: {len(numbers)} seeds; at most {MAX_SEEDS} per "
-                           f"configuration"])
+        raise ConfigError([f"{where}: {len(numbers)} seeds; at most {MAX_SEEDS} per configuration"])
     return numbers
 
 
@@ -180,14 +227,22 @@ def _check_seed_clash(base: RunConfig, seeds: list[int], points: list[Overrides]
     (or for all runs) would be overridden or make runs collide: refuse it."""
     if not seeds:
         return
-    setters = [(f"the ablation list (CONFIG_MATRIX_ABLATION=\"{base.MATRIX_ABLATION}\")",
-                [n for n, _ in parse_ablation(base.MATRIX_ABLATION)]),
-               ("the sweep", [n for point in points or [] for n, _ in point]),
-               ("the command line", list(base.overrides))]
-    problems = [f'CONFIG_MATRIX_SEEDS="{base.MATRIX_SEEDS}" sets TRAIN_SEED for every run, and '
-                f'{source} sets {name} too, so the runs would collide: keep one of the two '
-                f'(empty MATRIX_SEEDS, or drop {name} from {source})'
-                for source, names in setters for name in dict.fromkeys(names) if _sets_seed(name)]
+    setters = [
+        (
+            f'the ablation list (CONFIG_MATRIX_ABLATION="{base.MATRIX_ABLATION}")',
+            [n for n, _ in parse_ablation(base.MATRIX_ABLATION)],
+        ),
+        ("the sweep", [n for point in points or [] for n, _ in point]),
+        ("the command line", list(base.overrides)),
+    ]
+    problems = [
+        f'CONFIG_MATRIX_SEEDS="{base.MATRIX_SEEDS}" sets TRAIN_SEED for every run, and '
+        f"{source} sets {name} too, so the runs would collide: keep one of the two "
+        f"(empty MATRIX_SEEDS, or drop {name} from {source})"
+        for source, names in setters
+        for name in dict.fromkeys(names)
+        if _sets_seed(name)
+    ]
     if problems:
         raise ConfigError(problems, "test matrix")
 
@@ -211,32 +266,46 @@ def parse_models(base: RunConfig) -> list[tuple[str, Overrides]]:
     for word in base.MATRIX_MODELS.split() or [base.MODEL]:
         model, _, settings = word.partition(":")
         pairs = [item.partition("=") for item in settings.split(",") if item]
-        if any(not sep or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name) or not value
-               for name, sep, value in pairs):
-            raise ConfigError([f"CONFIG_MATRIX_MODELS: '{word}' is not family or "
-                               f"family:SYMBOL=value,SYMBOL=value"])
+        if any(
+            not sep or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name) or not value
+            for name, sep, value in pairs
+        ):
+            raise ConfigError(
+                [
+                    f"CONFIG_MATRIX_MODELS: '{word}' is not family or "
+                    f"family:SYMBOL=value,SYMBOL=value"
+                ]
+            )
         model_o = [] if model == base.MODEL else [("MODEL", model)]
         out.append((model, model_o + [(name, value) for name, _, value in pairs]))
     return out
 
 
-def combinations(base: RunConfig, points: list[Overrides] | None = None
-                 ) -> list[tuple[Overrides, Overrides]]:
+def combinations(
+    base: RunConfig, points: list[Overrides] | None = None
+) -> list[tuple[Overrides, Overrides]]:
     """Every valid run as (overrides, its ablation part), in a stable order
     (model, variant, optimizer, pruning, ablation). An enabled value that ends
     up in no run is an error: nothing the user enabled is dropped silently.
     points (a sweep's) multiply the ablation product and name runs like it."""
     ablation = parse_ablation(base.MATRIX_ABLATION)
-    ablation_runs = [list(zip([n for n, _ in ablation], values)) + point
-                     for values in itertools.product(*[v for _, v in ablation])
-                     for point in (points if points is not None else [[]])]
+    ablation_runs = [
+        list(zip([n for n, _ in ablation], values)) + point
+        for values in itertools.product(*[v for _, v in ablation])
+        for point in (points if points is not None else [[]])
+    ]
     optimizers, prunings = optimizer_axis(base), pruning_axis(base)
     if not optimizers:
-        raise ConfigError(["CONFIG_OPTIMIZER_MODE_MULTIPLE is set but no "
-                           "CONFIG_OPTIMIZER_ENABLE_* is enabled"])
+        raise ConfigError(
+            ["CONFIG_OPTIMIZER_MODE_MULTIPLE is set but no CONFIG_OPTIMIZER_ENABLE_* is enabled"]
+        )
     if not prunings:
-        raise ConfigError(["CONFIG_PRUNING_MODE_MULTIPLE is set but no pruning method, "
-                           "sparsity or AdamWPrune score variant is enabled"])
+        raise ConfigError(
+            [
+                "CONFIG_PRUNING_MODE_MULTIPLE is set but no pruning method, "
+                "sparsity or AdamWPrune score variant is enabled"
+            ]
+        )
     out = []
     for model, model_o in parse_models(base):
         family = registry.family(model)
@@ -244,14 +313,16 @@ def combinations(base: RunConfig, points: list[Overrides] | None = None
             for opt_o in optimizers:
                 for prune_o in prunings:
                     if compatible(dict(opt_o)["OPTIMIZER"], prune_o):
-                        out += [(model_o + variant_o + opt_o + prune_o + a, a)
-                                for a in ablation_runs]
+                        out += [
+                            (model_o + variant_o + opt_o + prune_o + a, a) for a in ablation_runs
+                        ]
     _check_every_choice_used(optimizers, prunings, [o for o, _ in out])
     return out
 
 
-def _check_every_choice_used(optimizers: list[Overrides], prunings: list[Overrides],
-                             runs: list[Overrides]) -> None:
+def _check_every_choice_used(
+    optimizers: list[Overrides], prunings: list[Overrides], runs: list[Overrides]
+) -> None:
     used = [set(r) for r in runs]
     problems = []
     for opt_o in optimizers:
@@ -268,8 +339,9 @@ def _check_every_choice_used(optimizers: list[Overrides], prunings: list[Overrid
         raise ConfigError(problems, "test matrix")
 
 
-def expand(cli_args: Sequence[str] = (), path: Path = CONFIG,
-           points: list[Overrides] | None = None) -> tuple[RunConfig, list[PlannedRun]]:
+def expand(
+    cli_args: Sequence[str] = (), path: Path = CONFIG, points: list[Overrides] | None = None
+) -> tuple[RunConfig, list[PlannedRun]]:
     """(base config, planned runs). The command-line overrides apply to the base
     (where they are checked once); each run is then its own overrides on that
     base, validated like `make` before anything trains."""
@@ -281,9 +353,11 @@ def expand(cli_args: Sequence[str] = (), path: Path = CONFIG,
     with tempfile.TemporaryDirectory() as tmp:
         base_path = Path(tmp) / "base.config"
         base_path.write_text(base.config_text)
-        queue = [(configuration + seed_o, ablated, seed_id)  # a configuration's seeds together
-                for configuration, ablated in combinations(base, points)
-                for seed_o, seed_id in _seeded(seeds)]
+        queue = [
+            (configuration + seed_o, ablated, seed_id)  # a configuration's seeds together
+            for configuration, ablated in combinations(base, points)
+            for seed_o, seed_id in _seeded(seeds)
+        ]
         for overrides, ablated, seed_id in queue:
             try:
                 run = load_run_config([f"{k}={v}" for k, v in overrides], base_path)
@@ -297,11 +371,15 @@ def expand(cli_args: Sequence[str] = (), path: Path = CONFIG,
                 problems.append(f"two runs would share the id {run_id}")
             seen.add(run_id)
             planned.append(PlannedRun(run_id, overrides, run))
-    problems += [f"{problem} (in {counted(len(runs), 'run')}, e.g. {runs[0]})"
-                 for problem, runs in failing.items()]
+    problems += [
+        f"{problem} (in {counted(len(runs), 'run')}, e.g. {runs[0]})"
+        for problem, runs in failing.items()
+    ]
     if problems:
         raise ConfigError(problems, "test matrix")
     if not planned:
-        raise ConfigError(["the matrix is empty: enable at least one value in each "
-                           "multiple-selection menu"], "test matrix")
+        raise ConfigError(
+            ["the matrix is empty: enable at least one value in each multiple-selection menu"],
+            "test matrix",
+        )
     return base, planned

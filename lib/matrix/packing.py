@@ -26,12 +26,14 @@ with an error then. MATRIX_PARALLEL_JOBS caps the runs at a time; left at 0
 it is GPUs x N, and under auto one run per CPU core (each run's Python loop
 keeps one busy).
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lib.config.run_config import value_or
 from lib.matrix.state import MatrixError
@@ -40,14 +42,14 @@ if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
     from lib.hardware.devices import DeviceInfo
 
-MARGIN = 0.9       # share of a GPU's memory that runs sharing it may fill
+MARGIN = 0.9  # share of a GPU's memory that runs sharing it may fill
 MAX_PER_GPU = 64
 GIB = 2**30
 
 
 @dataclass(frozen=True)
 class Gpu:
-    visible: str       # how CUDA_VISIBLE_DEVICES names it to a child: an index or the parent's id
+    visible: str  # how CUDA_VISIBLE_DEVICES names it to a child: an index or the parent's id
     memory_bytes: int
     name: str = "GPU"
 
@@ -55,10 +57,11 @@ class Gpu:
 @dataclass(frozen=True)
 class Need:
     """What one run asks of the GPUs."""
+
     bytes: int | None = None  # estimated need on one GPU; None: unknown (it then runs alone)
-    alone: bool = False       # needs a GPU to itself even where its estimate is small
-    gpus: int = 0             # DDP: whole GPUs it takes (0: one GPU, which it may share)
-    why: str = ""             # why it runs alone, for the plan
+    alone: bool = False  # needs a GPU to itself even where its estimate is small
+    gpus: int = 0  # DDP: whole GPUs it takes (0: one GPU, which it may share)
+    why: str = ""  # why it runs alone, for the plan
 
 
 def parse_runs_per_gpu(text: str | None) -> int | None:
@@ -68,9 +71,11 @@ def parse_runs_per_gpu(text: str | None) -> int | None:
         return None
     if re.fullmatch(r"[0-9]+", word) and 1 <= int(word) <= MAX_PER_GPU:
         return int(word)
-    raise MatrixError(f'CONFIG_MATRIX_RUNS_PER_GPU="{text}": give the runs one GPU may hold, '
-                      f'1 to {MAX_PER_GPU}, or auto (as many as their memory estimates fit in '
-                      f'{MARGIN:.0%} of the GPU)')
+    raise MatrixError(
+        f'CONFIG_MATRIX_RUNS_PER_GPU="{text}": give the runs one GPU may hold, '
+        f"1 to {MAX_PER_GPU}, or auto (as many as their memory estimates fit in "
+        f"{MARGIN:.0%} of the GPU)"
+    )
 
 
 def visible_ids(count: int, env: Mapping[str, str]) -> list[str]:
@@ -104,8 +109,14 @@ def _info(gpu: Gpu) -> DeviceInfo:
     from lib.hardware.devices import DeviceInfo, match_profile
 
     known = match_profile(gpu.name, gpu.memory_bytes)
-    return DeviceInfo("cuda", gpu.name, gpu.memory_bytes, known.bf16 if known else True,
-                      known.peak_flops_16bit if known else None, "cuda")
+    return DeviceInfo(
+        "cuda",
+        gpu.name,
+        gpu.memory_bytes,
+        known.bf16 if known else True,
+        known.peak_flops_16bit if known else None,
+        "cuda",
+    )
 
 
 def need(run: RunConfig, gpu: Gpu) -> Need:
@@ -129,8 +140,9 @@ def need(run: RunConfig, gpu: Gpu) -> Need:
         while (lower := smaller_batch(micro, floor)) is not None:
             micro = lower
         accumulation = run.BATCH_SIZE * run.GPT2_GRADIENT_ACCUMULATION // micro
-        smallest = estimate_memory(run, batch_size=micro, accumulation=accumulation,
-                                   device_info=info).required_bytes()
+        smallest = estimate_memory(
+            run, batch_size=micro, accumulation=accumulation, device_info=info
+        ).required_bytes()
         return Need(smallest, alone=True, why=f"fits only at micro-batch {micro} (OOM fallback)")
     except (ValueError, KeyError) as err:  # an estimator gap: the run keeps a GPU to itself
         return Need(alone=True, why=f"no memory estimate ({err})")
@@ -140,31 +152,45 @@ class Packer:
     """Places runs on GPUs (module docstring). Not thread-safe: the runner
     calls it under its own lock."""
 
-    def __init__(self, gpus: Sequence[Gpu], needs: Mapping[str, Need], per_gpu: int | None,
-                 jobs: int = 0, margin: float = MARGIN):
+    def __init__(
+        self,
+        gpus: Sequence[Gpu],
+        needs: Mapping[str, Need],
+        per_gpu: int | None,
+        jobs: int = 0,
+        margin: float = MARGIN,
+    ):
         self.gpus, self.needs, self.per_gpu, self.margin = list(gpus), dict(needs), per_gpu, margin
         self.by_memory = per_gpu != 1
         if jobs <= 0:  # as many as the GPUs take; under auto one per CPU core at most
-            jobs = (len(self.gpus) * per_gpu if per_gpu else max(len(self.gpus), _cores())
-                    ) if self.gpus else 1
+            jobs = (
+                (len(self.gpus) * per_gpu if per_gpu else max(len(self.gpus), _cores()))
+                if self.gpus
+                else 1
+            )
         self.jobs = jobs
         self.on: list[list[str]] = [[] for _ in self.gpus]  # run ids on each GPU
-        self.where: dict[str, list[int]] = {}               # running run -> its GPUs
+        self.where: dict[str, list[int]] = {}  # running run -> its GPUs
 
     @property
     def most_at_once(self) -> int:
-        return min(self.jobs, len(self.gpus) * self.per_gpu) if self.gpus and self.per_gpu \
+        return (
+            min(self.jobs, len(self.gpus) * self.per_gpu)
+            if self.gpus and self.per_gpu
             else self.jobs
+        )
 
     def problems(self) -> list[str]:
         """Runs no GPU here can hold by their estimate (checked only when packing)."""
         if not (self.gpus and self.by_memory):
             return []
         biggest = max(self.gpus, key=lambda g: g.memory_bytes)
-        return [f"{run_id}: needs about {n.bytes / GIB:.1f} GiB by its estimate, more than "
-                f"the largest GPU here ({biggest.name}, {biggest.memory_bytes / GIB:.1f} GiB)"
-                for run_id, n in self.needs.items()
-                if not n.gpus and n.bytes is not None and n.bytes > biggest.memory_bytes]
+        return [
+            f"{run_id}: needs about {n.bytes / GIB:.1f} GiB by its estimate, more than "
+            f"the largest GPU here ({biggest.name}, {biggest.memory_bytes / GIB:.1f} GiB)"
+            for run_id, n in self.needs.items()
+            if not n.gpus and n.bytes is not None and n.bytes > biggest.memory_bytes
+        ]
 
     def check(self) -> None:
         """Raise MatrixError, before any run starts, for runs too big for every GPU."""
@@ -173,7 +199,8 @@ class Packer:
             raise MatrixError(
                 "refusing to start: " + "; ".join(too_big) + ". Lower its BATCH_SIZE (GRAD_ACCUM "
                 "keeps the effective batch), turn on TRAIN_GRADIENT_CHECKPOINTING, or choose "
-                "HYPER_PARAM_AUTO; `make estimate` shows where the memory goes")
+                "HYPER_PARAM_AUTO; `make estimate` shows where the memory goes"
+            )
 
     def next(self, waiting: Sequence[str]) -> tuple[str, dict[str, str]] | None:
         """The first waiting run that may start now and its environment, or None."""
@@ -258,8 +285,9 @@ class Packer:
         return not (n.gpus or n.alone) and n.bytes is not None
 
 
-def build(base: RunConfig, configs: Mapping[str, RunConfig], gpus: Sequence[Gpu] | None = None
-          ) -> Packer:
+def build(
+    base: RunConfig, configs: Mapping[str, RunConfig], gpus: Sequence[Gpu] | None = None
+) -> Packer:
     """The Packer for a matrix's runs on this machine (gpus: its inventory)."""
     per_gpu = parse_runs_per_gpu(base.MATRIX_RUNS_PER_GPU)
     gpus = inventory(base) if gpus is None else list(gpus)
@@ -267,6 +295,8 @@ def build(base: RunConfig, configs: Mapping[str, RunConfig], gpus: Sequence[Gpu]
         largest = max(gpus, key=lambda g: g.memory_bytes)
         needs = {r: need(c, largest) for r, c in configs.items()}
     else:  # one run per GPU: no estimate needed, only which runs take several GPUs
-        needs = {r: Need(gpus=value_or(c.GPT2_NUM_GPUS, 1), why="DDP") if c.GPT2_USE_DDP
-                 else Need() for r, c in configs.items()}
+        needs = {
+            r: Need(gpus=value_or(c.GPT2_NUM_GPUS, 1), why="DDP") if c.GPT2_USE_DDP else Need()
+            for r, c in configs.items()
+        }
     return Packer(gpus, needs, per_gpu, base.MATRIX_PARALLEL_JOBS)

@@ -6,24 +6,26 @@ completed run makes unnecessary (lib/matrix/reuse.py) shows `reused` and the
 run it links to, and the total says how much time that saves. Last, how the
 runs share this machine's GPUs (lib/matrix/packing.py): the runs that start
 at once on each GPU; a run too big for every GPU stops the plan there."""
+
 from __future__ import annotations
 
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from lib.estimate.calibrate import Measured, RunEstimate, completed_runs, estimate_run
+from lib.estimate.memory import FIT_MARGIN
 from lib.matrix import packing, reuse
 from lib.matrix.grid import PlannedRun, parse_seeds
-from lib.estimate.memory import FIT_MARGIN
-from lib.run.rundir import results_root
 from lib.plural import counted
+from lib.run.rundir import results_root
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
 
-def _estimates(run: RunConfig, completed: list[Measured]
-               ) -> tuple[float | None, RunEstimate | None]:
+def _estimates(
+    run: RunConfig, completed: list[Measured]
+) -> tuple[float | None, RunEstimate | None]:
     """(GiB, time) from lib/estimate; None where it cannot say."""
     from lib.estimate import estimate_memory
 
@@ -54,18 +56,23 @@ def _duration(seconds: float | None) -> str:
 
 
 def _count(base: RunConfig, planned: list[PlannedRun]) -> str:
-    """"6 runs (2 configurations x 3 seeds: 1 2 3)"; "6 runs" without seeds."""
+    """ "6 runs (2 configurations x 3 seeds: 1 2 3)"; "6 runs" without seeds."""
     seeds = parse_seeds(base.MATRIX_SEEDS)
     if not seeds:
         return counted(len(planned), "run")
     configurations = counted(len(planned) // len(seeds), "configuration")
-    return (f"{counted(len(planned), 'run')} ({configurations} x "
-            f"{counted(len(seeds), 'seed')}: {' '.join(map(str, seeds))})")
+    return (
+        f"{counted(len(planned), 'run')} ({configurations} x "
+        f"{counted(len(seeds), 'seed')}: {' '.join(map(str, seeds))})"
+    )
 
 
 def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     """Print the grid as a table, the run count and the totals."""
-    matches, note = reuse.find({p.run_id: p.config for p in planned}, results_root(base))
+    matches: dict[str, reuse.Match] = {}
+    note: str | None = "reuse: checked after tuning, once the runs' values are known"
+    if not base.MATRIX_TUNE:  # tuned runs' values are known after tuning: reuse is decided then
+        matches, note = reuse.find({p.run_id: p.config for p in planned}, results_root(base))
     completed = completed_runs(results_root(base))
     rows, total_s, saved_s, unknown, estimates = [], 0.0, 0.0, False, []
     for p in planned:
@@ -87,17 +94,30 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     for run_id, mem, time_, what in rows:
         print(f"{run_id:<{width}}  {mem:>8}  {time_:>9}  {what}")
     common = " ".join(f"{k}={v}" for k, v in base.overrides.items())
-    print(f"{_count(base, planned)}, about {_duration(total_s)} one after another"
-          f"{' (some unknown)' if unknown else ''}"
-          f"{'; every run also gets ' + common if common else ''}")
+    print(
+        f"{_count(base, planned)}, about {_duration(total_s)} one after another"
+        f"{' (some unknown)' if unknown else ''}"
+        f"{'; every run also gets ' + common if common else ''}"
+    )
     if any(estimates):
-        print(f"time: an estimate of each run's whole process, start-up included, "
-              f"{time_basis(estimates)}")
+        print(
+            f"time: an estimate of each run's whole process, start-up included, "
+            f"{time_basis(estimates)}"
+        )
     if matches:
-        print(f"{counted(len(matches), 'run')} reused from earlier runs with the same fingerprint "
-              f"(<- its folder), saving about {_duration(saved_s)}; REUSE=n trains them again")
+        print(
+            f"{counted(len(matches), 'run')} reused from earlier runs with the same fingerprint "
+            f"(<- its folder), saving about {_duration(saved_s)}; REUSE=n trains them again"
+        )
     if note:
         print(note)
+    if base.MATRIX_TUNE:  # the tuning stage's budget and time (lib/tune/)
+        from lib.tune.forecast import lines
+
+        tune_lines, tune_s = lines(base, planned, completed)
+        print("\n".join(tune_lines))
+        if tune_s is not None and not unknown:
+            print(f"in all, tuning and runs: about {_duration(tune_s + total_s)}")
     print("memory: estimated training peak per device (`make estimate` explains one run)")
     if base.MATRIX_EXECUTOR == "slurm":  # each run is a job of its own: nothing to pack
         return
@@ -115,19 +135,27 @@ def packing_lines(base: RunConfig, placer: packing.Packer, run_ids: list[str]) -
     later = len(run_ids) - len(wave.where)
     then = [f"  the other {counted(later, 'run')} start as places free up"] if later else []
     if not placer.gpus:
-        return [f"runs at a time: {placer.most_at_once} (no GPU here; PARALLEL_JOBS= changes "
-                f"it)"] + then
+        return [
+            f"runs at a time: {placer.most_at_once} (no GPU here; PARALLEL_JOBS= changes it)"
+        ] + then
     names = sorted({f"{g.name} ({g.memory_bytes / packing.GIB:.1f} GiB)" for g in placer.gpus})
-    lines = [f"packing ({setting}): {len(placer.gpus)} GPU(s), {', '.join(names)}; "
-             + (f"runs sharing a GPU fill at most {placer.margin:.0%} of it by their estimates "
-                f"(+{FIT_MARGIN:.0%} and the CUDA context each); " if placer.by_memory else "")
-             + f"up to {placer.most_at_once} at a time"]
+    lines = [
+        f"packing ({setting}): {len(placer.gpus)} GPU(s), {', '.join(names)}; "
+        + (
+            f"runs sharing a GPU fill at most {placer.margin:.0%} of it by their estimates "
+            f"(+{FIT_MARGIN:.0%} and the CUDA context each); "
+            if placer.by_memory
+            else ""
+        )
+        + f"up to {placer.most_at_once} at a time"
+    ]
     for g, gpu in enumerate(placer.gpus):
         here = wave.on[g]
         used = f", {wave.used(g) / packing.GIB:.2f} GiB" if placer.by_memory else ""
-        lines.append(f"  GPU {gpu.visible}: {counted(len(here), 'run')}{used}"
-                     + (": " + ", ".join(f"{r}{_why(placer.needs.get(r))}" for r in here)
-                        if here else ""))
+        lines.append(
+            f"  GPU {gpu.visible}: {counted(len(here), 'run')}{used}"
+            + (": " + ", ".join(f"{r}{_why(placer.needs.get(r))}" for r in here) if here else "")
+        )
     return lines + then
 
 

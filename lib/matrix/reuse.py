@@ -17,31 +17,37 @@ tree has uncommitted changes, nor into a folder where training has begun
 asks for beyond the fingerprint (lib/matrix/outputs.py) gains them from the
 match's checkpoint, or is trained again where only training makes them.
 """
+
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
-from lib.matrix import outputs
-from lib.matrix.state import FILE as MATRIX_FILE, MatrixState
-from lib.run import fingerprint as fp
 from lib.atomic import read_json_object
+from lib.matrix import outputs
+from lib.matrix.state import FILE as MATRIX_FILE
+from lib.matrix.state import MatrixState
+from lib.run import fingerprint as fp
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
-DIRTY = ("reuse is off: the working tree has uncommitted changes (`git status`), so no "
-         "fingerprint says what code trains; commit them to reuse earlier runs")
+DIRTY = (
+    "reuse is off: the working tree has uncommitted changes (`git status`), so no "
+    "fingerprint says what code trains; commit them to reuse earlier runs"
+)
 
 
 @dataclass(frozen=True)
 class Match:
     """An earlier completed run with a planned run's fingerprint."""
+
     source: Path  # its folder
-    name: str     # its path under the results root
+    name: str  # its path under the results root
     hash: str
     wall_time_s: float | None
     owed: outputs.Owed = outputs.Owed()  # what the new request asks for that it lacks
@@ -49,19 +55,29 @@ class Match:
 
 def _folders(results: Path) -> Iterator[tuple[Path, str | None]]:
     """Run folders under results with the state their matrix records (None: a single run)."""
+
     def real(p: Path) -> bool:
-        return p.is_dir() and not p.is_symlink() and ".prev-" not in p.name \
+        return (
+            p.is_dir()
+            and not p.is_symlink()
+            and ".prev-" not in p.name
             and not p.name.startswith(".")
+        )
+
     try:
         tops = sorted(p for p in results.iterdir() if real(p))
     except OSError:
         return
     for top in tops:
         if (top / MATRIX_FILE).is_file():
-            runs = read_json_object(top / MATRIX_FILE).get("runs") or {}
-            for run_id, entry in runs.items():
-                if isinstance(entry, dict) and real(top / run_id):
-                    yield top / run_id, entry.get("state")
+            # A matrix's runs, and its tuning trials (tune/<configuration>/, lib/tune/).
+            tune = top / "tune"
+            studies = sorted(tune.glob(f"*/{MATRIX_FILE}")) if tune.is_dir() else []
+            for where in [top] + [m.parent for m in studies]:
+                runs = read_json_object(where / MATRIX_FILE).get("runs") or {}
+                for run_id, entry in runs.items():
+                    if isinstance(entry, dict) and real(where / run_id):
+                        yield where / run_id, entry.get("state")
         elif (top / "metrics.json").is_file():
             yield top, None
 
@@ -72,17 +88,27 @@ def completed(results: Path) -> dict[str, Match]:
     for folder, state in _folders(results):
         metrics = read_json_object(folder / "metrics.json")
         record = metrics.get("fingerprint")
-        if (state not in (None, "completed") or metrics.get("status") != "completed"
-                or not isinstance(record, dict) or not isinstance(record.get("hash"), str)
-                or not isinstance(record.get("code"), dict) or fp.is_dirty(record["code"])):
+        if (
+            state not in (None, "completed")
+            or metrics.get("status") != "completed"
+            or metrics.get("pruned")  # a tuning trial its study stopped early
+            or not isinstance(record, dict)
+            or not isinstance(record.get("hash"), str)
+            or not isinstance(record.get("code"), dict)
+            or fp.is_dirty(record["code"])
+        ):
             continue
         try:
             when = (folder / "metrics.json").stat().st_mtime
         except OSError:
             continue
         wall = metrics.get("wall_time_s")
-        match = Match(folder, os.path.relpath(folder, results), record["hash"],
-                      wall if isinstance(wall, (int, float)) else None)
+        match = Match(
+            folder,
+            os.path.relpath(folder, results),
+            record["hash"],
+            wall if isinstance(wall, (int, float)) else None,
+        )
         if record["hash"] not in found or when > found[record["hash"]][0]:
             found[record["hash"]] = (when, match)
     return {h: m for h, (_, m) in found.items()}
@@ -111,9 +137,14 @@ def find(runs: dict[str, RunConfig], results: Path) -> tuple[dict[str, Match], s
                 retrain.append(f"reuse: {run_id} is {owed.describe()} ({match.name})")
             else:
                 out[run_id] = replace(match, owed=owed)
-    notes = retrain + ([f"reuse: {unprepared} run(s) not checked, their data is not prepared "
-                        f"yet (`make prepare`; `make test-matrix` prepares it first)"]
-                       if unprepared else [])
+    notes = retrain + (
+        [
+            f"reuse: {unprepared} run(s) not checked, their data is not prepared "
+            f"yet (`make prepare`; `make test-matrix` prepares it first)"
+        ]
+        if unprepared
+        else []
+    )
     return out, "\n".join(notes) or None
 
 
@@ -123,8 +154,13 @@ FRESH = ("config.txt", "slurm.sh")  # what a matrix writes into a run folder bef
 def _untouched(state: MatrixState, run_id: str) -> bool:
     """Never started nor submitted: a queued cluster job would train through the link."""
     folder, entry = state.root / run_id, state.runs[run_id]
-    return (folder.is_dir() and not folder.is_symlink() and not entry.get("attempts")
-            and not entry.get("slurm_job") and {p.name for p in folder.iterdir()} <= set(FRESH))
+    return (
+        folder.is_dir()
+        and not folder.is_symlink()
+        and not entry.get("attempts")
+        and not entry.get("slurm_job")
+        and {p.name for p in folder.iterdir()} <= set(FRESH)
+    )
 
 
 def link(state: MatrixState, run_id: str, match: Match) -> None:
@@ -135,12 +171,23 @@ def link(state: MatrixState, run_id: str, match: Match) -> None:
     folder.rmdir()
     folder.symlink_to(os.path.relpath(match.source, state.root))
     iterations = read_json_object(match.source / "metrics.json").get("iterations")
-    state.update(run_id, state="completed", reused_from=match.name, fingerprint=match.hash,
-                 iterations=iterations, error=None, ended=time.strftime("%Y-%m-%d %H:%M:%S"))
+    state.update(
+        run_id,
+        state="completed",
+        reused_from=match.name,
+        fingerprint=match.hash,
+        iterations=iterations,
+        error=None,
+        ended=time.strftime("%Y-%m-%d %H:%M:%S"),
+    )
 
 
-def apply(state: MatrixState, configs: dict[str, RunConfig], run_ids: list[str],
-          log: Callable[[str], None] = print) -> list[str]:
+def apply(
+    state: MatrixState,
+    configs: dict[str, RunConfig],
+    run_ids: list[str],
+    log: Callable[[str], None] = print,
+) -> list[str]:
     """Link every run of run_ids that an earlier run makes unnecessary; the rest,
     to train. A run that has begun is resumed instead."""
     fresh = {r: configs[r] for r in run_ids if _untouched(state, r)}
@@ -149,8 +196,10 @@ def apply(state: MatrixState, configs: dict[str, RunConfig], run_ids: list[str],
         log(f"[matrix] {note}")
     for run_id, match in matches.items():
         link(state, run_id, match)
-        log(f"[matrix] {run_id}: reused {match.name} (same fingerprint {match.hash[:12]}); "
-            f"REUSE=n trains it again")
+        log(
+            f"[matrix] {run_id}: reused {match.name} (same fingerprint {match.hash[:12]}); "
+            f"REUSE=n trains it again"
+        )
     for run_id, match in matches.items():
         if match.owed.produce:
             complete(state, run_id, match, log)

@@ -20,6 +20,7 @@ new run, waits for them and records them pending, which `make continue`
 resumes. A second signal later is forwarded too: the runs stop at once
 (lib/run/signals.py).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,12 +32,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from lib.paths import ROOT, SCRIPTS
 from lib.matrix.packing import Packer
 from lib.matrix.state import MatrixState
+from lib.paths import ROOT, SCRIPTS
 from lib.run.signals import EXIT_RESUMABLE, STOP_SIGNALS, TORCHRUN_ENV, WHY
 
 TRAIN = SCRIPTS / "train.py"
@@ -54,13 +56,15 @@ def _child_setup() -> None:
 def _die_with_parent() -> None:
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:  # not glibc Linux: children may outlive a killed matrix
         pass
 
 
-def command(run_dir: Path, extra_args: Sequence[str] = (),
-            launcher: Sequence[str] = ()) -> list[str]:
+def command(
+    run_dir: Path, extra_args: Sequence[str] = (), launcher: Sequence[str] = ()
+) -> list[str]:
     """The run's process: train.py, or train.py under a launcher that starts
     the Python processes itself (a cluster's `srun ... torch.distributed.run`)."""
     head = list(launcher) if launcher else [sys.executable]
@@ -78,8 +82,9 @@ def log_tail(run_dir: Path, lines: int = LOG_TAIL_LINES) -> str:
     return ""
 
 
-def outcome(run_dir: Path, code: int, started: float | None = None,
-            forwarded: str | None = None) -> dict[str, Any]:
+def outcome(
+    run_dir: Path, code: int, started: float | None = None, forwarded: str | None = None
+) -> dict[str, Any]:
     """matrix.json fields for a finished process, from metrics.json and the exit code.
 
     started: when the process started (time.time()), so that a metrics.json
@@ -94,8 +99,11 @@ def outcome(run_dir: Path, code: int, started: float | None = None,
     if not isinstance(metrics, dict):
         metrics = {}
     status, reason = metrics.get("status"), str(metrics.get("reason") or "")
-    fields: dict[str, Any] = {"exit_code": code, "ended": time.strftime("%Y-%m-%d %H:%M:%S"),
-                              "iterations": metrics.get("iterations")}
+    fields: dict[str, Any] = {
+        "exit_code": code,
+        "ended": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "iterations": metrics.get("iterations"),
+    }
     if code == 0 and status == "completed":
         return {**fields, "state": "completed", "error": None}
     if code == 0 and status == "stopped" and "TRAIN_MAX_TIME" in reason:
@@ -112,13 +120,16 @@ def outcome(run_dir: Path, code: int, started: float | None = None,
     if code == EXIT_RESUMABLE or by_signal or killed:
         note = reason or "stopped by a signal before it began training"
         if forwarded:
-            note = (f"stopped by {WHY.get(forwarded, forwarded)} to the matrix, at step "
-                    f"{metrics.get('iterations') or 0}; `make continue` resumes it")
+            note = (
+                f"stopped by {WHY.get(forwarded, forwarded)} to the matrix, at step "
+                f"{metrics.get('iterations') or 0}; `make continue` resumes it"
+            )
         return {**fields, "state": "pending", "error": None, "note": note}
     if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-        error = f"killed by {name}" + (" (often the kernel's out-of-memory killer)"
-                                       if -code == signal.SIGKILL else "")
+        error = f"killed by {name}" + (
+            " (often the kernel's out-of-memory killer)" if -code == signal.SIGKILL else ""
+        )
     else:
         error = metrics.get("error") or f"exit code {code}"
     return {**fields, "state": "failed", "error": error, "log_tail": log_tail(run_dir)}
@@ -129,9 +140,15 @@ class Runner:
     (the environment it gives, e.g. CUDA_VISIBLE_DEVICES, patches the run's);
     without one, one at a time in this process's environment (a cluster job)."""
 
-    def __init__(self, state: MatrixState, packer: Packer | None = None,
-                 echo: bool = True, log: Callable[[str], None] = print,
-                 extra_args: Sequence[str] = (), launcher: Sequence[str] = ()):
+    def __init__(
+        self,
+        state: MatrixState,
+        packer: Packer | None = None,
+        echo: bool = True,
+        log: Callable[[str], None] = print,
+        extra_args: Sequence[str] = (),
+        launcher: Sequence[str] = (),
+    ):
         self.state, self.launcher = state, list(launcher)
         self.packer = packer or Packer([], {}, 1, jobs=1)
         self.extra_args = list(extra_args)  # e.g. MAX_ITERS= given to `make continue`
@@ -165,8 +182,11 @@ class Runner:
         name = signal.Signals(signum).name
         if not self.interrupted:
             # One write(2): the interrupted main thread may be writing to stdout.
-            os.write(2, f"[matrix] {name} received: the running runs finish their step and "
-                        f"save a checkpoint; no new run starts\n".encode())
+            os.write(
+                2,
+                f"[matrix] {name} received: the running runs finish their step and "
+                f"save a checkpoint; no new run starts\n".encode(),
+            )
         self.interrupted, self.signal = True, self.signal or name
         with self._children_lock:
             children = list(self._children)
@@ -211,9 +231,15 @@ class Runner:
     def run_one(self, run_id: str, slot: dict[str, str]) -> dict[str, Any]:
         run_dir = self.state.root / run_id
         entry = self.state.runs[run_id]
-        self.state.update(run_id, state="running", attempts=entry.get("attempts", 0) + 1,
-                          started=time.strftime("%Y-%m-%d %H:%M:%S"), error=None,
-                          log_tail=None, env=slot or None)
+        self.state.update(
+            run_id,
+            state="running",
+            attempts=entry.get("attempts", 0) + 1,
+            started=time.strftime("%Y-%m-%d %H:%M:%S"),
+            error=None,
+            log_tail=None,
+            env=slot or None,
+        )
         where = f" on {', '.join(f'{k}={v}' for k, v in slot.items())}" if slot else ""
         self.log(f"[matrix] {run_id}: started{where}")
         started = time.time()
@@ -223,17 +249,24 @@ class Runner:
         # The whole process, start-up included: what calibrates the next plan's estimate.
         result["seconds"] = round(time.time() - started, 1)
         self.state.update(run_id, **result)
-        self.log(f"[matrix] {run_id}: {result['state']}"
-                 f"{': ' + result['error'] if result.get('error') else ''}")
+        self.log(
+            f"[matrix] {run_id}: {result['state']}"
+            f"{': ' + result['error'] if result.get('error') else ''}"
+        )
         return result
 
     def _launch(self, run_dir: Path, slot: dict[str, str]) -> int:
         env = {**TORCHRUN_ENV, **os.environ, **slot, "PYTHONUNBUFFERED": "1"}
         with open(run_dir / "console.log", "ab") as console:
-            proc = subprocess.Popen(command(run_dir, self.extra_args, self.launcher), cwd=ROOT, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT,
-                                    preexec_fn=_child_setup if os.name == "posix" else None)
+            proc = subprocess.Popen(
+                command(run_dir, self.extra_args, self.launcher),
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_child_setup if os.name == "posix" else None,
+            )
             with self._children_lock:
                 self._children.add(proc)
             if self.interrupted:  # the signal came while this run was being started

@@ -1,6 +1,6 @@
 """Slurm executor: one sbatch script per run, submitted with `sbatch --parsable`.
 
-Each job runs `scripts/test_matrix.py job RUN_DIR=<run folder>`, which records
+Each job runs `scripts/matrix.py job RUN_DIR=<run folder>`, which records
 the run's state in matrix.json exactly as a local matrix does (running, then
 completed / failed / diverged / pending after a preemption), so `make
 continue` and `make results` work on cluster runs unchanged. A run over
@@ -14,6 +14,7 @@ submits it again and it resumes exactly. A preemption or `scancel` sends
 SIGTERM, handled the same way; a cluster that requeues preempted jobs
 reruns the script, which resumes from the checkpoint by itself.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -24,19 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lib.paths import ROOT, SCRIPTS
 from lib.matrix.state import MatrixError, MatrixState
+from lib.paths import ROOT, SCRIPTS
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
-JOB = SCRIPTS / "test_matrix.py"
+JOB = SCRIPTS / "matrix.py"
 
 
 @dataclass(frozen=True)
 class SlurmSettings:
     """The SLURM_* symbols of a run, all present: Kconfig shows them only
     under MATRIX_EXECUTOR_SLURM, so the RunConfig types them as optional."""
+
     nodes: int
     gpus_per_node: int
     cpus_per_gpu: int
@@ -62,17 +64,27 @@ def settings(run: RunConfig) -> SlurmSettings:
         time_limit=_required(run.SLURM_TIME_LIMIT, "SLURM_TIME_LIMIT"),
         signal_seconds=_required(run.SLURM_SIGNAL_SECONDS, "SLURM_SIGNAL_SECONDS"),
         rdzv_port=_required(run.SLURM_RDZV_PORT, "SLURM_RDZV_PORT"),
-        partition=run.SLURM_PARTITION, account=run.SLURM_ACCOUNT)
+        partition=run.SLURM_PARTITION,
+        account=run.SLURM_ACCOUNT,
+    )
 
 
 def launcher(job: SlurmSettings) -> list[str]:
     """The command prefix that starts a multi-node run's ranks ([] on one node)."""
     if job.nodes == 1:
         return []
-    return ["srun", "--ntasks-per-node=1", sys.executable, "-m", "torch.distributed.run",
-            f"--nnodes={job.nodes}", f"--nproc-per-node={max(1, job.gpus_per_node)}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint=$HEAD:{job.rdzv_port}",
-            "--rdzv-id=$SLURM_JOB_ID"]
+    return [
+        "srun",
+        "--ntasks-per-node=1",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={job.nodes}",
+        f"--nproc-per-node={max(1, job.gpus_per_node)}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=$HEAD:{job.rdzv_port}",
+        "--rdzv-id=$SLURM_JOB_ID",
+    ]
 
 
 # Slurm checks for due signals now and then: --signal "may be sent up to 60
@@ -95,35 +107,41 @@ def render(run: RunConfig, run_dir: Path, job_name: str) -> str:
     """The sbatch script of one run (run: its RunConfig)."""
     job = settings(run)
     gpus = job.gpus_per_node
-    lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}",
-             f"#SBATCH --nodes={job.nodes}", "#SBATCH --ntasks-per-node=1",
-             f"#SBATCH --cpus-per-task={job.cpus_per_gpu * max(1, gpus)}",
-             f"#SBATCH --time={job.time_limit}",
-             f"#SBATCH --output={run_dir}/slurm-%j.out",
-             # B: signals the batch shell alone, which `exec` below makes the job
-             # process (lib/matrix/runner.py): it forwards a stop to its child as
-             # SIGTERM, which srun and torchrun pass on to every rank. Without B:
-             # Slurm would signal srun's tasks directly: torchrun agents die of
-             # SIGUSR1 unless told to handle it, and a one-node run, started
-             # without srun, is not in any step that Slurm signals.
-             "# Stop warning: the run checkpoints and exits 75; `make continue` resumes it.",
-             f"#SBATCH --signal=B:USR1@{warning_seconds(job)}"]
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={job_name}",
+        f"#SBATCH --nodes={job.nodes}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --cpus-per-task={job.cpus_per_gpu * max(1, gpus)}",
+        f"#SBATCH --time={job.time_limit}",
+        f"#SBATCH --output={run_dir}/slurm-%j.out",
+        # B: signals the batch shell alone, which `exec` below makes the job
+        # process (lib/matrix/runner.py): it forwards a stop to its child as
+        # SIGTERM, which srun and torchrun pass on to every rank. Without B:
+        # Slurm would signal srun's tasks directly: torchrun agents die of
+        # SIGUSR1 unless told to handle it, and a one-node run, started
+        # without srun, is not in any step that Slurm signals.
+        "# Stop warning: the run checkpoints and exits 75; `make continue` resumes it.",
+        f"#SBATCH --signal=B:USR1@{warning_seconds(job)}",
+    ]
     if gpus:
         lines.append(f"#SBATCH --gpus-per-node={gpus}")
     if job.partition:
         lines.append(f"#SBATCH --partition={job.partition}")
     if job.account:
         lines.append(f"#SBATCH --account={job.account}")
-    lines += ["# Generated by `make test-matrix EXECUTOR=slurm`; resubmitted by `make continue`.",
-              "set -euo pipefail", f"cd {shlex.quote(str(ROOT))}"]
+    lines += [
+        "# Generated by `make test-matrix EXECUTOR=slurm`; resubmitted by `make continue`.",
+        "set -euo pipefail",
+        f"cd {shlex.quote(str(ROOT))}",
+    ]
     command = [sys.executable, str(JOB), "job", f"RUN_DIR={run_dir}"]
     prefix = launcher(job)
     if prefix:
         lines.append('HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)')
         # $HEAD and $SLURM_JOB_ID expand in the job, not here.
         command += ["--launcher", " ".join(prefix)]
-    lines.append("exec " + " ".join(shlex.quote(w) if "$" not in w else f'"{w}"'
-                                    for w in command))
+    lines.append("exec " + " ".join(shlex.quote(w) if "$" not in w else f'"{w}"' for w in command))
     return "\n".join(lines) + "\n"
 
 
@@ -135,11 +153,21 @@ def render(run: RunConfig, run_dir: Path, job_name: str) -> str:
 RESUMABLE_END = ("CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "COMPLETED")
 FAILED_END = ("FAILED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 STATE_MAP = {
-    **{s: "pending" for s in ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED",
-                              "REQUEUE_HOLD", "RESV_DEL_HOLD", "SPECIAL_EXIT", "SUSPENDED",
-                              "STOPPED")},
-    **{s: "running" for s in ("RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING",
-                              "RESIZING")},
+    **{
+        s: "pending"
+        for s in (
+            "PENDING",
+            "CONFIGURING",
+            "REQUEUED",
+            "REQUEUE_FED",
+            "REQUEUE_HOLD",
+            "RESV_DEL_HOLD",
+            "SPECIAL_EXIT",
+            "SUSPENDED",
+            "STOPPED",
+        )
+    },
+    **{s: "running" for s in ("RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING")},
     # Ended, resumable from the last checkpoint: `make continue` submits it again.
     # COMPLETED here is a job whose body exited 0 without recording an end.
     **{s: "pending" for s in RESUMABLE_END},
@@ -169,16 +197,28 @@ def job_states(job_ids: list[str]) -> dict[str, str]:
         return found
     if shutil.which("squeue"):
         # Exit 1 when no id is known any more; the ones it knows are printed.
-        out = subprocess.run(["squeue", "--noheader", "--states=all", "--format=%i|%T",
-                              f"--jobs={','.join(ids)}"], capture_output=True, text=True)
+        out = subprocess.run(
+            ["squeue", "--noheader", "--states=all", "--format=%i|%T", f"--jobs={','.join(ids)}"],
+            capture_output=True,
+            text=True,
+        )
         found.update(_pairs(out.stdout, ids))
     rest = [j for j in ids if j not in found]
     if rest and shutil.which("sacct"):
         # -X: the job's own line, not its steps'; "Slurm accounting storage is
         # disabled" (no slurmdbd) exits non-zero with nothing on stdout.
-        out = subprocess.run(["sacct", "-X", "--noheader", "--parsable2",
-                              "--format=JobID,State", f"--jobs={','.join(rest)}"],
-                             capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                "sacct",
+                "-X",
+                "--noheader",
+                "--parsable2",
+                "--format=JobID,State",
+                f"--jobs={','.join(rest)}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         if out.returncode == 0:
             found.update(_pairs(out.stdout, rest))
     return found
@@ -209,12 +249,17 @@ def reconcile(state: MatrixState) -> dict[str, str]:
         if entry["state"] in ("pending", "running") and base in ENDED and run_id not in live:
             mapped = ours(known)
             if mapped == "failed":
-                fields.update(state="failed", error=f"Slurm job {job_id} ended {known}",
-                              log_tail=job_log_tail(state.root / run_id, job_id))
+                fields.update(
+                    state="failed",
+                    error=f"Slurm job {job_id} ended {known}",
+                    log_tail=job_log_tail(state.root / run_id, job_id),
+                )
             elif entry["state"] == "running":
-                fields.update(state="pending",
-                              note=f"Slurm job {job_id} ended {known} before the run recorded "
-                                   f"its end; `make continue` resumes it from its checkpoint")
+                fields.update(
+                    state="pending",
+                    note=f"Slurm job {job_id} ended {known} before the run recorded "
+                    f"its end; `make continue` resumes it from its checkpoint",
+                )
         if fields:
             state.update(run_id, **fields)
     return seen
@@ -223,6 +268,7 @@ def reconcile(state: MatrixState) -> dict[str, str]:
 def job_log_tail(run_dir: Path, job_id: str, lines: int = 30) -> str:
     """The end of the job's output (slurm-<job>.out), else the run's own log."""
     from lib.matrix.runner import log_tail
+
     path = run_dir / f"slurm-{job_id}.out"
     if path.is_file():
         text = path.read_text(errors="replace").splitlines()
@@ -235,8 +281,9 @@ def queued_jobs() -> set[str]:
     """Job ids Slurm still holds (pending or running); empty without squeue."""
     if shutil.which("squeue") is None:
         return set()
-    out = subprocess.run(["squeue", "--noheader", "--format=%i", "--me"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["squeue", "--noheader", "--format=%i", "--me"], capture_output=True, text=True
+    )
     return set(out.stdout.split()) if out.returncode == 0 else set()
 
 
@@ -253,35 +300,49 @@ def check_resources(scripts: list[Path]) -> None:
     PartitionConfig), unless the cluster sets EnforcePartLimits."""
     seen: set[tuple[str, ...]] = set()
     for script in scripts:
-        request = tuple(line for line in script.read_text().splitlines()
-                        if line.startswith("#SBATCH") and not
-                        line.startswith(("#SBATCH --job-name", "#SBATCH --output")))
+        request = tuple(
+            line
+            for line in script.read_text().splitlines()
+            if line.startswith("#SBATCH")
+            and not line.startswith(("#SBATCH --job-name", "#SBATCH --output"))
+        )
         if request in seen:
             continue
         seen.add(request)
-        done = subprocess.run(["sbatch", "--test-only", str(script)], capture_output=True,
-                              text=True)
+        done = subprocess.run(
+            ["sbatch", "--test-only", str(script)], capture_output=True, text=True
+        )
         if done.returncode != 0:
-            asked = " ".join(line.removeprefix("#SBATCH ") for line in request
-                             if not line.startswith("#SBATCH --signal"))
+            asked = " ".join(
+                line.removeprefix("#SBATCH ")
+                for line in request
+                if not line.startswith("#SBATCH --signal")
+            )
             raise MatrixError(
                 f"the cluster cannot run {script} ({asked}): "
                 f"{(done.stderr or done.stdout).strip()}. Ask for what `sinfo -o '%P %c %m %G'` "
                 f"shows a node has: SLURM_CPUS_PER_GPU, SLURM_GPUS_PER_NODE (0 on nodes without "
-                f"GPUs), SLURM_PARTITION, SLURM_TIME_LIMIT; nothing was submitted")
+                f"GPUs), SLURM_PARTITION, SLURM_TIME_LIMIT; nothing was submitted"
+            )
 
 
-def submit(state: MatrixState, run_ids: list[str], configs: dict[str, Any],
-           dry_run: bool = False) -> list[str]:
+def submit(
+    state: MatrixState, run_ids: list[str], configs: dict[str, Any], dry_run: bool = False
+) -> list[str]:
     """Write each run's slurm.sh and submit it; returns the job ids (or, with
     dry_run, the commands that would run). A run whose job is still queued is
     not submitted twice."""
     if not dry_run and shutil.which("sbatch") is None:
-        raise MatrixError("EXECUTOR=slurm needs `sbatch` on PATH (run on the cluster's login "
-                          "node), or DRY_RUN=1 to only write and print the scripts")
+        raise MatrixError(
+            "EXECUTOR=slurm needs `sbatch` on PATH (run on the cluster's login "
+            "node), or DRY_RUN=1 to only write and print the scripts"
+        )
     queued, out = (set() if dry_run else queued_jobs()), []
-    scripts = {r: _write(state, r, configs[r]) for r in run_ids
-               if state.runs[r].get("slurm_job") not in queued}
+    scripts = {
+        r: _write(state, r, configs[r])
+        for r in run_ids
+        if state.runs[r].get("slurm_job") not in queued
+    }
     if not dry_run:
         check_resources(list(scripts.values()))
     for run_id in run_ids:

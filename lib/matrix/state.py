@@ -10,6 +10,7 @@ A run's seed is in its overrides: MATRIX_SEEDS adds TRAIN_SEED=<seed> to each
 run's (and _s<seed> to its id), so no field of its own is needed and older
 matrix.json files read the same.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lib.run import owner
 from lib.atomic import write_json_atomic
+from lib.run import owner
 
 STATES = ("pending", "running", "completed", "failed", "diverged")
 FILE = "matrix.json"
@@ -44,29 +45,40 @@ class MatrixState:
         self._lock = threading.Lock()  # parallel runs report from worker threads
 
     @classmethod
-    def create(cls, root: Path, matrix_id: str, runs: dict[str, list[str]],
-               cli_overrides: dict[str, str], parallel_jobs: int) -> "MatrixState":
+    def create(
+        cls,
+        root: Path,
+        matrix_id: str,
+        runs: dict[str, list[str]],
+        cli_overrides: dict[str, str],
+        parallel_jobs: int,
+    ) -> MatrixState:
         data = {
-            "matrix_id": matrix_id, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "base_config": "base.config", "overrides": cli_overrides,
+            "matrix_id": matrix_id,
+            "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "base_config": "base.config",
+            "overrides": cli_overrides,
             "parallel_jobs": parallel_jobs,
-            "runs": {run_id: {"state": "pending", "overrides": args, "attempts": 0}
-                     for run_id, args in runs.items()},
+            "runs": {
+                run_id: {"state": "pending", "overrides": args, "attempts": 0}
+                for run_id, args in runs.items()
+            },
         }
         state = cls(root, data)
         state.save()
         return state
 
     @classmethod
-    def load(cls, root: Path) -> "MatrixState":
+    def load(cls, root: Path) -> MatrixState:
         path = Path(root) / FILE
         try:
             data = json.loads(path.read_text())
             runs = data["runs"]
             bad = [r for r, v in runs.items() if v.get("state") not in STATES]
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise MatrixError(f"{path} is not a readable matrix record ({err}); "
-                              f"nothing was changed") from None
+            raise MatrixError(
+                f"{path} is not a readable matrix record ({err}); nothing was changed"
+            ) from None
         if bad:
             raise MatrixError(f"{path}: runs with an unknown state: {', '.join(bad)}")
         return cls(root, data)
@@ -113,8 +125,7 @@ class MatrixState:
         found = {r: owner.owner(self.root / r) for r in self.runs if (self.root / r).is_dir()}
         return {r: holder for r, holder in found.items() if holder is not None}
 
-    def to_run(self, retry_failed: bool = False,
-               live: dict[str, Any] | None = None) -> list[str]:
+    def to_run(self, retry_failed: bool = False, live: dict[str, Any] | None = None) -> list[str]:
         """Runs `make continue` trains: pending ones, "running" ones whose process
         is gone (interrupted), and failed or diverged ones when asked to retry
         them; never one in `live` (see live())."""

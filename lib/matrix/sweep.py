@@ -14,6 +14,7 @@ MATRIX_SEEDS trains every point once per seed, as it does a matrix's runs
 (lib/matrix/grid.py); a sweep over TRAIN_SEED itself is then refused, since
 both would set each run's seed. SWEEP_SEED only fixes random mode's draws.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -35,8 +36,8 @@ _SETTINGS = ("SWEEP_MODE", "SWEEP_TRIALS", "SWEEP_SEED")
 @dataclass(frozen=True)
 class Param:
     symbol: str
-    values: tuple[str, ...] = ()           # a list of values
-    low: float | None = None               # or a range (random mode only)
+    values: tuple[str, ...] = ()  # a list of values
+    low: float | None = None  # or a range (random mode only)
     high: float | None = None
     log: bool = False
 
@@ -65,8 +66,10 @@ class Sweep:
         """The runs' overrides: the grid's product, or `trials` random draws
         (repeated points are drawn once)."""
         if self.mode == "grid":
-            return [list(zip([p.symbol for p in self.params], values))
-                    for values in itertools.product(*[p.values for p in self.params])]
+            return [
+                list(zip([p.symbol for p in self.params], values))
+                for values in itertools.product(*[p.values for p in self.params])
+            ]
         rng, seen, out = random.Random(self.seed), set(), []
         for _ in range(self.trials * 20):
             point = tuple((p.symbol, p.draw(rng)) for p in self.params)
@@ -79,9 +82,14 @@ class Sweep:
 
     def record(self) -> dict:
         """What matrix.json keeps about the sweep (make results reads it)."""
-        return {"mode": self.mode, "trials": self.trials, "seed": self.seed,
-                "source": self.source, "params": [p.symbol for p in self.params],
-                "log": [p.symbol for p in self.params if p.log]}
+        return {
+            "mode": self.mode,
+            "trials": self.trials,
+            "seed": self.seed,
+            "source": self.source,
+            "params": [p.symbol for p in self.params],
+            "log": [p.symbol for p in self.params if p.log],
+        }
 
 
 def _param(word: str, mode: str) -> Param:
@@ -92,12 +100,14 @@ def _param(word: str, mode: str) -> Param:
     if not m:
         return Param(symbol, tuple(v for v in spec.split(",") if v))
     if mode != "random":
-        raise ConfigError([f"sweep: {word}: a range needs SWEEP_MODE=random (a grid needs "
-                           f"listed values)"])
+        raise ConfigError(
+            [f"sweep: {word}: a range needs SWEEP_MODE=random (a grid needs listed values)"]
+        )
     low, high = float(m.group(1)), float(m.group(2))
     if not low < high or (m.group(3) and low <= 0):
-        raise ConfigError([f"sweep: {word}: need lo < hi" + (" and lo > 0 for :log"
-                                                            if m.group(3) else "")])
+        raise ConfigError(
+            [f"sweep: {word}: need lo < hi" + (" and lo > 0 for :log" if m.group(3) else "")]
+        )
     return Param(symbol, low=low, high=high, log=bool(m.group(3)))
 
 
@@ -113,15 +123,26 @@ def _check_names(params: tuple[Param, ...], source: str, lines: dict[str, int]) 
             continue
         where = f"{source}:{lines[p.symbol]}" if p.symbol in lines else source
         near = closest_name(name, known)
-        problems.append(f"{where}: {p.symbol} is not a Kconfig symbol or an alias; "
-                        + (f"did you mean {near}?" if near else
-                           "name a symbol as .config does, without CONFIG_ (e.g. LEARNING_RATE)"))
+        problems.append(
+            f"{where}: {p.symbol} is not a Kconfig symbol or an alias; "
+            + (
+                f"did you mean {near}?"
+                if near
+                else "name a symbol as .config does, without CONFIG_ (e.g. LEARNING_RATE)"
+            )
+        )
     if problems:
         raise ConfigError(problems)
 
 
-def parse(spec: str, mode: str = "grid", trials: int = 0, seed: int = 0,
-          source: str = "SWEEP", lines: dict[str, int] | None = None) -> Sweep:
+def parse(
+    spec: str,
+    mode: str = "grid",
+    trials: int = 0,
+    seed: int = 0,
+    source: str = "SWEEP",
+    lines: dict[str, int] | None = None,
+) -> Sweep:
     """lines: the line of a sweep file each symbol is on, for messages."""
     if mode not in ("grid", "random"):
         raise ConfigError([f"SWEEP_MODE={mode}: allowed grid or random"])
@@ -157,5 +178,6 @@ def from_file(name: str) -> Sweep:
         trials, seed = int(settings["SWEEP_TRIALS"]), int(settings["SWEEP_SEED"])
     except ValueError:
         raise ConfigError([f"{path}: SWEEP_TRIALS and SWEEP_SEED must be integers"]) from None
-    return parse(" ".join(words), settings["SWEEP_MODE"], trials, seed, source=str(path),
-                 lines=lines)
+    return parse(
+        " ".join(words), settings["SWEEP_MODE"], trials, seed, source=str(path), lines=lines
+    )

@@ -5,6 +5,7 @@ A matrix is a folder holding matrix.json, whose "runs" map run ids to
 shown with their own progress (lib/observe/progress.py), and the whole matrix
 with its runs done and the time the rest still takes (lib/matrix/eta.py).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,7 +31,7 @@ _ESTIMATES: dict[Path, Any] = {}  # matrix folder -> its runs' estimates, across
 
 
 def eta_line(folder: Path, matrix: dict[str, Any], now: float | None = None) -> str:
-    """"3 of 5 runs done; about 4m 10s left (2 at a time; <what the estimates rest on>)"."""
+    """ "3 of 5 runs done; about 4m 10s left (2 at a time; <what the estimates rest on>)"."""
     folder = Path(folder).resolve()
     estimates = _ESTIMATES.setdefault(folder, Estimates(folder))
     estimates.prepare()
@@ -54,8 +55,10 @@ def render_matrix(folder: Path, now: float | None = None) -> str:
     runs: dict[str, dict[str, Any]] = matrix.get("runs") or {}
     counts = {s: sum(1 for r in runs.values() if r.get("state") == s) for s in STATES}
     head = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    lines = [f"matrix {matrix.get('matrix_id', Path(folder).name)}: {head or 'no runs'} "
-             f"({counted(len(runs), 'run')})"]
+    lines = [
+        f"matrix {matrix.get('matrix_id', Path(folder).name)}: {head or 'no runs'} "
+        f"({counted(len(runs), 'run')})"
+    ]
     if runs:
         lines.append("  " + eta_line(folder, matrix, now))
     width = max((len(r) for r in runs), default=0)
@@ -70,7 +73,33 @@ def render_matrix(folder: Path, now: float | None = None) -> str:
         elif entry.get("best_val_loss") is not None:
             detail = f"best val loss {entry['best_val_loss']:.4f}"
         lines.append(f"  {state:<9}  {run_id:<{width}}  {detail}".rstrip())
-    return "\n".join(lines)
+    return "\n".join(lines + tuning_lines(Path(folder), now))
+
+
+def tuning_lines(folder: Path, now: float | None = None) -> list[str]:
+    """A tuning stage's studies (lib/tune/record.py): trials done, pruned and
+    failed of the budget, the best so far, and the running trials' progress."""
+    lines = []
+    for path in sorted(folder.glob("tune/*/tuning.json")):
+        rec = read_json_object(path)
+        trials = rec.get("trials") or []
+        n = {
+            s: sum(1 for t in trials if t.get("state") == s) for s in ("complete", "pruned", "fail")
+        }
+        best = rec.get("best") or {}
+        where = " ".join(f"{k}={v:.4g}" for k, v in (best.get("params") or {}).items())
+        total = (rec.get("budget") or {}).get("trials", "?")
+        lines.append(
+            f"  tune {rec.get('config', path.parent.name)}: {n['complete'] + n['pruned']} of "
+            f"{total} trials done ({n['pruned']} pruned, {n['fail']} failed)"
+            + (f"; best {best['value']:.4f} at {where}" if best.get("value") is not None else "")
+        )
+        trial_runs = read_json_object(path.parent / "matrix.json").get("runs") or {}
+        for run_id, entry in trial_runs.items():
+            run_dir = path.parent / run_id
+            if entry.get("state") == "running" and (run_dir / "output.log").exists():
+                lines.append(f"    running  {run_id}  {progress_line(run_progress(run_dir, now))}")
+    return lines
 
 
 def render(path: Path, now: float | None = None) -> str:

@@ -34,6 +34,7 @@ The shared parts (Shape, Activations, SDPA's core) are here; each family's
 formula lives with its code (gpt2/activations.py, hamt/activations.py) and
 is named by its registry record.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,10 +46,11 @@ R = 4  # bytes of the fp32 residual stream
 @dataclass(frozen=True)
 class Shape:
     """What the formulas need besides the model config."""
+
     batch: int
     seq: int
-    act: int              # bytes per autocast activation element: 2 or 4
-    device: str           # "cuda", "cpu", "mps"
+    act: int  # bytes per autocast activation element: 2 or 4
+    device: str  # "cuda", "cpu", "mps"
     dropout: float
 
     @property
@@ -65,9 +67,9 @@ class Shape:
 
 @dataclass(frozen=True)
 class Activations:
-    per_layer: dict[str, int]          # named parts of one block's saved tensors
-    base: int                          # outside the blocks: embeddings, final norm, head input
-    checkpointed_layer: int            # what a checkpointed block keeps: its input
+    per_layer: dict[str, int]  # named parts of one block's saved tensors
+    base: int  # outside the blocks: embeddings, final norm, head input
+    checkpointed_layer: int  # what a checkpointed block keeps: its input
     fused_attention: bool = True
     notes: list[str] = field(default_factory=list)
 
@@ -76,8 +78,9 @@ class Activations:
         return sum(self.per_layer.values())
 
 
-def attention_core(cfg: Any, s: Shape, q_width: int, v_width: int,
-                    fused: bool, heads: int | None = None) -> dict[str, int]:
+def attention_core(
+    cfg: Any, s: Shape, q_width: int, v_width: int, fused: bool, heads: int | None = None
+) -> dict[str, int]:
     """What SDPA keeps beyond its inputs, for per-head widths q/k and v
     (over all heads, or `heads` of them)."""
     n, h = s.tokens, heads or cfg.n_head
@@ -107,4 +110,5 @@ def fused_possible(s: Shape, q_width: int, v_width: int) -> bool:
 def activations(cfg: Any, s: Shape) -> Activations:
     """The saved bytes of the family whose config cfg is (its registry record's formula)."""
     from lib.model import registry
+
     return registry.family_of_config(cfg).activations(cfg, s)

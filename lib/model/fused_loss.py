@@ -26,11 +26,13 @@ part in the softmax exactly as in the plain path: they are never targets and
 training drives their logits down. Targets equal to IGNORE_INDEX count
 neither in the loss nor in its mean.
 """
+
 from __future__ import annotations
 
 import importlib.util
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -60,16 +62,21 @@ def _compute_dtype(device: torch.device, fallback: torch.dtype) -> torch.dtype:
 
 class _ChunkedLinearCrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: Any, hidden: Tensor, weight: Tensor, targets: Tensor,
-                rows: int, dtype: torch.dtype) -> Tensor:
+    def forward(
+        ctx: Any, hidden: Tensor, weight: Tensor, targets: Tensor, rows: int, dtype: torch.dtype
+    ) -> Tensor:
         want_h, want_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         n = hidden.shape[0]
         valid = targets != IGNORE_INDEX
         count = valid.sum()
         w = weight.to(dtype)
         loss = torch.zeros((), dtype=torch.float32, device=hidden.device)
-        grad_h = torch.empty(hidden.shape, dtype=torch.float32, device=hidden.device) if want_h else None
-        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_w else None
+        grad_h = (
+            torch.empty(hidden.shape, dtype=torch.float32, device=hidden.device) if want_h else None
+        )
+        grad_w = (
+            torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if want_w else None
+        )
         for start in range(0, n, rows):
             end = min(start + rows, n)
             h = hidden[start:end].to(dtype)
@@ -111,8 +118,9 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
         return dh, dw, None, None, None
 
 
-def chunked_linear_cross_entropy(hidden: Tensor, weight: Tensor, targets: Tensor,
-                                 rows: int | None = None) -> Tensor:
+def chunked_linear_cross_entropy(
+    hidden: Tensor, weight: Tensor, targets: Tensor, rows: int | None = None
+) -> Tensor:
     """Mean cross-entropy of hidden [..., C] @ weight[V, C].T against targets
     [...] (IGNORE_INDEX skipped), never holding more than `rows` rows of
     logits (default chunk_rows)."""
@@ -131,15 +139,18 @@ def chunked_linear_cross_entropy(hidden: Tensor, weight: Tensor, targets: Tensor
 def plain_linear_cross_entropy(hidden: Tensor, weight: Tensor, targets: Tensor) -> Tensor:
     """The reference: full logits, then F.cross_entropy (what lm_head does)."""
     logits = torch.nn.functional.linear(hidden, weight)
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                             targets.reshape(-1), ignore_index=IGNORE_INDEX)
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX
+    )
 
 
 def liger_available() -> bool:
     """Whether Liger Kernel (and the Triton it needs) is installed; it is
     imported only when used, since importing it imports Triton."""
-    return (importlib.util.find_spec("liger_kernel") is not None
-            and importlib.util.find_spec("triton") is not None)
+    return (
+        importlib.util.find_spec("liger_kernel") is not None
+        and importlib.util.find_spec("triton") is not None
+    )
 
 
 def liger_linear_cross_entropy() -> Callable[[Tensor, Tensor, Tensor], Tensor]:
@@ -150,6 +161,7 @@ def liger_linear_cross_entropy() -> Callable[[Tensor, Tensor, Tensor], Tensor]:
 
     def loss(hidden: Tensor, weight: Tensor, targets: Tensor) -> Tensor:
         return fused(weight, hidden.reshape(-1, hidden.shape[-1]), targets.reshape(-1))
+
     return loss
 
 
@@ -164,16 +176,21 @@ def resolve_loss_impl(choice: str, device: torch.device) -> tuple[str, str]:
         return "chunked", f"auto: {why}, the chunked torch implementation"
     if choice == "liger":
         if device.type != "cuda":
-            raise RuntimeError(f"CONFIG_TRAIN_LOSS_IMPL_LIGER needs a CUDA GPU (Liger Kernel is "
-                               f"Triton code), this run is on {device.type}; choose chunked or "
-                               f"auto (TRAIN_LOSS_IMPL)")
+            raise RuntimeError(
+                f"CONFIG_TRAIN_LOSS_IMPL_LIGER needs a CUDA GPU (Liger Kernel is "
+                f"Triton code), this run is on {device.type}; choose chunked or "
+                f"auto (TRAIN_LOSS_IMPL)"
+            )
         if not liger_available():
-            raise RuntimeError("CONFIG_TRAIN_LOSS_IMPL_LIGER is set but liger-kernel (with triton) "
-                               "is not installed: pip install liger-kernel, or choose chunked")
+            raise RuntimeError(
+                "CONFIG_TRAIN_LOSS_IMPL_LIGER is set but liger-kernel (with triton) "
+                "is not installed: pip install liger-kernel, or choose chunked"
+            )
         return "liger", "as configured"
     if choice not in LOSS_IMPLS:
-        raise ValueError(f"unknown loss implementation {choice!r}; one of auto, "
-                         f"{', '.join(LOSS_IMPLS)}")
+        raise ValueError(
+            f"unknown loss implementation {choice!r}; one of auto, {', '.join(LOSS_IMPLS)}"
+        )
     return choice, "as configured"
 
 

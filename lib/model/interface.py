@@ -37,11 +37,13 @@ inside the blocks" and sampling. What a family provides besides its model
 (config from Kconfig, activation formula, export) is its registry record,
 lib/model/registry.py.
 """
+
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -93,8 +95,7 @@ class LanguageModel(nn.Module, ABC):
         self.lm_head = nn.Linear(wte.embedding_dim, wte.num_embeddings, bias=False)
         self.lm_head.weight = wte.weight
 
-    def logits_and_loss(self, x: Tensor, targets: Tensor | None
-                        ) -> tuple[Tensor, Tensor | None]:
+    def logits_and_loss(self, x: Tensor, targets: Tensor | None) -> tuple[Tensor, Tensor | None]:
         """From final hidden states [B, T, C]: with targets, logits [B, T, V]
         and the mean cross-entropy (targets of -1 ignored); without, only the
         last position's logits ([B, 1, V]): generation needs nothing else, and
@@ -104,14 +105,16 @@ class LanguageModel(nn.Module, ABC):
         if self.head_loss is not None and self.training:
             return x.new_empty(0), self.head_loss(x, self.lm_head.weight, targets)
         logits = self.lm_head(x)
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1),
-                               ignore_index=-1)
+        loss = F.cross_entropy(
+            logits.view(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1
+        )
         return logits, loss
 
     def use_head_loss(self, impl: str) -> None:
         """Compute the training loss with a resolved TRAIN_LOSS_IMPL ("plain",
         "chunked" or "liger"; lib/model/fused_loss.py)."""
         from lib.model.fused_loss import head_loss
+
         self.head_loss, self.head_loss_impl = head_loss(impl), impl
 
     def compile_units(self) -> list[nn.Module]:
@@ -153,23 +156,28 @@ class LanguageModel(nn.Module, ABC):
         layer.
         """
         inside = {id(m) for m in self.blocks().modules()}
-        return [(f"{name}.weight", module.weight) for name, module in self.named_modules()
-                if id(module) in inside and isinstance(module, nn.Linear)]
+        return [
+            (f"{name}.weight", module.weight)
+            for name, module in self.named_modules()
+            if id(module) in inside and isinstance(module, nn.Linear)
+        ]
 
     def block_matrices(self) -> list[tuple[str, nn.Parameter]]:
         """Every 2-D parameter inside the blocks, by name: the "hidden"
         matrices Muon orthogonalises (lib/optim/muon.py)."""
         inside = {id(p) for p in self.blocks().parameters()}
-        return [(name, p) for name, p in self.named_parameters()
-                if id(p) in inside and p.dim() == 2]
+        return [
+            (name, p) for name, p in self.named_parameters() if id(p) in inside and p.dim() == 2
+        ]
 
     def aux_metrics(self) -> dict[str, float]:
         """Family-specific training metrics from the last forward; none by default."""
         return {}
 
     @torch.no_grad()
-    def generate(self, idx: Tensor, max_new_tokens: int, temperature: float = 1.0,
-                 top_k: int | None = None) -> Tensor:
+    def generate(
+        self, idx: Tensor, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None
+    ) -> Tensor:
         """Append max_new_tokens sampled tokens to idx [B, T]; return [B, T + n].
 
         The prompt is run once, then each new token continues the generation
@@ -195,8 +203,7 @@ class LanguageModel(nn.Module, ABC):
     # ------------------------------------------------- family-specific
 
     @abstractmethod
-    def forward(self, idx: Tensor, targets: Tensor | None = None
-                ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, idx: Tensor, targets: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """Logits and training loss (see logits_and_loss)."""
 
     @abstractmethod

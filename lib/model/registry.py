@@ -7,13 +7,15 @@ line and a MODEL choice entry in Kconfig, and one entry in FAMILY_PACKAGES;
 nothing else names families: the trainer, estimator, benchmarks, evaluation,
 sampling and export reach a family only through its record and its model.
 """
+
 from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -26,6 +28,7 @@ FAMILY_PACKAGES = {"gpt2": "gpt2", "hamt": "hamt"}
 class ModelFamily:
     """What the rest of the code needs to know about a model family, beyond
     the model interface (lib/model/interface.py)."""
+
     name: str
     label: str  # how messages name it ("GPT-2")
     config_cls: type
@@ -47,8 +50,9 @@ class ModelFamily:
     export: Callable[[dict[str, Any], Path, str, Path, Callable[[str], None]], None] | None = None
 
 
-def config_from_symbols(make: Callable[..., Any], symbols: dict[str, str], run: RunConfig,
-                        **fixed: Any) -> Any:
+def config_from_symbols(
+    make: Callable[..., Any], symbols: dict[str, str], run: RunConfig, **fixed: Any
+) -> Any:
     """make(**fields) with each field read from its Kconfig symbol (those set in
     run), plus `fixed`; a ValueError names the symbols, not the fields, since
     symbols are what the user can change."""
@@ -67,8 +71,9 @@ def family(name: str) -> ModelFamily:
     try:
         package = FAMILY_PACKAGES[name]
     except KeyError:
-        raise ValueError(f"unknown model family '{name}'; known: "
-                         f"{', '.join(FAMILY_PACKAGES)}") from None
+        raise ValueError(
+            f"unknown model family '{name}'; known: {', '.join(FAMILY_PACKAGES)}"
+        ) from None
     return importlib.import_module(package).FAMILY
 
 

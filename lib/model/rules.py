@@ -2,6 +2,7 @@
 and vocabulary, ...) run when a configuration is loaded, not first when the
 model is built; registered with lib/config/rules.py.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from lib.model import registry
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
+
 
 @rule
 def check_family(run: RunConfig) -> list[str]:

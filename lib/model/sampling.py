@@ -1,4 +1,5 @@
 """Choosing the next token from logits, shared by every model family's generate()."""
+
 from __future__ import annotations
 
 import torch

@@ -6,6 +6,7 @@ best validation loss; rewritten at every evaluation), the last progress and
 evaluation lines of output.log (iteration, loss, ms/iter, tokens/s) and the
 monitor's stats file.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,14 +45,21 @@ def run_progress(run_dir: Path, now: float | None = None) -> dict[str, Any]:
     metrics = read_json_object(run_dir / "metrics.json")  # absent until the first evaluation
     log = _tail(run_dir / "output.log")
     iters = _ITER.findall(log)
-    out: dict[str, Any] = {"run_id": metrics.get("run_id", run_dir.name),
-                           "status": metrics.get("status", "running" if iters else "starting"),
-                           "best_val_loss": metrics.get("best_val_loss"),
-                           "reason": metrics.get("reason")}
+    out: dict[str, Any] = {
+        "run_id": metrics.get("run_id", run_dir.name),
+        "status": metrics.get("status", "running" if iters else "starting"),
+        "best_val_loss": metrics.get("best_val_loss"),
+        "reason": metrics.get("reason"),
+    }
     if iters:
         it, total, loss, ms, tps = iters[-1]
-        out.update(iteration=int(it), max_iters=int(total), loss=float(loss),
-                   ms_per_iter=float(ms), tokens_per_sec=float(tps.replace(",", "")))
+        out.update(
+            iteration=int(it),
+            max_iters=int(total),
+            loss=float(loss),
+            ms_per_iter=float(ms),
+            tokens_per_sec=float(tps.replace(",", "")),
+        )
         if out["status"] in ("running", "starting") and math.isfinite(out["ms_per_iter"]):
             out["eta_s"] = (out["max_iters"] - out["iteration"]) * out["ms_per_iter"] / 1000
     evals = _EVAL.findall(log)
@@ -70,19 +78,29 @@ def run_progress(run_dir: Path, now: float | None = None) -> dict[str, Any]:
 
 
 def _monitor_line(sample: dict[str, float]) -> str:
-    parts = [f"{fmt.format(sample[k])}" for k, fmt in (
-        ("gpu_util", "GPU {:.0f}%"), ("memory_used_mb", "{:,.0f} MiB"), ("power_w", "{:.0f} W"),
-        ("temperature_c", "{:.0f} C"), ("rss_mb", "RSS {:,.0f} MiB"),
-        ("cpu_percent", "CPU {:.0f}%")) if k in sample]
+    parts = [
+        f"{fmt.format(sample[k])}"
+        for k, fmt in (
+            ("gpu_util", "GPU {:.0f}%"),
+            ("memory_used_mb", "{:,.0f} MiB"),
+            ("power_w", "{:.0f} W"),
+            ("temperature_c", "{:.0f} C"),
+            ("rss_mb", "RSS {:,.0f} MiB"),
+            ("cpu_percent", "CPU {:.0f}%"),
+        )
+        if k in sample
+    ]
     return " | ".join(parts)
 
 
 def progress_line(p: dict[str, Any]) -> str:
     if "iteration" not in p:
         return "no progress line yet"
-    line = (f"iteration {p['iteration']}/{p['max_iters']} "
-            f"({100 * p['iteration'] / p['max_iters']:.1f}%) | loss {p['loss']:.4f} | "
-            f"{p['tokens_per_sec']:,.0f} tok/s")
+    line = (
+        f"iteration {p['iteration']}/{p['max_iters']} "
+        f"({100 * p['iteration'] / p['max_iters']:.1f}%) | loss {p['loss']:.4f} | "
+        f"{p['tokens_per_sec']:,.0f} tok/s"
+    )
     if "eta_s" in p:
         line += f" | ETA {duration(p['eta_s'])}"
     return line
@@ -93,14 +111,20 @@ def render_run(run_dir: Path, now: float | None = None) -> str:
     lines = [f"run {p['run_id']}  [{p['status']}]", "  " + progress_line(p)]
     if "last_eval" in p:
         best = f" (best {p['best_val_loss']:.4f})" if p["best_val_loss"] is not None else ""
-        lines.append(f"  last eval: step {p['last_eval'][0]}, val loss {p['last_eval'][1]:.4f}{best}")
+        lines.append(
+            f"  last eval: step {p['last_eval'][0]}, val loss {p['last_eval'][1]:.4f}{best}"
+        )
     if p.get("reason") and p["status"] != "running":
         lines.append(f"  {p['reason']}")
     if "monitor" in p:
-        lines.append(f"  monitor ({duration(p['monitor_age_s'])} ago): {_monitor_line(p['monitor'])}")
+        lines.append(
+            f"  monitor ({duration(p['monitor_age_s'])} ago): {_monitor_line(p['monitor'])}"
+        )
     if "updated_s_ago" in p:
         ago = p["updated_s_ago"]
         stale = p["status"] in ("running", "starting") and ago > STALE_S
-        lines.append(f"  log updated {duration(ago)} ago"
-                     + (" (no progress since: stopped or killed?)" if stale else ""))
+        lines.append(
+            f"  log updated {duration(ago)} ago"
+            + (" (no progress since: stopped or killed?)" if stale else "")
+        )
     return "\n".join(lines)

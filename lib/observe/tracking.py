@@ -18,14 +18,16 @@ the run id). A tracker that is missing or fails, at start-up or
 later, warns once and is switched off: tracking never stops training.
 metrics.json's "trackers" records which were in effect and why any went off.
 """
+
 from __future__ import annotations
 
 import math
 import os
 import re
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -81,8 +83,9 @@ def run_name(run: RunConfig, run_dir: Path) -> str:
 
 def project(run: RunConfig, wandb: bool = False) -> str:
     """TRACKER_PROJECT (W&B: TRACKER_WANDB_PROJECT first); empty is the default's."""
-    named = (run.values.get("TRACKER_WANDB_PROJECT") if wandb else "") \
-        or run.values.get("TRACKER_PROJECT")
+    named = (run.values.get("TRACKER_WANDB_PROJECT") if wandb else "") or run.values.get(
+        "TRACKER_PROJECT"
+    )
     return named or DEFAULT_PROJECT
 
 
@@ -92,10 +95,16 @@ class WandbBackend:
 
         # Keyed by the run id, whatever its shown name, so a resumed run continues.
         run_id = re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name)[:64]
-        self.run = wandb.init(project=project(run, wandb=True),
-                              entity=run.values.get("TRACKER_WANDB_ENTITY") or None,
-                              name=run_name(run, run_dir), id=run_id, dir=str(run_dir),
-                              config=dict(run.values), mode=wandb_mode(run), resume="allow")
+        self.run = wandb.init(
+            project=project(run, wandb=True),
+            entity=run.values.get("TRACKER_WANDB_ENTITY") or None,
+            name=run_name(run, run_dir),
+            id=run_id,
+            dir=str(run_dir),
+            config=dict(run.values),
+            mode=wandb_mode(run),
+            resume="allow",
+        )
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         self.run.log(values, step=step)
@@ -115,8 +124,12 @@ class TrackioBackend:
         # series; a new one never joins an earlier run of the same TRACKER_RUN_NAME.
         name, where = run_name(run, run_dir), project(run)
         self.trackio = trackio
-        self.run = trackio.init(project=where, name=name, config=dict(run.values),
-                                resume="allow" if resumed else "never")
+        self.run = trackio.init(
+            project=where,
+            name=name,
+            config=dict(run.values),
+            resume="allow" if resumed else "never",
+        )
         self.where = f"project {where}, run {name}; `trackio show --project {where}` shows it"
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
@@ -140,38 +153,52 @@ BACKENDS: dict[str, tuple[str, Callable[..., Any]]] = {
 class Tracker:
     """The trackers a run asked for; each failure warns once and drops that tracker."""
 
-    def __init__(self, run: RunConfig, run_dir: Path, log: Callable[[str], None], main: bool = True,
-                 resumed: bool = False):
+    def __init__(
+        self,
+        run: RunConfig,
+        run_dir: Path,
+        log: Callable[[str], None],
+        main: bool = True,
+        resumed: bool = False,
+    ):
         """main: whether this process logs (the first rank of a distributed run);
         resumed: the run continues from a checkpoint (`make continue`)."""
         self.log, self.backends = log, {}
         self.requested = [name for name, (symbol, _) in BACKENDS.items() if run.values.get(symbol)]
         self.failed: dict[str, str] = {}  # name -> why it went off
-        for name, (symbol, make) in BACKENDS.items():
+        for name, (_symbol, make) in BACKENDS.items():
             if main and name in self.requested:
                 try:
                     backend = self.backends[name] = make(run, Path(run_dir), resumed)
                     where = getattr(backend, "where", "")
                     log(f"tracking: {name} is on" + (f" ({where})" if where else ""))
                 except ImportError as err:
-                    self._warn(name, f"its package is not installed ({err}); "
-                                     f"`.venv/bin/pip install {err.name or name}`")
+                    self._warn(
+                        name,
+                        f"its package is not installed ({err}); "
+                        f"`.venv/bin/pip install {err.name or name}`",
+                    )
                 except Exception as err:  # no permission, bad project, ...
                     self._warn(name, err)
 
     def _warn(self, name: str, err: Exception | str) -> None:
         why = err if isinstance(err, str) else f"{type(err).__name__}: {err}"
         self.failed[name] = why
-        self.log(f"WARNING: tracker {name} failed ({why}); it is off for the rest of this "
-                 f"run, and training goes on")
+        self.log(
+            f"WARNING: tracker {name} failed ({why}); it is off for the rest of this "
+            f"run, and training goes on"
+        )
 
     def record(self) -> dict[str, Any]:
         """metrics.json's "trackers": what was in effect, not only what was asked
         (TRACKER_* in the configuration): "active" are still logging, "failed"
         went off at start-up or later, with the reason. Ranks other than the
         first never log, so they report nothing active."""
-        return {"requested": list(self.requested), "active": sorted(self.backends),
-                "failed": dict(self.failed)}
+        return {
+            "requested": list(self.requested),
+            "active": sorted(self.backends),
+            "failed": dict(self.failed),
+        }
 
     def _each(self, call: Callable[[Any], None]) -> None:
         for name, backend in list(self.backends.items()):
@@ -185,9 +212,12 @@ class Tracker:
         if not self.backends or not metrics.train_loss["iters"]:
             return
         loss = metrics.train_loss["values"][-1]
-        values = {"train/loss": loss, "train/perplexity": math.exp(min(loss, 50)),
-                  "train/lr": metrics.lr["values"][-1],
-                  "perf/peak_memory_mb": peak_memory_mb(device)[0]}
+        values = {
+            "train/loss": loss,
+            "train/perplexity": math.exp(min(loss, 50)),
+            "train/lr": metrics.lr["values"][-1],
+            "perf/peak_memory_mb": peak_memory_mb(device)[0],
+        }
         tps = metrics.tokens_per_sec
         if tps:
             values["perf/tokens_per_sec"] = tps
@@ -201,8 +231,9 @@ class Tracker:
         if not self.backends or not metrics.val_loss["iters"]:
             return
         loss = metrics.val_loss["values"][-1]
-        self._each(lambda b: b.scalars(step, {"val/loss": loss,
-                                              "val/perplexity": math.exp(min(loss, 50))}))
+        self._each(
+            lambda b: b.scalars(step, {"val/loss": loss, "val/perplexity": math.exp(min(loss, 50))})
+        )
         self._each(lambda b: b.flush())
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ AdamWPrune is its base optimizer (AdamW or AdamWSPAM) plus the state-based
 pruner of lib/prune, which reads that optimizer's moments: the optimizer
 itself is unchanged, which is the point of the method.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -20,21 +21,26 @@ if TYPE_CHECKING:
 
 
 def base_optimizer(run: RunConfig) -> str:
-    """"adamw", "adamwspam" or "muon": what actually updates the weights."""
+    """ "adamw", "adamwspam" or "muon": what actually updates the weights."""
     if run.OPTIMIZER is None:  # hidden by OPTIMIZER_MODE_MULTIPLE
-        raise ValueError("CONFIG_OPTIMIZER_MODE_MULTIPLE selects several optimizers for the "
-                         "test matrix (`make test-matrix`); one run needs OPTIMIZER_MODE=single "
-                         "and an OPTIMIZER")
+        raise ValueError(
+            "CONFIG_OPTIMIZER_MODE_MULTIPLE selects several optimizers for the "
+            "test matrix (`make test-matrix`); one run needs OPTIMIZER_MODE=single "
+            "and an OPTIMIZER"
+        )
     if run.OPTIMIZER == "adamwprune":
         assert run.ADAMWPRUNE_BASE is not None  # visible whenever OPTIMIZER_ADAMWPRUNE is set
         return run.ADAMWPRUNE_BASE
     return run.OPTIMIZER
 
 
-def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device) -> torch.optim.Optimizer:
+def build_optimizer(
+    run: RunConfig, model: torch.nn.Module, device: torch.device
+) -> torch.optim.Optimizer:
     """The configured optimizer; betas, epsilon and weight decay are shared by the Adam family."""
     import torch
 
+    from lib.optim.knlp_spam import KnlpAdamWSPAM
     from lib.optim.muon import Muon, muon_param_groups
     from lib.optim.spam import AdamWSPAM
 
@@ -44,29 +50,63 @@ def build_optimizer(run: RunConfig, model: torch.nn.Module, device: torch.device
     impl = value_or(run.OPTIMIZER_IMPL, "auto")
     amsgrad = bool(run.ADAM_AMSGRAD)
     if base == "adamw":
-        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, amsgrad=amsgrad,
-                                 **adamw_impl(impl, device))
+        return torch.optim.AdamW(
+            groups, lr=lr, betas=betas, eps=eps, amsgrad=amsgrad, **adamw_impl(impl, device)
+        )
+    if base == "adamwspam" and run.SPAM_RULE == "knlp":  # a hidden switch is off
+        return KnlpAdamWSPAM(
+            groups,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            amsgrad=amsgrad,
+            theta=value_or(run.SPAM_THETA, 50.0),
+            clip=value_or(run.SPAM_ENABLE_CLIP, False),
+            interval=value_or(run.SPAM_INTERVAL, 0) if run.SPAM_ENABLE_RESET else 0,
+            warmup_steps=value_or(run.SPAM_WARMUP_STEPS, 0),
+            spike_reset=value_or(run.SPAM_SPIKE_RESET, False),
+            spike_threshold=value_or(run.SPAM_SPIKE_THRESHOLD, 2.0),
+            **adamw_impl(impl, device),
+        )
     if base == "adamwspam":  # a hidden SPAM switch is off
-        return AdamWSPAM(groups, lr=lr, betas=betas, eps=eps,
-                         theta=value_or(run.SPAM_THETA, 5000.0),
-                         clip=value_or(run.SPAM_ENABLE_CLIP, False),
-                         reset=value_or(run.SPAM_ENABLE_RESET, False),
-                         interval=value_or(run.SPAM_INTERVAL, 0),
-                         warmup_steps=value_or(run.SPAM_WARMUP_STEPS, 0),
-                         clip_skip_steps=value_or(run.SPAM_CLIP_SKIP_STEPS, 0),
-                         spare_unseen=value_or(run.SPAM_CLIP_SPARE_UNSEEN, False),
-                         restart_bias_correction=value_or(run.SPAM_RESTART_BIAS_CORRECTION, False),
-                         amsgrad=amsgrad, spike_reset=value_or(run.SPAM_SPIKE_RESET, False),
-                         spike_threshold=value_or(run.SPAM_SPIKE_THRESHOLD, 2.0),
-                         foreach={"foreach": True, "loop": False}.get(impl), fused=impl == "fused")
+        return AdamWSPAM(
+            groups,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            theta=value_or(run.SPAM_THETA, 5000.0),
+            clip=value_or(run.SPAM_ENABLE_CLIP, False),
+            reset=value_or(run.SPAM_ENABLE_RESET, False),
+            interval=value_or(run.SPAM_INTERVAL, 0),
+            warmup_steps=value_or(run.SPAM_WARMUP_STEPS, 0),
+            clip_skip_steps=value_or(run.SPAM_CLIP_SKIP_STEPS, 0),
+            spare_unseen=value_or(run.SPAM_CLIP_SPARE_UNSEEN, False),
+            restart_bias_correction=value_or(run.SPAM_RESTART_BIAS_CORRECTION, False),
+            amsgrad=amsgrad,
+            spike_reset=value_or(run.SPAM_SPIKE_RESET, False),
+            spike_threshold=value_or(run.SPAM_SPIKE_THRESHOLD, 2.0),
+            foreach={"foreach": True, "loop": False}.get(impl),
+            fused=impl == "fused",
+        )
     if base == "muon":  # hidden matrices by Muon, the rest by AdamW at LEARNING_RATE
         assert run.MUON_LR is not None and run.MUON_MOMENTUM is not None  # visible with Muon
         assert run.MUON_NS_STEPS is not None and run.MUON_WEIGHT_DECAY is not None
         assert run.MUON_SCALE is not None
-        return Muon(muon_param_groups(
-            model, groups, lr=lr, muon_lr=run.MUON_LR, momentum=run.MUON_MOMENTUM,
-            nesterov=bool(run.MUON_NESTEROV), ns_steps=run.MUON_NS_STEPS, scale=run.MUON_SCALE,
-            muon_weight_decay=run.MUON_WEIGHT_DECAY, betas=betas, eps=eps))
+        return Muon(
+            muon_param_groups(
+                model,
+                groups,
+                lr=lr,
+                muon_lr=run.MUON_LR,
+                momentum=run.MUON_MOMENTUM,
+                nesterov=bool(run.MUON_NESTEROV),
+                ns_steps=run.MUON_NS_STEPS,
+                scale=run.MUON_SCALE,
+                muon_weight_decay=run.MUON_WEIGHT_DECAY,
+                betas=betas,
+                eps=eps,
+            )
+        )
     raise ValueError(f"optimizer '{base}' has no implementation")
 
 
@@ -88,8 +128,15 @@ def optimizer_impl(optimizer: torch.optim.Optimizer) -> str:
     impl = getattr(optimizer, "impl", None)
     if impl is None:
         d = optimizer.defaults
-        impl = ("fused" if d.get("fused") else "foreach" if d.get("foreach")
-                else "torch default" if d.get("foreach") is None else "loop")
+        impl = (
+            "fused"
+            if d.get("fused")
+            else "foreach"
+            if d.get("foreach")
+            else "torch default"
+            if d.get("foreach") is None
+            else "loop"
+        )
     return f"{type(optimizer).__name__} ({impl})"
 
 
@@ -111,5 +158,10 @@ def state_bytes(optimizer: torch.optim.Optimizer) -> int:
     """Bytes held in optimizer state tensors (moments, step counters)."""
     import torch
 
-    return sum(t.numel() * t.element_size() for s in optimizer.state.values()
-               if isinstance(s, dict) for t in s.values() if torch.is_tensor(t))
+    return sum(
+        t.numel() * t.element_size()
+        for s in optimizer.state.values()
+        if isinstance(s, dict)
+        for t in s.values()
+        if torch.is_tensor(t)
+    )

@@ -34,10 +34,12 @@ and its momentum are row shards (DTensor); Newton-Schulz needs the whole
 matrix, so the update is gathered, orthogonalised whole on every rank and
 each rank keeps its own shard of the result.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Protocol
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -143,12 +145,20 @@ class Muon(torch.optim.Optimizer):
             return
         for p in params:
             if not self.state[p]:
-                self.state[p].update(step=torch.zeros((), dtype=torch.float32),
-                                     exp_avg=torch.zeros_like(p), exp_avg_sq=torch.zeros_like(p))
+                self.state[p].update(
+                    step=torch.zeros((), dtype=torch.float32),
+                    exp_avg=torch.zeros_like(p),
+                    exp_avg_sq=torch.zeros_like(p),
+                )
         states = [self.state[p] for p in params]
         grads = [p.grad for p in params]
         m, v = [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states]
-        (beta1, beta2), lr, eps, wd = group["betas"], group["lr"], group["eps"], group["weight_decay"]
+        (beta1, beta2), lr, eps, wd = (
+            group["betas"],
+            group["lr"],
+            group["eps"],
+            group["weight_decay"],
+        )
         for s in states:
             s["step"] += 1
         if wd:
@@ -159,9 +169,10 @@ class Muon(torch.optim.Optimizer):
         # Per-tensor bias corrections: a parameter that joined late has a smaller step.
         steps = [float(s["step"]) for s in states]
         denom = torch._foreach_sqrt(v)
-        torch._foreach_div_(denom, [math.sqrt(1 - beta2 ** t) for t in steps])
+        torch._foreach_div_(denom, [math.sqrt(1 - beta2**t) for t in steps])
         torch._foreach_add_(denom, eps)
-        torch._foreach_addcdiv_(params, m, denom, [-lr / (1 - beta1 ** t) for t in steps])
+        torch._foreach_addcdiv_(params, m, denom, [-lr / (1 - beta1**t) for t in steps])
+
 
 class BlockMatrices(Protocol):
     """What Muon asks of the model (lib/model/interface.py LanguageModel)."""
@@ -169,10 +180,20 @@ class BlockMatrices(Protocol):
     def block_matrices(self) -> list[tuple[str, nn.Parameter]]: ...
 
 
-def muon_param_groups(model: BlockMatrices, groups: list[dict[str, Any]], *, lr: float,
-                      muon_lr: float, momentum: float, nesterov: bool, ns_steps: int,
-                      scale: str, muon_weight_decay: float, betas: tuple[float, float],
-                      eps: float) -> list[dict[str, Any]]:
+def muon_param_groups(
+    model: BlockMatrices,
+    groups: list[dict[str, Any]],
+    *,
+    lr: float,
+    muon_lr: float,
+    momentum: float,
+    nesterov: bool,
+    ns_steps: int,
+    scale: str,
+    muon_weight_decay: float,
+    betas: tuple[float, float],
+    eps: float,
+) -> list[dict[str, Any]]:
     """The model's decay/no-decay groups (model.param_groups) split: hidden
     matrices into one Muon group, the rest kept as AdamW groups at LR lr.
     Hidden matrices are the 2-D weights inside the blocks (model.block_matrices),
@@ -186,10 +207,30 @@ def muon_param_groups(model: BlockMatrices, groups: list[dict[str, Any]], *, lr:
         muon += [p for p in group["params"] if id(p) in hidden]
         rest = [p for p in group["params"] if id(p) not in hidden]
         if rest:
-            out.append({"params": rest, "use_muon": False, "lr": lr, "lr_ratio": 1.0,
-                        "betas": betas, "eps": eps, "weight_decay": group["weight_decay"]})
+            out.append(
+                {
+                    "params": rest,
+                    "use_muon": False,
+                    "lr": lr,
+                    "lr_ratio": 1.0,
+                    "betas": betas,
+                    "eps": eps,
+                    "weight_decay": group["weight_decay"],
+                }
+            )
     if muon:
-        out.insert(0, {"params": muon, "use_muon": True, "lr": muon_lr,
-                       "lr_ratio": muon_lr / lr, "momentum": momentum, "nesterov": nesterov,
-                       "ns_steps": ns_steps, "scale": scale, "weight_decay": muon_weight_decay})
+        out.insert(
+            0,
+            {
+                "params": muon,
+                "use_muon": True,
+                "lr": muon_lr,
+                "lr_ratio": muon_lr / lr,
+                "momentum": momentum,
+                "nesterov": nesterov,
+                "ns_steps": ns_steps,
+                "scale": scale,
+                "weight_decay": muon_weight_decay,
+            },
+        )
     return out

@@ -3,6 +3,7 @@ lib/config/rules.py: clipping cannot start against a zero second moment, and
 the no-clipping window fits between two resets. Torch-free: it runs on every
 configuration loaded.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -18,9 +19,11 @@ def check_spam_start(run: RunConfig) -> list[str]:
     """Clipping must not start while the second moment is still zero."""
     skip = run.SPAM_CLIP_SKIP_STEPS  # None unless SPAM's clipping is on
     if skip is not None and skip < 2 and not run.SPAM_CLIP_SPARE_UNSEEN:
-        return [f"CONFIG_SPAM_CLIP_SKIP_STEPS={skip} clips call 1 against a zero second "
-                f"moment, which sets every gradient entry to 0; use 2 or more, or set "
-                f"CONFIG_SPAM_CLIP_SPARE_UNSEEN=y"]
+        return [
+            f"CONFIG_SPAM_CLIP_SKIP_STEPS={skip} clips call 1 against a zero second "
+            f"moment, which sets every gradient entry to 0; use 2 or more, or set "
+            f"CONFIG_SPAM_CLIP_SPARE_UNSEEN=y"
+        ]
     return []
 
 
@@ -37,7 +40,9 @@ def check_spam_schedule(run: RunConfig) -> list[str]:
     skip = run.SPAM_CLIP_SKIP_STEPS  # None unless SPAM's clipping is on
     interval = run.SPAM_INTERVAL  # None unless SPAM's resets are on
     if skip is not None and interval is not None and skip >= interval:
-        return [f"CONFIG_SPAM_CLIP_SKIP_STEPS={skip} must be below CONFIG_SPAM_INTERVAL="
-                f"{interval}: no call would ever be clipped; use SPAM_CLIP_SKIP_STEPS="
-                f"{min(20, interval - 1)}"]
+        return [
+            f"CONFIG_SPAM_CLIP_SKIP_STEPS={skip} must be below CONFIG_SPAM_INTERVAL="
+            f"{interval}: no call would ever be clipped; use SPAM_CLIP_SKIP_STEPS="
+            f"{min(20, interval - 1)}"
+        ]
     return []

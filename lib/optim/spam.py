@@ -64,10 +64,12 @@ they then continue from this optimizer's current values).  Clip counts
 accumulate on the parameters' device without host syncs until stats() or
 state_dict().
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 
@@ -94,14 +96,28 @@ class AdamWSPAM(torch.optim.Optimizer):
     # and decay all keep 0): the pruner need not re-apply its masks every step.
     keeps_zero_entries = True
 
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-6,
-                 weight_decay: float = 0.0, *, theta: float = 5000.0, interval: int = 500,
-                 warmup_steps: int = 150, clip_skip_steps: int = 20, clip: bool = True,
-                 reset: bool = True, restart_bias_correction: bool = False,
-                 spare_unseen: bool = False, amsgrad: bool = False, spike_reset: bool = False,
-                 spike_threshold: float = 2.0, foreach: bool | None = None,
-                 fused: bool = False) -> None:
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        *,
+        theta: float = 5000.0,
+        interval: int = 500,
+        warmup_steps: int = 150,
+        clip_skip_steps: int = 20,
+        clip: bool = True,
+        reset: bool = True,
+        restart_bias_correction: bool = False,
+        spare_unseen: bool = False,
+        amsgrad: bool = False,
+        spike_reset: bool = False,
+        spike_threshold: float = 2.0,
+        foreach: bool | None = None,
+        fused: bool = False,
+    ) -> None:
         _check("lr", lr > 0, "lr > 0", lr)
         _check("betas", len(betas) == 2, "a pair (beta1, beta2)", betas)
         _check("betas[0]", 0 <= betas[0] < 1, "0 <= beta1 < 1", betas[0])
@@ -112,8 +128,15 @@ class AdamWSPAM(torch.optim.Optimizer):
         _check("interval", _is_count(interval), "integer >= 0, 0 disables reset", interval)
         _check("warmup_steps", _is_count(warmup_steps), "integer >= 0", warmup_steps)
         _check("clip_skip_steps", _is_count(clip_skip_steps), "integer >= 0", clip_skip_steps)
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        theta=float(theta), clip=bool(clip), amsgrad=bool(amsgrad))
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            theta=float(theta),
+            clip=bool(clip),
+            amsgrad=bool(amsgrad),
+        )
         super().__init__(params, defaults)
         self.interval = int(interval)
         self.warmup_steps = int(warmup_steps)
@@ -174,8 +197,16 @@ class AdamWSPAM(torch.optim.Optimizer):
             if self.fused and not damp and params and self._step_fused(group, params, scale, clip):
                 continue
             if (foreach or self.fused) and params:
-                step_group(group, params, self.state, scale, clip, self.spare_unseen,
-                           self._spikes_dev, damp)
+                step_group(
+                    group,
+                    params,
+                    self.state,
+                    scale,
+                    clip,
+                    self.spare_unseen,
+                    self._spikes_dev,
+                    damp,
+                )
             else:
                 for p in params:
                     self._step_param(p, group, scale, clip, damp)
@@ -200,8 +231,10 @@ class AdamWSPAM(torch.optim.Optimizer):
             v.mul_(EXP_AVG_SQ_FACTOR)
 
     def _damp(self, params: list[torch.Tensor]) -> None:
-        self._damp_pairs([self.state[p]["exp_avg"] for p in params],
-                         [self.state[p]["exp_avg_sq"] for p in params])
+        self._damp_pairs(
+            [self.state[p]["exp_avg"] for p in params],
+            [self.state[p]["exp_avg_sq"] for p in params],
+        )
 
     def _prepare(self, p: torch.Tensor, reset: bool, amsgrad: bool) -> None:
         """Create p's state on its first gradient; zero its moments on a reset call."""
@@ -220,12 +253,14 @@ class AdamWSPAM(torch.optim.Optimizer):
             if self.restart_bias_correction:
                 state["step"].zero_()
 
-    def _step_fused(self, group: dict[str, Any], params: list[torch.Tensor], scale: float,
-                    clip: bool) -> bool:
+    def _step_fused(
+        self, group: dict[str, Any], params: list[torch.Tensor], scale: float, clip: bool
+    ) -> bool:
         """The compiled step; False (and the multi-tensor path for good) if it fails."""
         try:
-            step_group_compiled(group, params, self.state, scale, clip, self.spare_unseen,
-                                self._spikes_dev)
+            step_group_compiled(
+                group, params, self.state, scale, clip, self.spare_unseen, self._spikes_dev
+            )
             return True
         except Exception as err:  # any compiler failure: the eager paths give the same step
             self.fused, self.foreach = False, True
@@ -246,8 +281,9 @@ class AdamWSPAM(torch.optim.Optimizer):
             return bool(self.foreach)
         return len({p.device.type for g in self.param_groups for p in g["params"]}) <= 1
 
-    def _step_param(self, p: torch.Tensor, group: dict[str, Any], scale: float,
-                    clip: bool, damp: bool) -> None:
+    def _step_param(
+        self, p: torch.Tensor, group: dict[str, Any], scale: float, clip: bool, damp: bool
+    ) -> None:
         """Items 2 to 4 and 6 of the module doc (and the options) for one parameter."""
         beta1, beta2 = group["betas"]
         lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
@@ -297,11 +333,17 @@ class AdamWSPAM(torch.optim.Optimizer):
     def state_dict(self) -> dict[str, Any]:
         sd = super().state_dict()
         self._flush()
-        sd["spam"] = {"global_step": self._calls, "warmup_count": self._warmup_count,
-                      "spikes_clipped": self._spikes, "resets": self._resets}
+        sd["spam"] = {
+            "global_step": self._calls,
+            "warmup_count": self._warmup_count,
+            "spikes_clipped": self._spikes,
+            "resets": self._resets,
+        }
         if self.spike is not None:
-            sd["spam"] |= {"spike_resets": self._spike_resets,
-                           "spike_norms": self.spike.state_dict()["norms"]}
+            sd["spam"] |= {
+                "spike_resets": self._spike_resets,
+                "spike_norms": self.spike.state_dict()["norms"],
+            }
         return sd
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -319,4 +361,3 @@ class AdamWSPAM(torch.optim.Optimizer):
         self._spike_resets = int(extra.get("spike_resets", self._spike_resets))
         if self.spike is not None and "spike_norms" in extra:
             self.spike.load_state_dict({"norms": list(extra["spike_norms"])})
-

@@ -19,9 +19,11 @@ Compilation costs tens of seconds on the first step (one graph per
 parameter group); if it fails, the optimizer falls back to the
 multi-tensor path for good and says why (AdamWSPAM.impl).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -31,10 +33,22 @@ from lib.optim.spam_foreach import step_size
 _COMPILED: dict[tuple[bool, bool], Callable[..., Tensor]] = {}
 
 
-def _spam_math(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-               exp_avg_sqs: list[Tensor], maxes: list[Tensor], theta: Tensor, beta1: float,
-               beta2: float, eps: float, value: Tensor, decay: Tensor, *,
-               spare_unseen: bool, amsgrad: bool) -> Tensor:
+def _spam_math(
+    params: list[Tensor],
+    grads: list[Tensor],
+    exp_avgs: list[Tensor],
+    exp_avg_sqs: list[Tensor],
+    maxes: list[Tensor],
+    theta: Tensor,
+    beta1: float,
+    beta2: float,
+    eps: float,
+    value: Tensor,
+    decay: Tensor,
+    *,
+    spare_unseen: bool,
+    amsgrad: bool,
+) -> Tensor:
     count = torch.zeros((), dtype=torch.int64, device=params[0].device)
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         # spam.py _clip: copysign(sqrt(theta*v), g) where |g| > sqrt(theta*v)
@@ -58,15 +72,23 @@ def compiled_math(spare_unseen: bool, amsgrad: bool = False) -> Callable[..., Te
     """The compiled step (created once per process and setting)."""
     key = (spare_unseen, amsgrad)
     if key not in _COMPILED:
+
         def math(*args: Any) -> Tensor:
             return _spam_math(*args, spare_unseen=spare_unseen, amsgrad=amsgrad)
+
         _COMPILED[key] = torch.compile(math, dynamic=False, fullgraph=True)
     return _COMPILED[key]
 
 
-def step_group_compiled(group: dict[str, Any], params: list[Tensor], state: dict[Tensor, Any],
-                        scale: float, clip: bool, spare_unseen: bool,
-                        counts: dict[torch.device, Tensor]) -> None:
+def step_group_compiled(
+    group: dict[str, Any],
+    params: list[Tensor],
+    state: dict[Tensor, Any],
+    scale: float,
+    clip: bool,
+    spare_unseen: bool,
+    counts: dict[torch.device, Tensor],
+) -> None:
     """spam_foreach.step_group's contract, through the compiled step."""
     buckets: dict[tuple[torch.device, torch.dtype, float], list[Tensor]] = {}
     for p in params:
@@ -80,10 +102,18 @@ def step_group_compiled(group: dict[str, Any], params: list[Tensor], state: dict
         decay = torch.tensor(1 - lr * wd if wd > 0 else 1.0, dtype=torch.float32)
         amsgrad = bool(group["amsgrad"])
         count = compiled_math(spare_unseen, amsgrad)(
-            ps, [p.grad for p in ps], [state[p]["exp_avg"] for p in ps],
+            ps,
+            [p.grad for p in ps],
+            [state[p]["exp_avg"] for p in ps],
             [state[p]["exp_avg_sq"] for p in ps],
             [state[p]["max_exp_avg_sq"] for p in ps] if amsgrad else [],
-            theta.to(device), beta1, beta2, group["eps"], value.to(device), decay.to(device))
+            theta.to(device),
+            beta1,
+            beta2,
+            group["eps"],
+            value.to(device),
+            decay.to(device),
+        )
         for p in ps:  # after the call: a failed compile leaves the state as it was
             state[p]["step"] += 1
         if clip:

@@ -23,6 +23,7 @@ path's operations in the same order, so on CPU (where a multi-tensor op
 loops over the per-tensor kernels) both paths agree to the bit.  p.grad is
 never written.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,9 +39,16 @@ from lib.optim.spike import EXP_AVG_FACTOR, EXP_AVG_SQ_FACTOR
 COUNT_PIECE = 1 << 24
 
 
-def step_group(group: dict[str, Any], params: list[Tensor], state: dict[Tensor, Any],
-               scale: float, clip: bool, spare_unseen: bool,
-               counts: dict[torch.device, Tensor], damp: bool = False) -> None:
+def step_group(
+    group: dict[str, Any],
+    params: list[Tensor],
+    state: dict[Tensor, Any],
+    scale: float,
+    clip: bool,
+    spare_unseen: bool,
+    counts: dict[torch.device, Tensor],
+    damp: bool = False,
+) -> None:
     """One SPAM step of `params` (all with gradients and state) of `group`.
 
     scale is the warmup factor of the update, clip whether this call clips,
@@ -64,12 +72,22 @@ def step_group(group: dict[str, Any], params: list[Tensor], state: dict[Tensor, 
             scale_(exp_avgs, EXP_AVG_FACTOR)
             scale_(exp_avg_sqs, EXP_AVG_SQ_FACTOR)
         maxes = [state[p]["max_exp_avg_sq"] for p in ps] if group["amsgrad"] else None
-        update(ps, grads, exp_avgs, exp_avg_sqs, [state[p]["step"] for p in ps], group,
-               done + 1, scale, maxes)
+        update(
+            ps,
+            grads,
+            exp_avgs,
+            exp_avg_sqs,
+            [state[p]["step"] for p in ps],
+            group,
+            done + 1,
+            scale,
+            maxes,
+        )
 
 
-def clip_spikes(grads: list[Tensor], exp_avg_sqs: list[Tensor], theta: float,
-                spare_unseen: bool) -> tuple[list[Tensor], Tensor]:
+def clip_spikes(
+    grads: list[Tensor], exp_avg_sqs: list[Tensor], theta: float, spare_unseen: bool
+) -> tuple[list[Tensor], Tensor]:
     """(new clipped gradients, int64 count of clipped entries on their device)."""
     lim = torch._foreach_mul(exp_avg_sqs, theta)
     torch._foreach_sqrt_(lim)
@@ -89,16 +107,27 @@ def clip_spikes(grads: list[Tensor], exp_avg_sqs: list[Tensor], theta: float,
 
 def count_nonzero(signs: list[Tensor]) -> Tensor:
     """Entries of `signs` (values -1, 0, 1; one device) that are not 0, as an int64 tensor."""
-    pieces = [piece for t in signs for piece in
-              (t.reshape(-1).split(COUNT_PIECE) if t.numel() > COUNT_PIECE else (t,))]
+    pieces = [
+        piece
+        for t in signs
+        for piece in (t.reshape(-1).split(COUNT_PIECE) if t.numel() > COUNT_PIECE else (t,))
+    ]
     dtype = torch.float32 if signs[0].element_size() < 4 else None  # sum half types in float
     norms = torch._foreach_norm(pieces, 1, dtype=dtype)
     return torch.stack(norms).to(torch.int64).sum()
 
 
-def update(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
-           exp_avg_sqs: list[Tensor], steps: list[Tensor], group: dict[str, Any],
-           step: float, scale: float, maxes: list[Tensor] | None = None) -> None:
+def update(
+    params: list[Tensor],
+    grads: list[Tensor],
+    exp_avgs: list[Tensor],
+    exp_avg_sqs: list[Tensor],
+    steps: list[Tensor],
+    group: dict[str, Any],
+    step: float,
+    scale: float,
+    maxes: list[Tensor] | None = None,
+) -> None:
     """Moments, the update with eps on the root of the raw v, then weight decay.
 
     step is the bias-correction count after this step (all `steps` equal step - 1);
@@ -115,7 +144,9 @@ def update(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
         torch._foreach_maximum_(maxes, exp_avg_sqs)
     denom = torch._foreach_sqrt(exp_avg_sqs if maxes is None else maxes)
     torch._foreach_add_(denom, eps)
-    torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size(lr, beta1, beta2, step) * scale)
+    torch._foreach_addcdiv_(
+        params, exp_avgs, denom, value=-step_size(lr, beta1, beta2, step) * scale
+    )
     del denom
     if wd > 0:
         scale_(params, 1 - lr * wd)
@@ -123,7 +154,7 @@ def update(params: list[Tensor], grads: list[Tensor], exp_avgs: list[Tensor],
 
 def step_size(lr: float, beta1: float, beta2: float, t: float) -> float:
     """lr with the bias corrections of count t folded in, as the authors' code does."""
-    return lr * (math.sqrt(1 - beta2 ** t) / (1 - beta1 ** t))
+    return lr * (math.sqrt(1 - beta2**t) / (1 - beta1**t))
 
 
 def scale_(tensors: list[Tensor], factor: float) -> None:

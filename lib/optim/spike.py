@@ -9,11 +9,12 @@ standard deviation, exceeds the threshold (knlp: 2.0) and std > 0. On a
 spike the optimizer damps its moments: m *= 0.5, v *= 0.9 (knlp's "soft"
 reset); AMSGrad's running maximum of v is left alone.
 """
+
 from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 

@@ -17,6 +17,7 @@ bisection) so the layers together prune round(target * total) entries: the
 global count matches the global target, while the ratio between layers
 follows the factors wherever neither bound binds.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,10 @@ def allocate(sizes: list[int], floors: list[int], factors: list[float], target: 
         return highs
 
     def counts(c: float) -> list[float]:
-        return [min(max(c * f * target * n, lo), hi)
-                for n, f, lo, hi in zip(sizes, factors, floors, highs)]
+        return [
+            min(max(c * f * target * n, lo), hi)
+            for n, f, lo, hi in zip(sizes, factors, floors, highs)
+        ]
 
     lo_c, hi_c = 0.0, max(h / (f * target * n) for n, f, h in zip(sizes, factors, highs))
     for _ in range(200):

@@ -29,6 +29,7 @@ gradients is one multi-tensor multiply by the bool masks (torch._foreach_mul_), 
 apply_masks).  A product with False is +-0 for every finite entry; a NaN or
 infinite one becomes NaN, where masked_fill would have hidden it.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lib.prune import layers, scores as score_fns
-from lib.prune.schedule import KINDS, check_schedule, sparsity_at
+from lib.prune import layers
+from lib.prune import scores as score_fns
+from lib.prune.schedule import KINDS, check_schedule, is_update_step, sparsity_at
 from lib.prune.threshold import smallest_k
 from lib.run.metrics import LogField
 
@@ -85,15 +87,22 @@ class Pruner:
         if len(set(names)) != len(names) or len({id(p) for _, p in params}) != len(params):
             raise ValueError("params is invalid: names and parameters must be unique")
         if method not in METHODS:
-            raise ValueError(f"method={method!r} is invalid: it must be one of {', '.join(METHODS)}")
+            raise ValueError(
+                f"method={method!r} is invalid: it must be one of {', '.join(METHODS)}"
+            )
         if variant not in score_fns.VARIANTS:
-            raise ValueError(f"variant={variant!r} is invalid: it must be one of "
-                             f"{', '.join(score_fns.VARIANTS)}")
+            raise ValueError(
+                f"variant={variant!r} is invalid: it must be one of {', '.join(score_fns.VARIANTS)}"
+            )
         if bitter4_budget not in BITTER4_BUDGETS:
-            raise ValueError(f"bitter4_budget={bitter4_budget!r} is invalid: it must be one of "
-                             f"{', '.join(BITTER4_BUDGETS)}")
+            raise ValueError(
+                f"bitter4_budget={bitter4_budget!r} is invalid: it must be one of "
+                f"{', '.join(BITTER4_BUDGETS)}"
+            )
         if schedule not in KINDS:
-            raise ValueError(f"schedule={schedule!r} is invalid: it must be one of {', '.join(KINDS)}")
+            raise ValueError(
+                f"schedule={schedule!r} is invalid: it must be one of {', '.join(KINDS)}"
+            )
         if scope not in SCOPES:
             raise ValueError(f"scope={scope!r} is invalid: it must be one of {', '.join(SCOPES)}")
         check_schedule(target=target, warmup=warmup, ramp_end=ramp_end, kind=schedule)
@@ -109,6 +118,7 @@ class Pruner:
                 raise ValueError(f"optimizer is invalid: it does not update {', '.join(missing)}")
         self.names = names
         self.params = [p for _, p in params]
+        self.total = sum(p.numel() for p in self.params)  # entries under the masks
         self.method, self.scope, self.variant = method, scope, variant
         self.target, self.warmup, self.ramp_end = float(target), warmup, ramp_end
         self.frequency, self.schedule = frequency, schedule
@@ -116,26 +126,32 @@ class Pruner:
         self.sample_size = sample_size
         self.generator = torch.Generator().manual_seed(seed)
         self.masks = [torch.ones_like(p, dtype=torch.bool) for p in self.params]
-        self.scores = ([torch.zeros_like(p, dtype=torch.float32) for p in self.params]
-                       if method == "movement" else None)
+        self.scores = (
+            [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
+            if method == "movement"
+            else None
+        )
         self.pruned = [0] * len(self.params)  # masked-out entries per parameter
         self.step = 0  # last step seen by after_step (or restored by load_state_dict)
         # An Adam-family step leaves an entry with weight, moments and gradient 0 at 0
         # (after_step); optimizers of other rules get the masks applied every step.
-        self.keeps_zeros = (isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW))
-                            or bool(getattr(optimizer, "keeps_zero_entries", False)))
+        self.keeps_zeros = isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)) or bool(
+            getattr(optimizer, "keeps_zero_entries", False)
+        )
 
     # ------------------------------------------------------------ schedule
 
     def target_at(self, step: int) -> float:
         """Scheduled sparsity after `step` optimizer steps."""
-        return sparsity_at(step, target=self.target, warmup=self.warmup,
-                           ramp_end=self.ramp_end, kind=self.schedule)
+        return sparsity_at(
+            step, target=self.target, warmup=self.warmup, ramp_end=self.ramp_end, kind=self.schedule
+        )
 
     def is_update_step(self, step: int) -> bool:
         """Masks change after step warmup + k*frequency and at ramp_end, never after it."""
-        return self.warmup < step <= self.ramp_end and (
-            (step - self.warmup) % self.frequency == 0 or step == self.ramp_end)
+        return is_update_step(
+            step, warmup=self.warmup, ramp_end=self.ramp_end, frequency=self.frequency
+        )
 
     # ------------------------------------------------------ training hooks
 
@@ -149,13 +165,17 @@ class Pruner:
         live = [i for i, p in enumerate(self.params) if p.grad is not None]
         if self.scores is not None and step <= self.ramp_end and live and not skipped:
             # S += score_fns.movement_increment(w, grad), i.e. -(w * grad), without a temporary
-            torch._foreach_addcmul_([self.scores[i] for i in live],
-                                    [self.params[i].float() for i in live],
-                                    [self.params[i].grad.float() for i in live], value=-1.0)
+            torch._foreach_addcmul_(
+                [self.scores[i] for i in live],
+                [self.params[i].float() for i in live],
+                [self.params[i].grad.float() for i in live],
+                value=-1.0,
+            )
         pruned = [i for i in live if self.pruned[i]]
         if pruned:
-            torch._foreach_mul_([self.params[i].grad for i in pruned],
-                                [self.masks[i] for i in pruned])
+            torch._foreach_mul_(
+                [self.params[i].grad for i in pruned], [self.masks[i] for i in pruned]
+            )
 
     @torch.no_grad()
     def after_step(self, step: int) -> None:
@@ -191,8 +211,11 @@ class Pruner:
             if not self.pruned[i]:
                 continue
             state = self.optimizer.state.get(p, {}) if self.optimizer is not None else {}
-            moments = [state[k] for k in MOMENT_KEYS
-                       if torch.is_tensor(state.get(k)) and state[k].shape == p.shape]
+            moments = [
+                state[k]
+                for k in MOMENT_KEYS
+                if torch.is_tensor(state.get(k)) and state[k].shape == p.shape
+            ]
             work.append((self.masks[i], [p] + moments))
         if not work:
             return
@@ -202,8 +225,10 @@ class Pruner:
                 for t in tensors:
                     t.masked_fill_(dropped.to(t.device), 0)
         else:
-            torch._foreach_mul_([t for _, ts in work for t in ts],
-                                [mask.to(t.device) for mask, ts in work for t in ts])
+            torch._foreach_mul_(
+                [t for _, ts in work for t in ts],
+                [mask.to(t.device) for mask, ts in work for t in ts],
+            )
 
     # ------------------------------------------------------- mask updates
 
@@ -221,8 +246,10 @@ class Pruner:
         if not all(torch.is_tensor(state.get(k)) for k in variant.needs):
             # Not stepped yet (no moments): |w|, as the reference falls back.
             return score_fns.magnitude(p.float())
-        m, v = (state[k].float() if k in state else torch.zeros_like(p, dtype=torch.float32)
-                for k in ("exp_avg", "exp_avg_sq"))
+        m, v = (
+            state[k].float() if k in state else torch.zeros_like(p, dtype=torch.float32)
+            for k in ("exp_avg", "exp_avg_sq")
+        )
         return variant.fn(p.float(), m, v).contiguous()
 
     def _update(self, sparsity: float) -> None:
@@ -230,8 +257,10 @@ class Pruner:
         sizes = [s.numel() for s in scores]
         pick = dict(sample_size=self.sample_size, generator=self.generator)
         if self.method == "state" and self.variant == "bitter4" and self.bitter4_budget == "rank":
-            means = [float(s[torch.isfinite(s)].mean()) if n > f else 0.0
-                     for s, n, f in zip(scores, sizes, self.pruned)]
+            means = [
+                float(s[torch.isfinite(s)].mean()) if n > f else 0.0
+                for s, n, f in zip(scores, sizes, self.pruned)
+            ]
             counts = layers.allocate(sizes, self.pruned, layers.layer_factors(means), sparsity)
             chosen = [smallest_k([s], k, **pick)[0] for s, k in zip(scores, counts)]
         elif self.method == "state" and self.variant == "bitter4":
@@ -240,8 +269,10 @@ class Pruner:
             counts = [max(int(r * n), f) for r, n, f in zip(ramp, sizes, self.pruned)]
             chosen = [smallest_k([s], k, **pick)[0] for s, k in zip(scores, counts)]
         elif self.scope == "per_layer":
-            chosen = [smallest_k([s], max(round(sparsity * n), f), **pick)[0]
-                      for s, n, f in zip(scores, sizes, self.pruned)]
+            chosen = [
+                smallest_k([s], max(round(sparsity * n), f), **pick)[0]
+                for s, n, f in zip(scores, sizes, self.pruned)
+            ]
         else:
             goal = max(round(sparsity * sum(sizes)), sum(self.pruned))
             chosen = smallest_k(scores, goal, **pick)
@@ -253,8 +284,11 @@ class Pruner:
     def state_dict(self) -> dict[str, Any]:
         """Copies of the masks (and movement scores) in parameter order, with their names."""
         state: dict[str, Any] = {
-            "version": STATE_VERSION, "method": self.method, "step": self.step,
-            "names": list(self.names), "masks": [m.clone() for m in self.masks],
+            "version": STATE_VERSION,
+            "method": self.method,
+            "step": self.step,
+            "names": list(self.names),
+            "masks": [m.clone() for m in self.masks],
         }
         if self.scores is not None:
             state["scores"] = [s.clone() for s in self.scores]
@@ -271,29 +305,36 @@ class Pruner:
             raise ValueError(f"state is invalid: method {self.method!r} needs movement scores")
         for name, p, mask in zip(self.names, self.params, state["masks"]):
             if tuple(mask.shape) != tuple(p.shape):
-                raise ValueError(f"state is invalid: mask {name} has shape "
-                                 f"{tuple(mask.shape)}, not {tuple(p.shape)}")
-        self.masks = [m.to(device=p.device, dtype=torch.bool).clone()
-                      for m, p in zip(state["masks"], self.params)]
+                raise ValueError(
+                    f"state is invalid: mask {name} has shape "
+                    f"{tuple(mask.shape)}, not {tuple(p.shape)}"
+                )
+        self.masks = [
+            m.to(device=p.device, dtype=torch.bool).clone()
+            for m, p in zip(state["masks"], self.params)
+        ]
         if self.scores is not None:
-            self.scores = [s.to(device=p.device, dtype=torch.float32).clone()
-                           for s, p in zip(state["scores"], self.params)]
+            self.scores = [
+                s.to(device=p.device, dtype=torch.float32).clone()
+                for s, p in zip(state["scores"], self.params)
+            ]
         self.pruned = [int((~m).sum()) for m in self.masks]
         self.step = int(state["step"])
         self.apply_masks()
 
     def report(self) -> dict[str, Any]:
         """Achieved global sparsity, the scheduled target now, and each layer's sparsity."""
-        total = sum(p.numel() for p in self.params)
         return {
-            "sparsity": sum(self.pruned) / total,
+            "sparsity": sum(self.pruned) / self.total,
             "target": self.target_at(self.step),
-            "per_layer": {n: k / p.numel() for n, k, p in zip(self.names, self.pruned, self.params)},
+            "per_layer": {
+                n: k / p.numel() for n, k, p in zip(self.names, self.pruned, self.params)
+            },
         }
 
     def log_fields(self) -> dict[str, LogField]:
         """The training log line's field: the achieved sparsity, kept as a series."""
-        sparsity = sum(self.pruned) / sum(p.numel() for p in self.params)
+        sparsity = sum(self.pruned) / self.total
         return {"sparsity": LogField(f"{100 * sparsity:.1f}%", sparsity)}
 
     def state_bytes(self) -> int:

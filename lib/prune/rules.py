@@ -2,6 +2,7 @@
 registered with lib/config/rules.py: a ramp past the end of the run misses
 its target sparsity. Torch-free: it runs on every configuration loaded.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -21,13 +22,17 @@ def check_pruning_ramp(run: RunConfig) -> list[str]:
     total = run.GPT2_MAX_ITERS
     problems = []
     if warmup >= ramp_end:
-        problems.append(f"CONFIG_PRUNING_WARMUP={warmup} must be below "
-                        f"CONFIG_PRUNING_RAMP_END={ramp_end}: the ramp would have no steps; "
-                        f"use PRUNING_WARMUP={ramp_end // 5}")
+        problems.append(
+            f"CONFIG_PRUNING_WARMUP={warmup} must be below "
+            f"CONFIG_PRUNING_RAMP_END={ramp_end}: the ramp would have no steps; "
+            f"use PRUNING_WARMUP={ramp_end // 5}"
+        )
     if ramp_end > total:
         fits = max(1, total * 4 // 5)
-        problems.append(f"CONFIG_PRUNING_RAMP_END={ramp_end} is past CONFIG_GPT2_MAX_ITERS="
-                        f"{total}: the run would end below the target sparsity; use "
-                        f"PRUNING_RAMP_END={fits}{f' and PRUNING_WARMUP={fits // 5}' if warmup >= fits else ''} "
-                        f"or MAX_ITERS={ramp_end}")
+        problems.append(
+            f"CONFIG_PRUNING_RAMP_END={ramp_end} is past CONFIG_GPT2_MAX_ITERS="
+            f"{total}: the run would end below the target sparsity; use "
+            f"PRUNING_RAMP_END={fits}{f' and PRUNING_WARMUP={fits // 5}' if warmup >= fits else ''} "
+            f"or MAX_ITERS={ramp_end}"
+        )
     return problems

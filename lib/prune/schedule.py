@@ -12,7 +12,13 @@ Nothing is pruned up to `warmup`; sparsity then ramps to `target` at
 * "cubic_late": s = target * p^3, what AdamWPrune calls "cubic" and uses
   for every state variant (mcgrof/knlp 041ec5f2, update_adamprune_masks):
   the mirror image, pruning slowly first and fastest at the end of the ramp.
+
+Masks are re-chosen after step warmup + k*frequency and at ramp_end
+(is_update_step), never after it: masks only grow and the count at the
+target is already exact, so a later re-selection at the same sparsity could
+change nothing.
 """
+
 from __future__ import annotations
 
 KINDS = ("linear", "cubic", "cubic_late")
@@ -44,5 +50,21 @@ def sparsity_at(step: int, *, target: float, warmup: int, ramp_end: int, kind: s
     if kind == "linear":
         return target * progress
     if kind == "cubic_late":
-        return target * progress ** 3
+        return target * progress**3
     return target * (1.0 - (1.0 - progress) ** 3)
+
+
+def is_update_step(step: int, *, warmup: int, ramp_end: int, frequency: int) -> bool:
+    """Whether the masks are re-chosen after `step` (see the module docstring)."""
+    return warmup < step <= ramp_end and ((step - warmup) % frequency == 0 or step == ramp_end)
+
+
+def mask_update_steps(
+    iters: int, *, target: float, warmup: int, ramp_end: int, frequency: int, kind: str
+) -> list[tuple[int, float]]:
+    """(step, scheduled sparsity) of every mask update in a run of `iters` steps."""
+    return [
+        (step, sparsity_at(step, target=target, warmup=warmup, ramp_end=ramp_end, kind=kind))
+        for step in range(1, iters + 1)
+        if is_update_step(step, warmup=warmup, ramp_end=ramp_end, frequency=frequency)
+    ]

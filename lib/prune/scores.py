@@ -16,9 +16,11 @@ What bitter2 and bitter4 add beyond their score lives elsewhere: bitter2
 (= bitter1's score) stands for a longer training budget, and bitter4's
 per-layer sparsities are in layers.py.
 """
+
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -153,8 +155,9 @@ VARIANTS: dict[str, Variant] = {
     "bitter2": Variant(bitter2, (), "|w|: magnitude (the reference trains it 21% longer)", False),
     "bitter3": Variant(bitter3, M, "|w| sqrt(|m|+1e-8): gradient-magnitude", False),
     "bitter4": Variant(bitter4, M, "bitter3 with per-layer sparsity 0.7x..1.3x by depth", False),
-    "bitter5": Variant(bitter5, MV, "+sign(w) m / (sqrt(v)+1e-8) + 0.1|w| (the code's sign)",
-                       False),
+    "bitter5": Variant(
+        bitter5, MV, "+sign(w) m / (sqrt(v)+1e-8) + 0.1|w| (the code's sign)", False
+    ),
     "bitter6": Variant(bitter6, MV, "bitter3 * sqrt(m^2 / (v+1e-8)): coherence-weighted", False),
     "bitter7": Variant(bitter7, V, "|w| (|v|+1e-8)^0.25: second-moment weighted", False),
     "bitter8": Variant(bitter8, V, "bitter7 in float16 with 1e-5 floor", False),

@@ -26,6 +26,7 @@ bracketing it between two sample quantiles (by the DKW bound above, with
 failure probability BRACKET_DELTA, after which it falls back to the full
 concatenation) and selecting within the entries of that narrow band only.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,7 +59,9 @@ def _flat_cat(scores: list[Tensor]) -> Tensor:
     return torch.cat([s.reshape(-1).to(device) for s in scores])
 
 
-def sample_entries(scores: list[Tensor], n: int, generator: torch.Generator | None = None) -> Tensor:
+def sample_entries(
+    scores: list[Tensor], n: int, generator: torch.Generator | None = None
+) -> Tensor:
     """n entries drawn uniformly with replacement from all tensors, as one 1-D tensor.
 
     Flat indices over the virtual concatenation are drawn on the CPU (with
@@ -96,7 +99,11 @@ def kth_threshold(
     if not 0.0 <= fraction <= 1.0:
         raise ValueError(f"fraction={fraction} is invalid: it must satisfy 0 <= fraction <= 1")
     dtype = scores[0].dtype
-    values = _flat_cat(scores) if total <= sample_size else sample_entries(scores, sample_size, generator)
+    values = (
+        _flat_cat(scores)
+        if total <= sample_size
+        else sample_entries(scores, sample_size, generator)
+    )
     k = round(fraction * values.numel())  # entries to leave below t
     if k == 0:
         return _floor_finite(-math.inf, dtype)

@@ -9,6 +9,7 @@ status "invalid" and the file and field in its problem; its values are not
 used. Nothing here raises on a bad run's file; only a matrix.json the whole
 folder depends on can stop a summary.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,14 +19,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lib.model import registry
-from lib.config.run_config import load_run_config, value_or
-from lib.run.eval_record import EVAL_FILE, lm_eval_scores, load_eval
 from lib.config.kconfig import ConfigError
-from lib.matrix.state import FILE as MATRIX_FILE, MatrixError, MatrixState
-from lib.results.records import (check_eval, check_matrix, check_matrix_run, check_metrics,
-                                 reason, shown)
+from lib.config.run_config import load_run_config, value_or
+from lib.matrix.state import FILE as MATRIX_FILE
+from lib.matrix.state import MatrixError, MatrixState
+from lib.model import registry
+from lib.results.records import (
+    check_eval,
+    check_matrix,
+    check_matrix_run,
+    check_metrics,
+    reason,
+    shown,
+)
+from lib.run.eval_record import EVAL_FILE, lm_eval_scores, load_eval
 
+TUNE_DIR = "tune"  # <matrix>/tune/: the tuning study and its trial runs
 INVALID = "invalid"  # the status of a row whose record has a wrong field
 SEED_SUFFIX = re.compile(r"_s(\d+)$")  # a seeded matrix run's id: <configuration>_s<seed>
 
@@ -33,6 +42,7 @@ SEED_SUFFIX = re.compile(r"_s(\d+)$")  # a seeded matrix run's id: <configuratio
 @dataclass
 class RunRow:
     """One run as the summary shows it; None where a value is unknown."""
+
     run_id: str
     path: Path
     status: str
@@ -55,8 +65,12 @@ class RunRow:
     metrics: dict[str, Any] = field(default_factory=dict)
     evals: dict[str, float] = field(default_factory=dict)  # set name -> perplexity
     scores: dict[str, float] = field(default_factory=dict)  # "<task> <metric>" -> lm-eval score
+    bits_per_byte: dict[str, float] = field(default_factory=dict)  # text set -> eval.json's
+    word_ppl: dict[str, float] = field(default_factory=dict)  # text set -> word-level perplexity
+    measured: dict[str, Any] = field(default_factory=dict)  # eval.json's tokens/s, memory, machine
     overrides: dict[str, str] = field(default_factory=dict)  # a matrix run's, from matrix.json
     reused_from: str | None = None  # matrix.json: the earlier run it links to (lib/matrix/reuse.py)
+    tuned: dict[str, float] = field(default_factory=dict)  # symbol -> the tuned value it ran at
 
     @property
     def config_key(self) -> str:
@@ -64,7 +78,7 @@ class RunRow:
         `_s<seed>` naming its own seed (a run id's other `_s<n>` is kept)."""
         m = SEED_SUFFIX.search(self.run_id)
         if m and self.seed is not None and int(m.group(1)) == self.seed:
-            return self.run_id[:m.start()]
+            return self.run_id[: m.start()]
         return self.run_id
 
     @property
@@ -124,12 +138,15 @@ def _from_metrics(row: RunRow) -> None:
         return
     row.metrics = m
     row.best_loss = _finite(m.get("best_val_loss"))
-    row.best_ppl, row.final_ppl = (_finite(m.get("best_val_perplexity")),
-                                   _finite(m.get("final_val_perplexity")))
+    row.best_ppl, row.final_ppl = (
+        _finite(m.get("best_val_perplexity")),
+        _finite(m.get("final_val_perplexity")),
+    )
     row.tokens_per_sec = _finite(m.get("tokens_per_sec")) or None
     row.peak_memory_mb = _finite(m.get("peak_memory_mb"))
     row.params, row.wall_time_s = m.get("params"), _finite(m.get("wall_time_s"))
     row.sparsity = _finite(m.get("sparsity"))
+    row.tuned = tuned_values(m)
     if row.status == "unknown":
         row.status = m.get("status", "unknown")
     if m.get("error"):
@@ -155,7 +172,15 @@ def _from_eval(row: RunRow, record: dict[str, Any] | None) -> None:
     for name, entry in (record or {}).get("sets", {}).items():
         if "skipped" not in entry and entry.get("kind", "perplexity") == "perplexity":
             row.evals[name] = float(entry["perplexity"])
+            for key, into in (
+                ("bits_per_byte", row.bits_per_byte),
+                ("word_perplexity", row.word_ppl),
+            ):
+                if _finite(entry.get(key)) is not None:
+                    into[name] = float(entry[key])
     row.scores.update(lm_eval_scores(record or {}))
+    if isinstance((record or {}).get("measured"), dict):
+        row.measured = dict(record["measured"])  # type: ignore[index]
 
 
 def read_run(path: Path, status: str = "unknown") -> RunRow:
@@ -194,6 +219,8 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
         check_matrix(root / MATRIX_FILE, state.data)  # raises RecordError (a ValueError)
         rows = []
         for run_id, entry in state.runs.items():
+            if is_trial(root, root / run_id):
+                continue  # a tuning trial, not a run of the comparison
             row = read_run(root / run_id, entry["state"])
             problems = check_matrix_run(root / MATRIX_FILE, run_id, entry)
             if problems:
@@ -202,6 +229,7 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
                 continue
             row.overrides = dict(a.partition("=")[::2] for a in entry.get("overrides", []))
             row.reused_from = entry.get("reused_from") or None
+            row.tuned = tuned_values(entry) or row.tuned
             error = str(entry.get("error") or "")
             if error and not any(error.startswith(p) or p.startswith(error) for p in row.problems):
                 row.problems.append(error)
@@ -209,9 +237,27 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
         return rows, state.data
     if is_run(root):  # one run (results/latest after a plain `make`)
         return [read_run(root)], {}
-    runs = sorted(p for p in root.iterdir() if is_run(p) and not p.is_symlink()
-                  and ".prev-" not in p.name)
+    runs = sorted(
+        p for p in root.iterdir() if is_run(p) and not p.is_symlink() and ".prev-" not in p.name
+    )
     return [read_run(p) for p in runs], {}
+
+
+def tuned_values(record: dict[str, Any]) -> dict[str, float]:
+    """The values a tuned run ran at, from its record's "tuned" field (checked by
+    records.check_tuned); {} for an untuned run."""
+    tuned = record.get("tuned")
+    values = tuned.get("values") if isinstance(tuned, dict) else None
+    return {k: float(v) for k, v in values.items()} if isinstance(values, dict) else {}
+
+
+def is_trial(root: Path, path: Path) -> bool:
+    """A tuning trial's run (under <matrix>/tune/): trials are searched over,
+    never compared, so no table or figure of the matrix shows them."""
+    try:
+        return path.resolve().is_relative_to((root / TUNE_DIR).resolve())
+    except OSError:
+        return False
 
 
 def is_run(path: Path) -> bool:
@@ -222,20 +268,31 @@ def is_run(path: Path) -> bool:
 def _no_runs(root: Path) -> FileNotFoundError:
     """What to pass instead of a folder that holds no runs: the folders under it that do."""
     try:
-        inside = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.is_symlink()
-                        and ((p / MATRIX_FILE).exists() or any(map(is_run, p.iterdir()))))
+        inside = sorted(
+            p.name
+            for p in root.iterdir()
+            if p.is_dir()
+            and not p.is_symlink()
+            and ((p / MATRIX_FILE).exists() or any(map(is_run, p.iterdir())))
+        )
     except OSError:
         inside = []
-    where = (f"; the folders under it that do: {', '.join(inside[:6])}"
-             f"{' and more' if len(inside) > 6 else ''}" if inside else "")
+    where = (
+        f"; the folders under it that do: {', '.join(inside[:6])}"
+        f"{' and more' if len(inside) > 6 else ''}"
+        if inside
+        else ""
+    )
     return FileNotFoundError(
         f"{shown(root)} holds no runs (no config.txt, no matrix.json, no run folders){where}. "
         f"Pass RESULTS=<dir>: a run folder, a matrix folder, or a folder of run folders, "
-        f"e.g. RESULTS={shown(root / inside[0]) if inside else 'results/<run-id>'}")
+        f"e.g. RESULTS={shown(root / inside[0]) if inside else 'results/<run-id>'}"
+    )
 
 
-def load_rows(root: Path, baseline: str | None = None
-              ) -> tuple[list[RunRow], dict[str, Any], dict[str, RunRow]]:
+def load_rows(
+    root: Path, baseline: str | None = None
+) -> tuple[list[RunRow], dict[str, Any], dict[str, RunRow]]:
     """A folder's rows with their delta against the baseline applied, its matrix
     record, and the baseline per model: what `make results` and `make report` show.
     The folder is a matrix, any folder of run folders, or one run folder."""
@@ -270,18 +327,27 @@ def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
     vanilla attention (else the first valid dense AdamW run)."""
     out: dict[str, RunRow] = {}
     if name:
-        named = ([r for r in rows if r.run_id == name]
-                 or [r for r in rows if r.config_key == name and r.best_ppl is not None]
-                 or [r for r in rows if r.config_key == name])
+        named = (
+            [r for r in rows if r.run_id == name]
+            or [r for r in rows if r.config_key == name and r.best_ppl is not None]
+            or [r for r in rows if r.config_key == name]
+        )
         if not named:
-            raise UnknownBaseline(f"BASELINE={name}: no such run here; runs: "
-                             f"{', '.join(r.run_id for r in rows)}")
+            raise UnknownBaseline(
+                f"BASELINE={name}: no such run here; runs: {', '.join(r.run_id for r in rows)}"
+            )
         return {r.model or "?": named[0] for r in rows}
     for pref in (lambda r: r.variant == "vanilla", lambda r: True):
         for r in rows:
             model = r.model or "?"  # the key apply_baseline looks up
-            if (model not in out and r.optimizer == "adamw" and r.pruning == "none"
-                    and pref(r) and r.best_ppl is not None and r.status != INVALID):
+            if (
+                model not in out
+                and r.optimizer == "adamw"
+                and r.pruning == "none"
+                and pref(r)
+                and r.best_ppl is not None
+                and r.status != INVALID
+            ):
                 out[model] = r
     return out
 

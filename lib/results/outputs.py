@@ -7,6 +7,7 @@ anything fails before that, the staging folder is removed and the previous
 outputs are untouched. Files are created with the user's umask, like every
 other file in a results folder.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,7 +44,7 @@ class Staging:
             raise RuntimeError("Staging.dir used outside its with block")
         return self._dir
 
-    def __enter__(self) -> "Staging":
+    def __enter__(self) -> Staging:
         self.out.mkdir(parents=True, exist_ok=True)
         self._sweep_stale()
         self._dir = Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.out))

@@ -7,18 +7,21 @@ with several finished seeds is one point or bar at the mean over its seeds,
 with sd error bars; failed and unfinished seeds are left out. Points of
 different methods at the same target sparsity are set side by side, so their
 error bars never overlap."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from lib.results import curves, labels, style
 from lib.results.collect import RunRow
 from lib.results.seeds import Configuration, configuration_of, configurations
 from lib.results.stats import spread
+from lib.results.tuning import Tuning
 
 CAPSIZE = 4  # points, each side of an error bar
 
@@ -33,8 +36,11 @@ class Point:
 def _point(c: Configuration) -> Point | None:
     """Best perplexity: the mean over the finished seeds of a seeded configuration,
     else the one run."""
-    runs = ([r for r in c.done.values() if r.best_ppl is not None] if len(c.runs) > 1
-            else [r for r in c.runs.values() if r.best_ppl is not None])
+    runs = (
+        [r for r in c.done.values() if r.best_ppl is not None]
+        if len(c.runs) > 1
+        else [r for r in c.runs.values() if r.best_ppl is not None]
+    )
     if not runs:
         return None
     s = spread([r.best_ppl for r in runs])
@@ -69,17 +75,28 @@ def ppl_vs_sparsity(rows: list[RunRow], baselines: dict[str, RunRow]) -> Figure 
         shift = (i - (len(methods) - 1) / 2) * step
         seeded = any(p.sd is not None for p in points)
         look = style.series(i)
-        ax.errorbar([p.target + shift for p in points], [p.mean for p in points],
-                    yerr=[p.sd or 0.0 for p in points] if seeded else None,
-                    marker=look["marker"], color=look["color"], linestyle=look["linestyle"],
-                    capsize=CAPSIZE, markersize=6, label=name)
+        ax.errorbar(
+            [p.target + shift for p in points],
+            [p.mean for p in points],
+            yerr=[p.sd or 0.0 for p in points] if seeded else None,
+            marker=look["marker"],
+            color=look["color"],
+            linestyle=look["linestyle"],
+            capsize=CAPSIZE,
+            markersize=6,
+            label=name,
+        )
     _baselines(ax, configs, baselines)
     ax.set_xticks(targets, [f"{t:g}" for t in targets])
     pad = max(5.0, step * len(methods))
     ax.set_xlim(targets[0] - pad, targets[-1] + pad)
     seeded = any(p.sd is not None for points in methods.values() for p in points)
-    style.label_axes(ax, "target sparsity (%)", "best validation perplexity",
-                     "Perplexity vs sparsity" + (" (mean ± sd over seeds)" if seeded else ""))
+    style.label_axes(
+        ax,
+        "target sparsity (%)",
+        "best validation perplexity",
+        "Perplexity vs sparsity" + (" (mean ± sd over seeds)" if seeded else ""),
+    )
     style.legend_outside(ax)
     return fig
 
@@ -100,8 +117,9 @@ def _baselines(ax, configs: list[Configuration], baselines: dict[str, RunRow]) -
             ax.axhspan(point.mean - point.sd, point.mean + point.sd, color="grey", alpha=0.15)
 
 
-def _per_config(rows: list[RunRow], value: Callable[[RunRow], float | None]
-                ) -> list[tuple[str, float, float | None]]:
+def _per_config(
+    rows: list[RunRow], value: Callable[[RunRow], float | None]
+) -> list[tuple[str, float, float | None]]:
     """(name, mean, sd or None) of each configuration with the value: over its
     finished seeds, or its one run whatever its state."""
     configs = configurations(rows)
@@ -115,38 +133,103 @@ def _per_config(rows: list[RunRow], value: Callable[[RunRow], float | None]
     return out
 
 
-def bars(rows: list[RunRow], value: Callable[[RunRow], float | None], xlabel: str,
-         title: str) -> Figure | None:
+def bars(
+    rows: list[RunRow], value: Callable[[RunRow], float | None], xlabel: str, title: str
+) -> Figure | None:
     entries = _per_config(rows, value)
     if not entries:
         return None
     fig, ax = style.new_figure(0.32 * len(entries) + 1.3)
     seeded = any(sd is not None for _, _, sd in entries)
-    ax.barh([style.wrap(n) for n, _, _ in entries], [m for _, m, _ in entries],
-            xerr=[sd or 0.0 for _, _, sd in entries] if seeded else None,
-            capsize=CAPSIZE if seeded else 0, color=style.COLOURS[0])
+    ax.barh(
+        [style.wrap(n) for n, _, _ in entries],
+        [m for _, m, _ in entries],
+        xerr=[sd or 0.0 for _, _, sd in entries] if seeded else None,
+        capsize=CAPSIZE if seeded else 0,
+        color=style.COLOURS[0],
+    )
     ax.invert_yaxis()
     ax.grid(axis="y", visible=False)
     style.label_axes(ax, xlabel + (" (mean ± sd over seeds)" if seeded else ""), "", title)
     return fig
 
 
-def figures(rows: list[RunRow], baselines: dict[str, RunRow]) -> dict[str, Figure]:
-    """File name -> figure, for each figure the runs have data for."""
+PRUNED = "pruned trial (its last reported loss)"
+
+
+def tuning_curve(tuning: Tuning, names: dict[str, str]) -> Figure | None:
+    """Best validation loss so far against the trial number, a step line per
+    configuration (names: configuration key -> name), each pruned trial an x
+    in its configuration's colour; failed and running trials are left out."""
+    drawn = [(s, c) for s in tuning.studies if (c := s.curve()).best or c.pruned]
+    if not drawn:
+        return None
+    fig, ax = style.new_figure()
+    for i, (s, c) in enumerate(drawn):
+        look = style.series(i)
+        if c.best:
+            ax.step(
+                [n for n, _ in c.best],
+                [v for _, v in c.best],
+                where="post",
+                color=look["color"],
+                linestyle=look["linestyle"],
+                marker=look["marker"],
+                markersize=5,
+                label=names.get(s.config, s.config),
+            )
+        if c.pruned:
+            ax.plot(
+                [n for n, _ in c.pruned],
+                [v for _, v in c.pruned],
+                "x",
+                color=look["color"],
+                markersize=7,
+                label="_pruned",
+            )
+    if any(c.pruned for _, c in drawn):
+        ax.plot([], [], "x", color="grey", markersize=7, label=PRUNED)  # the legend's key
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    style.label_axes(
+        ax,
+        "trial",
+        "best validation loss so far (nats/token)",
+        "Tuning: best validation loss so far per configuration",
+    )
+    style.legend_outside(ax)
+    return fig
+
+
+def figures(
+    rows: list[RunRow], baselines: dict[str, RunRow], tuning: Tuning | None = None
+) -> dict[str, Figure]:
+    """File name -> figure, for each figure the runs (and a tuned matrix's
+    studies) have data for."""
     made = {
-        "train_loss.png": curves.loss_curves(rows, "train_loss", "training loss (nats/token)",
-                                             "Training loss"),
-        "val_loss.png": curves.loss_curves(rows, "val_loss", "validation loss (nats/token)",
-                                           "Validation loss"),
+        "train_loss.png": curves.loss_curves(
+            rows, "train_loss", "training loss (nats/token)", "Training loss"
+        ),
+        "val_loss.png": curves.loss_curves(
+            rows, "val_loss", "validation loss (nats/token)", "Validation loss"
+        ),
         "lr.png": curves.lr_curves(rows),
         "ppl_vs_sparsity.png": ppl_vs_sparsity(rows, baselines),
-        "memory.png": bars(rows, lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None,
-                           "peak memory (GiB)", "Peak memory"),
-        "throughput.png": bars(rows, lambda r: r.tokens_per_sec, "training tokens/s",
-                               "Training throughput"),
+        "memory.png": bars(
+            rows,
+            lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None,
+            "peak memory (GiB)",
+            "Peak memory",
+        ),
+        "throughput.png": bars(
+            rows, lambda r: r.tokens_per_sec, "training tokens/s", "Training throughput"
+        ),
     }
+    if tuning:
+        made["tuning_curve.png"] = tuning_curve(tuning, labels.names(configurations(rows)))
     return {name: fig for name, fig in made.items() if fig is not None}
 
 
-def write_all(rows: list[RunRow], baselines: dict[str, RunRow], out: Path) -> list[Path]:
-    return [style.save(fig, out / name) for name, fig in figures(rows, baselines).items()]
+def write_all(
+    rows: list[RunRow], baselines: dict[str, RunRow], out: Path, tuning: Tuning | None = None
+) -> list[Path]:
+    return [style.save(fig, out / name) for name, fig in figures(rows, baselines, tuning).items()]

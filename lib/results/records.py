@@ -9,11 +9,13 @@ and the field, e.g. "results/x/metrics.json: val_loss.iters must be a list of
 integers, got 'x'". Absent fields are fine (a run that failed early records
 only its status and error); present ones must have their type.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lib.plural import counted
 
@@ -86,10 +88,14 @@ def _field(path: Path, name: str, must: str, value: Any) -> str:
     return f"{shown(path)}: {name} must be {must}, got {got(value)}"
 
 
-def _fields(path: Path, record: dict[str, Any], checks: dict[str, Check],
-            prefix: str = "") -> list[str]:
-    return [_field(path, prefix + name, must, record[name])
-            for name, (must, ok) in checks.items() if name in record and not ok(record[name])]
+def _fields(
+    path: Path, record: dict[str, Any], checks: dict[str, Check], prefix: str = ""
+) -> list[str]:
+    return [
+        _field(path, prefix + name, must, record[name])
+        for name, (must, ok) in checks.items()
+        if name in record and not ok(record[name])
+    ]
 
 
 def _series(path: Path, name: str, value: Any) -> list[str]:
@@ -107,8 +113,10 @@ def _series(path: Path, name: str, value: Any) -> list[str]:
         if bad is not None:
             problems.append(_field(path, f"{name}.{key}[{bad}]", each, items[bad]))
     if not problems and len(value["iters"]) != len(value["values"]):
-        problems.append(f"{shown(path)}: {name}.iters and {name}.values must have equal "
-                        f"lengths, got {len(value['iters'])} and {len(value['values'])}")
+        problems.append(
+            f"{shown(path)}: {name}.iters and {name}.values must have equal "
+            f"lengths, got {len(value['iters'])} and {len(value['values'])}"
+        )
     return problems
 
 
@@ -124,9 +132,13 @@ def check_metrics(path: Path, m: Any) -> list[str]:
     if monitor is not None and not isinstance(monitor, dict):
         problems.append(_field(path, "monitor", "an object or null", monitor))
     elif monitor:  # the columns tables.py shows: <reading>_mean and <reading>_max
-        problems += _fields(path, monitor, {k: _optional(NUMBER) for k in monitor
-                                            if k.endswith(("_mean", "_max"))}, "monitor.")
-    return problems
+        problems += _fields(
+            path,
+            monitor,
+            {k: _optional(NUMBER) for k in monitor if k.endswith(("_mean", "_max"))},
+            "monitor.",
+        )
+    return problems + check_tuned(path, m)
 
 
 def check_eval(path: Path, record: dict[str, Any]) -> list[str]:
@@ -140,9 +152,18 @@ def check_eval(path: Path, record: dict[str, Any]) -> list[str]:
         elif "skipped" in entry:
             problems += _fields(path, entry, {"skipped": TEXT}, field + ".")
         else:
-            problems += _fields(path, entry, {
-                "kind": ("one of " + ", ".join(EVAL_KINDS), lambda v: v in EVAL_KINDS),
-                "perplexity": FINITE, "accuracy": FRACTION}, field + ".")
+            problems += _fields(
+                path,
+                entry,
+                {
+                    "kind": ("one of " + ", ".join(EVAL_KINDS), lambda v: v in EVAL_KINDS),
+                    "perplexity": FINITE,
+                    "accuracy": FRACTION,
+                    "bits_per_byte": AMOUNT,
+                    "word_perplexity": FINITE,
+                },
+                field + ".",
+            )
             if "perplexity" not in entry:
                 problems.append(f"{shown(path)}: {field}.perplexity is missing")
     model = record.get("model")
@@ -150,6 +171,20 @@ def check_eval(path: Path, record: dict[str, Any]) -> list[str]:
         problems.append(_field(path, "model", "an object", model))
     elif model:
         problems += _fields(path, model, {"family": TEXT, "params": _optional(COUNT)}, "model.")
+    measured = record.get("measured")
+    if measured is not None and not isinstance(measured, dict):
+        problems.append(_field(path, "measured", "an object", measured))
+    elif measured:  # lib/eval/throughput.py
+        problems += _fields(
+            path,
+            measured,
+            {
+                "tokens_per_sec": _optional(AMOUNT),
+                "peak_memory_mb": _optional(AMOUNT),
+                "machine": TEXT,
+            },
+            "measured.",
+        )
     return problems
 
 
@@ -162,16 +197,28 @@ def check_matrix_run(path: Path, run_id: str, entry: dict[str, Any]) -> list[str
     MatrixState.load): its overrides and its recorded error."""
     field = f"runs.{run_id}."
     problems = _fields(path, entry, {"error": _optional(TEXT)}, field)
+    problems += check_tuned(path, entry, field)
     args = entry.get("overrides", [])
     if not isinstance(args, list):
-        problems.append(_field(path, field + "overrides", "a list of 'SYMBOL=value' strings",
-                               args))
+        problems.append(_field(path, field + "overrides", "a list of 'SYMBOL=value' strings", args))
     else:
         bad = next((i for i, a in enumerate(args) if not _is_override(a)), None)
         if bad is not None:
-            problems.append(_field(path, f"{field}overrides[{bad}]", "a 'SYMBOL=value' string",
-                                   args[bad]))
+            problems.append(
+                _field(path, f"{field}overrides[{bad}]", "a 'SYMBOL=value' string", args[bad])
+            )
     return problems
+
+
+def check_tuned(path: Path, record: dict[str, Any], prefix: str = "") -> list[str]:
+    """A tuned run's "tuned" field (absent on an untuned run): the values its
+    configuration's study found, {"values": {"LEARNING_RATE": 0.003}, "tuning": "..."}."""
+    tuned = record.get("tuned")
+    if tuned is None:
+        return []
+    if not isinstance(tuned, dict):
+        return [_field(path, prefix + "tuned", "an object or null", tuned)]
+    return _fields(path, tuned, {"values": PARAMS, "tuning": _optional(TEXT)}, prefix + "tuned.")
 
 
 def _strings(v: Any) -> bool:
@@ -181,15 +228,25 @@ def _strings(v: Any) -> bool:
 def check_matrix(path: Path, data: dict[str, Any]) -> None:
     """The matrix-wide fields the summary reads; raises RecordError naming the
     first wrong one, since no table of that matrix can be trusted without them."""
-    problems = _fields(path, data, {
-        "matrix_id": TEXT,
-        "overrides": ("an object of strings", lambda v: isinstance(v, dict) and all(
-            isinstance(x, str) for x in v.values())),
-        "sweep": _optional(("an object", lambda v: isinstance(v, dict)))})
+    problems = _fields(
+        path,
+        data,
+        {
+            "matrix_id": TEXT,
+            "overrides": (
+                "an object of strings",
+                lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+            ),
+            "sweep": _optional(("an object", lambda v: isinstance(v, dict))),
+        },
+    )
     if not problems and data.get("sweep"):
-        problems = _fields(path, data["sweep"], {"params": ("a list of strings", _strings),
-                                                 "log": ("a list of strings", _strings)},
-                           "sweep.")
+        problems = _fields(
+            path,
+            data["sweep"],
+            {"params": ("a list of strings", _strings), "log": ("a list of strings", _strings)},
+            "sweep.",
+        )
         if "params" not in data["sweep"]:
             problems.append(f"{shown(path)}: sweep.params is missing")
     if problems:
@@ -201,3 +258,98 @@ def reason(problems: list[str]) -> str:
     more = len(problems) - 1
     return problems[0] + (f" (and {counted(more, 'more problem')})" if more else "")
 
+
+# tune/<config>/tuning.json (the matrix's tuning stage writes it after every trial).
+TRIAL_STATES = ("complete", "pruned", "fail", "running")
+BOOL: Check = ("true or false", lambda v: isinstance(v, bool))
+PARAMS: Check = (
+    "an object of numbers",
+    lambda v: isinstance(v, dict) and all(_is_number(x) for x in v.values()),
+)
+TUNING: dict[str, Check] = {
+    "config": TEXT,
+    "storage": _optional(TEXT),
+    "study": _optional(TEXT),
+    "symbols": ("a list of objects", lambda v: isinstance(v, list)),
+    "budget": ("an object", lambda v: isinstance(v, dict)),
+    "trials": ("a list of objects", lambda v: isinstance(v, list)),
+    "best": _optional(("an object", lambda v: isinstance(v, dict))),
+}
+TUNING_SYMBOL: dict[str, Check] = {
+    "name": TEXT,
+    "low": FINITE,
+    "high": FINITE,
+    "log": BOOL,
+    "best": _optional(FINITE),
+    "at_edge": _optional(BOOL),
+}
+TUNING_BUDGET: dict[str, Check] = {
+    "trials": COUNT,
+    "steps_per_trial": COUNT,
+    "fraction_of_max_iters": _optional(FRACTION),
+    "sampler": TEXT,
+    "pruner": TEXT,
+    "seed": _optional(COUNT),
+}
+TUNING_TRIAL: dict[str, Check] = {
+    "number": COUNT,
+    "value": _optional(NUMBER),
+    "params": PARAMS,
+    "steps": _optional(COUNT),
+    "run_dir": _optional(TEXT),
+    "state": ("one of " + ", ".join(TRIAL_STATES), lambda v: v in TRIAL_STATES),
+}
+TUNING_BEST: dict[str, Check] = {
+    "value": _optional(FINITE),
+    "params": PARAMS,
+    "trial": _optional(COUNT),
+}
+
+
+def _missing(path: Path, record: dict[str, Any], names: list[str], prefix: str = "") -> list[str]:
+    return [f"{shown(path)}: {prefix}{n} is missing" for n in names if n not in record]
+
+
+def _entries(
+    path: Path, items: list[Any], name: str, checks: dict[str, Check], required: list[str]
+) -> list[str]:
+    """Each item of a list of objects against checks, its required fields present."""
+    problems = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            problems.append(_field(path, f"{name}[{i}]", "an object", item))
+            continue
+        problems += _missing(path, item, required, f"{name}[{i}].")
+        problems += _fields(path, item, checks, f"{name}[{i}].")
+    return problems
+
+
+def check_tuning(path: Path, record: Any) -> list[str]:
+    """Problems of a parsed tuning.json (empty when it can be used): the fields
+    the tuning tables and curve read, with their types, and a search range whose
+    low end is below its high end."""
+    if not isinstance(record, dict):
+        return [f"{shown(path)}: must be a JSON object, got {type(record).__name__}"]
+    problems = _missing(path, record, ["config", "symbols", "budget", "trials"])
+    problems += _fields(path, record, TUNING)
+    if problems:
+        return problems
+    symbols = _entries(path, record["symbols"], "symbols", TUNING_SYMBOL, ["name", "low", "high"])
+    problems += symbols
+    if not symbols:
+        problems += [
+            _field(path, f"symbols[{i}].high", f"above low ({s['low']!r})", s["high"])
+            for i, s in enumerate(record["symbols"])
+            if s["high"] <= s["low"]
+        ]
+        problems += [
+            _field(path, f"symbols[{i}].low", "above 0 on a log range", s["low"])
+            for i, s in enumerate(record["symbols"])
+            if s.get("log") and s["low"] <= 0
+        ]
+    problems += _missing(path, record["budget"], ["trials", "steps_per_trial"], "budget.")
+    problems += _fields(path, record["budget"], TUNING_BUDGET, "budget.")
+    problems += _entries(path, record["trials"], "trials", TUNING_TRIAL, ["number", "state"])
+    if record.get("best"):
+        problems += _fields(path, record["best"], TUNING_BEST, "best.")
+    return problems

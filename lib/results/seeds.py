@@ -10,27 +10,38 @@ compared seed by seed (a paired difference over the seeds both finished).
 The tables (lib/results/tables.py, lib/results/report.py) show the cells made
 here: plain text with "±" and "<", which each format escapes its own way.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from lib.results.collect import RunRow
-from lib.results.stats import (Paired, Spread, format_mean_sd, format_paired, group_by_config,
-                               paired, spread)
+from lib.results.stats import (
+    Paired,
+    Spread,
+    format_mean_sd,
+    format_paired,
+    group_by_config,
+    paired,
+    spread,
+)
 
 DONE = ("completed", "stopped", "pretrained")  # finished: its figures count
 UNFINISHED = ("pending", "running", "starting", "unknown")  # not yet: counted apart
 NO_SEED = -1  # a run whose seed is unknown (config.txt unreadable, a pretrained model)
-ONE_SEED = ("Each configuration has one seed, so no spread, interval or test is given: "
-            "MATRIX_SEEDS=3 trains every configuration with three seeds.")
+ONE_SEED = (
+    "Each configuration has one seed, so no spread, interval or test is given: "
+    "MATRIX_SEEDS=3 trains every configuration with three seeds."
+)
 
 
 @dataclass(frozen=True)
 class Figure:
     """A number every run may have: its column header, CSV prefix, value, format."""
+
     header: str
     name: str
     value: Callable[[RunRow], float | None]
@@ -50,8 +61,13 @@ TRAINING_FIGURES = (
     Figure("best ppl", "best_ppl", lambda r: r.best_ppl, ".2f"),
     Figure("final ppl", "final_ppl", lambda r: r.final_ppl, ".2f"),
     Figure("tokens/s", "tokens_per_sec", lambda r: r.tokens_per_sec, ",.0f"),
-    Figure("peak GiB", "peak_gib",
-           lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None, ".2f"))
+    Figure(
+        "peak GiB",
+        "peak_gib",
+        lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None,
+        ".2f",
+    ),
+)
 
 
 def figures(rows: list[RunRow]) -> list[Figure]:
@@ -71,6 +87,7 @@ BEST_PPL = "best_ppl"  # the figure the paired comparison is made on
 @dataclass
 class Configuration:
     """The seeds of one configuration: seed -> run, in the order first seen."""
+
     key: str  # as tables show it
     model: str
     runs: dict[int, RunRow]
@@ -125,8 +142,9 @@ def configurations(rows: list[RunRow]) -> list[Configuration]:
             key = r.run_id + (f" ({n - 1})" if n > 2 else "")
         seen.add((folder, key, _seed(r)))
         keys[id(r)] = (folder, key)
-    groups = group_by_config(rows, key=lambda r: keys[id(r)], seed=_seed,
-                             name=lambda r: str(r.path))
+    groups = group_by_config(
+        rows, key=lambda r: keys[id(r)], seed=_seed, name=lambda r: str(r.path)
+    )
     labels = [key for _, key in groups]
     out = []
     for (folder, key), runs in groups.items():
@@ -155,6 +173,7 @@ class Summary:
     """One configuration's statistics: a Spread per figure name, and its paired
     comparison with the baseline configuration (None for the baseline itself
     or without one)."""
+
     config: Configuration
     spreads: dict[str, Spread]
     versus: Paired | None
@@ -182,14 +201,17 @@ def summarize_seeds(rows: list[RunRow], baselines: dict[str, RunRow]) -> list[Mo
             out[c.model] = ModelSummaries(c.model, base, figs)
         group = out[c.model]
         is_base = group.baseline is c
-        versus = (paired(group.baseline.values(best), c.values(best))
-                  if group.baseline is not None and not is_base else None)
+        versus = (
+            paired(group.baseline.values(best), c.values(best))
+            if group.baseline is not None and not is_base
+            else None
+        )
         group.rows.append(Summary(c, {f.name: c.spread(f) for f in figs}, versus, is_base))
     return list(out.values())
 
 
 def count_cell(c: Configuration) -> str:
-    """"3", or "2, 1 failed", "1, 1 failed, 1 unfinished": finished seeds first."""
+    """ "3", or "2, 1 failed", "1, 1 failed, 1 unfinished": finished seeds first."""
     parts = [str(len(c.done))]
     if c.failed:
         parts.append(f"{c.failed} failed")
@@ -199,13 +221,12 @@ def count_cell(c: Configuration) -> str:
 
 
 def spread_cell(s: Spread, spec: str, finished: int) -> str:
-    """"2.30 ± 0.36" (the digits the spread supports: stats.format_mean_sd);
+    """ "2.30 ± 0.36" (the digits the spread supports: stats.format_mean_sd);
     "2.30 (1 seed)" without a spread; "(n=2)" appended when
     fewer finished seeds than the configuration's have this figure; "-" for none."""
     if s.mean is None:
         return "-"
-    text = (f"{s.mean:{spec}} (1 seed)" if s.sd is None
-            else format_mean_sd(s.mean, s.sd, spec))
+    text = f"{s.mean:{spec}} (1 seed)" if s.sd is None else format_mean_sd(s.mean, s.sd, spec)
     return text + (f" (n={s.n})" if s.n < finished and s.sd is not None else "")
 
 

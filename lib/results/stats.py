@@ -8,11 +8,13 @@ and prints spread/paired results with format_spread/format_paired.
 A seed whose value is None, NaN or infinite is a failed seed: it is left out
 of every statistic and counted, so a table can say so instead of hiding it.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterable, Mapping, TypeVar
+from typing import TypeVar
 
 from scipy import stats as st
 
@@ -47,6 +49,7 @@ class Spread:
     """One configuration over its seeds. sd and half_width are None below two
     seeds (one seed has no spread; it is not zero); mean, min and max are None
     when no seed succeeded. missing counts the failed seeds left out."""
+
     n: int
     mean: float | None
     sd: float | None  # sample standard deviation (ddof=1)
@@ -85,6 +88,7 @@ class Paired:
     p_wilcoxon are None when they cannot be computed (note says why);
     only_baseline/only_other are the seeds dropped because one side lacks a
     finite value there."""
+
     n: int
     diff: float | None  # mean paired difference, other - baseline
     half_width: float | None  # of its 95 % t interval
@@ -109,8 +113,9 @@ class Paired:
         return tuple(sorted(self.only_baseline + self.only_other))
 
 
-def _p_t(diffs: list[float], baseline: list[float], other: list[float],
-         sd: float) -> tuple[float | None, str]:
+def _p_t(
+    diffs: list[float], baseline: list[float], other: list[float], sd: float
+) -> tuple[float | None, str]:
     if sd == 0.0:
         # scipy gives t = +-inf (p = 0) or NaN here, with a warning; say it plainly.
         if all(d == 0.0 for d in diffs):
@@ -147,8 +152,12 @@ def paired(baseline: Mapping[int, float | None], other: Mapping[int, float | Non
     return Paired(d.n, d.mean, d.half_width, p_t, p_w, excludes, seeds, only_b, only_o, note)
 
 
-def group_by_config(rows: Iterable[R], key: Callable[[R], K], seed: Callable[[R], int],
-                    name: Callable[[R], str] = repr) -> dict[K, dict[int, R]]:
+def group_by_config(
+    rows: Iterable[R],
+    key: Callable[[R], K],
+    seed: Callable[[R], int],
+    name: Callable[[R], str] = repr,
+) -> dict[K, dict[int, R]]:
     """{configuration: {seed: row}} in first-seen order. key(row) is the
     configuration without its seed; two rows with the same key and seed are an
     error naming both (by name(row), e.g. the run id)."""
@@ -157,14 +166,17 @@ def group_by_config(rows: Iterable[R], key: Callable[[R], K], seed: Callable[[R]
         k, s = key(row), seed(row)
         group = groups.setdefault(k, {})
         if s in group:
-            raise ValueError(f"{name(group[s])} and {name(row)} are the same configuration "
-                             f"{k!r} with the same seed {s}")
+            raise ValueError(
+                f"{name(group[s])} and {name(row)} are the same configuration "
+                f"{k!r} with the same seed {s}"
+            )
         group[s] = row
     return groups
 
 
-def seed_values(group: Mapping[int, R], value: Callable[[R], float | None]
-                ) -> dict[int, float | None]:
+def seed_values(
+    group: Mapping[int, R], value: Callable[[R], float | None]
+) -> dict[int, float | None]:
     """{seed: value(row)} of one configuration's group, for spread and paired."""
     return {s: value(row) for s, row in group.items()}
 
@@ -174,7 +186,7 @@ def format_p(p: float) -> str:
 
 
 def _relation(p: float) -> str:
-    """"=0.013" or "<0.001", to follow "p"."""
+    """ "=0.013" or "<0.001", to follow "p"."""
     text = format_p(p)
     return text if text.startswith("<") else "=" + text
 
@@ -193,7 +205,7 @@ def spread_decimals(sd: float, digits: int = SPREAD_DIGITS) -> int:
 
 
 def format_mean_sd(mean: float, sd: float | None, spec: str = ".2f", pm: str = "±") -> str:
-    """"13190 ± 160" for 13187.41 ± 159.27: sd to two significant digits, the
+    """ "13190 ± 160" for 13187.41 ± 159.27: sd to two significant digits, the
     mean to the same decimal place, since the spread leaves the digits after it
     unsupported. Without a usable sd (None, zero, not finite) the mean and sd
     are formatted with spec. A "," in spec keeps the thousands separators."""
@@ -202,12 +214,14 @@ def format_mean_sd(mean: float, sd: float | None, spec: str = ".2f", pm: str = "
     place = spread_decimals(sd)
     comma = "," if "," in spec else ""
     decimals = max(place, 0)
-    return (f"{round(mean, place) + 0.0:{comma}.{decimals}f} {pm} "  # + 0.0: no "-0"
-            f"{round(sd, place):{comma}.{decimals}f}")
+    return (
+        f"{round(mean, place) + 0.0:{comma}.{decimals}f} {pm} "  # + 0.0: no "-0"
+        f"{round(sd, place):{comma}.{decimals}f}"
+    )
 
 
 def format_spread(s: Spread, spec: str = ".3g", pm: str = "±") -> str:
-    """"2.30 ± 0.36 (n=3)": mean ± sample sd; "2.30 (1 seed)" for one seed;
+    """ "2.30 ± 0.36 (n=3)": mean ± sample sd; "2.30 (1 seed)" for one seed;
     failed seeds appended ("n=2, 1 failed"); "-" when no seed succeeded.
     pm is the plus-minus sign (LaTeX: r"$\\pm$")."""
     failed = f"{s.missing} failed" if s.missing else ""
@@ -228,9 +242,10 @@ def marker(d: Paired) -> str:
     return MARKER if d.excludes_zero else ""
 
 
-def format_paired(d: Paired, spec: str = ".3g", p_values: bool = True,
-                  from_interval: bool = False) -> str:
-    """"-0.25 [-0.37, -0.13] (n=3, p=0.0013) *": mean difference, its 95 %
+def format_paired(
+    d: Paired, spec: str = ".3g", p_values: bool = True, from_interval: bool = False
+) -> str:
+    """ "-0.25 [-0.37, -0.13] (n=3, p=0.0013) *": mean difference, its 95 %
     interval, the paired t-test p (and Wilcoxon's when n allows), MARKER when
     the interval excludes zero; "+0.1 (1 shared seed)"; "-" without a shared seed.
     from_interval: the numbers to the decimal place of the half-width's two
@@ -250,6 +265,7 @@ def format_paired(d: Paired, spec: str = ".3g", p_values: bool = True,
         parts.append(f"p{_relation(d.p_t)}")
     if p_values and d.p_wilcoxon is not None:
         parts.append(f"Wilcoxon p{_relation(d.p_wilcoxon)}")
-    text = (f"{_signed(mid, spec)} [{_signed(low, spec)}, {_signed(high, spec)}]"
-            f" ({', '.join(parts)})")
+    text = (
+        f"{_signed(mid, spec)} [{_signed(low, spec)}, {_signed(high, spec)}] ({', '.join(parts)})"
+    )
     return f"{text} {MARKER}" if d.excludes_zero else text

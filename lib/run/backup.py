@@ -9,11 +9,13 @@ or ends. Files unchanged since their last copy are skipped. A failing copy
 (unwritable or unreachable destination, full disk) logs a warning and never
 stops training.
 """
+
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from lib.atomic import remove_stale_temps, write_atomic
 from lib.paths import from_root
@@ -36,8 +38,9 @@ class Backup:
         self._copied: dict[str, tuple[int, ...]] = {}  # name -> (inode, mtime_ns, size)
 
     @classmethod
-    def from_run(cls, run: RunConfig, run_dir: Path, log: Callable[[str], None] = print,
-                 main: bool = True) -> Backup:
+    def from_run(
+        cls, run: RunConfig, run_dir: Path, log: Callable[[str], None] = print, main: bool = True
+    ) -> Backup:
         """Only the main process of a distributed run (the one writing the files) copies."""
         return cls(run.BACKUP_DIR if main else "", run_dir, log)
 
@@ -58,8 +61,9 @@ class Backup:
                 with open(src, "rb") as f:
                     write_atomic(self.dest / name, lambda out: shutil.copyfileobj(f, out, 1 << 20))
             except OSError as err:
-                self.log(f"WARNING: backup of {name} to {self.dest} failed ({err}); "
-                         f"training goes on")
+                self.log(
+                    f"WARNING: backup of {name} to {self.dest} failed ({err}); training goes on"
+                )
                 continue
             self._copied[name] = (st.st_ino, st.st_mtime_ns, st.st_size)
             copied.append(name)
@@ -76,12 +80,15 @@ class Backup:
             return []
 
 
-def remove_run_temps(run_dir: Path, names: tuple[str, ...], backup: Backup,
-                     log: Callable[[str], None]) -> None:
+def remove_run_temps(
+    run_dir: Path, names: tuple[str, ...], backup: Backup, log: Callable[[str], None]
+) -> None:
     """Remove and report the temporaries a killed write of `names` left in the run
     folder (a checkpoint's size each) and in its mirror; the run's owner calls it
     on resume and at the end, when nothing writes them."""
     removed = remove_stale_temps(run_dir, names) + backup.remove_stale_temps()
     if removed:
-        log(f"removed {len(removed)} temporary file(s) of {sum(n for _, n in removed):,} "
-            f"bytes left by an interrupted write: {', '.join(p.name for p, _ in removed)}")
+        log(
+            f"removed {len(removed)} temporary file(s) of {sum(n for _, n in removed):,} "
+            f"bytes left by an interrupted write: {', '.join(p.name for p, _ in removed)}"
+        )

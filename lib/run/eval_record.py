@@ -10,10 +10,13 @@ results` through load_eval(). Schema (format 1):
     created    ISO 8601 time (UTC)
     run_id     the folder's name
     model      {family, source: "run" | "pretrained", path, checkpoint, step,
-                tokens_seen, params, block_size}
+                tokens_seen, params, block_size}; a baseline also architecture,
+               tokenizer, vocab_size, start_token, trust_remote_code
     device, dtype
     settings   {stride, batch_size, max_tokens}: what every set was run with
     seconds    wall time of all sets
+    measured   {tokens_per_sec, tokens, peak_memory_mb, memory, machine}: the
+               cost over the perplexity sets (lib/eval/throughput.py)
     sets       {name: entry}; names: "val" (the training dataset's validation
                split), "wikitext-2", "wikitext-103", "text" (CONFIG_EVAL_TEXT_FILE),
                "lambada"
@@ -38,10 +41,11 @@ seconds. A set that does not apply holds {"skipped": reason} instead.
                lm-eval's "none"), groups {group: [its tasks]},
                samples {task: examples scored}, versions, n_shot}
 """
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +56,7 @@ FORMAT = 1
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def write_eval(run_dir: Path, record: dict[str, Any]) -> Path:
@@ -71,8 +75,12 @@ def write_lm_eval(run_dir: Path, section: dict[str, Any]) -> Path:
     a usable eval.json, a new one with no sets."""
     record = load_eval(run_dir)
     if record is None or "error" in record:
-        record = {"created": section["created"], "run_id": Path(run_dir).name,
-                  "model": section.get("model"), "sets": {}}
+        record = {
+            "created": section["created"],
+            "run_id": Path(run_dir).name,
+            "model": section.get("model"),
+            "sets": {},
+        }
     record.pop("format", None)
     return write_eval(run_dir, {**record, "lm_eval": section})
 
@@ -82,14 +90,23 @@ PRIMARY_METRICS = ("acc_norm", "acc", "exact_match", "word_perplexity", "perplex
 
 
 def lm_eval_scores(record: dict[str, Any]) -> dict[str, float]:
-    """"<task> <metric>" -> value, one figure per task that is not part of a
+    """ "<task> <metric>" -> value, one figure per task that is not part of a
     group (a group shows its aggregate), for results tables. Never raises."""
     section = record.get("lm_eval")
     if not isinstance(section, dict) or not isinstance(section.get("tasks"), dict):
         return {}
     tasks, groups = section["tasks"], section.get("groups")
-    children = {c for kids in groups.values() if isinstance(kids, list) for c in kids
-                if isinstance(c, str)} if isinstance(groups, dict) else set()
+    children = (
+        {
+            c
+            for kids in groups.values()
+            if isinstance(kids, list)
+            for c in kids
+            if isinstance(c, str)
+        }
+        if isinstance(groups, dict)
+        else set()
+    )
     out = {}
     for task, metrics in tasks.items():
         if task in children or not isinstance(metrics, dict):

@@ -19,6 +19,7 @@ code trained it. A symbol missing from UNHASHED is hashed, so a new symbol
 changes the hash until its entry argues otherwise: a missed entry costs a
 retrain, never a wrong reuse.
 """
+
 from __future__ import annotations
 
 import functools
@@ -54,7 +55,7 @@ UNHASHED: dict[str, str] = {
     "DIST_RDZV_ID": "the name of that meeting",
     "TRACKER_": "TensorBoard / W&B / Trackio copies of figures the run logs anyway",
     "MATRIX_": "which runs a matrix makes and how it schedules them; each run's own symbols "
-               "(seed included) are hashed",
+    "(seed included) are hashed",
     "SLURM_": "where and how long a cluster job runs; its process count is hashed as `world`",
     "EVAL_": "`make eval` settings and greedy samples, which draw no random numbers",
     "LM_EVAL_": "downstream evaluation after training",
@@ -93,8 +94,13 @@ def _canonical(document: Any) -> bytes:
 
 
 def content_hash(run: RunConfig, data: str, code: dict[str, Any], init: str | None = None) -> str:
-    document = {"schema": SCHEMA, "symbols": hashed_symbols(run), "world": world_size(run),
-                "data": data, "code": code}
+    document = {
+        "schema": SCHEMA,
+        "symbols": hashed_symbols(run),
+        "world": world_size(run),
+        "data": data,
+        "code": code,
+    }
     if init is not None:  # only runs from pretrained weights: other hashes stay as they were
         document["init"] = init
     return hashlib.sha256(_canonical(document)).hexdigest()
@@ -163,14 +169,17 @@ def init_fingerprint(run: RunConfig) -> str | None:
 @functools.lru_cache(maxsize=16)
 def _init_digest(path: Path, stamp: tuple) -> str:
     """stamp: the files with sizes and times, so a replaced file is read again."""
-    parts = {name: _file_digest(path / name, None if name.endswith(".json") else SAMPLE_BYTES)
-             for name, _, _ in stamp}
+    parts = {
+        name: _file_digest(path / name, None if name.endswith(".json") else SAMPLE_BYTES)
+        for name, _, _ in stamp
+    }
     return hashlib.sha256(_canonical(parts)).hexdigest()
 
 
 def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                          check=True, timeout=30).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=30
+    ).stdout.strip()
 
 
 def _source_digest(root: Path) -> str:
@@ -196,8 +205,10 @@ def code_version(root: Path = ROOT) -> dict[str, Any]:
     root = Path(root).resolve()
     try:
         if Path(_git(root, "rev-parse", "--show-toplevel")).resolve() == root:
-            return {"commit": _git(root, "rev-parse", "HEAD"),
-                    "dirty": bool(_git(root, "status", "--porcelain"))}
+            return {
+                "commit": _git(root, "rev-parse", "HEAD"),
+                "dirty": bool(_git(root, "status", "--porcelain")),
+            }
     except (OSError, subprocess.SubprocessError):
         pass  # no git, or not a checkout: a copied or installed tree
     try:
@@ -219,5 +230,10 @@ def fingerprint(run: RunConfig, code: dict[str, Any] | None = None) -> dict[str,
         return None
     code = code_version() if code is None else code
     init = init_fingerprint(run)
-    return {"hash": content_hash(run, data, code, init), "schema": SCHEMA, "data": data,
-            "code": code, **({"init": init} if init is not None else {})}
+    return {
+        "hash": content_hash(run, data, code, init),
+        "schema": SCHEMA,
+        "data": data,
+        "code": code,
+        **({"init": init} if init is not None else {}),
+    }

@@ -6,6 +6,7 @@ that `make results` and later tools read. "environment" is the software and
 hardware this process ran on (lib/run/environment.py); a resumed run records
 those of its last segment.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,6 +49,7 @@ class LogField:
     """One field a component reports for the training log line (its log_fields()):
     the text shown, and the value metrics.json keeps as the series "<name>_series"
     (None: shown only)."""
+
     text: str
     series: float | None = None
 
@@ -115,8 +117,9 @@ class RunMetrics:
             return self.timed_tokens / self.timed_seconds
         return self.all_tokens / self.wall_time_s if self.wall_time_s else 0.0
 
-    def summary(self, status: str, iterations: int, tokens_seen: int,
-                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def summary(
+        self, status: str, iterations: int, tokens_seen: int, extra: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         tps = self.tokens_per_sec
         tokens_per_iter = self.static["tokens_per_iter"]
         best = self.best_val_loss if math.isfinite(self.best_val_loss) else None
@@ -147,8 +150,18 @@ class RunMetrics:
             write_json_atomic(self.path, summary)
 
     def state_dict(self) -> dict[str, Any]:
-        keys = ("train_loss", "val_loss", "lr", "best_val_loss", "timed_tokens",
-                "timed_seconds", "all_tokens", "wall_time_s", "events", "points")
+        keys = (
+            "train_loss",
+            "val_loss",
+            "lr",
+            "best_val_loss",
+            "timed_tokens",
+            "timed_seconds",
+            "all_tokens",
+            "wall_time_s",
+            "events",
+            "points",
+        )
         return {k: getattr(self, k) for k in keys}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ lock; a program started with exec does not inherit it (Python opens files
 close-on-exec), so a DDP run re-claims it in torchrun's rank 0. On a shared
 filesystem Linux maps flock to NFS locks, which other machines see.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,8 +21,9 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 LOCK = ".owner.lock"
 # How long a claim retries: another process's owner() probe holds the lock
@@ -45,8 +47,10 @@ def describe(holder: dict[str, Any]) -> str:
     text = f"PID {pid}" if pid else "a process whose PID is not recorded yet"
     if holder.get("host") and holder["host"] != socket.gethostname():
         text += f" on host {holder['host']}"
-    extra = [f"`{holder['command']}`" if holder.get("command") else "",
-             f"since {holder['since']}" if holder.get("since") else ""]
+    extra = [
+        f"`{holder['command']}`" if holder.get("command") else "",
+        f"since {holder['since']}" if holder.get("since") else "",
+    ]
     extra = [e for e in extra if e]
     return text + (f" ({', '.join(extra)})" if extra else "")
 
@@ -81,8 +85,7 @@ def owner(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def claim(folder: Path, busy: Callable[[dict[str, Any]], str],
-          command: str | None = None) -> bool:
+def claim(folder: Path, busy: Callable[[dict[str, Any]], str], command: str | None = None) -> bool:
     """Own folder until this process ends (or release()). Raises Busy with the
     message busy(owner's record) when a live process owns it. Returns False
     when this process already owned it, True when it took it.
@@ -104,13 +107,23 @@ def claim(folder: Path, busy: Callable[[dict[str, Any]], str],
             handle.close()
             raise Busy(busy(holder), holder) from None
         except OSError as err:  # ENOLCK, EOPNOTSUPP: train anyway, unprotected
-            print(f"warning: cannot lock {folder / LOCK} ({err.strerror}): this filesystem "
-                  f"cannot stop a second process from training here", file=sys.stderr)
+            print(
+                f"warning: cannot lock {folder / LOCK} ({err.strerror}): this filesystem "
+                f"cannot stop a second process from training here",
+                file=sys.stderr,
+            )
             break
     handle.truncate(0)
-    handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                             "command": command or command_line(),
-                             "since": time.strftime("%Y-%m-%d %H:%M:%S")}))
+    handle.write(
+        json.dumps(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": command or command_line(),
+                "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
+        )
+    )
     handle.flush()
     _held[folder] = handle
     return True
@@ -123,8 +136,9 @@ def release(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def owning(folder: Path, busy: Callable[[dict[str, Any]], str],
-           command: str | None = None) -> Iterator[None]:
+def owning(
+    folder: Path, busy: Callable[[dict[str, Any]], str], command: str | None = None
+) -> Iterator[None]:
     """Own folder for the block (a matrix launcher); kept if owned before."""
     took = claim(folder, busy, command)
     try:

@@ -6,6 +6,7 @@ batch plan, the schedule, the checkpointer); describe() is its human form for
 the log; end_figures() are the utilisation and memory figures each summary
 adds. The trainer only hands the parts over.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,19 +21,30 @@ if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
 
-def static_record(run: RunConfig, run_dir: Path, meta: dict[str, Any], device_info: Any,
-                  world_size: int, *parts: dict[str, Any]) -> dict[str, Any]:
+def static_record(
+    run: RunConfig,
+    run_dir: Path,
+    meta: dict[str, Any],
+    device_info: Any,
+    world_size: int,
+    *parts: dict[str, Any],
+) -> dict[str, Any]:
     """The run's fixed fields, then each component's `parts` in order."""
     derived = run.derived(world_size)
     record: dict[str, Any] = {
-        "run_id": run_dir.name, "model": run.MODEL,
+        "run_id": run_dir.name,
+        "model": run.MODEL,
         "fingerprint": fingerprint(run),  # a matrix reuses a completed twin
-        "dataset": meta["dataset"], "tokenizer": meta["tokenizer"]["name"],
-        "optimizer": run.OPTIMIZER, "max_iters": run.GPT2_MAX_ITERS,
+        "dataset": meta["dataset"],
+        "tokenizer": meta["tokenizer"]["name"],
+        "optimizer": run.OPTIMIZER,
+        "max_iters": run.GPT2_MAX_ITERS,
         "effective_batch_size": derived["effective_batch_size"],
         "tokens_per_iter": derived["tokens_per_iter"],
-        "device": device_info.kind, "device_name": device_info.name,
-        "overrides": run.overrides, "world_size": world_size,
+        "device": device_info.kind,
+        "device_name": device_info.name,
+        "overrides": run.overrides,
+        "world_size": world_size,
         "gradient_checkpointing": bool(run.TRAIN_GRADIENT_CHECKPOINTING),
     }
     for part in parts:
@@ -42,25 +54,35 @@ def static_record(run: RunConfig, run_dir: Path, meta: dict[str, Any], device_in
 
 def describe(record: dict[str, Any], model_config: Any, meta: dict[str, Any]) -> list[str]:
     """The log lines that open a run: what it trains, on what, where."""
-    lines = [f"run {record['run_id']}: {record['model']} {model_config}",
-             f"parameters: {record['params']:,} ({record['params_non_embedding']:,} without "
-             f"position embeddings)",
-             f"data: {record['dataset']} / {record['tokenizer']}: {meta['train_tokens']:,} train "
-             f"and {meta['val_tokens']:,} val tokens",
-             f"device: {record['device_name']}; precision {record['dtype']} "
-             f"({record['dtype_reason']})"]
+    lines = [
+        f"run {record['run_id']}: {record['model']} {model_config}",
+        f"parameters: {record['params']:,} ({record['params_non_embedding']:,} without "
+        f"position embeddings)",
+        f"data: {record['dataset']} / {record['tokenizer']}: {meta['train_tokens']:,} train "
+        f"and {meta['val_tokens']:,} val tokens",
+        f"device: {record['device_name']}; precision {record['dtype']} ({record['dtype_reason']})",
+    ]
     if record.get("kernels"):  # e.g. HAMT's scan backend, and why auto chose it
         lines.append(f"kernels: {record['kernels']}")
     return lines
 
 
-def end_figures(record: dict[str, Any], device: torch.device, flops_per_token: float,
-                tokens_per_sec: float, peak_flops: float | None) -> dict[str, Any]:
+def end_figures(
+    record: dict[str, Any],
+    device: torch.device,
+    flops_per_token: float,
+    tokens_per_sec: float,
+    peak_flops: float | None,
+) -> dict[str, Any]:
     """MFU (16-bit runs only: see lib/hardware/devices.py) over the tokens/s of
     all ranks, and the peak memory of this process's device."""
     if record["dtype"] == "fp32":
         peak_flops = None
     peak, measured = peak_memory_mb(device)
-    return {"mfu": mfu(flops_per_token, tokens_per_sec,
-                       peak_flops and peak_flops * record["world_size"]),
-            "peak_memory_mb": peak, "peak_memory_measure": measured}
+    return {
+        "mfu": mfu(
+            flops_per_token, tokens_per_sec, peak_flops and peak_flops * record["world_size"]
+        ),
+        "peak_memory_mb": peak,
+        "peak_memory_measure": measured,
+    }

@@ -7,16 +7,21 @@ planned with extends it. A run trained with SAVE_CHECKPOINT off has nothing
 to resume from: `make continue` refuses it rather than train it again from
 step 0 over its record (a test matrix does restart such runs: they are its).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from lib.atomic import read_json_object
 
 # metrics.json's status of a run that did not complete, as the refusal words it.
-ENDED = {"running": "was cut off", "stopped": "was stopped", "failed": "failed",
-         "diverged": "diverged"}
+ENDED = {
+    "running": "was cut off",
+    "stopped": "was stopped",
+    "failed": "failed",
+    "diverged": "diverged",
+}
 
 
 def already_completed(run_dir: Path, args: Sequence[str]) -> str | None:
@@ -33,13 +38,18 @@ def already_completed(run_dir: Path, args: Sequence[str]) -> str | None:
     asked = load_run_config(list(args), path=run_dir / "config.txt").GPT2_MAX_ITERS
     if asked > max(steps, planned):
         return None
-    early = f", stopped early: {record['reason']}" if record.get("stopped_early") and \
-        record.get("reason") else ""
+    early = (
+        f", stopped early: {record['reason']}"
+        if record.get("stopped_early") and record.get("reason")
+        else ""
+    )
     best = record.get("best_val_loss")
     loss = f", best val loss {best:.4f}" if isinstance(best, (int, float)) else ""
-    return (f"{run_dir.name} already completed ({steps} of {planned} steps{early}{loss}); "
-            f"nothing was changed. To train it further, raise MAX_ITERS past {planned}: "
-            f"`{resume_command(run_dir)} MAX_ITERS=<more than {planned}>`")
+    return (
+        f"{run_dir.name} already completed ({steps} of {planned} steps{early}{loss}); "
+        f"nothing was changed. To train it further, raise MAX_ITERS past {planned}: "
+        f"`{resume_command(run_dir)} MAX_ITERS=<more than {planned}>`"
+    )
 
 
 def not_resumable(run_dir: Path, args: Sequence[str]) -> str | None:
@@ -53,10 +63,15 @@ def not_resumable(run_dir: Path, args: Sequence[str]) -> str | None:
         return None
     record = read_json_object(run_dir / "metrics.json")
     status = record.get("status")
-    got = (f" (it {ENDED.get(status, status)} after step {record.get('iterations') or 0})"
-           if status else "")
-    return (f"{run_dir.name} was trained with checkpoints off (CONFIG_SAVE_CHECKPOINT is not "
-            f"set), so it has no checkpoint to resume from{got}; nothing was changed. To train "
-            f"the same configuration again from step 0 as a new run: `cp {run_dir}/config.txt "
-            f".config && make SET=\"SAVE_CHECKPOINT=y\"` (give it another RUN_NAME if it has "
-            f"one); with checkpoints on it can then be resumed")
+    got = (
+        f" (it {ENDED.get(status, status)} after step {record.get('iterations') or 0})"
+        if status
+        else ""
+    )
+    return (
+        f"{run_dir.name} was trained with checkpoints off (CONFIG_SAVE_CHECKPOINT is not "
+        f"set), so it has no checkpoint to resume from{got}; nothing was changed. To train "
+        f"the same configuration again from step 0 as a new run: `cp {run_dir}/config.txt "
+        f'.config && make SET="SAVE_CHECKPOINT=y"` (give it another RUN_NAME if it has '
+        f"one); with checkpoints on it can then be resumed"
+    )

@@ -1,12 +1,14 @@
 """results/<run-id>/: where runs are, claiming a folder, config snapshot, output.log,
 `latest` link. A new run's id and folder are lib/train/naming.py's: the id
 names the model family's variant, which this layer cannot ask for."""
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -42,8 +44,7 @@ def configured_results_root(overrides: Sequence[tuple[str, str]] = ()) -> Path:
     work without a .config). Only that one line of .config is read: a run carries
     its own configuration, so a .config that does not load (a typo, a stray byte,
     an edit in progress) must not stop `make continue`, sample, eval or export."""
-    given = [value for name, value in overrides
-             if name.removeprefix("CONFIG_") == "RESULTS_DIR"]
+    given = [value for name, value in overrides if name.removeprefix("CONFIG_") == "RESULTS_DIR"]
     if given:
         return from_root(given[-1]) if given[-1] else DEFAULT_RESULTS
     try:
@@ -56,8 +57,10 @@ def configured_results_root(overrides: Sequence[tuple[str, str]] = ()) -> Path:
     return from_root(os.fsdecode(value))
 
 
-NAME_RULE = ("a run or a matrix under the results folder, as <id> or <matrix-id>/<run-id>, "
-             "each part letters, digits, '.', '_' and '-' starting with a letter or digit")
+NAME_RULE = (
+    "a run or a matrix under the results folder, as <id> or <matrix-id>/<run-id>, "
+    "each part letters, digits, '.', '_' and '-' starting with a letter or digit"
+)
 
 
 def check_run_name(name: str, results: Path) -> str:
@@ -65,16 +68,23 @@ def check_run_name(name: str, results: Path) -> str:
     path that leaves it ('..', '/abs', '~')."""
     parts = name.rstrip("/").split("/")
     if len(parts) > 2 or not all(is_name(part) for part in parts):
-        raise RunDirError(f"RUN_NAME=\"{name}\" is not a run name: give {NAME_RULE}. "
-                          f"{_existing(results)}")
+        raise RunDirError(
+            f'RUN_NAME="{name}" is not a run name: give {NAME_RULE}. {_existing(results)}'
+        )
     return "/".join(parts)
 
 
 def _existing(results: Path, shown: int = 6) -> str:
     """'Runs and matrices under R: a, b, c' (newest first), or what to do without any."""
     try:
-        names = sorted((p for p in results.iterdir() if p.is_dir() and not p.is_symlink()
-                        and not p.name.startswith(".")), key=lambda p: -p.stat().st_mtime)
+        names = sorted(
+            (
+                p
+                for p in results.iterdir()
+                if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+            ),
+            key=lambda p: -p.stat().st_mtime,
+        )
     except OSError:
         names = []
     if not names:
@@ -93,8 +103,10 @@ def find_run_dir(results: Path, name: str | None) -> Path:
         raise RunDirError(f"{what} under {results}: nothing to resume. {_existing(results)}")
     path = path.resolve()
     if not path.is_relative_to(results.resolve()):
-        raise RunDirError(f"{results / (name or 'latest')} leads to {path}, outside the results "
-                          f"folder {results}: nothing was resumed")
+        raise RunDirError(
+            f"{results / (name or 'latest')} leads to {path}, outside the results "
+            f"folder {results}: nothing was resumed"
+        )
     if not (path / "config.txt").is_file():
         raise RunDirError(f"{path} has no config.txt: not a run folder")
     return path
@@ -111,13 +123,16 @@ def claim_run(path: Path, by_matrix: bool = False) -> bool:
             f"{path} belongs to the matrix {matrix.name}, whose launcher {owner.describe(holder)} "
             f"is alive and trains its runs: wait for it (`make watch` follows it), or stop it "
             f"(Ctrl-C in its terminal, or `kill {holder.get('pid')}`) and run "
-            f"`{resume_command(matrix)}`")
+            f"`{resume_command(matrix)}`"
+        )
 
     def busy(holder: dict[str, Any]) -> str:
-        return (f"{path} is being trained by {owner.describe(holder)}: a run has one owner at "
-                f"a time. Wait for it to finish, or stop it (Ctrl-C in its terminal, or `kill "
-                f"{holder.get('pid') or '<pid>'}`: it saves a checkpoint) and then "
-                f"`{resume_command(path)}`")
+        return (
+            f"{path} is being trained by {owner.describe(holder)}: a run has one owner at "
+            f"a time. Wait for it to finish, or stop it (Ctrl-C in its terminal, or `kill "
+            f"{holder.get('pid') or '<pid>'}`: it saves a checkpoint) and then "
+            f"`{resume_command(path)}`"
+        )
 
     try:
         return owner.claim(path, busy)
@@ -151,9 +166,12 @@ def resume_point(run_dir: Path, saving: bool = True) -> Path | None:
     if ckpt.exists():
         return ckpt
     if (run_dir / "output.log").exists():
-        why = ("no checkpoint yet (it stopped before its first one, written at the first "
-               "evaluation or CHECKPOINT_INTERVAL)" if saving else
-               "no checkpoint (SAVE_CHECKPOINT is off for this run)")
+        why = (
+            "no checkpoint yet (it stopped before its first one, written at the first "
+            "evaluation or CHECKPOINT_INTERVAL)"
+            if saving
+            else "no checkpoint (SAVE_CHECKPOINT is off for this run)"
+        )
         note = f"{run_dir.name}: {why}: restarting it from step 0 with its config.txt"
         print(note, flush=True)
         with open(run_dir / "output.log", "a") as log:
@@ -168,12 +186,17 @@ def run_folder(path: str | Path | None, results: Path) -> Path:
     given = Path(path) if path else None
     path = given or results / "latest"
     if not path.exists():
-        what = f"there is no run at {path}: no such folder" if given else \
-            f"there is no latest run under {results} ({path} does not exist)"
+        what = (
+            f"there is no run at {path}: no such folder"
+            if given
+            else f"there is no latest run under {results} ({path} does not exist)"
+        )
         raise RunDirError(f"{what}. Name a run folder with RUN=<dir>. {_existing(results)}")
     if not (path / "config.txt").is_file():
-        raise RunDirError(f"{path} is not a run folder (no config.txt): train one with `make`, "
-                          f"or name one with RUN=<dir>")
+        raise RunDirError(
+            f"{path} is not a run folder (no config.txt): train one with `make`, "
+            f"or name one with RUN=<dir>"
+        )
     return path.resolve()
 
 

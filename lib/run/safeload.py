@@ -9,6 +9,7 @@ with a uint32 array). A file that names anything else is refused with the
 names it holds; TRUST_CHECKPOINT=1 in the environment (`make ...
 TRUST_CHECKPOINT=1`) loads it the unsafe way, for a file the user trusts.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,8 @@ class UnsafeCheckpoint(Exception):
             f"A checkpoint written by this project holds none of them, so this file comes "
             f"from another program, was made by hand, or was tampered with. If you trust it "
             f"(you know who wrote it and how), load it anyway with {TRUST_VAR}=1, e.g. `make "
-            f"sample RUN=<dir> {TRUST_VAR}=1` or `{TRUST_VAR}=1 make continue`")
+            f"sample RUN=<dir> {TRUST_VAR}=1` or `{TRUST_VAR}=1 make continue`"
+        )
 
 
 def _allowed() -> list[Any]:
@@ -42,8 +44,13 @@ def _allowed() -> list[Any]:
     numpy 1.x pickled _reconstruct as numpy.core.*, numpy 2 as numpy._core.*."""
     from numpy._core.multiarray import _reconstruct
 
-    return [_reconstruct, (_reconstruct, "numpy.core.multiarray._reconstruct"),
-            np.ndarray, np.dtype, type(np.dtype(np.uint32))]
+    return [
+        _reconstruct,
+        (_reconstruct, "numpy.core.multiarray._reconstruct"),
+        np.ndarray,
+        np.dtype,
+        type(np.dtype(np.uint32)),
+    ]
 
 
 def _allowed_names() -> set[str]:
@@ -60,8 +67,9 @@ def trusted() -> bool:
     return os.environ.get(TRUST_VAR, "").strip().lower() in ("1", "y", "yes", "true")
 
 
-def safe_load(path: Path | str, map_location: str | torch.device = "cpu",
-              mmap: bool = False) -> Any:
+def safe_load(
+    path: Path | str, map_location: str | torch.device = "cpu", mmap: bool = False
+) -> Any:
     """torch.load with weights_only=True and the allow-list; UnsafeCheckpoint when the
     file names other objects (unless TRUST_CHECKPOINT=1); torch's own error when it
     is damaged."""

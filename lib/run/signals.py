@@ -16,6 +16,7 @@ is): no new checkpoint, the previous one stays loadable (writes are atomic).
 
 Imports nothing heavy: scripts install it before importing torch.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,7 +24,8 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 # EX_TEMPFAIL (sysexits.h): "temporary failure, retry later". A stop signal
 # ended the run at a step boundary of its last checkpoint: requeue it and
@@ -31,9 +33,11 @@ from typing import Any, Iterator
 EXIT_RESUMABLE = 75
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
 REPEAT_WINDOW_S = 2.0
-WHY = {"SIGTERM": "SIGTERM (timeout, docker stop, systemd, scancel or a scheduler)",
-       "SIGINT": "SIGINT (Ctrl-C)",
-       "SIGUSR1": "SIGUSR1 (Slurm's time-limit warning, sbatch --signal)"}
+WHY = {
+    "SIGTERM": "SIGTERM (timeout, docker stop, systemd, scancel or a scheduler)",
+    "SIGINT": "SIGINT (Ctrl-C)",
+    "SIGUSR1": "SIGUSR1 (Slurm's time-limit warning, sbatch --signal)",
+}
 
 
 class Abandoned(BaseException):
@@ -56,10 +60,15 @@ class StopRequest:
         now = time.monotonic()
         if self.signal is None:
             self.signal, self._first_at = name, now
-            how = "with a checkpoint" if self.saving else \
-                "without a checkpoint (SAVE_CHECKPOINT is off)"
-            _say(f"{name} received: stopping after the current step {how} "
-                 f"(send it again after {REPEAT_WINDOW_S:g} s to stop at once)")
+            how = (
+                "with a checkpoint"
+                if self.saving
+                else "without a checkpoint (SAVE_CHECKPOINT is off)"
+            )
+            _say(
+                f"{name} received: stopping after the current step {how} "
+                f"(send it again after {REPEAT_WINDOW_S:g} s to stop at once)"
+            )
             return
         if self.abandoned or now - self._first_at < REPEAT_WINDOW_S:
             return  # the same stop, delivered twice

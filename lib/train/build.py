@@ -7,6 +7,7 @@ compare (lib/train/resolved.py) all call build_training, so what the bench
 and the estimate measure is what a run trains: the same seed, speed options,
 gradient checkpointing, optimizer, pruner, clip and compiled forward.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -16,7 +17,6 @@ import torch
 
 from lib.distributed.runtime import SINGLE, DistEnv
 from lib.hardware.precision import CompileOptions, Precision, resolve_precision
-from lib.train.speed import Speed, apply_speed
 from lib.model import registry
 from lib.optim import build_optimizer, optimizer_impl, optimizer_log_fields
 from lib.prune.build import build_pruner
@@ -24,6 +24,7 @@ from lib.prune.pruner import Pruner
 from lib.run.metrics import LogField
 from lib.train.recompute import enable_checkpointing
 from lib.train.records import optimizer_summary
+from lib.train.speed import Speed, apply_speed
 from lib.train.step import TrainStep
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ class Training:
     """The assembled parts. `step.forward` is what runs: the eager forward (the
     model or its DDP/FSDP wrapper, under the attention backend) or, with
     COMPILE_MODEL, its torch.compile until a fallback turns it off."""
+
     config: Any  # the family's model config
     model: LanguageModel
     precision: Precision
@@ -53,8 +55,11 @@ class Training:
     def summary(self, run: RunConfig) -> dict[str, Any]:
         """metrics.json's fields on how the run went: compiled or not, and the
         optimizer's and pruner's figures (state memory, sparsity, SPAM counters)."""
-        return {"compiled": self.step.compiled, "compile_error": self.step.compile_error,
-                **optimizer_summary(run, self.optimizer, self.pruner)}
+        return {
+            "compiled": self.step.compiled,
+            "compile_error": self.step.compile_error,
+            **optimizer_summary(run, self.optimizer, self.pruner),
+        }
 
     def describe(self) -> list[str]:
         compiling = "requested; compiles on the first step" if self.step.compiled else "off"
@@ -64,9 +69,13 @@ class Training:
         """The checkpoint's entries for these parts: full (unsharded) model and
         optimizer states on every rank (FSDP gathers them: a collective)."""
         model, optimizer = dist.states(self.model, self.optimizer)
-        return {"model_config": asdict(self.config), "model": model, "optimizer": optimizer,
-                "scaler": self.step.scaler.state_dict(),
-                "pruner": self.pruner.state_dict() if self.pruner is not None else None}
+        return {
+            "model_config": asdict(self.config),
+            "model": model,
+            "optimizer": optimizer,
+            "scaler": self.step.scaler.state_dict(),
+            "pruner": self.pruner.state_dict() if self.pruner is not None else None,
+        }
 
     def load_state_dict(self, state: dict[str, Any], dist: DistEnv = SINGLE) -> None:
         dist.load_states(self.model, self.optimizer, state["model"], state["optimizer"])
@@ -82,15 +91,22 @@ class Training:
             "params_non_embedding": self.model.num_params(non_embedding=True),
             "optimizer_impl": optimizer_impl(self.optimizer),  # OPTIMIZER_IMPL as resolved
             "init": getattr(self.config, "init_record", {"from": "scratch"}),  # gpt2/pretrained.py
-            "dtype": self.precision.dtype, "dtype_reason": self.precision.reason,
+            "dtype": self.precision.dtype,
+            "dtype_reason": self.precision.reason,
             "speed": self.speed.record(),
             # which kernels a family chose at run time (HAMT's scan backend), if it says
             "kernels": getattr(self.model, "describe_kernels", dict)(),
         }
 
 
-def build_training(run: RunConfig, device: torch.device, vocab_size: int, *,
-                   dist: DistEnv = SINGLE, warm: bool = False) -> Training:
+def build_training(
+    run: RunConfig,
+    device: torch.device,
+    vocab_size: int,
+    *,
+    dist: DistEnv = SINGLE,
+    warm: bool = False,
+) -> Training:
     """Build the run's model on `device` from TRAIN_SEED, apply its speed options
     (`warm`: with GPU_WARMUP's passes, as training does), then gradient
     checkpointing, the DDP/FSDP wrapper, the optimizer, the pruner and the step
@@ -117,9 +133,16 @@ def build_training(run: RunConfig, device: torch.device, vocab_size: int, *,
     forward = dist.wrap(model, device)  # DDP/FSDP, or the model
     optimizer = build_optimizer(run, model, device)
     pruner = build_pruner(run, model, optimizer)
-    step = TrainStep(model, optimizer, precision, run.GPT2_GRADIENT_ACCUMULATION,
-                     run.TRAIN_GRAD_CLIP, pruner, eager=speed.forward(forward),
-                     sync=dist.sync(forward))
+    step = TrainStep(
+        model,
+        optimizer,
+        precision,
+        run.GPT2_GRADIENT_ACCUMULATION,
+        run.TRAIN_GRAD_CLIP,
+        pruner,
+        eager=speed.forward(forward),
+        sync=dist.sync(forward),
+    )
     if run.COMPILE_MODEL:
         step.use_compiled(speed.compiled(forward, model))
     return Training(config, model, precision, speed, optimizer, pruner, step)

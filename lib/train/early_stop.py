@@ -5,6 +5,7 @@ TRAIN_EARLY_STOP_MIN_DELTA; after TRAIN_EARLY_STOP_PATIENCE evaluations in a
 row without improvement, update() returns the reason to stop. The counter is
 part of the checkpoint, so a resumed run continues the count.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,10 @@ class EarlyStop:
     @classmethod
     def from_run(cls, run: RunConfig) -> EarlyStop:
         # both hidden without TRAIN_EARLY_STOP: patience 0 is off
-        return cls(value_or(run.TRAIN_EARLY_STOP_PATIENCE, 0),
-                   value_or(run.TRAIN_EARLY_STOP_MIN_DELTA, 0.0))
+        return cls(
+            value_or(run.TRAIN_EARLY_STOP_PATIENCE, 0),
+            value_or(run.TRAIN_EARLY_STOP_MIN_DELTA, 0.0),
+        )
 
     def update(self, val_loss: float) -> str | None:
         """Count one evaluation; the reason to stop, or None to go on."""
@@ -41,9 +44,11 @@ class EarlyStop:
             return None
         self.bad_evals += 1
         if self.bad_evals >= self.patience:
-            self.reason = (f"early stop: validation loss has not improved by more than "
-                           f"{self.min_delta:g} on {self.best:.4f} for {self.bad_evals} "
-                           f"evaluations (TRAIN_EARLY_STOP_PATIENCE={self.patience})")
+            self.reason = (
+                f"early stop: validation loss has not improved by more than "
+                f"{self.min_delta:g} on {self.best:.4f} for {self.bad_evals} "
+                f"evaluations (TRAIN_EARLY_STOP_PATIENCE={self.patience})"
+            )
         return self.reason
 
     def state_dict(self) -> dict[str, Any]:

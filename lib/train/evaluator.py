@@ -5,9 +5,11 @@ validation batches; the loss is the cross-entropy alone (without a family's
 auxiliary terms), so losses and perplexities compare across model families,
 averaged over the ranks (so every rank takes the same early-stop decision).
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -27,8 +29,9 @@ class Evaluator:
         return step % self.interval == 0 or step == self.total
 
     @torch.no_grad()
-    def __call__(self, loader: Any, model: torch.nn.Module, forward: Callable,
-                 precision: Precision) -> float:
+    def __call__(
+        self, loader: Any, model: torch.nn.Module, forward: Callable, precision: Precision
+    ) -> float:
         """The mean validation loss of `forward` (the step's: compiled or not) on
         `loader`'s batches."""
         model.eval()
@@ -37,7 +40,8 @@ class Evaluator:
             x, y = loader.next_batch()
             with precision.autocast():
                 logits, _ = forward(x, y)
-            losses[i] = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(),
-                                        ignore_index=-1).item()
+            losses[i] = F.cross_entropy(
+                logits.float().flatten(0, 1), y.flatten(), ignore_index=-1
+            ).item()
         model.train()
         return self.mean(losses.mean().item())

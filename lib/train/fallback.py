@@ -21,17 +21,19 @@ what to change. Under several processes an out-of-memory error stops the
 run: the ranks would have to agree on a smaller batch mid-step (lower
 BATCH_SIZE instead).
 """
+
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from lib.config.run_config import value_or
 from lib.data.sources import DataError
 from lib.estimate.fit import BatchPlan
-from lib.config.run_config import value_or
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -66,6 +68,7 @@ def smaller_batch(batch: int, floor: int) -> int | None:
 class CompileOff:
     """Continue with the eager model. event: "compile_failed" (the compiler
     failed) or "oom_fallback" (out of memory while compiled)."""
+
     event: str
     error: str
 
@@ -74,49 +77,64 @@ class CompileOff:
         extra = {"action": "eager"} if self.event == "oom_fallback" else {}
         return {"event": self.event, "error": self.error, **extra}
 
-    def apply(self, plan: BatchPlan, loaders: dict[str, Any],
-              training: Training) -> tuple[BatchPlan, dict[str, Any], Training]:
+    def apply(
+        self, plan: BatchPlan, loaders: dict[str, Any], training: Training
+    ) -> tuple[BatchPlan, dict[str, Any], Training]:
         """The same plan and loaders; the stack with its step back on the eager forward."""
         training.step.compile_off(self.error)
         return plan, loaders, training
 
     def message(self) -> str:
         if self.event == "oom_fallback":
-            return (f"out of memory while compiling or in the first steps: retrying without "
-                    f"torch.compile (TRAIN_OOM_FALLBACK)\n{self.error}")
-        return (f"{_BANNER}\nWARNING: torch.compile FAILED; continuing in EAGER mode "
-                f"(set CONFIG_COMPILE_STRICT=y to stop instead)\n{self.error}\n{_BANNER}")
+            return (
+                f"out of memory while compiling or in the first steps: retrying without "
+                f"torch.compile (TRAIN_OOM_FALLBACK)\n{self.error}"
+            )
+        return (
+            f"{_BANNER}\nWARNING: torch.compile FAILED; continuing in EAGER mode "
+            f"(set CONFIG_COMPILE_STRICT=y to stop instead)\n{self.error}\n{_BANNER}"
+        )
 
 
 @dataclass(frozen=True)
 class SmallerBatch:
     """Retry at micro-batch batch_size x accumulation (was from_batch); the
     effective batch is unchanged."""
+
     from_batch: int
     batch_size: int
     accumulation: int
     error: str
 
     def record(self) -> dict[str, Any]:
-        return {"event": "oom_fallback", "action": "smaller_batch",
-                "batch_size": self.batch_size, "accumulation": self.accumulation,
-                "error": self.error}
+        return {
+            "event": "oom_fallback",
+            "action": "smaller_batch",
+            "batch_size": self.batch_size,
+            "accumulation": self.accumulation,
+            "error": self.error,
+        }
 
-    def apply(self, plan: BatchPlan, loaders: dict[str, Any],
-              training: Training) -> tuple[BatchPlan, dict[str, Any], Training]:
+    def apply(
+        self, plan: BatchPlan, loaders: dict[str, Any], training: Training
+    ) -> tuple[BatchPlan, dict[str, Any], Training]:
         """The batch plan, loaders and training stack that carry this out: new
         objects (the model, optimizer and sampler positions carried over)."""
-        plan = plan.rebatched(self.batch_size, self.accumulation, "TRAIN_OOM_FALLBACK: out of memory")
+        plan = plan.rebatched(
+            self.batch_size, self.accumulation, "TRAIN_OOM_FALLBACK: out of memory"
+        )
         loaders = {k: loader.rebatched(self.batch_size) for k, loader in loaders.items()}
         return plan, loaders, replace(training, step=training.step.rebatched(self.accumulation))
 
     def message(self) -> str:
-        return (f"out of memory at micro-batch {self.from_batch}: retrying with micro-batch "
-                f"{self.batch_size} x accumulation {self.accumulation} (effective batch "
-                f"unchanged; TRAIN_OOM_FALLBACK)")
+        return (
+            f"out of memory at micro-batch {self.from_batch}: retrying with micro-batch "
+            f"{self.batch_size} x accumulation {self.accumulation} (effective batch "
+            f"unchanged; TRAIN_OOM_FALLBACK)"
+        )
 
 
-Decision = Union[CompileOff, SmallerBatch]
+Decision = CompileOff | SmallerBatch
 
 
 class FirstSteps:
@@ -134,8 +152,9 @@ class FirstSteps:
             self.until = done + GUARDED_STEPS
         return done < self.until or not compile_proven
 
-    def decide(self, err: Exception, compiled: bool, compile_proven: bool,
-               plan: BatchPlan) -> Decision:
+    def decide(
+        self, err: Exception, compiled: bool, compile_proven: bool, plan: BatchPlan
+    ) -> Decision:
         """What to do after `err` in a guarded step; raises when nothing is left."""
         if isinstance(err, DataError):  # the batch itself is bad: no fallback helps
             raise err
@@ -148,23 +167,30 @@ class FirstSteps:
         if compile_proven:
             raise err
         if self.strict:
-            raise RuntimeError(f"torch.compile failed and CONFIG_COMPILE_STRICT is set: "
-                               f"{_short(err)}") from err
+            raise RuntimeError(
+                f"torch.compile failed and CONFIG_COMPILE_STRICT is set: {_short(err)}"
+            ) from err
         return CompileOff("compile_failed", _short(err))
 
     def _smaller(self, err: Exception, plan: BatchPlan) -> SmallerBatch:
         batch = plan.batch_size
         smaller = smaller_batch(batch, self.min_batch)
         if smaller is None:
-            raise RuntimeError(f"out of memory at micro-batch {batch}, and the fallback ladder "
-                               f"may not go lower (TRAIN_OOM_MIN_BATCH={self.min_batch}); lower "
-                               f"the model size or block size, or set "
-                               f"TRAIN_GRADIENT_CHECKPOINTING") from err
+            raise RuntimeError(
+                f"out of memory at micro-batch {batch}, and the fallback ladder "
+                f"may not go lower (TRAIN_OOM_MIN_BATCH={self.min_batch}); lower "
+                f"the model size or block size, or set "
+                f"TRAIN_GRADIENT_CHECKPOINTING"
+            ) from err
         return SmallerBatch(batch, smaller, plan.accumulation * batch // smaller, _short(err))
 
 
-def retrying(attempt: Callable[[], float], loaders: Callable[[], dict[str, Any]],
-             optimizer: Any, recover: Callable[[Exception], None]) -> float:
+def retrying(
+    attempt: Callable[[], float],
+    loaders: Callable[[], dict[str, Any]],
+    optimizer: Any,
+    recover: Callable[[Exception], None],
+) -> float:
     """attempt() until it succeeds. After a failure, recover(err) (which raises
     to give up, and may replace the loaders), then the samplers of loaders()
     go back to where the step began."""

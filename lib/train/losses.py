@@ -5,10 +5,11 @@ TrainStep returns each step's loss as an unread device tensor: reading it
 step. The trainer queues them here and reads all pending ones in a single
 sync at log and eval steps, at the last step and before a stop.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -43,8 +44,10 @@ def divergence(loss: float, best: float, step: int, now: int, factor: float) -> 
     if not math.isfinite(loss):
         return f"training loss is {loss} at step {step}{noticed}"
     if factor and math.isfinite(best) and loss > factor * best:
-        return (f"training loss {loss:.4f} at step {step}{noticed} exceeds "
-                f"TRAIN_DIVERGENCE_FACTOR={factor:g} x best {best:.4f}")
+        return (
+            f"training loss {loss:.4f} at step {step}{noticed} exceeds "
+            f"TRAIN_DIVERGENCE_FACTOR={factor:g} x best {best:.4f}"
+        )
     return None
 
 

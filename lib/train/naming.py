@@ -3,6 +3,7 @@ family's attention variant, pruning) and the new run's folder under them.
 Above the model families, since the id names the family's variant; the
 folder itself (claiming, config snapshot, `latest`) is lib/run/rundir.py's.
 """
+
 from __future__ import annotations
 
 import time
@@ -12,7 +13,14 @@ from typing import TYPE_CHECKING
 from lib.atomic import write_text_atomic
 from lib.model import registry
 from lib.run import owner
-from lib.run.rundir import claim_run, is_name, point_latest, results_root, resume_command, RunDirError
+from lib.run.rundir import (
+    RunDirError,
+    claim_run,
+    is_name,
+    point_latest,
+    results_root,
+    resume_command,
+)
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -46,8 +54,10 @@ def run_id(run: RunConfig, now: float | None = None) -> str:
     """RUN_NAME, or the run tag plus a timestamp."""
     if run.RUN_NAME:
         if not is_name(run.RUN_NAME):  # fullmatch: a trailing newline is refused too
-            raise RunDirError(f"CONFIG_RUN_NAME=\"{run.RUN_NAME}\": allowed letters, digits, "
-                              f"'.', '_' and '-', starting with a letter or digit")
+            raise RunDirError(
+                f'CONFIG_RUN_NAME="{run.RUN_NAME}": allowed letters, digits, '
+                f"'.', '_' and '-', starting with a letter or digit"
+            )
         return run.RUN_NAME
     return f"{run_tag(run)}_{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
 
@@ -61,8 +71,10 @@ def create_run_dir(run: RunConfig) -> Path:
     if any(p.name != owner.LOCK for p in path.iterdir()):
         if took:
             owner.release(path)
-        raise RunDirError(f"{path} already holds a run: resume it with "
-                          f"`{resume_command(path)}`, or choose another RUN_NAME")
+        raise RunDirError(
+            f"{path} already holds a run: resume it with "
+            f"`{resume_command(path)}`, or choose another RUN_NAME"
+        )
     write_text_atomic(path / "config.txt", run.config_text)
     point_latest(path)
     return path

@@ -11,6 +11,7 @@ Uses the non-reentrant implementation, which accepts any inputs and
 outputs (HAMT's blocks return statistics dicts) and restores the RNG state,
 so dropout draws the same masks when the block is recomputed.
 """
+
 from __future__ import annotations
 
 import functools

@@ -1,8 +1,10 @@
 """What a run records about its batch and its optimizer in metrics.json,
 beside the loop's own figures (lib/run/metrics.py holds the file format)."""
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -14,22 +16,31 @@ if TYPE_CHECKING:
     from lib.estimate.fit import BatchPlan
 
 
-def batch_record(run: RunConfig, vocab_size: int, plan: BatchPlan, device_info: Any,
-                 log: Callable[[str], None]) -> dict[str, Any]:
+def batch_record(
+    run: RunConfig, vocab_size: int, plan: BatchPlan, device_info: Any, log: Callable[[str], None]
+) -> dict[str, Any]:
     """The batch that runs, with `make estimate`'s figure for it (to compare
     with peak_memory_mb)."""
     estimate_mb = None
     try:
-        estimate_mb = estimate_memory(run, vocab_size, plan.batch_size, plan.accumulation,
-                                      device_info).total_bytes / 2**20
+        estimate_mb = (
+            estimate_memory(
+                run, vocab_size, plan.batch_size, plan.accumulation, device_info
+            ).total_bytes
+            / 2**20
+        )
     except Exception as err:  # an estimate must never stop a run
         log(f"memory estimate unavailable: {type(err).__name__}: {err}")
-    return {"micro_batch_size": plan.batch_size, "gradient_accumulation": plan.accumulation,
-            "memory_estimate_mb": estimate_mb}
+    return {
+        "micro_batch_size": plan.batch_size,
+        "gradient_accumulation": plan.accumulation,
+        "memory_estimate_mb": estimate_mb,
+    }
 
 
-def optimizer_summary(run: RunConfig, optimizer: torch.optim.Optimizer,
-                      pruner: Any) -> dict[str, Any]:
+def optimizer_summary(
+    run: RunConfig, optimizer: torch.optim.Optimizer, pruner: Any
+) -> dict[str, Any]:
     """Optimizer and pruning figures: state memory (the AdamWPrune claim is
     that pruning adds only a boolean mask), sparsity, SPAM counters."""
     optimizer_bytes = state_bytes(optimizer)
@@ -41,7 +52,11 @@ def optimizer_summary(run: RunConfig, optimizer: torch.optim.Optimizer,
     }
     if pruner is not None:
         report = pruner.report()
-        out.update(pruning_method=run.PRUNING_METHOD, pruning_variant=run.ADAMWPRUNE_VARIANT,
-                   sparsity=report["sparsity"], sparsity_target=run.PRUNING_TARGET_SPARSITY,
-                   sparsity_per_layer=report["per_layer"])
+        out.update(
+            pruning_method=run.PRUNING_METHOD,
+            pruning_variant=run.ADAMWPRUNE_VARIANT,
+            sparsity=report["sparsity"],
+            sparsity_target=run.PRUNING_TARGET_SPARSITY,
+            sparsity_per_layer=report["per_layer"],
+        )
     return out

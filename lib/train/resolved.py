@@ -10,6 +10,7 @@ that train differently must resolve differently; a visible symbol whose
 change leaves this unchanged is read by nobody on the run's path
 (tests/test_symbols_read.py checks every one).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -20,8 +21,8 @@ import torch
 from lib.data.prepared import data_dir
 from lib.model import registry
 from lib.run.rundir import results_root
-from lib.train.naming import run_id
 from lib.train.build import build_training
+from lib.train.naming import run_id
 from lib.train.schedule import lr_schedule
 
 if TYPE_CHECKING:
@@ -42,10 +43,16 @@ def _settings(obj: Any) -> dict[str, Any]:
 
 
 def describe_optimizer(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    groups = [{k: v for k, v in g.items() if k != "params"} | {"size": len(g["params"])}
-              for g in optimizer.param_groups]
-    return {"class": type(optimizer).__name__, "defaults": dict(optimizer.defaults),
-            "groups": groups, "settings": _settings(optimizer)}
+    groups = [
+        {k: v for k, v in g.items() if k != "params"} | {"size": len(g["params"])}
+        for g in optimizer.param_groups
+    ]
+    return {
+        "class": type(optimizer).__name__,
+        "defaults": dict(optimizer.defaults),
+        "groups": groups,
+        "settings": _settings(optimizer),
+    }
 
 
 def resolved_settings(run: RunConfig, vocab_size: int = 50257) -> dict[str, Any]:
@@ -58,8 +65,7 @@ def resolved_settings(run: RunConfig, vocab_size: int = 50257) -> dict[str, Any]
     return {
         "model": {"family": family.name, "variant": family.variant(run), **asdict(config)},
         "optimizer": describe_optimizer(optimizer),
-        "pruner": None if pruner is None else {"class": type(pruner).__name__,
-                                               **_settings(pruner)},
+        "pruner": None if pruner is None else {"class": type(pruner).__name__, **_settings(pruner)},
         "lr": [schedule(s) for s in steps],
         "plan": run.derived(),
         "compile": training.step.compiled,

@@ -8,6 +8,7 @@ early stopping whose patience needs more evaluations than the run has never
 fires. Each rule names the symbols and a value that works. SPAM's lengths
 are lib/optim/rules.py's, the pruning ramp's lib/prune/rules.py's.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -27,11 +28,16 @@ def check_lr_warmup(run: RunConfig) -> list[str]:
         return []
     last = run.LEARNING_RATE * total / warmup  # the LR of the last step, still warming up
     decay = "" if run.LR_SCHEDULE == "constant" else " and never decay"
-    fix = (f"GPT2_WARMUP_STEPS={total // 10} (a tenth of the run)" if total >= 10
-           else "GPT2_WARMUP_STEPS=0 (no warmup)")
-    return [f"CONFIG_GPT2_WARMUP_STEPS={warmup} is not below CONFIG_GPT2_MAX_ITERS={total}: "
-            f"every step would be in the LR warmup (the last at {last:.2g} of the "
-            f"{run.LEARNING_RATE:g} peak){decay}; use {fix} or MAX_ITERS={max(warmup * 10, warmup + 1)}"]
+    fix = (
+        f"GPT2_WARMUP_STEPS={total // 10} (a tenth of the run)"
+        if total >= 10
+        else "GPT2_WARMUP_STEPS=0 (no warmup)"
+    )
+    return [
+        f"CONFIG_GPT2_WARMUP_STEPS={warmup} is not below CONFIG_GPT2_MAX_ITERS={total}: "
+        f"every step would be in the LR warmup (the last at {last:.2g} of the "
+        f"{run.LEARNING_RATE:g} peak){decay}; use {fix} or MAX_ITERS={max(warmup * 10, warmup + 1)}"
+    ]
 
 
 @rule
@@ -44,17 +50,21 @@ def check_wsd_decay(run: RunConfig) -> list[str]:
     decay = round(total * fraction)
     room = total - warmup
     if decay == 0:
-        return [f"CONFIG_LR_DECAY_FRACTION={fraction:g} of CONFIG_GPT2_MAX_ITERS={total} "
-                f"rounds to no decay step: the run would never decay; use "
-                f"LR_DECAY_FRACTION={_fraction_up(1, total):g} (one step) or "
-                f"LR_DECAY_FRACTION=0 (no decay, said outright)"]
+        return [
+            f"CONFIG_LR_DECAY_FRACTION={fraction:g} of CONFIG_GPT2_MAX_ITERS={total} "
+            f"rounds to no decay step: the run would never decay; use "
+            f"LR_DECAY_FRACTION={_fraction_up(1, total):g} (one step) or "
+            f"LR_DECAY_FRACTION=0 (no decay, said outright)"
+        ]
     if decay <= room:
         return []
-    return [f"CONFIG_GPT2_WARMUP_STEPS={warmup} and the WSD decay of {counted(decay, 'step')} "
-            f"(CONFIG_LR_DECAY_FRACTION={fraction:g} of CONFIG_GPT2_MAX_ITERS={total}) "
-            f"overlap: the decay would be cut to {counted(room, 'step')}; use "
-            f"LR_DECAY_FRACTION={_fraction_down(room, total):g} or "
-            f"GPT2_WARMUP_STEPS={total - decay}"]
+    return [
+        f"CONFIG_GPT2_WARMUP_STEPS={warmup} and the WSD decay of {counted(decay, 'step')} "
+        f"(CONFIG_LR_DECAY_FRACTION={fraction:g} of CONFIG_GPT2_MAX_ITERS={total}) "
+        f"overlap: the decay would be cut to {counted(room, 'step')}; use "
+        f"LR_DECAY_FRACTION={_fraction_down(room, total):g} or "
+        f"GPT2_WARMUP_STEPS={total - decay}"
+    ]
 
 
 def _fraction_up(steps: int, total: int) -> float:
@@ -73,13 +83,15 @@ def _fraction_down(steps: int, total: int) -> float:
     return f
 
 
-
-
 @rule
 def check_early_stop(run: RunConfig) -> list[str]:
     """Early stopping can fire: the evaluations before the last (an evaluation
     at the last step ends the run anyway) outnumber the patience."""
-    patience, every, total = run.TRAIN_EARLY_STOP_PATIENCE, run.GPT2_EVAL_INTERVAL, run.GPT2_MAX_ITERS
+    patience, every, total = (
+        run.TRAIN_EARLY_STOP_PATIENCE,
+        run.GPT2_EVAL_INTERVAL,
+        run.GPT2_MAX_ITERS,
+    )
     if patience is None:  # hidden unless TRAIN_EARLY_STOP
         return []
     before_end = (total - 1) // every
@@ -89,7 +101,9 @@ def check_early_stop(run: RunConfig) -> list[str]:
     if (total - 1) // (patience + 1) >= 1:
         fixes.append(f"GPT2_EVAL_INTERVAL={(total - 1) // (patience + 1)}")
     fixes.append(f"MAX_ITERS={every * (patience + 1) + 1}")
-    return [f"CONFIG_TRAIN_EARLY_STOP_PATIENCE={patience} needs {patience + 1} evaluations "
-            f"before the last, but CONFIG_GPT2_MAX_ITERS={total} with "
-            f"CONFIG_GPT2_EVAL_INTERVAL={every} has {before_end}: early stopping could never "
-            f"fire; use {' or '.join(fixes)}"]
+    return [
+        f"CONFIG_TRAIN_EARLY_STOP_PATIENCE={patience} needs {patience + 1} evaluations "
+        f"before the last, but CONFIG_GPT2_MAX_ITERS={total} with "
+        f"CONFIG_GPT2_EVAL_INTERVAL={every} has {before_end}: early stopping could never "
+        f"fire; use {' or '.join(fixes)}"
+    ]

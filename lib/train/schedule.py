@@ -13,11 +13,13 @@ warmup peak * (s + 1) / warmup, so no step is spent at LR 0. A decay reaches
 its minimum at step `total`, the step after the last, so the last step still
 trains; past `total` the LR stays where the schedule ends.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from lib.config.run_config import value_or
 
@@ -51,8 +53,9 @@ def decay_steps(total: int, warmup: int, fraction: float) -> int:
     return max(0, min(round(total * fraction), total - warmup))
 
 
-def wsd_at(step: int, *, peak: float, minimum: float, warmup: int, total: int,
-           decay: int, shape: str) -> float:
+def wsd_at(
+    step: int, *, peak: float, minimum: float, warmup: int, total: int, decay: int, shape: str
+) -> float:
     """Warmup-stable-decay: `peak` from the end of warmup to step total - decay,
     then SHAPES[shape] of the progress (step - (total - decay)) / decay, which
     is 1/decay on the first decay step and 1 at `total`. decay 0: no decay."""
@@ -74,16 +77,24 @@ def schedule_settings(run: RunConfig) -> dict[str, Any]:
     as "lr_schedule")."""
     name = value_or(run.LR_SCHEDULE, "cosine")
     total, warmup = run.GPT2_MAX_ITERS, run.GPT2_WARMUP_STEPS
-    out: dict[str, Any] = {"name": name, "peak": run.LEARNING_RATE, "warmup_steps": warmup,
-                           "total_steps": total}
+    out: dict[str, Any] = {
+        "name": name,
+        "peak": run.LEARNING_RATE,
+        "warmup_steps": warmup,
+        "total_steps": total,
+    }
     if name == "constant":
         return out
     out["min_lr"] = value_or(run.GPT2_MIN_LR, 0.0)
     if name == "wsd":
         fraction = value_or(run.LR_DECAY_FRACTION, 0.2)
         decay = decay_steps(total, warmup, fraction)
-        out |= {"decay_fraction": fraction, "decay_steps": decay, "decay_start": total - decay,
-                "decay_shape": value_or(run.LR_DECAY_SHAPE, "linear")}
+        out |= {
+            "decay_fraction": fraction,
+            "decay_steps": decay,
+            "decay_start": total - decay,
+            "decay_shape": value_or(run.LR_DECAY_SHAPE, "linear"),
+        }
     return out
 
 

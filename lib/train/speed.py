@@ -20,12 +20,14 @@ a device without them (a CPU) they change nothing, and the record says so.
 It applies lib/hardware's pieces to a model (lib/model/interface.py), so it
 sits above both, with the training stack that bench and estimate share.
 """
+
 from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -43,8 +45,12 @@ if TYPE_CHECKING:
     from lib.model.interface import LanguageModel
 
 # SDPA_BACKEND value -> torch.nn.attention.SDPBackend member name ("auto": torch picks).
-SDPA_BACKENDS = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
-                 "efficient": "EFFICIENT_ATTENTION", "math": "MATH"}
+SDPA_BACKENDS = {
+    "flash": "FLASH_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "math": "MATH",
+}
 
 
 @contextlib.contextmanager
@@ -54,6 +60,7 @@ def attention_backend(choice: str) -> Iterator[None]:
         yield
         return
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
     with sdpa_kernel(getattr(SDPBackend, SDPA_BACKENDS[choice])):
         yield
 
@@ -69,6 +76,7 @@ def with_attention_backend(forward: Callable, choice: str) -> Callable:
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         with attention_backend(choice):
             return forward(*args, **kwargs)
+
     return wrapped
 
 
@@ -80,17 +88,20 @@ def check_attention_backend(choice: str, device: torch.device, dtype: str, head_
     if choice == "auto":
         return
     if choice not in SDPA_BACKENDS:
-        raise ValueError(f"unknown attention backend {choice!r}; one of auto, "
-                         f"{', '.join(SDPA_BACKENDS)}")
+        raise ValueError(
+            f"unknown attention backend {choice!r}; one of auto, {', '.join(SDPA_BACKENDS)}"
+        )
     q = torch.zeros(1, 1, 8, head_dim, device=device, dtype=DTYPES[dtype])
     try:
         with attention_backend(choice):
             F.scaled_dot_product_attention(q, q, q, is_causal=True)
     except RuntimeError as err:
-        raise RuntimeError(f"CONFIG_SDPA_BACKEND {choice} cannot run attention on "
-                           f"{device.type} in {dtype} with head size {head_dim}: "
-                           f"{str(err).splitlines()[0]}; choose auto (torch picks the fastest "
-                           f"available kernel)") from err
+        raise RuntimeError(
+            f"CONFIG_SDPA_BACKEND {choice} cannot run attention on "
+            f"{device.type} in {dtype} with head size {head_dim}: "
+            f"{str(err).splitlines()[0]}; choose auto (torch picks the fastest "
+            f"available kernel)"
+        ) from err
 
 
 def apply_tf32(enabled: bool, device: torch.device) -> bool:
@@ -114,6 +125,7 @@ def apply_cudnn_benchmark(enabled: bool, device: torch.device) -> bool:
 @dataclass
 class Speed:
     """What the speed options resolved to for this run (module docstring)."""
+
     loss_impl: str = "plain"
     loss_impl_reason: str = "as configured"
     compile: CompileOptions = field(default_factory=CompileOptions)
@@ -147,28 +159,38 @@ class Speed:
 
     def describe(self) -> str:
         compiled = f"compile mode {self.compile.mode}{' regional' if self.compile.regional else ''}"
-        return (f"speed: loss {self.loss_impl} ({self.loss_impl_reason}); {compiled}; attention "
-                f"{self.sdpa_backend}; tf32 {'on' if self.tf32 else 'off'}; float8 {self.float8}"
-                f"{f' ({self.float8_layers} layers)' if self.float8_layers else ''}; linear "
-                f"{self.cpu_linear}{f' ({self.cpu_linear_layers} layers)' if self.cpu_linear_layers else ''}"
-                f" ({self.cpu_linear_reason}); pinned "
-                f"batches {'on' if self.pin_memory else 'off'}{self._describe_gpu()}")
+        return (
+            f"speed: loss {self.loss_impl} ({self.loss_impl_reason}); {compiled}; attention "
+            f"{self.sdpa_backend}; tf32 {'on' if self.tf32 else 'off'}; float8 {self.float8}"
+            f"{f' ({self.float8_layers} layers)' if self.float8_layers else ''}; linear "
+            f"{self.cpu_linear}{f' ({self.cpu_linear_layers} layers)' if self.cpu_linear_layers else ''}"
+            f" ({self.cpu_linear_reason}); pinned "
+            f"batches {'on' if self.pin_memory else 'off'}{self._describe_gpu()}"
+        )
 
     def _describe_gpu(self) -> str:
         """The GPU runtime settings, where any is in force."""
         parts = ["cudnn.benchmark on"] if self.cudnn_benchmark else []
         if self.cuda_alloc_conf.get("value"):
-            parts.append(f"allocator {self.cuda_alloc_conf['value']} "
-                         f"(from {self.cuda_alloc_conf['source']})")
+            parts.append(
+                f"allocator {self.cuda_alloc_conf['value']} (from {self.cuda_alloc_conf['source']})"
+            )
         if self.gpu_warmup:
             warm = self.gpu_warmup
-            parts.append(f"warm-up {warm['passes']} passes in {warm['seconds']:.2f} s"
-                         + (f" ({warm['error']})" if "error" in warm else ""))
+            parts.append(
+                f"warm-up {warm['passes']} passes in {warm['seconds']:.2f} s"
+                + (f" ({warm['error']})" if "error" in warm else "")
+            )
         return "; " + "; ".join(parts) if parts else ""
 
 
-def apply_speed(run: RunConfig, model: LanguageModel, device: torch.device,
-                precision: Precision, warm: bool = False) -> Speed:
+def apply_speed(
+    run: RunConfig,
+    model: LanguageModel,
+    device: torch.device,
+    precision: Precision,
+    warm: bool = False,
+) -> Speed:
     """Check every option against the device, then apply those that change
     the model (float8 layers, the head loss) and the process (TF32, cuDNN's
     autotuner), and with `warm` (training) run GPU_WARMUP's passes. Call it
@@ -187,18 +209,34 @@ def apply_speed(run: RunConfig, model: LanguageModel, device: torch.device,
     if float8 != "none":
         check_float8(float8, device)
         layers = len(convert_float8(model, float8))
-    linear, linear_reason = resolve_cpu_linear(value_or(run.CPU_LINEAR_BACKEND, "auto"), device,
-                                               precision.dtype, bool(run.COMPILE_MODEL))
+    linear, linear_reason = resolve_cpu_linear(
+        value_or(run.CPU_LINEAR_BACKEND, "auto"), device, precision.dtype, bool(run.COMPILE_MODEL)
+    )
     linear_layers = len(convert_linears(model)) if linear == "onednn" else 0
     impl, reason = resolve_loss_impl(value_or(run.TRAIN_LOSS_IMPL, "plain"), device)
     model.use_head_loss(impl)
-    speed = Speed(impl, reason, options, backend, apply_tf32(bool(run.TF32), device), float8,
-                  layers, linear, linear_reason, linear_layers,
-                  bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda",
-                  apply_cudnn_benchmark(bool(run.CUDNN_BENCHMARK), device),
-                  alloc_conf_record(run.PYTORCH_CUDA_ALLOC_CONF))
+    speed = Speed(
+        impl,
+        reason,
+        options,
+        backend,
+        apply_tf32(bool(run.TF32), device),
+        float8,
+        layers,
+        linear,
+        linear_reason,
+        linear_layers,
+        bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda",
+        apply_cudnn_benchmark(bool(run.CUDNN_BENCHMARK), device),
+        alloc_conf_record(run.PYTORCH_CUDA_ALLOC_CONF),
+    )
     if warm:  # before any optimizer or pruner exists: nothing can see the passes
-        speed.gpu_warmup = warm_up(speed.forward(model), model,
-                                   (run.BATCH_SIZE, model.config.block_size), device,
-                                   precision.autocast, warmup_passes(bool(run.GPU_WARMUP), device))
+        speed.gpu_warmup = warm_up(
+            speed.forward(model),
+            model,
+            (run.BATCH_SIZE, model.config.block_size),
+            device,
+            precision.autocast,
+            warmup_passes(bool(run.GPU_WARMUP), device),
+        )
     return speed

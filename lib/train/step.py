@@ -13,11 +13,14 @@ Each phase runs inside a torch.profiler range named in RANGES, so a
 profile of a few steps says where the time goes (`make bench` prints that
 breakdown); outside a profiler the ranges cost one flag test each.
 """
+
 from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Callable, ContextManager, Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
 
 import torch
 from torch.autograd.profiler import record_function
@@ -27,8 +30,13 @@ from lib.hardware.precision import Precision
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 # Profiler range names, one per phase of a step (lib/bench/step.py aggregates them).
-RANGES = {"data": "step.data", "forward": "step.forward", "backward": "step.backward",
-          "optimizer": "step.optimizer", "pruning": "step.pruning"}
+RANGES = {
+    "data": "step.data",
+    "forward": "step.forward",
+    "backward": "step.backward",
+    "optimizer": "step.optimizer",
+    "pruning": "step.pruning",
+}
 _NULL = contextlib.nullcontext()
 
 
@@ -44,7 +52,10 @@ class TrainStep:
     """`pruner` (optional) sees the finished, unscaled gradients before they
     are clipped (movement scores, pruned gradients zeroed; told when the
     GradScaler will skip the step) and masks weights and moments after the
-    optimizer step. `eager` is the forward to run uncompiled (the model, or
+    optimizer step. An optimizer with a `before_clip()` method (knlp's
+    AdamWSPAM rule, lib/optim/knlp_spam.py) has it called once per step on
+    those same gradients, after the pruner's masking and before the clip.
+    `eager` is the forward to run uncompiled (the model, or
     its DDP/FSDP wrapper); `sync(last)` wraps each micro-batch (DistEnv.sync).
 
     The torch.compile state lives here only: `compiled` (forward is the
@@ -52,10 +63,17 @@ class TrainStep:
     itself: compile off, a compiled step ran, or it fell back) and
     `compile_error` (why it fell back to eager)."""
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                 precision: Precision, accumulation: int, grad_clip: float,
-                 pruner: Any = None, eager: Callable | None = None,
-                 sync: Callable[[bool], Any] | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        precision: Precision,
+        accumulation: int,
+        grad_clip: float,
+        pruner: Any = None,
+        eager: Callable | None = None,
+        sync: Callable[[bool], Any] | None = None,
+    ):
         self.model = model
         self.eager: Callable = model if eager is None else eager
         self.forward: Callable = self.eager
@@ -68,13 +86,14 @@ class TrainStep:
         self.accumulation = accumulation
         self.grad_clip = grad_clip
         self.pruner = pruner
+        self.before_clip: Callable[[], None] | None = getattr(optimizer, "before_clip", None)
         # sync(last) wraps each micro-batch: under DDP it skips the gradient
         # all-reduce (no_sync) on all but the last one of an accumulation.
         self.sync: Callable[[bool], Any] = sync or (lambda last: contextlib.nullcontext())
         # Called at the end of each phase range while profiling (make bench on CUDA).
         self.synchronize: Callable[[], None] | None = None
 
-    def phase(self, name: str) -> ContextManager[Any]:
+    def phase(self, name: str) -> AbstractContextManager[Any]:
         """The profiler range of phase `name`, or nothing when no profiler runs."""
         # torch's own flag (private; were it gone, every range would be recorded: ~4 us each)
         if getattr(torch.autograd.profiler, "_is_profiler_enabled", True):
@@ -100,15 +119,19 @@ class TrainStep:
                 with self.phase("backward"):
                     self.scaler.scale(loss).backward()
             total = loss.detach() if total is None else total + loss.detach()
-        if self.grad_clip > 0 or self.pruner is not None:
+        if self.grad_clip > 0 or self.pruner is not None or self.before_clip is not None:
             with self.phase("optimizer"):
-                self.scaler.unscale_(self.optimizer)  # clip and score true gradients, not scaled ones
+                self.scaler.unscale_(
+                    self.optimizer
+                )  # clip and score true gradients, not scaled ones
         if self.pruner is not None:
             # Masked before clipping, as the reference trainer does: the norm is
             # that of the gradients the optimizer will apply (pruned entries 0).
             with self.phase("pruning"):
                 self.pruner.before_step(step, skipped=self._will_skip())
         with self.phase("optimizer"):
+            if self.before_clip is not None:
+                self.before_clip()
             if self.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
             self.scaler.step(self.optimizer)

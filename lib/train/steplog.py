@@ -2,10 +2,12 @@
 each logged step (every TRAIN_LOG_INTERVAL, the first, the last) the series
 in metrics.json, the log line with each part's own fields (log_fields()),
 the trackers and the progress bar."""
+
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -17,17 +19,29 @@ if TYPE_CHECKING:
 
 
 class StepLog:
-    def __init__(self, run: RunConfig, metrics: RunMetrics, tracker: Any,
-                 fields: Callable[[], dict[str, LogField]], log: Callable[[str], None],
-                 device: Any, show: bool):
+    def __init__(
+        self,
+        run: RunConfig,
+        metrics: RunMetrics,
+        tracker: Any,
+        fields: Callable[[], dict[str, LogField]],
+        log: Callable[[str], None],
+        device: Any,
+        show: bool,
+    ):
         self.run, self.metrics, self.tracker, self.fields = run, metrics, tracker, fields
         self.log, self.device, self.show = log, device, show
         self.best = math.inf  # the best training loss read so far
         self.bar: tqdm | None = None
 
     def open(self, step: int) -> None:
-        self.bar = tqdm(total=self.run.GPT2_MAX_ITERS, initial=step, desc="train",
-                        dynamic_ncols=True, disable=not self.show)
+        self.bar = tqdm(
+            total=self.run.GPT2_MAX_ITERS,
+            initial=step,
+            desc="train",
+            dynamic_ncols=True,
+            disable=not self.show,
+        )
 
     def due(self, step: int) -> bool:
         """Whether step `step` is logged (its loss then has to be read)."""
@@ -64,9 +78,12 @@ class StepLog:
         ms = 1000 * self.metrics.static["tokens_per_iter"] / tps if tps else float("nan")
         ppl = math.exp(min(loss, 50))
         if self.bar is not None:
-            self.bar.set_postfix(loss=f"{loss:.4f}", ppl=f"{ppl:.1f}", lr=f"{lr:.2e}",
-                                 refresh=False)
+            self.bar.set_postfix(
+                loss=f"{loss:.4f}", ppl=f"{ppl:.1f}", lr=f"{lr:.2e}", refresh=False
+            )
         extra = "".join(f" | {key.replace('_', ' ')} {field.text}" for key, field in fields.items())
-        self.log(f"iter {step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
-                 f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}")
+        self.log(
+            f"iter {step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
+            f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}"
+        )
         self.tracker.log_train(step, self.metrics, self.device)

@@ -5,12 +5,14 @@ record. Stops at MAX_ITERS, at TRAIN_MAX_TIME, on a stop signal (SIGTERM, SIGINT
 SIGUSR1; lib/run/signals.py), both at a step boundary with a checkpoint (none
 with SAVE_CHECKPOINT off), or on divergence (the last good checkpoint stays).
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -39,6 +41,7 @@ from lib.train.losses import PendingLosses
 from lib.train.records import batch_record
 from lib.train.schedule import lr_schedule, schedule_settings
 from lib.train.steplog import StepLog
+from lib.train.trial import TrialReport
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -49,8 +52,14 @@ RUN_FILES = ("ckpt_latest.pt", "ckpt_best.pt", "metrics.json", GPU_FILE, CPU_FIL
 
 
 class Trainer:
-    def __init__(self, run: RunConfig, run_dir: Path, log: Callable[[str], None],
-                 resume: dict[str, Any] | None = None, dist: DistEnv = SINGLE):
+    def __init__(
+        self,
+        run: RunConfig,
+        run_dir: Path,
+        log: Callable[[str], None],
+        resume: dict[str, Any] | None = None,
+        dist: DistEnv = SINGLE,
+    ):
         self.run_dir, self.log, self.dist = Path(run_dir), log, dist
         seed_everything(run.TRAIN_SEED)
         self.device = dist.place(resolve_device(run.DEVICE))
@@ -58,31 +67,72 @@ class Trainer:
         self.meta = meta = load_meta(data_dir)
         info = describe_device(self.device)
         # Micro-batch and accumulation: as configured, fitted (HYPER_PARAM_AUTO) or resumed.
-        run, self.batch_plan = plan_batch(run, info, dist.world_size, meta["vocab_size"],
-                                          (resume or {}).get("batch"))
+        run, self.batch_plan = plan_batch(
+            run, info, dist.world_size, meta["vocab_size"], (resume or {}).get("batch")
+        )
         # model -> speed options -> optimizer -> pruner -> step (lib/train/build.py)
-        self.run, self.training = run, build_training(run, self.device, meta["vocab_size"],
-                                                      dist=dist, warm=True)
+        self.run, self.training = (
+            run,
+            build_training(run, self.device, meta["vocab_size"], dist=dist, warm=True),
+        )
         block, pin = self.training.config.block_size, self.training.speed.pin_memory
-        self.loaders = {split: BatchLoader(data_dir, split, self.batch_plan.batch_size, block,
-                                           self.device, run.TRAIN_SEED, dist.rank,
-                                           dist.world_size, pin) for split in ("train", "val")}
+        self.loaders = {
+            split: BatchLoader(
+                data_dir,
+                split,
+                self.batch_plan.batch_size,
+                block,
+                self.device,
+                run.TRAIN_SEED,
+                dist.rank,
+                dist.world_size,
+                pin,
+            )
+            for split in ("train", "val")
+        }
         self.evaluator, self.checkpoints = Evaluator(run, dist.mean), Checkpointer.from_run(run)
         self.early_stop = EarlyStop.from_run(run)  # val loss is averaged: ranks agree
-        self.metrics = RunMetrics(self.run_dir / "metrics.json", record.static_record(
-            run, self.run_dir, meta, info, dist.world_size, self.training.record(),
-            {"lr_schedule": schedule_settings(run), "batch_plan": self.batch_plan.as_dict(),
-             "checkpoints": self.checkpoints.record()},
-            batch_record(run, meta["vocab_size"], self.batch_plan, info, log)), write=dist.is_main)
+        self.trial = TrialReport.from_run_dir(self.run_dir, dist.is_main)  # a tuning trial
+        self.pruned: str | None = None  # why the study pruned this trial
+        self.metrics = RunMetrics(
+            self.run_dir / "metrics.json",
+            record.static_record(
+                run,
+                self.run_dir,
+                meta,
+                info,
+                dist.world_size,
+                self.training.record(),
+                {
+                    "lr_schedule": schedule_settings(run),
+                    "batch_plan": self.batch_plan.as_dict(),
+                    "checkpoints": self.checkpoints.record(),
+                },
+                batch_record(run, meta["vocab_size"], self.batch_plan, info, log),
+            ),
+            write=dist.is_main,
+        )
         self.monitor = build_monitor(run, self.device, self.run_dir, log, dist.is_main)
         self.backup = Backup.from_run(run, self.run_dir, log, dist.is_main)
-        self.tracker = Tracker(run, self.run_dir, log, dist.is_main,  # off by default
-                               resumed=resume is not None)
+        self.tracker = Tracker(
+            run,
+            self.run_dir,
+            log,
+            dist.is_main,  # off by default
+            resumed=resume is not None,
+        )
         self.samples = SampleLog(run, self.run_dir, meta["tokenizer"], log, dist.is_main)
         self.first_steps = FirstSteps(run, dist.active)  # compile and out-of-memory fallbacks
         self.losses = PendingLosses(dist.mean)  # read in one sync per log step (losses.py)
-        self.steplog = StepLog(run, self.metrics, self.tracker, lambda: self.training.log_fields(),
-                               log, self.device, dist.is_main)
+        self.steplog = StepLog(
+            run,
+            self.metrics,
+            self.tracker,
+            lambda: self.training.log_fields(),
+            log,
+            self.device,
+            dist.is_main,
+        )
         self.step = 0
         self.stop_signal: str | None = None  # the signal that stopped the run
         self.abandoned = False  # stopped at once by a repeated signal: nothing saved
@@ -91,8 +141,10 @@ class Trainer:
 
     def describe(self) -> None:
         for line in record.describe(self.metrics.static, self.training.config, self.meta) + [
-                self.run.describe(self.dist.world_size), self.batch_plan.describe(),
-                *self.training.describe()]:
+            self.run.describe(self.dist.world_size),
+            self.batch_plan.describe(),
+            *self.training.describe(),
+        ]:
             self.log(line)
 
     def train(self) -> dict[str, Any]:
@@ -120,7 +172,9 @@ class Trainer:
                 # last one; the wait then counts in this step's time, so the totals hold.
                 evaluating = self.evaluator.due(self.step)
                 read = self.losses.read() if evaluating or self.steplog.due(self.step) else []
-                self.metrics.record_step(time.perf_counter() - t0, self.metrics.static["tokens_per_iter"])
+                self.metrics.record_step(
+                    time.perf_counter() - t0, self.metrics.static["tokens_per_iter"]
+                )
                 reason = self.steplog.step_done(read, self.step)
                 if reason:
                     return "diverged", reason
@@ -128,13 +182,17 @@ class Trainer:
                     self._evaluate_and_save(evaluating)
                     if self.early_stop.reason and self.step < total:
                         return "completed", self.early_stop.reason
+                    if self.pruned:
+                        return "completed", self.pruned
             return "completed", None
         except (Abandoned, KeyboardInterrupt) as err:
             # Mid-step: nothing consistent to save; the last checkpoint stays.
             name = str(err) or "SIGINT"
             self.stop_signal, self.abandoned = name, True
-            return "stopped", (f"{name} received again while stopping: stopped at once "
-                               f"without a checkpoint; resumes from the last one")
+            return "stopped", (
+                f"{name} received again while stopping: stopped at once "
+                f"without a checkpoint; resumes from the last one"
+            )
         finally:
             self.steplog.close()
             self.monitor.stop()
@@ -148,6 +206,7 @@ class Trainer:
 
         def attempt() -> float:
             return self.training.step(self.loaders["train"].next_batch, lr, self.step + 1).item()
+
         loss = retrying(attempt, lambda: self.loaders, self.training.optimizer, self._recover)
         if self.training.step.compile_ran():
             self.log("torch.compile: compiled model is running")
@@ -158,11 +217,16 @@ class Trainer:
         and training stack it returns (compile off, or a smaller micro-batch), recorded."""
         step = self.training.step
         decision = self.first_steps.decide(err, step.compiled, step.compile_proven, self.batch_plan)
-        plan, self.loaders, self.training = decision.apply(self.batch_plan, self.loaders, self.training)
+        plan, self.loaders, self.training = decision.apply(
+            self.batch_plan, self.loaders, self.training
+        )
         if plan != self.batch_plan:
             self.batch_plan = plan
-            self.metrics.static.update(batch_record(self.run, self.meta["vocab_size"], plan,
-                                                    describe_device(self.device), self.log))
+            self.metrics.static.update(
+                batch_record(
+                    self.run, self.meta["vocab_size"], plan, describe_device(self.device), self.log
+                )
+            )
         self.metrics.record_event(step=self.step, **decision.record())
         self.log(decision.message())
 
@@ -170,7 +234,10 @@ class Trainer:
         """(status, reason) when a signal (this rank's or another's) or TRAIN_MAX_TIME
         stops the run before the next step, else None; every rank stops at the same step."""
         limit = self.run.TRAIN_MAX_TIME
-        late, signalled = bool(limit) and time.monotonic() - started >= limit, STOP.signal is not None
+        late, signalled = (
+            bool(limit) and time.monotonic() - started >= limit,
+            STOP.signal is not None,
+        )
         if not self.dist.any(late or signalled):
             return None
         diverged = self.steplog.check(self.losses.read(), self.step)  # then no resume checkpoint
@@ -180,8 +247,10 @@ class Trainer:
             return "stopped", f"TRAIN_MAX_TIME={limit}s reached"
         self.stop_signal = STOP.signal or "SIGTERM"
         who = STOP.why() if signalled else "a stop signal to another rank"
-        return "stopped", (f"{who}: stopped after step {self.step} of {self.run.GPT2_MAX_ITERS} "
-                           + self.checkpoints.stop_note(self.run_dir))
+        return "stopped", (
+            f"{who}: stopped after step {self.step} of {self.run.GPT2_MAX_ITERS} "
+            + self.checkpoints.stop_note(self.run_dir)
+        )
 
     def _evaluate_and_save(self, evaluating: bool) -> None:
         best, t = False, self.training
@@ -189,8 +258,14 @@ class Trainer:
             val = self.evaluator(self.loaders["val"], t.model, t.step.forward, t.precision)
             best = self.metrics.record_val(self.step, val)
             self.early_stop.update(val)
-            self.log(f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f}"
-                     f"{' (best)' if best else ''}")
+            if self.trial.active:  # rank 0 asks the study; every rank stops with it
+                reason = self.trial.report(self.step, val)
+                if self.dist.any(reason is not None) and self.step < self.run.GPT2_MAX_ITERS:
+                    self.pruned = reason or "pruned by the tuning study (rank 0 asked it)"
+            self.log(
+                f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f}"
+                f"{' (best)' if best else ''}"
+            )
             self.tracker.log_eval(self.step, self.metrics)
             self.samples(self.step, t.model, self.device)
         for name in self.checkpoints.due(self.step, best):
@@ -199,16 +274,28 @@ class Trainer:
         self.backup.mirror()
 
     def save(self, name: str) -> None:
-        rngs, plan = self.dist.gather(rng_state()), self.batch_plan  # every rank's RNGs: exact resume
+        rngs, plan = (
+            self.dist.gather(rng_state()),
+            self.batch_plan,
+        )  # every rank's RNGs: exact resume
         parts = self.training.state_dict(self.dist)  # a collective under FSDP: every rank
         if not self.dist.is_main:
             return
-        self.checkpoints.write(self.run_dir / name, {
-            "step": self.step, "family": self.run.MODEL, "tokenizer": self.meta["tokenizer"],
-            **parts, "rng_ranks": rngs, "rng": rngs[0],
-            "batch": {"batch_size": plan.batch_size, "accumulation": plan.accumulation},
-            "loaders": {k: loader.state_dict() for k, loader in self.loaders.items()},
-            "metrics": self.metrics.state_dict(), "early_stop": self.early_stop.state_dict()})
+        self.checkpoints.write(
+            self.run_dir / name,
+            {
+                "step": self.step,
+                "family": self.run.MODEL,
+                "tokenizer": self.meta["tokenizer"],
+                **parts,
+                "rng_ranks": rngs,
+                "rng": rngs[0],
+                "batch": {"batch_size": plan.batch_size, "accumulation": plan.accumulation},
+                "loaders": {k: loader.state_dict() for k, loader in self.loaders.items()},
+                "metrics": self.metrics.state_dict(),
+                "early_stop": self.early_stop.state_dict(),
+            },
+        )
 
     def _restore(self, state: dict[str, Any]) -> None:
         self.training.load_state_dict(state, self.dist)
@@ -224,14 +311,27 @@ class Trainer:
 
     def _summary(self, status: str, reason: str | None = None) -> dict[str, Any]:
         t, static = self.training, self.metrics.static
-        return self.metrics.summary(status, self.step, self.step * static["tokens_per_iter"], {
-            "reason": reason, **t.summary(self.run),
-            **record.end_figures(static, self.device, t.model.flops_per_token(t.config.block_size),
-                                 self.metrics.tokens_per_sec,  # of all ranks
-                                 describe_device(self.device).peak_flops_16bit),
-            "monitor": self.monitor.write(), "trackers": self.tracker.record(),  # those in effect
-            "stopped_early": status == "completed" and self.step < self.run.GPT2_MAX_ITERS,
-            "stop_signal": self.stop_signal})  # set: resumable (exit code EXIT_RESUMABLE)
+        return self.metrics.summary(
+            status,
+            self.step,
+            self.step * static["tokens_per_iter"],
+            {
+                "reason": reason,
+                **t.summary(self.run),
+                **record.end_figures(
+                    static,
+                    self.device,
+                    t.model.flops_per_token(t.config.block_size),
+                    self.metrics.tokens_per_sec,  # of all ranks
+                    describe_device(self.device).peak_flops_16bit,
+                ),
+                "monitor": self.monitor.write(),
+                "trackers": self.tracker.record(),  # those in effect
+                "stopped_early": status == "completed" and self.step < self.run.GPT2_MAX_ITERS,
+                "stop_signal": self.stop_signal,
+                **self.trial.record(),
+            },
+        )  # set: resumable (exit code EXIT_RESUMABLE)
 
     def _finish(self, status: str, reason: str | None) -> dict[str, Any]:
         if status != "diverged" and not self.abandoned and self.checkpoints.due_at_stop(self.step):
@@ -243,6 +343,8 @@ class Trainer:
         if self.dist.is_main:
             remove_run_temps(self.run_dir, RUN_FILES, self.backup, self.log)
         self.tracker.close()
-        self.log(f"{status}{': ' + reason if reason else ''} | step {self.step} | best val loss "
-                 f"{summary['best_val_loss'] or float('nan'):.4f} | {summary['tokens_per_sec']:,.0f} tok/s")
+        self.log(
+            f"{status}{': ' + reason if reason else ''} | step {self.step} | best val loss "
+            f"{summary['best_val_loss'] or float('nan'):.4f} | {summary['tokens_per_sec']:,.0f} tok/s"
+        )
         return summary

@@ -1,6 +1,7 @@
 """The memory estimate (lib/estimate) for the SDPA gate, gated RA, both
 together and the learned alpha, against the measured CPU peak, as
 tests/lib/test_estimate.py checks the other variants (measured: within 0.2 %)."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,24 +11,43 @@ from lib.estimate import estimate_memory
 from lib.estimate.measure import measure_peak
 from lib.hardware.devices import cpu_info
 
-TINY = dict(GPT2_N_LAYER=2, GPT2_N_HEAD=4, GPT2_N_EMBD=64, GPT2_BLOCK_SIZE=64, BATCH_SIZE=4,
-            DEVICE_CPU="y")
+TINY = dict(
+    GPT2_N_LAYER=2, GPT2_N_HEAD=4, GPT2_N_EMBD=64, GPT2_BLOCK_SIZE=64, BATCH_SIZE=4, DEVICE_CPU="y"
+)
 CASES = {
     "sdpa gate bf16": {"GPT2_ATTENTION_SDPA_GATE": "y", "MIXED_PRECISION_DTYPE_BF16": "y"},
-    "gated ra": {"GPT2_ATTENTION_RA_GATED": "y", "GPT2_RA_GATED_LAYERS": 1,
-                 "GPT2_RA_GATED_HEADS": 2},
+    "gated ra": {
+        "GPT2_ATTENTION_RA_GATED": "y",
+        "GPT2_RA_GATED_LAYERS": 1,
+        "GPT2_RA_GATED_HEADS": 2,
+    },
     # With dropout the CPU runs SDPA's math path, which keeps the scores.
-    "gated ra dropout": {"GPT2_ATTENTION_RA_GATED": "y", "GPT2_RA_GATED_LAYERS": 2,
-                         "GPT2_DROPOUT": "0.1"},
+    "gated ra dropout": {
+        "GPT2_ATTENTION_RA_GATED": "y",
+        "GPT2_RA_GATED_LAYERS": 2,
+        "GPT2_DROPOUT": "0.1",
+    },
     # knlp's two switches both on: the output gate on every layer, the branch on one
-    "output gate + gated ra": {"GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
-                               "GPT2_RA_GATED_LAYERS": 1, "GPT2_RA_GATED_HEADS": 2},
-    "output gate + gated ra bf16": {"GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
-                                    "MIXED_PRECISION_DTYPE_BF16": "y", "GPT2_RA_GATED_LAYERS": 1},
-    "output gate + gated ra dropout": {"GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
-                                       "GPT2_RA_GATED_LAYERS": 2, "GPT2_DROPOUT": "0.1"},
-    "learned alpha bf16": {"GPT2_ATTENTION_RA_LOGIT": "y", "RA_MLA_RA_ALPHA_LEARNED": "y",
-                           "MIXED_PRECISION_DTYPE_BF16": "y"},
+    "output gate + gated ra": {
+        "GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
+        "GPT2_RA_GATED_LAYERS": 1,
+        "GPT2_RA_GATED_HEADS": 2,
+    },
+    "output gate + gated ra bf16": {
+        "GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
+        "MIXED_PRECISION_DTYPE_BF16": "y",
+        "GPT2_RA_GATED_LAYERS": 1,
+    },
+    "output gate + gated ra dropout": {
+        "GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
+        "GPT2_RA_GATED_LAYERS": 2,
+        "GPT2_DROPOUT": "0.1",
+    },
+    "learned alpha bf16": {
+        "GPT2_ATTENTION_RA_LOGIT": "y",
+        "RA_MLA_RA_ALPHA_LEARNED": "y",
+        "MIXED_PRECISION_DTYPE_BF16": "y",
+    },
 }
 
 

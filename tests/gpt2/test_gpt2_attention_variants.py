@@ -31,16 +31,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ra_mla_window3": dict(attention="ra_mla", ra_alpha=0.5, ra_window=3, q_latent=True, **MLA),
     # Learned alpha starts from 0.5 here; the tests below move it per head.
     "ra_learned": dict(attention="ra_logit", ra_alpha=0.5, ra_alpha_learned=True),
-    "ra_mla_learned_window3": dict(attention="ra_mla", ra_alpha=0.5, ra_alpha_learned=True,
-                                   ra_window=3, rope_dim=8, **MLA),
+    "ra_mla_learned_window3": dict(
+        attention="ra_mla", ra_alpha=0.5, ra_alpha_learned=True, ra_window=3, rope_dim=8, **MLA
+    ),
     "sdpa_gate": dict(attention="sdpa_gate"),
     # An open gate (tanh 0.8 = 0.66) on both layers and 2 of 4 heads, so the
     # reverse branch shows in every test; at gate 0 it would add exactly 0.
-    "ra_gated": dict(attention="ra_gated", ra_gated_layers=2, ra_gated_heads=2,
-                     ra_gated_gate_init=0.8),
+    "ra_gated": dict(
+        attention="ra_gated", ra_gated_layers=2, ra_gated_heads=2, ra_gated_gate_init=0.8
+    ),
     # both of the original project's switches on (test_gpt2_sdpa_gate_ra_gated.py)
-    "sdpa_gate_ra_gated": dict(attention="sdpa_gate_ra_gated", ra_gated_layers=1,
-                               ra_gated_heads=2, ra_gated_gate_init=0.8),
+    "sdpa_gate_ra_gated": dict(
+        attention="sdpa_gate_ra_gated", ra_gated_layers=1, ra_gated_heads=2, ra_gated_gate_init=0.8
+    ),
 }
 
 
@@ -69,9 +72,13 @@ def sharp(seed: int = 0, **overrides: Any) -> GPT2:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("attention", "flash", "attention='flash' is invalid: it must be one of vanilla, "
-                               "sdpa_gate, mla, ra_logit, ra_mla, ra_gated, "
-                               "sdpa_gate_ra_gated"),
+        (
+            "attention",
+            "flash",
+            "attention='flash' is invalid: it must be one of vanilla, "
+            "sdpa_gate, mla, ra_logit, ra_mla, ra_gated, "
+            "sdpa_gate_ra_gated",
+        ),
         ("latent_dim", 8, "latent_dim=8 is invalid: it must be an integer from 16 to 512"),
         ("latent_dim", 1024, "latent_dim=1024 is invalid"),
         ("rope_dim", 7, "rope_dim=7 is invalid: it must be even"),
@@ -94,8 +101,12 @@ def test_bad_attention_options_name_the_field(field: str, value: Any, message: s
 def test_defaults_keep_vanilla_gpt2() -> None:
     cfg = GPT2Config(vocab_size=VOCAB)
     assert (cfg.attention, cfg.ra_alpha, cfg.rope_dim) == ("vanilla", 0.0, 0)
-    assert (cfg.ra_alpha_learned, cfg.ra_gated_layers, cfg.ra_gated_heads,
-            cfg.ra_gated_gate_init) == (False, 3, 1, 0.0)  # the reference's gated knobs
+    assert (
+        cfg.ra_alpha_learned,
+        cfg.ra_gated_layers,
+        cfg.ra_gated_heads,
+        cfg.ra_gated_gate_init,
+    ) == (False, 3, 1, 0.0)  # the reference's gated knobs
 
 
 def test_gated_layers_and_heads_are_checked_against_the_shape_only_when_gated() -> None:
@@ -201,8 +212,9 @@ def test_reciprocal_logits_by_hand(window: int) -> None:
             logits.append(s_ij + (alpha * s_ji if in_band else 0.0))
         weights = torch.tensor(logits).softmax(0)
         expected.append(weights @ v[: i + 1])
-    got = reciprocal_attention(q[None, None], k[None, None], v[None, None], q[None, None],
-                               0, alpha, window)
+    got = reciprocal_attention(
+        q[None, None], k[None, None], v[None, None], q[None, None], 0, alpha, window
+    )
     torch.testing.assert_close(got[0, 0], torch.stack(expected), rtol=0, atol=1e-6)
 
 
@@ -263,8 +275,9 @@ def test_cache_size_ratio_vanilla_to_mla() -> None:
 
 def test_cache_size_of_gpt2_small_matches_the_mla_paper_arithmetic() -> None:
     vanilla = GPT2Config.from_preset("124m", vocab_size=50257)
-    mla = GPT2Config.from_preset("124m", vocab_size=50257, attention="mla",
-                                 latent_dim=256, rope_dim=32)
+    mla = GPT2Config.from_preset(
+        "124m", vocab_size=50257, attention="mla", latent_dim=256, rope_dim=32
+    )
     assert cache_elements_per_token(vanilla) == 18_432
     assert cache_elements_per_token(mla) == 3_456
     with torch.device("meta"):

@@ -36,12 +36,12 @@ def test_width_smaller_than_head_count_suggests_only_the_first_multiple() -> Non
         GPT2Config(vocab_size=100, n_embd=5, n_head=8)
 
 
-@pytest.mark.parametrize(
-    "field", ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"]
-)
+@pytest.mark.parametrize("field", ["vocab_size", "block_size", "n_layer", "n_head", "n_embd"])
 @pytest.mark.parametrize("bad", [0, -4])
 def test_non_positive_sizes_are_rejected_by_name(field: str, bad: int) -> None:
-    with pytest.raises(ValueError, match=rf"^{field}={bad} is invalid: it must be a positive integer"):
+    with pytest.raises(
+        ValueError, match=rf"^{field}={bad} is invalid: it must be a positive integer"
+    ):
         GPT2Config(**{"vocab_size": 100, field: bad})
 
 

@@ -26,31 +26,41 @@ def _flops(**overrides: Any) -> tuple[int, int]:
     return model.num_params(non_embedding=True), model.flops_per_token(32)
 
 
-@pytest.mark.parametrize(("overrides", "attn_params", "qk_width"), [
-    # c_attn 64*192+192 + c_proj 64*64+64; scores and sums both 16 wide.
-    ({}, 12480 + 4160, 16),
-    # kv_down 64*16+16, k_up and v_up 16*64+64 each, q_proj and c_proj 64*64+64.
-    (dict(attention="mla", latent_dim=16), 1040 + 2 * 1088 + 2 * 4160, 16),
-    # + q_down 1040, q_up 1088 instead of q_proj; q_rope 16*32+32, k_rope 64*8+8;
-    # scores are 16 + 8 wide.
-    (dict(attention="mla", latent_dim=16, rope_dim=8, q_latent=True),
-     1040 + 2 * 1088 + 1040 + 1088 + 544 + 520 + 4160, 24),
-    # RA: vanilla weights, augmented scores [q, sqrt(a) k] . [k, sqrt(a) q] 32 wide,
-    # the same with a band.
-    (dict(attention="ra_logit", ra_alpha=0.5), 12480 + 4160, 32),
-    (dict(attention="ra_logit", ra_alpha=0.5, ra_window=3), 12480 + 4160, 32),
-    # alpha = 0 is vanilla attention ...
-    (dict(attention="ra_logit", ra_alpha=0.0, ra_window=3), 12480 + 4160, 16),
-    # ... unless learned: 4 alphas (one per head), and the augmented scores from the start.
-    (dict(attention="ra_logit", ra_alpha=0.0, ra_alpha_learned=True), 12480 + 4160 + 4, 32),
-    # SDPA output gate: one more 64 x 64 Linear (+ bias); the gating itself is elementwise.
-    (dict(attention="sdpa_gate"), 12480 + 4160 + 4160, 16),
-    # RA+MLA with rope 8: q_rope from h (64*32+32), scores 2 * (16 + 8) wide.
-    (dict(attention="ra_mla", ra_alpha=0.5, latent_dim=16, rope_dim=8),
-     1040 + 2 * 1088 + 4160 + 2080 + 520 + 4160, 48),
-])
-def test_flops_per_token_of_each_attention_variant(overrides: dict[str, Any], attn_params: int,
-                                            qk_width: int) -> None:
+@pytest.mark.parametrize(
+    ("overrides", "attn_params", "qk_width"),
+    [
+        # c_attn 64*192+192 + c_proj 64*64+64; scores and sums both 16 wide.
+        ({}, 12480 + 4160, 16),
+        # kv_down 64*16+16, k_up and v_up 16*64+64 each, q_proj and c_proj 64*64+64.
+        (dict(attention="mla", latent_dim=16), 1040 + 2 * 1088 + 2 * 4160, 16),
+        # + q_down 1040, q_up 1088 instead of q_proj; q_rope 16*32+32, k_rope 64*8+8;
+        # scores are 16 + 8 wide.
+        (
+            dict(attention="mla", latent_dim=16, rope_dim=8, q_latent=True),
+            1040 + 2 * 1088 + 1040 + 1088 + 544 + 520 + 4160,
+            24,
+        ),
+        # RA: vanilla weights, augmented scores [q, sqrt(a) k] . [k, sqrt(a) q] 32 wide,
+        # the same with a band.
+        (dict(attention="ra_logit", ra_alpha=0.5), 12480 + 4160, 32),
+        (dict(attention="ra_logit", ra_alpha=0.5, ra_window=3), 12480 + 4160, 32),
+        # alpha = 0 is vanilla attention ...
+        (dict(attention="ra_logit", ra_alpha=0.0, ra_window=3), 12480 + 4160, 16),
+        # ... unless learned: 4 alphas (one per head), and the augmented scores from the start.
+        (dict(attention="ra_logit", ra_alpha=0.0, ra_alpha_learned=True), 12480 + 4160 + 4, 32),
+        # SDPA output gate: one more 64 x 64 Linear (+ bias); the gating itself is elementwise.
+        (dict(attention="sdpa_gate"), 12480 + 4160 + 4160, 16),
+        # RA+MLA with rope 8: q_rope from h (64*32+32), scores 2 * (16 + 8) wide.
+        (
+            dict(attention="ra_mla", ra_alpha=0.5, latent_dim=16, rope_dim=8),
+            1040 + 2 * 1088 + 4160 + 2080 + 520 + 4160,
+            48,
+        ),
+    ],
+)
+def test_flops_per_token_of_each_attention_variant(
+    overrides: dict[str, Any], attn_params: int, qk_width: int
+) -> None:
     params, flops = _flops(**overrides)
     assert params == SHARED + 2 * attn_params
     assert flops == 6 * params + ATTENTION_UNIT * (qk_width + 16)

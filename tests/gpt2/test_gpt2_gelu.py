@@ -2,6 +2,7 @@
 exact, nanoGPT's and knlp's. Each computes torch's GELU of that form; the
 Hugging Face path stays on tanh; an exact model exports as GPT2LMHeadModel
 with activation_function "gelu"."""
+
 from __future__ import annotations
 
 import pytest

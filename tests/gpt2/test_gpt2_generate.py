@@ -56,12 +56,16 @@ def test_incremental_logits_match_a_full_forward(tiny_model: GPT2) -> None:
 def test_cache_cannot_run_past_block_size(tiny_model: GPT2) -> None:
     caches = tiny_model.new_cache()
     tiny_model.forward_cached(torch.zeros(1, BLOCK, dtype=torch.long), caches)
-    with pytest.raises(ValueError, match=rf"sequence length {BLOCK + 1} exceeds block_size {BLOCK}"):
+    with pytest.raises(
+        ValueError, match=rf"sequence length {BLOCK + 1} exceeds block_size {BLOCK}"
+    ):
         tiny_model.forward_cached(torch.zeros(1, 1, dtype=torch.long), caches)
 
 
 @pytest.mark.parametrize("new_tokens", [10, 40])  # 40 runs past the 32-token block
-def test_greedy_generation_is_the_same_with_and_without_cache(tiny_model: GPT2, new_tokens: int) -> None:
+def test_greedy_generation_is_the_same_with_and_without_cache(
+    tiny_model: GPT2, new_tokens: int
+) -> None:
     torch.manual_seed(5)
     prompt = torch.randint(0, VOCAB, (2, 5))
     cached = tiny_model.generate(prompt, new_tokens, temperature=0, use_cache=True)

@@ -1,4 +1,5 @@
 """Hugging Face GPT-2 folders: logit parity with transformers, errors, export round trip."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,8 +20,16 @@ hf_logging.set_verbosity_error()
 
 def hf_model(init: float = 0.02, **shape) -> GPT2LMHeadModel:
     torch.manual_seed(0)
-    shape = {"vocab_size": 101, "n_positions": 32, "n_embd": 64, "n_layer": 2, "n_head": 4,
-             "bos_token_id": 0, "eos_token_id": 0, **shape}
+    shape = {
+        "vocab_size": 101,
+        "n_positions": 32,
+        "n_embd": 64,
+        "n_layer": 2,
+        "n_head": 4,
+        "bos_token_id": 0,
+        "eos_token_id": 0,
+        **shape,
+    }
     return GPT2LMHeadModel(HFConfig(initializer_range=init, **shape)).eval()
 
 
@@ -71,8 +80,13 @@ def rewrite(path: Path, change) -> None:
 
 def test_missing_and_unexpected_tensors_are_named(saved):
     _, path = saved
-    rewrite(path, lambda t: (t.pop("transformer.h.1.mlp.c_fc.weight"),
-                             t.update({"transformer.h.2.ln_1.weight": torch.ones(64)})))
+    rewrite(
+        path,
+        lambda t: (
+            t.pop("transformer.h.1.mlp.c_fc.weight"),
+            t.update({"transformer.h.2.ln_1.weight": torch.ones(64)}),
+        ),
+    )
     with pytest.raises(CheckpointError) as err:
         load_pretrained(path)
     message = str(err.value)
@@ -82,11 +96,20 @@ def test_missing_and_unexpected_tensors_are_named(saved):
 
 def test_misshapen_and_untied_tensors_are_named(saved):
     _, path = saved
-    rewrite(path, lambda t: t.update({"transformer.h.0.attn.c_proj.weight": torch.ones(64, 32),
-                                      "lm_head.weight": torch.ones(101, 64)}))
+    rewrite(
+        path,
+        lambda t: t.update(
+            {
+                "transformer.h.0.attn.c_proj.weight": torch.ones(64, 32),
+                "lm_head.weight": torch.ones(101, 64),
+            }
+        ),
+    )
     with pytest.raises(CheckpointError) as err:
         load_pretrained(path)
-    assert "transformer.h.0.attn.c_proj.weight has shape (64, 32), expected (64, 64)" in str(err.value)
+    assert "transformer.h.0.attn.c_proj.weight has shape (64, 32), expected (64, 64)" in str(
+        err.value
+    )
     assert "lm_head.weight differs from transformer.wte.weight" in str(err.value)
 
 
@@ -105,8 +128,9 @@ def test_missing_files_and_other_architectures_are_clear_errors(saved, tmp_path)
 @pytest.mark.parametrize("bias", [True, False])
 def test_export_loads_in_transformers_with_the_same_logits(tmp_path, bias):
     torch.manual_seed(3)
-    ours = GPT2(GPT2Config(vocab_size=97, block_size=16, n_layer=2, n_head=2, n_embd=32,
-                           bias=bias)).eval()
+    ours = GPT2(
+        GPT2Config(vocab_size=97, block_size=16, n_layer=2, n_head=2, n_embd=32, bias=bias)
+    ).eval()
     for p in ours.parameters():
         p.data.normal_(0, 0.2)
     save_pretrained(ours, tmp_path / "out")
@@ -118,7 +142,16 @@ def test_export_loads_in_transformers_with_the_same_logits(tmp_path, bias):
 
 
 def test_export_refuses_attention_variants(tmp_path):
-    mla = GPT2(GPT2Config(vocab_size=97, block_size=16, n_layer=1, n_head=2, n_embd=32,
-                          attention="mla", latent_dim=16))
+    mla = GPT2(
+        GPT2Config(
+            vocab_size=97,
+            block_size=16,
+            n_layer=1,
+            n_head=2,
+            n_embd=32,
+            attention="mla",
+            latent_dim=16,
+        )
+    )
     with pytest.raises(ValueError, match="no Hugging Face GPT-2 layout"):
         save_pretrained(mla, tmp_path / "out")

@@ -32,13 +32,22 @@ def test_rotary_of_float64_input_uses_float64_angles() -> None:
 
 def test_float64_mla_model_rotates_its_cached_keys_exactly() -> None:
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=50, block_size=2048, n_layer=1, n_head=2, n_embd=32,
-                     attention="mla", latent_dim=16, rope_dim=8)
+    cfg = GPT2Config(
+        vocab_size=50,
+        block_size=2048,
+        n_layer=1,
+        n_head=2,
+        n_embd=32,
+        attention="mla",
+        latent_dim=16,
+        rope_dim=8,
+    )
     attn = GPT2(cfg).double().transformer.h[0].attn
     x = torch.randn(1, 3, 32, dtype=torch.float64)
     # Tokens 1500..1502 after a cache of 1500 (the cached values do not matter here).
-    cache = LatentCache(torch.zeros(1, 1500, 16, dtype=torch.float64),
-                        torch.zeros(1, 1500, 8, dtype=torch.float64))
+    cache = LatentCache(
+        torch.zeros(1, 1500, 16, dtype=torch.float64), torch.zeros(1, 1500, 8, dtype=torch.float64)
+    )
     with torch.no_grad():
         q, k, _, n_past = attn.project(x, cache)
         want_k = rotated_by_hand(attn.k_rope(x)[0], 1500)

@@ -46,13 +46,17 @@ def test_targets_of_minus_one_are_ignored(tiny_model: GPT2) -> None:
     masked = targets.clone()
     masked[:, 5:] = -1
     logits, loss = tiny_model(idx, masked)
-    expected = nn.functional.cross_entropy(logits[:, :5].reshape(-1, VOCAB), targets[:, :5].reshape(-1))
+    expected = nn.functional.cross_entropy(
+        logits[:, :5].reshape(-1, VOCAB), targets[:, :5].reshape(-1)
+    )
     torch.testing.assert_close(loss, expected)
 
 
 def test_sequence_longer_than_block_size_names_both_lengths(tiny_model: GPT2) -> None:
     idx = torch.zeros(1, BLOCK + 1, dtype=torch.long)
-    with pytest.raises(ValueError, match=rf"sequence length {BLOCK + 1} exceeds block_size {BLOCK}"):
+    with pytest.raises(
+        ValueError, match=rf"sequence length {BLOCK + 1} exceeds block_size {BLOCK}"
+    ):
         tiny_model(idx)
 
 
@@ -85,7 +89,9 @@ def test_lm_head_shares_storage_with_token_embedding(tiny_model: GPT2) -> None:
 
 
 def test_without_bias_linears_and_layernorms_have_no_bias() -> None:
-    model = GPT2(GPT2Config(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=4, n_embd=64, bias=False))
+    model = GPT2(
+        GPT2Config(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=4, n_embd=64, bias=False)
+    )
     names = [n for n, _ in model.named_parameters()]
     assert not any(n.endswith(".bias") for n in names)
     # wte 101*64 + wpe 32*64 + 2 blocks * (2*64 + 12*64*64) + ln_f 64
@@ -97,8 +103,13 @@ def test_state_dict_uses_hugging_face_gpt2_names(tiny_model: GPT2) -> None:
     for suffix in ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj"):
         assert f"transformer.h.1.{suffix}.weight" in keys
         assert f"transformer.h.1.{suffix}.bias" in keys
-    expected_top = {"transformer.wte.weight", "transformer.wpe.weight",
-                    "transformer.ln_f.weight", "transformer.ln_f.bias", "lm_head.weight"}
+    expected_top = {
+        "transformer.wte.weight",
+        "transformer.wpe.weight",
+        "transformer.ln_f.weight",
+        "transformer.ln_f.bias",
+        "lm_head.weight",
+    }
     assert expected_top <= keys
     assert tiny_model.state_dict()["transformer.h.0.attn.c_attn.weight"].shape == (192, 64)
 

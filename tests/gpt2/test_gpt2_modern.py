@@ -17,8 +17,15 @@ from gpt2.config import GPT2Config, swiglu_hidden
 from gpt2.model import GPT2
 
 VOCAB, BLOCK, C, H, L = 101, 32, 64, 4, 2
-MODERN: dict[str, Any] = dict(position="rope", norm="rmsnorm", mlp="swiglu", n_kv_head=2, qk_norm=True,
-              tie_head=False, bias=False)
+MODERN: dict[str, Any] = dict(
+    position="rope",
+    norm="rmsnorm",
+    mlp="swiglu",
+    n_kv_head=2,
+    qk_norm=True,
+    tie_head=False,
+    bias=False,
+)
 OPTIONS: dict[str, dict[str, Any]] = {
     "rope": dict(position="rope"),
     "rmsnorm": dict(norm="rmsnorm"),
@@ -37,10 +44,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "sdpa_gate": dict(attention="sdpa_gate", **MODERN),
     "ra_logit": dict(attention="ra_logit", ra_alpha=0.5, **MODERN),
     "ra_logit_band": dict(attention="ra_logit", ra_alpha=0.5, ra_window=3, **MODERN),
-    "ra_gated": dict(attention="ra_gated", ra_gated_layers=1, ra_gated_heads=2,
-                     ra_gated_gate_init=0.8, **MODERN),
-    "sdpa_gate_ra_gated": dict(attention="sdpa_gate_ra_gated", ra_gated_layers=1,
-                               ra_gated_heads=2, ra_gated_gate_init=0.8, **MODERN),
+    "ra_gated": dict(
+        attention="ra_gated", ra_gated_layers=1, ra_gated_heads=2, ra_gated_gate_init=0.8, **MODERN
+    ),
+    "sdpa_gate_ra_gated": dict(
+        attention="sdpa_gate_ra_gated",
+        ra_gated_layers=1,
+        ra_gated_heads=2,
+        ra_gated_gate_init=0.8,
+        **MODERN,
+    ),
     "mla": dict(attention="mla", **LATENT, **{**MODERN, "n_kv_head": 0}),
     "ra_mla": dict(attention="ra_mla", ra_alpha=0.5, **LATENT, **{**MODERN, "n_kv_head": 0}),
 }
@@ -49,8 +62,13 @@ CASES = {**OPTIONS, **VARIANTS}
 
 def build(**options: Any) -> GPT2:
     torch.manual_seed(0)
-    model = GPT2(GPT2Config(vocab_size=VOCAB, block_size=BLOCK, n_layer=L, n_head=H, n_embd=C,
-                            **options)).double().eval()
+    model = (
+        GPT2(
+            GPT2Config(vocab_size=VOCAB, block_size=BLOCK, n_layer=L, n_head=H, n_embd=C, **options)
+        )
+        .double()
+        .eval()
+    )
     with torch.no_grad():  # off the init (unit gains, zero biases) so every weight matters
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -80,8 +98,10 @@ def test_cached_decoding_equals_the_full_forward(case: str) -> None:
     with torch.no_grad():
         full, _ = model(idx, idx)
         caches = model.new_cache()
-        steps = [model.forward_cached(idx[:, a:b], caches)
-                 for a, b in ((0, 7), (7, 8), (8, 11), (11, 12))]
+        steps = [
+            model.forward_cached(idx[:, a:b], caches)
+            for a, b in ((0, 7), (7, 8), (8, 11), (11, 12))
+        ]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=0, atol=1e-10)
     assert caches[0].pos == 12
 
@@ -107,8 +127,9 @@ def test_rope_logits_depend_on_distance_not_on_absolute_position() -> None:
     x = torch.randn(1, 6, C, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     q0, k0, _ = attn.qkv(x, 0)
     q5, k5, _ = attn.qkv(x, 5)
-    torch.testing.assert_close(q0 @ k0.transpose(-1, -2), q5 @ k5.transpose(-1, -2),
-                               rtol=0, atol=1e-10)
+    torch.testing.assert_close(
+        q0 @ k0.transpose(-1, -2), q5 @ k5.transpose(-1, -2), rtol=0, atol=1e-10
+    )
     assert not torch.allclose(q0, q5)
 
 
@@ -157,29 +178,34 @@ def test_flops_count_the_modern_weights_and_keep_the_attention_term() -> None:
     T, Q = BLOCK, C // H
     for case in ("modern", "gqa", "untied", "rope", "swiglu"):
         model = build(**CASES[case])
-        n = params(model) - (model.transformer.wpe.weight.numel()
-                             if "wpe" in model.transformer else 0)
+        n = params(model) - (
+            model.transformer.wpe.weight.numel() if "wpe" in model.transformer else 0
+        )
         if not model.config.tie_head:
             n -= model.transformer.wte.weight.numel()
         assert model.flops_per_token(T) == 6 * n + 12 * L * H * Q * T, case
     assert build(**MODERN).num_params() == params(build(**MODERN)) - VOCAB * C
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(n_kv_head=3), "n_kv_head=3 is invalid: it must divide n_head=4"),
-    (dict(n_kv_head=8), "n_kv_head=8 is invalid: it must be an integer from 0 to 4"),
-    (dict(attention="mla", n_kv_head=2), "n_kv_head=2 is invalid with mla attention"),
-    (dict(attention="ra_mla", position="rope"), "position='rope' is invalid with ra_mla"),
-    (dict(position="alibi"), "position='alibi' is invalid: it must be one of learned, rope"),
-    (dict(norm="batchnorm"), "norm='batchnorm' is invalid"),
-    (dict(mlp="relu"), "mlp='relu' is invalid: it must be one of gelu, swiglu"),
-    (dict(rope_theta=1.0), "rope_theta=1.0 is invalid"),
-    (dict(norm_eps=0.1), "norm_eps=0.1 is invalid"),
-    (dict(qk_norm=1), "qk_norm=1 is invalid: it must be True or False"),
-    (dict(tie_head="no"), "tie_head='no' is invalid"),
-])
-def test_invalid_options_fail_with_one_line_naming_them(options: dict[str, Any],
-                                                       message: str) -> None:
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(n_kv_head=3), "n_kv_head=3 is invalid: it must divide n_head=4"),
+        (dict(n_kv_head=8), "n_kv_head=8 is invalid: it must be an integer from 0 to 4"),
+        (dict(attention="mla", n_kv_head=2), "n_kv_head=2 is invalid with mla attention"),
+        (dict(attention="ra_mla", position="rope"), "position='rope' is invalid with ra_mla"),
+        (dict(position="alibi"), "position='alibi' is invalid: it must be one of learned, rope"),
+        (dict(norm="batchnorm"), "norm='batchnorm' is invalid"),
+        (dict(mlp="relu"), "mlp='relu' is invalid: it must be one of gelu, swiglu"),
+        (dict(rope_theta=1.0), "rope_theta=1.0 is invalid"),
+        (dict(norm_eps=0.1), "norm_eps=0.1 is invalid"),
+        (dict(qk_norm=1), "qk_norm=1 is invalid: it must be True or False"),
+        (dict(tie_head="no"), "tie_head='no' is invalid"),
+    ],
+)
+def test_invalid_options_fail_with_one_line_naming_them(
+    options: dict[str, Any], message: str
+) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
         GPT2Config(vocab_size=VOCAB, n_layer=L, n_head=H, n_embd=C, **options)
     assert "\n" not in str(err.value)
@@ -194,9 +220,21 @@ def test_an_old_config_without_the_new_fields_is_gpt2() -> None:
     """A checkpoint's model_config from before the options loads as GPT-2,
     and its state dict (no c_gate, q_norm, own lm_head) fits."""
     config = GPT2Config(vocab_size=VOCAB, block_size=BLOCK, n_layer=L, n_head=H, n_embd=C)
-    old = {k: v for k, v in asdict(config).items()
-           if k not in ("position", "rope_theta", "norm", "norm_eps", "mlp", "n_kv_head",
-                        "qk_norm", "tie_head")}
+    old = {
+        k: v
+        for k, v in asdict(config).items()
+        if k
+        not in (
+            "position",
+            "rope_theta",
+            "norm",
+            "norm_eps",
+            "mlp",
+            "n_kv_head",
+            "qk_norm",
+            "tie_head",
+        )
+    }
     loaded = GPT2Config(**old)
     assert loaded == config and loaded.gpt2_layout
     model = GPT2(loaded)
@@ -209,15 +247,21 @@ def test_tiny_modern_defconfig_trains_and_its_loss_falls() -> None:
     """gpt2-tiny-modern's model (4 x 128, RoPE, RMSNorm, SwiGLU, 2 KV heads,
     QK-norm, untied head, no biases), through the project's config path,
     learns a repeating sequence in 40 AdamW steps."""
+    import gpt2
     from lib.config.run_config import load_run_config
     from lib.paths import ROOT
 
-    import gpt2
-
     run = load_run_config([], ROOT / "defconfigs" / "gpt2-tiny-modern")
     cfg = gpt2.from_run_config(run, 64)
-    assert (cfg.position, cfg.norm, cfg.mlp, cfg.n_kv_head, cfg.qk_norm, cfg.tie_head,
-            cfg.bias) == ("rope", "rmsnorm", "swiglu", 2, True, False, False)
+    assert (
+        cfg.position,
+        cfg.norm,
+        cfg.mlp,
+        cfg.n_kv_head,
+        cfg.qk_norm,
+        cfg.tie_head,
+        cfg.bias,
+    ) == ("rope", "rmsnorm", "swiglu", 2, True, False, False)
     torch.manual_seed(0)
     model = GPT2(cfg).train()
     data = torch.arange(33).repeat(4, 1) % 64
@@ -235,8 +279,12 @@ def test_tiny_modern_defconfig_trains_and_its_loss_falls() -> None:
     assert losses[-1] < losses[0] / 4
 
 
-MODERN_SYMBOLS: dict[str, Any] = {"GPT2_POSITION_ROPE": "y", "GPT2_NORM_RMSNORM": "y", "GPT2_MLP_SWIGLU": "y",
-                  "GPT2_QK_NORM": "y"}
+MODERN_SYMBOLS: dict[str, Any] = {
+    "GPT2_POSITION_ROPE": "y",
+    "GPT2_NORM_RMSNORM": "y",
+    "GPT2_MLP_SWIGLU": "y",
+    "GPT2_QK_NORM": "y",
+}
 ESTIMATE_CASES: dict[str, dict[str, Any]] = {
     "rope bf16": {"GPT2_POSITION_ROPE": "y", "MIXED_PRECISION_DTYPE_BF16": "y"},
     "rmsnorm": {"GPT2_NORM_RMSNORM": "y"},
@@ -244,8 +292,12 @@ ESTIMATE_CASES: dict[str, dict[str, Any]] = {
     "gqa": {"GPT2_N_KV_HEAD": 2},
     "qk-norm bf16": {"GPT2_QK_NORM": "y", "MIXED_PRECISION_DTYPE_BF16": "y"},
     "untied": {"GPT2_TIE_HEAD": "n"},
-    "modern gated ra": {**MODERN_SYMBOLS, "GPT2_N_KV_HEAD": 2, "GPT2_ATTENTION_RA_GATED": "y",
-                        "GPT2_RA_GATED_LAYERS": 1},
+    "modern gated ra": {
+        **MODERN_SYMBOLS,
+        "GPT2_N_KV_HEAD": 2,
+        "GPT2_ATTENTION_RA_GATED": "y",
+        "GPT2_RA_GATED_LAYERS": 1,
+    },
     "modern mla": {**MODERN_SYMBOLS, "GPT2_ATTENTION_MLA": "y", "RA_MLA_ROPE_DIM": 8},
 }
 
@@ -260,8 +312,14 @@ def test_memory_estimate_is_close_to_the_measured_cpu_peak(case: str) -> None:
     from lib.estimate.measure import measure_peak
     from lib.hardware.devices import cpu_info
 
-    tiny = dict(GPT2_N_LAYER=2, GPT2_N_HEAD=4, GPT2_N_EMBD=64, GPT2_BLOCK_SIZE=64, BATCH_SIZE=4,
-                DEVICE_CPU="y")
+    tiny = dict(
+        GPT2_N_LAYER=2,
+        GPT2_N_HEAD=4,
+        GPT2_N_EMBD=64,
+        GPT2_BLOCK_SIZE=64,
+        BATCH_SIZE=4,
+        DEVICE_CPU="y",
+    )
     run = run_config_from_defaults({k: str(v) for k, v in {**tiny, **ESTIMATE_CASES[case]}.items()})
     est = estimate_memory(run, 512, device_info=cpu_info())
     tolerance = 0.02 if "mla" in case else 0.005
@@ -270,8 +328,15 @@ def test_memory_estimate_is_close_to_the_measured_cpu_peak(case: str) -> None:
 
 @pytest.mark.slow
 def test_compiled_modern_model_matches_eager_and_trains() -> None:
-    cfg = GPT2Config(vocab_size=VOCAB, block_size=BLOCK, n_layer=L, n_head=H, n_embd=C,
-                     attention="sdpa_gate", **MODERN)
+    cfg = GPT2Config(
+        vocab_size=VOCAB,
+        block_size=BLOCK,
+        n_layer=L,
+        n_head=H,
+        n_embd=C,
+        attention="sdpa_gate",
+        **MODERN,
+    )
     torch.manual_seed(0)
     model = GPT2(cfg)
     compiled = torch.compile(model)

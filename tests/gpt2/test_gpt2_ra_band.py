@@ -13,8 +13,7 @@ def explicit_reciprocal(q, k, v, q_all, n_past, alpha, window):
     n_new, n_all = q.size(2), k.size(2)
     direct = q @ k.transpose(-2, -1)  # q_i . k_j
     reverse = k[:, :, n_past:] @ q_all.transpose(-2, -1)  # k_i . q_j
-    lag = (torch.arange(n_past, n_past + n_new).unsqueeze(1)
-           - torch.arange(n_all).unsqueeze(0))
+    lag = torch.arange(n_past, n_past + n_new).unsqueeze(1) - torch.arange(n_all).unsqueeze(0)
     band = (lag >= 0) & (lag <= window)
     logits = (direct + alpha * reverse * band) / q.size(-1) ** 0.5
     return logits.masked_fill(lag < 0, float("-inf")).softmax(-1) @ v
@@ -26,13 +25,16 @@ def _qkv(n_all: int, seed: int = 0):
     return q, k, torch.randn(1, 2, n_all, 5, generator=gen, dtype=torch.float64)
 
 
-@pytest.mark.parametrize(("n_new", "n_past", "window"), [
-    (300, 0, 5),     # three query blocks, a narrow band
-    (300, 0, 200),   # a band wider than a block
-    (260, 0, 1),
-    (40, 260, 17),   # new tokens after a cache
-    (1, 299, 10),    # one decoding step
-])
+@pytest.mark.parametrize(
+    ("n_new", "n_past", "window"),
+    [
+        (300, 0, 5),  # three query blocks, a narrow band
+        (300, 0, 200),  # a band wider than a block
+        (260, 0, 1),
+        (40, 260, 17),  # new tokens after a cache
+        (1, 299, 10),  # one decoding step
+    ],
+)
 def test_banded_path_matches_the_definition(n_new: int, n_past: int, window: int) -> None:
     q_all, k, v = _qkv(n_past + n_new)
     q = q_all[:, :, n_past:]

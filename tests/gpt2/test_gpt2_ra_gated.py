@@ -28,9 +28,21 @@ def model(seed: int = 0, **overrides: Any) -> GPT2:
 
 def layer_config(**overrides: Any) -> GPT2Config:
     """One float64-friendly layer: 3 heads of width 4."""
-    return GPT2Config(**{**dict(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=3, n_embd=12,
-                                attention="ra_gated", ra_gated_layers=1, ra_gated_heads=2),
-                         **overrides})
+    return GPT2Config(
+        **{
+            **dict(
+                vocab_size=VOCAB,
+                block_size=16,
+                n_layer=2,
+                n_head=3,
+                n_embd=12,
+                attention="ra_gated",
+                ra_gated_layers=1,
+                ra_gated_heads=2,
+            ),
+            **overrides,
+        }
+    )
 
 
 def heads_by_loops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -46,16 +58,24 @@ def heads_by_loops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
 # ---------------------------------------------------------- gated RA: placement
 
 
-@pytest.mark.parametrize(("n_layer", "count", "layers"), [
-    (12, 3, [5, 6, 7]),   # the published run: middle three of GPT-2 small
-    (12, 1, [6]), (12, 4, [4, 5, 6, 7]), (12, 12, list(range(12))),
-    (4, 1, [2]), (4, 3, [1, 2, 3]), (2, 1, [1]), (5, 2, [1, 2]),
-])
-def test_reverse_layers_are_the_references_middle_band(n_layer: int, count: int,
-                                                       layers: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("n_layer", "count", "layers"),
+    [
+        (12, 3, [5, 6, 7]),  # the published run: middle three of GPT-2 small
+        (12, 1, [6]),
+        (12, 4, [4, 5, 6, 7]),
+        (12, 12, list(range(12))),
+        (4, 1, [2]),
+        (4, 3, [1, 2, 3]),
+        (2, 1, [1]),
+        (5, 2, [1, 2]),
+    ],
+)
+def test_reverse_layers_are_the_references_middle_band(
+    n_layer: int, count: int, layers: list[int]
+) -> None:
     # The reference: center = n_layer // 2, first = center - count // 2.
-    cfg = GPT2Config(vocab_size=VOCAB, n_layer=n_layer, attention="ra_gated",
-                     ra_gated_layers=count)
+    cfg = GPT2Config(vocab_size=VOCAB, n_layer=n_layer, attention="ra_gated", ra_gated_layers=count)
     assert list(reverse_layers(cfg)) == layers
 
 
@@ -86,8 +106,10 @@ def test_gate_zero_is_vanilla_attention_exactly() -> None:
     idx = torch.randint(0, VOCAB, (2, 24))
     assert torch.equal(gated(idx, idx)[0], vanilla(idx, idx)[0])
     caches = gated.new_cache()
-    stepped = torch.cat([gated.forward_cached(idx[:, :12], caches),
-                         gated.forward_cached(idx[:, 12:], caches)], dim=1)
+    stepped = torch.cat(
+        [gated.forward_cached(idx[:, :12], caches), gated.forward_cached(idx[:, 12:], caches)],
+        dim=1,
+    )
     torch.testing.assert_close(stepped, vanilla(idx, idx)[0], rtol=0, atol=1e-5)
     with torch.no_grad():  # an open gate changes the output
         gated.transformer.h[0].attn.ra_gate.fill_(0.5)
@@ -128,8 +150,9 @@ def test_gated_layer_against_the_written_out_definition() -> None:
     per_head = [slice(4 * h, 4 * h + 4) for h in range(3)]
     base = torch.cat([heads_by_loops(q[:, s], k[:, s], v[:, s]) for s in per_head], dim=1)
     reverse = torch.cat([heads_by_loops(k[:, s], q[:, s], v[:, s]) for s in per_head[1:]], dim=1)
-    branch = torch.nn.functional.layer_norm(attn.ra_proj(reverse), (12,), attn.ra_norm.weight,
-                                            attn.ra_norm.bias, 1e-5)
+    branch = torch.nn.functional.layer_norm(
+        attn.ra_proj(reverse), (12,), attn.ra_norm.weight, attn.ra_norm.bias, 1e-5
+    )
     want = attn.c_proj(base + math.tanh(attn.ra_gate.item()) * branch)
     torch.testing.assert_close(attn(x)[0], want, rtol=0, atol=1e-12)
 
@@ -146,8 +169,13 @@ def test_output_gate_against_the_written_out_definition() -> None:
             p.normal_(0.0, 0.5)
     x = torch.randn(1, 6, 12, dtype=torch.float64)
     q, k, v = attn.c_attn(x)[0].split(12, dim=1)
-    heads = torch.cat([heads_by_loops(q[:, s], k[:, s], v[:, s])
-                       for s in (slice(0, 4), slice(4, 8), slice(8, 12))], dim=1)
+    heads = torch.cat(
+        [
+            heads_by_loops(q[:, s], k[:, s], v[:, s])
+            for s in (slice(0, 4), slice(4, 8), slice(8, 12))
+        ],
+        dim=1,
+    )
     gate = 1 / (1 + torch.exp(-(x[0] @ attn.output_gate.weight.T + attn.output_gate.bias)))
     want = heads * gate @ attn.c_proj.weight.T + attn.c_proj.bias
     torch.testing.assert_close(attn(x)[0], want, rtol=0, atol=1e-12)
@@ -204,11 +232,13 @@ def test_learned_alpha_from_zero_still_runs_the_reciprocal_term() -> None:
 # ----------------------------------------------------------------- compile
 
 COMPILED = {
-    "ra_gated": dict(attention="ra_gated", ra_gated_layers=2, ra_gated_heads=2,
-                     ra_gated_gate_init=0.8),
+    "ra_gated": dict(
+        attention="ra_gated", ra_gated_layers=2, ra_gated_heads=2, ra_gated_gate_init=0.8
+    ),
     "sdpa_gate": dict(attention="sdpa_gate"),
-    "ra_learned_window3": dict(attention="ra_logit", ra_alpha=0.3, ra_alpha_learned=True,
-                               ra_window=3),
+    "ra_learned_window3": dict(
+        attention="ra_logit", ra_alpha=0.3, ra_alpha_learned=True, ra_window=3
+    ),
 }
 
 

@@ -2,6 +2,7 @@
 `make test-matrix-dry-run` does, to three runs with distinct ids, set as the
 original project's published run (knlp defconfig gpt2-ra-sdpa-ablation,
 commit c8bc9d58) where our symbols allow."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lib.config.run_config import write_outputs
 from lib.config.kconfig import ROOT, load_strict
+from lib.config.run_config import write_outputs
 from lib.matrix import plan
 from lib.matrix.grid import expand
 
@@ -45,7 +46,10 @@ def test_gpu_triple_matches_the_published_runs_settings(tmp_path: Path) -> None:
     run = runs[2].config
     assert (run.GPT2_MODEL, run.GPT2_BLOCK_SIZE, run.GPT2_PAD_VOCAB) == ("124m", 1024, True)
     assert (run.GPT2_RA_GATED_LAYERS, run.GPT2_RA_GATED_HEADS, run.GPT2_RA_GATED_GATE_INIT) == (
-        3, 1, 0.0)
+        3,
+        1,
+        0.0,
+    )
     assert run.DATA_TOKENIZER == "gpt2" and run.GPT2_DATASET == "finewebedu"
     # 4 GPUs x micro-batch 128 x 1 there; 32 x 16 on one device here.
     assert run.BATCH_SIZE * run.GPT2_GRADIENT_ACCUMULATION == 512

@@ -30,8 +30,9 @@ VOCAB = 101
 TINY = dict(vocab_size=VOCAB, block_size=32, n_layer=4, n_head=4, n_embd=32)
 # Reverse layers 1 and 2 of 4 (the reference's middle band), the last two of
 # four heads, an open RA gate (tanh 0.8 = 0.66) so the branch shows everywhere.
-BOTH = dict(attention="sdpa_gate_ra_gated", ra_gated_layers=2, ra_gated_heads=2,
-            ra_gated_gate_init=0.8)
+BOTH = dict(
+    attention="sdpa_gate_ra_gated", ra_gated_layers=2, ra_gated_heads=2, ra_gated_gate_init=0.8
+)
 
 
 def sharp(seed: int = 0, std: float = 0.1, **overrides: Any) -> GPT2:
@@ -70,15 +71,20 @@ def reference_logits(model: GPT2, idx: Tensor, gate_last: bool = False) -> Tenso
     x = tr.wte(idx) + tr.wpe(torch.arange(seq))
     for i, block in enumerate(tr.h):
         attn, h = block.attn, block.ln_1(x)
-        q, k, v = (t.view(batch, seq, cfg.n_head, cfg.head_dim).transpose(1, 2)
-                   for t in attn.c_attn(h).split(cfg.n_embd, dim=2))
+        q, k, v = (
+            t.view(batch, seq, cfg.n_head, cfg.head_dim).transpose(1, 2)
+            for t in attn.c_attn(h).split(cfg.n_embd, dim=2)
+        )
         y = causal_heads(q, k, v).transpose(1, 2).reshape(batch, seq, cfg.n_embd)
         gate = torch.sigmoid(h @ attn.output_gate.weight.T + attn.output_gate.bias)
         y = y if gate_last else y * gate
         if i in reverse:
             last = slice(cfg.n_head - cfg.ra_gated_heads, cfg.n_head)
             r = causal_heads(k[:, last], q[:, last], v[:, last])  # keys ask, queries answer
-            r = r.transpose(1, 2).reshape(batch, seq, -1) @ attn.ra_proj.weight.T + attn.ra_proj.bias
+            r = (
+                r.transpose(1, 2).reshape(batch, seq, -1) @ attn.ra_proj.weight.T
+                + attn.ra_proj.bias
+            )
             r = F.layer_norm(r, (cfg.n_embd,), attn.ra_norm.weight, attn.ra_norm.bias, 1e-5)
             y = y + torch.tanh(attn.ra_gate) * r
         y = y * gate if gate_last else y
@@ -105,8 +111,12 @@ def test_model_matches_the_reference_with_both_switches_on() -> None:
 def test_every_layer_is_gated_and_only_the_middle_ones_reverse() -> None:
     model = sharp()
     kinds = [type(b.attn) for b in model.transformer.h]
-    assert kinds == [OutputGatedAttention, GatedReciprocalAttention, GatedReciprocalAttention,
-                     OutputGatedAttention]
+    assert kinds == [
+        OutputGatedAttention,
+        GatedReciprocalAttention,
+        GatedReciprocalAttention,
+        OutputGatedAttention,
+    ]
     assert all(b.attn.output_gate.weight.shape == (32, 32) for b in model.transformer.h)
     plain = GPT2(GPT2Config(**TINY, attention="ra_gated", ra_gated_layers=2, ra_gated_heads=2))
     assert [type(b.attn) for b in plain.transformer.h][0] is CausalSelfAttention
@@ -134,11 +144,13 @@ def test_no_logit_depends_on_a_later_token(t: int) -> None:
     model = sharp()
     idx = torch.randint(0, VOCAB, (2, 20))
     changed = idx.clone()
-    changed[:, t + 1:] = (idx[:, t + 1:] + 1 + torch.randint(0, VOCAB - 1, idx[:, t + 1:].shape)) % VOCAB
+    changed[:, t + 1 :] = (
+        idx[:, t + 1 :] + 1 + torch.randint(0, VOCAB - 1, idx[:, t + 1 :].shape)
+    ) % VOCAB
     a, _ = model(idx, idx)
     b, _ = model(changed, changed)
     torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1], rtol=0, atol=0)
-    assert not torch.allclose(a[:, t + 1:], b[:, t + 1:])
+    assert not torch.allclose(a[:, t + 1 :], b[:, t + 1 :])
 
 
 def test_cached_steps_match_the_full_forward() -> None:
@@ -147,7 +159,7 @@ def test_cached_steps_match_the_full_forward() -> None:
     full, _ = model(idx, idx)
     caches = model.new_cache()
     # a prompt, single tokens, then a chunk of three after a non-empty cache
-    pieces = [idx[:, :8]] + [idx[:, t: t + 1] for t in range(8, 17)] + [idx[:, 17:]]
+    pieces = [idx[:, :8]] + [idx[:, t : t + 1] for t in range(8, 17)] + [idx[:, 17:]]
     with torch.no_grad():
         stepped = torch.cat([model.forward_cached(p, caches) for p in pieces], dim=1)
     assert [type(c) is ReciprocalCache for c in caches] == [False, True, True, False]
@@ -201,8 +213,13 @@ def test_inductor_compiled_model_matches_eager() -> None:
 def test_the_choice_builds_the_combination_with_its_own_run_id() -> None:
     from gpt2 import from_run_config
 
-    run = run_config_from_defaults({"GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
-                                    "GPT2_RA_GATED_LAYERS": "1", "GPT2_RA_GATED_HEADS": "2"})
+    run = run_config_from_defaults(
+        {
+            "GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
+            "GPT2_RA_GATED_LAYERS": "1",
+            "GPT2_RA_GATED_HEADS": "2",
+        }
+    )
     cfg = from_run_config(run, VOCAB)
     assert (cfg.attention, cfg.ra_gated_layers, cfg.ra_gated_heads) == ("sdpa_gate_ra_gated", 1, 2)
     assert run_tag(run).split("_")[2] == "sdpagateragated"
@@ -211,15 +228,21 @@ def test_the_choice_builds_the_combination_with_its_own_run_id() -> None:
 def test_four_way_matrix_is_the_references_ablation(tmp_path: Path) -> None:
     """knlp's KNLP_VARIANT baseline, sdpa_gate, ra, sdpa_ra as one matrix."""
     defconfig = tmp_path / "four"
-    defconfig.write_text("CONFIG_GPT2_ATTENTION_MULTIPLE=y\n"
-                         "CONFIG_GPT2_ATTENTION_ENABLE_SDPA_GATE=y\n"
-                         "CONFIG_GPT2_ATTENTION_ENABLE_RA_GATED=y\n"
-                         "CONFIG_GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED=y\n"
-                         "CONFIG_GPT2_RA_GATED_LAYERS=1\n")
+    defconfig.write_text(
+        "CONFIG_GPT2_ATTENTION_MULTIPLE=y\n"
+        "CONFIG_GPT2_ATTENTION_ENABLE_SDPA_GATE=y\n"
+        "CONFIG_GPT2_ATTENTION_ENABLE_RA_GATED=y\n"
+        "CONFIG_GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED=y\n"
+        "CONFIG_GPT2_RA_GATED_LAYERS=1\n"
+    )
     write_outputs(load_strict(defconfig), tmp_path / ".config", tmp_path / "config.py")
     _, runs = expand([], tmp_path / ".config")
     assert [r.config.GPT2_ATTENTION for r in runs] == [
-        "vanilla", "sdpa_gate", "ra_gated", "sdpa_gate_ra_gated"]
+        "vanilla",
+        "sdpa_gate",
+        "ra_gated",
+        "sdpa_gate_ra_gated",
+    ]
     assert len({r.run_id for r in runs}) == 4
     assert runs[3].run_id.split("_")[2] == "sdpagateragated"
     assert all(r.config.GPT2_RA_GATED_LAYERS == 1 for r in runs[2:])

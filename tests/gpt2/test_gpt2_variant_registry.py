@@ -4,6 +4,7 @@ all come from it; and a new variant is one module, one record and its two
 Kconfig entries, which the last test adds to a scratch copy of the project and
 takes through `make schema` and `make`, the test matrix's planning, the
 benchmark's list, the estimate and cached generation."""
+
 from __future__ import annotations
 
 import hashlib
@@ -36,18 +37,27 @@ def test_records_and_kconfig_name_the_same_variants():
 
 
 def test_the_family_record_derives_tags_matrix_and_bench_from_the_registry():
-    run = run_config_from_defaults({"GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y",
-                                    "GPT2_N_LAYER": "2", "GPT2_RA_GATED_LAYERS": "1"})
+    run = run_config_from_defaults(
+        {"GPT2_ATTENTION_SDPA_GATE_RA_GATED": "y", "GPT2_N_LAYER": "2", "GPT2_RA_GATED_LAYERS": "1"}
+    )
     assert gpt2.variant(run) == "sdpagateragated"
-    matrix = run_config_from_defaults({"GPT2_ATTENTION_MULTIPLE": "y",
-                                       "GPT2_ATTENTION_ENABLE_MLA": "y",
-                                       "GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED": "y"})
+    matrix = run_config_from_defaults(
+        {
+            "GPT2_ATTENTION_MULTIPLE": "y",
+            "GPT2_ATTENTION_ENABLE_MLA": "y",
+            "GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED": "y",
+        }
+    )
     assert [dict(o)["GPT2_ATTENTION"] for o in gpt2.matrix_variants(matrix)] == [
-        "vanilla", "mla", "sdpa_gate_ra_gated"]  # ENABLE_VANILLA defaults to y
+        "vanilla",
+        "mla",
+        "sdpa_gate_ra_gated",
+    ]  # ENABLE_VANILLA defaults to y
     bench = gpt2.bench_models(run, 64, 32, {"n_layer": 2, "n_head": 2, "n_embd": 32})
     assert list(bench) == [v.name for v in VARIANTS if v.bench]
     assert {n: m.config.ra_alpha > 0 for n, m in bench.items()} == {
-        v.name: v.reciprocal for v in VARIANTS if v.bench}
+        v.name: v.reciprocal for v in VARIANTS if v.bench
+    }
 
 
 # ------------------------------------------------------------ a new variant
@@ -113,10 +123,13 @@ CONFIG_GPT2_WARMUP_STEPS=5
 CONFIG_LEARNING_RATE="1e-2"
 CONFIG_DEVICE_CPU=y
 """
-DEFCONFIG = ("# Tiny GPT-2 (2x32) with head-scaled attention on Shakespeare characters\n"
-             + SETTINGS + "CONFIG_GPT2_ATTENTION_HEADSCALE=y\n")
+DEFCONFIG = (
+    "# Tiny GPT-2 (2x32) with head-scaled attention on Shakespeare characters\n"
+    + SETTINGS
+    + "CONFIG_GPT2_ATTENTION_HEADSCALE=y\n"
+)
 # Run in the copy: what the rest of the project derives from the new record.
-CHECKS = '''
+CHECKS = """
 import json, sys
 import torch
 import gpt2
@@ -147,7 +160,7 @@ cached = scaled.generate(prompt, 10, temperature=0)
 plain = scaled.generate(prompt, 10, temperature=0, use_cache=False)
 out["cached_equals_plain"] = bool(torch.equal(cached, plain))
 print(json.dumps(out))
-'''
+"""
 
 
 def replace_once(path: Path, old: str, new: str) -> None:
@@ -159,17 +172,30 @@ def replace_once(path: Path, old: str, new: str) -> None:
 def add_variant(root: Path) -> None:
     """The module, the record, the choice member and the matrix switch."""
     (root / "gpt2" / "headscale.py").write_text(MODULE)
-    replace_once(root / "gpt2" / "variants.py", "            output_gate=True, gated_ra=True),\n)",
-                 "            output_gate=True, gated_ra=True),\n" + RECORD + ")")
-    replace_once(root / "gpt2" / "Kconfig", "starts as SDPA_GATE at g = 0.\n\nendchoice\n",
-                 "starts as SDPA_GATE at g = 0.\n\n" + CHOICE_ENTRY + "endchoice\n")
-    replace_once(root / "gpt2" / "Kconfig", "endif # GPT2_ATTENTION_MULTIPLE\n",
-                 MATRIX_ENTRY + "endif # GPT2_ATTENTION_MULTIPLE\n")
+    replace_once(
+        root / "gpt2" / "variants.py",
+        "            output_gate=True, gated_ra=True),\n)",
+        "            output_gate=True, gated_ra=True),\n" + RECORD + ")",
+    )
+    replace_once(
+        root / "gpt2" / "Kconfig",
+        "starts as SDPA_GATE at g = 0.\n\nendchoice\n",
+        "starts as SDPA_GATE at g = 0.\n\n" + CHOICE_ENTRY + "endchoice\n",
+    )
+    replace_once(
+        root / "gpt2" / "Kconfig",
+        "endif # GPT2_ATTENTION_MULTIPLE\n",
+        MATRIX_ENTRY + "endif # GPT2_ATTENTION_MULTIPLE\n",
+    )
 
 
 def digests(root: Path) -> dict[str, str]:
-    paths = [p for name in SOURCES for p in [root / name, *(root / name).rglob("*")]
-             if p.is_file() and "__pycache__" not in p.parts]
+    paths = [
+        p
+        for name in SOURCES
+        for p in [root / name, *(root / name).rglob("*")]
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
@@ -197,9 +223,13 @@ def test_a_new_variant_is_a_module_a_record_and_two_kconfig_entries(project):
     val = metrics["val_loss"]["values"]
     assert val[-1] < val[0] < 1.05 * metrics["train_loss"]["values"][0], val
 
-    checks = subprocess.run([str(project / ".venv/bin/python"), "-c", CHECKS,
-                             str(project / ".config")], cwd=project, capture_output=True,
-                            text=True, timeout=300)
+    checks = subprocess.run(
+        [str(project / ".venv/bin/python"), "-c", CHECKS, str(project / ".config")],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     found = json.loads(ok(checks).strip().splitlines()[-1])
     # ENABLE_VANILLA defaults to y; vanilla's tag is left out of run ids
     assert found["run_ids"] == ["gpt2_adamw_none", "gpt2_adamw_headscale_none"], found
@@ -214,5 +244,10 @@ def test_a_new_variant_is_a_module_a_record_and_two_kconfig_entries(project):
     assert found["cached_equals_plain"]
 
     changed = sorted(n for n, d in digests(project).items() if before.get(n) != d)
-    assert changed == ["defconfigs/gpt2-tiny-headscale", "gpt2/Kconfig", "gpt2/headscale.py",
-                       "gpt2/variants.py", "lib/config/symbols.py"]
+    assert changed == [
+        "defconfigs/gpt2-tiny-headscale",
+        "gpt2/Kconfig",
+        "gpt2/headscale.py",
+        "gpt2/variants.py",
+        "lib/config/symbols.py",
+    ]

@@ -7,7 +7,7 @@ import torch
 
 from hamt.config import HAMTConfig
 from hamt.memory import HolographicMemory, bind, make_key, parseval_weights, unbind, unitary
-from hamt.spectral import UnitBind, Unbind, complex_bins, from_spectrum, to_spectrum
+from hamt.spectral import Unbind, UnitBind, complex_bins, from_spectrum, to_spectrum
 
 DIM = 64
 BINDINGS = ("circular", "elementwise")
@@ -68,7 +68,7 @@ def test_spectrum_backward_is_the_adjoint():
     # gradient) against finite differences.
     x = _vectors(3, 16, 8, seed=5).double().requires_grad_()
     for dim in (-1, 1):  # along the last dimension or one before it
-        assert torch.autograd.gradcheck(lambda t: to_spectrum(t, "circular", dim), (x,))
+        assert torch.autograd.gradcheck(lambda t, dim=dim: to_spectrum(t, "circular", dim), (x,))
     columns = to_spectrum(x, "circular", dim=1)
     torch.testing.assert_close(columns, to_spectrum(x.transpose(1, 2), "circular").transpose(1, 2))
     torch.testing.assert_close(from_spectrum(columns, "circular", dim=1), x)
@@ -87,14 +87,15 @@ def test_folded_weights_are_the_dft_matrices_multiplied_in():
         layer.c_in.bias.normal_()
         layer.c_proj.weight.normal_()
         w_spec, b_spec, w_out = layer._folded()
-    w_in = layer.c_in.weight[:3 * dim].double().unflatten(0, (3, dim))
+    w_in = layer.c_in.weight[: 3 * dim].double().unflatten(0, (3, dim))
     expected = (to.T @ w_in).flatten(0, 1)  # rows of F^T W
     torch.testing.assert_close(w_spec.double(), expected, atol=1e-5, rtol=0)
-    b_in = layer.c_in.bias[:3 * dim].double().view(3, dim)
+    b_in = layer.c_in.bias[: 3 * dim].double().view(3, dim)
     torch.testing.assert_close(b_spec.double(), (b_in @ to).flatten(), atol=1e-5, rtol=0)
     # c_proj reads a packed spectrum: W_out applied to from_spectrum(p) = p G.
-    torch.testing.assert_close(w_out.double(), layer.c_proj.weight.double() @ back.T,
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        w_out.double(), layer.c_proj.weight.double() @ back.T, atol=1e-5, rtol=0
+    )
 
 
 def test_fused_bind_is_circular_convolution():
@@ -108,8 +109,12 @@ def test_fused_bind_is_circular_convolution():
     expected = to_spectrum(unitary(raw_key), "circular") * DIM**0.5
     torch.testing.assert_close(read_key, expected, atol=1e-5, rtol=0)
     trace = Unbind.apply(read_key, bound, complex_bins("circular", DIM))
-    torch.testing.assert_close(from_spectrum(trace, "circular"),
-                               unbind(unitary(raw_key), bind(key, value)), atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        from_spectrum(trace, "circular"),
+        unbind(unitary(raw_key), bind(key, value)),
+        atol=1e-5,
+        rtol=0,
+    )
 
 
 @pytest.mark.parametrize("bins", [3, 4])  # with real-only bins (circular) and without

@@ -15,8 +15,17 @@ VOCAB, EVERY = 101, 3
 
 
 def _model(**overrides) -> HAMT:
-    fields = dict(vocab_size=VOCAB, block_size=64, n_layer=2, n_head=1, n_embd=32,
-                  num_slots=4, hierarchical=True, slow_every=EVERY, chunk_size=8)
+    fields = dict(
+        vocab_size=VOCAB,
+        block_size=64,
+        n_layer=2,
+        n_head=1,
+        n_embd=32,
+        num_slots=4,
+        hierarchical=True,
+        slow_every=EVERY,
+        chunk_size=8,
+    )
     torch.manual_seed(0)
     return HAMT(HAMTConfig(**fields | overrides)).eval()
 
@@ -47,7 +56,7 @@ def test_cached_generation_across_calls_matches_one_forward(binding):
             got[t], state = model.forward_step(idx[:, t], state)
     assert state.position == 40
     for t, logits in got.items():
-        torch.testing.assert_close(logits, expected[:, t:t + 1], atol=1e-5, rtol=0)
+        torch.testing.assert_close(logits, expected[:, t : t + 1], atol=1e-5, rtol=0)
     for a, b in zip(final, state.slots):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
 
@@ -65,8 +74,13 @@ def test_slow_bank_changes_only_every_period_whatever_its_decay():
         changed = []
         for t in range(4, 20):
             _, after = model.forward_step(idx[:, t], state)
-            changed.append([bool((a[:, s] != b[:, s]).any()) for a, b in
-                            zip(after.slots, state.slots) for s in range(4)])
+            changed.append(
+                [
+                    bool((a[:, s] != b[:, s]).any())
+                    for a, b in zip(after.slots, state.slots)
+                    for s in range(4)
+                ]
+            )
             state = after
     for t, row in zip(range(4, 20), changed):
         tick = (t + 1) % EVERY == 0
@@ -76,8 +90,9 @@ def test_slow_bank_changes_only_every_period_whatever_its_decay():
 def test_every_one_is_the_per_token_memory():
     """slow_every = 1: the slow bank ticks at every token, so the layer is
     the plain memory with the hierarchical initialisation."""
-    plain = HAMT(HAMTConfig(vocab_size=VOCAB, n_layer=2, n_head=1, n_embd=32, num_slots=4,
-                            chunk_size=8)).eval()
+    plain = HAMT(
+        HAMTConfig(vocab_size=VOCAB, n_layer=2, n_head=1, n_embd=32, num_slots=4, chunk_size=8)
+    ).eval()
     every = _model(slow_every=1)
     plain.load_state_dict(every.state_dict())
     assert not every.transformer.h[0].mem.ticking

@@ -24,15 +24,25 @@ VOCAB = 101
 DECAYS = {"near0": (-12.0, -6.0), "near1": (-1e-3, -1e-5), "spread": (-3.0, -0.01)}
 
 
-def _inputs(length: int, slots: int, width: int, decays: str, batch: int = 2, seed: int = 0,
-            dtype: torch.dtype = torch.float64, device: str = "cpu"):
+def _inputs(
+    length: int,
+    slots: int,
+    width: int,
+    decays: str,
+    batch: int = 2,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    device: str = "cpu",
+):
     gen = torch.Generator().manual_seed(seed)
     low, high = DECAYS[decays]
-    tensors = (torch.randn(batch, length, width, generator=gen, dtype=dtype),
-               torch.rand(batch, length, slots, generator=gen, dtype=dtype),
-               torch.randn(batch, length, slots, generator=gen, dtype=dtype).softmax(-1),
-               low + (high - low) * torch.rand(slots, generator=gen, dtype=dtype),
-               torch.randn(batch, slots, width, generator=gen, dtype=dtype))
+    tensors = (
+        torch.randn(batch, length, width, generator=gen, dtype=dtype),
+        torch.rand(batch, length, slots, generator=gen, dtype=dtype),
+        torch.randn(batch, length, slots, generator=gen, dtype=dtype).softmax(-1),
+        low + (high - low) * torch.rand(slots, generator=gen, dtype=dtype),
+        torch.randn(batch, slots, width, generator=gen, dtype=dtype),
+    )
     return tuple(t.to(device) for t in tensors)
 
 
@@ -40,7 +50,7 @@ def _ticks(length: int, slots: int, every: int, offset: int = 0):
     """The slow bank's clock (hamt/memory.py): the second half of the slots
     ticks at stream positions p with (p + 1) % every == 0."""
     periods = torch.ones(slots, dtype=torch.long)
-    periods[slots - slots // 2:] = every
+    periods[slots - slots // 2 :] = every
     upto = torch.arange(offset + 1, offset + length + 1).unsqueeze(-1)
     return upto // periods - offset // periods, upto % periods == 0
 
@@ -57,35 +67,50 @@ def test_gla_reference_is_the_recurrence_written_out():
     assert out.flatten().tolist() == [4.0, 0.5 * 4 + 2 * 3]
     assert last is not None and last.flatten().tolist() == [4.0, 3.0]
     # Without a scale, K^-0.5 as in fla's chunk_gla.
-    assert gla_reference(q, k, v, g)[0].flatten()[0].item() == pytest.approx(4 / 2 ** 0.5)
+    assert gla_reference(q, k, v, g)[0].flatten()[0].item() == pytest.approx(4 / 2**0.5)
 
 
 @pytest.mark.parametrize("decays", list(DECAYS))
-@pytest.mark.parametrize("length, slots, chunk, carried", [
-    (37, 4, 8, True),     # partial last chunk, S padded 4 -> 16
-    (40, 20, 16, False),  # S padded 20 -> 32, empty start
-    (9, 16, 32, True),    # one partial chunk, no padding
-])
+@pytest.mark.parametrize(
+    "length, slots, chunk, carried",
+    [
+        (37, 4, 8, True),  # partial last chunk, S padded 4 -> 16
+        (40, 20, 16, False),  # S padded 20 -> 32, empty start
+        (9, 16, 32, True),  # one partial chunk, no padding
+    ],
+)
 def test_gla_form_equals_the_chunked_scan(decays, length, slots, chunk, carried):
     """q = w, k = g, v = B, log-gate = log lambda, scale 1: reads, final
     slots, the retrieval head's reads at the chunk ends and every gradient."""
     bound, gates, readers, log_decay, state = (
-        t.requires_grad_() for t in _inputs(length, slots, 6, decays))
+        t.requires_grad_() for t in _inputs(length, slots, 6, decays)
+    )
     first = state if carried else None
     ends = torch.tensor(chunk_ends(length, chunk))
     aux_w = torch.rand(2, len(ends), slots, dtype=torch.float64, requires_grad=True)
 
     reads, afters = chunked_scan(bound, gates, readers, log_decay, chunk, first)
     aux = (aux_w.unsqueeze(-2) @ afters).squeeze(-2)
-    got, final, got_aux = gla_scan(bound, gates, readers, log_decay, gla_reference, first,
-                                   aux_readers=aux_w, aux_at=ends, dtype=torch.float64)
+    got, final, got_aux = gla_scan(
+        bound,
+        gates,
+        readers,
+        log_decay,
+        gla_reference,
+        first,
+        aux_readers=aux_w,
+        aux_at=ends,
+        dtype=torch.float64,
+    )
     assert got_aux is not None and final is not None
     torch.testing.assert_close(got, reads)
     torch.testing.assert_close(final, afters[:, -1])
     torch.testing.assert_close(got_aux, aux)
 
-    weights = [torch.randn(t.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(i))
-               for i, t in enumerate((reads, aux, afters[:, -1]))]
+    weights = [
+        torch.randn(t.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(i))
+        for i, t in enumerate((reads, aux, afters[:, -1]))
+    ]
     inputs = [bound, gates, readers, log_decay, aux_w] + ([state] if carried else [])
 
     def grads(outs):
@@ -105,8 +130,9 @@ def test_gla_form_with_the_slow_bank_ticks(offset):
     clock, ticks = _ticks(length, slots, every, offset)
     gates = gates * ticks
     reads, afters = chunked_scan(bound, gates, readers, log_decay, 8, state, clock)
-    got, final, _ = gla_scan(bound, gates, readers, log_decay, gla_reference, state, ticks,
-                             dtype=torch.float64)
+    got, final, _ = gla_scan(
+        bound, gates, readers, log_decay, gla_reference, state, ticks, dtype=torch.float64
+    )
     torch.testing.assert_close(got, reads)
     assert final is not None
     torch.testing.assert_close(final, afters[:, -1])
@@ -114,14 +140,26 @@ def test_gla_form_with_the_slow_bank_ticks(offset):
 
 # ------------------------------------------------ the model on the adapter
 
+
 def _pair(monkeypatch, **overrides):
     """Two equal models: torch backend, and triton with fla's chunk_gla
     replaced by gla_reference and the CUDA check passed (so the memory's
     kernel path runs on CPU)."""
     monkeypatch.setattr(kernel, "kernel_problem", lambda device: None)
     monkeypatch.setattr(memory, "load_chunk_gla", lambda: gla_reference)
-    fields = dict(vocab_size=VOCAB, block_size=64, n_layer=2, n_embd=32, num_slots=4,
-                  hcm_mult=2, chunk_size=8, n_head=1) | overrides
+    fields = (
+        dict(
+            vocab_size=VOCAB,
+            block_size=64,
+            n_layer=2,
+            n_embd=32,
+            num_slots=4,
+            hcm_mult=2,
+            chunk_size=8,
+            n_head=1,
+        )
+        | overrides
+    )
     torch.manual_seed(0)
     plain = HAMT(HAMTConfig(**fields, scan_backend="torch"))
     fast = HAMT(HAMTConfig(**fields, scan_backend="triton"))
@@ -129,9 +167,17 @@ def _pair(monkeypatch, **overrides):
     return plain, fast
 
 
-@pytest.mark.parametrize("hierarchical", [False, True])
-def test_model_on_the_gla_adapter_equals_the_torch_scan(monkeypatch, hierarchical):
-    plain, fast = _pair(monkeypatch, hierarchical=hierarchical, slow_every=3)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"hierarchical": True},
+        {"adaptive_slots": True},  # the router's weights are the kernel's k
+        {"adaptive_slots": True, "adaptive_slots_topk": 2, "hierarchical": True},
+    ],
+)
+def test_model_on_the_gla_adapter_equals_the_torch_scan(monkeypatch, options):
+    plain, fast = _pair(monkeypatch, slow_every=3, **options)
     assert fast.describe_kernels()["hamt_scan_backend"] == "triton"
     idx = torch.randint(VOCAB, (2, 27), generator=torch.Generator().manual_seed(1))
     losses = []
@@ -165,22 +211,30 @@ def test_prefill_on_the_adapter_then_recurrent_steps(monkeypatch):
 
 # --------------------------------------------------------------- the choice
 
+
 def test_auto_uses_torch_on_a_cpu_and_says_why():
     chosen = resolve_backend("auto", torch.device("cpu"))
     assert chosen.name == "torch" and chosen.reason.startswith("auto: the model is on cpu")
     model = HAMT(HAMTConfig(vocab_size=VOCAB, n_layer=1, n_embd=16, num_slots=4))
     assert model.describe_kernels() == {
-        "hamt_scan_backend": "torch", "hamt_scan_backend_requested": "auto",
-        "hamt_scan_backend_reason": chosen.reason, "hamt_scan_kernel": None}
+        "hamt_scan_backend": "torch",
+        "hamt_scan_backend_requested": "auto",
+        "hamt_scan_backend_reason": chosen.reason,
+        "hamt_scan_kernel": None,
+    }
     assert resolve_backend("torch", torch.device("cuda")).name == "torch"
 
 
 def test_triton_where_it_cannot_run_is_an_error_not_a_fallback(monkeypatch):
-    with pytest.raises(RuntimeError, match="CONFIG_HAMT_SCAN_BACKEND_TRITON=y cannot run: "
-                                           "the model is on cpu.*requirements-gpu.txt"):
+    with pytest.raises(
+        RuntimeError,
+        match="CONFIG_HAMT_SCAN_BACKEND_TRITON=y cannot run: "
+        "the model is on cpu.*requirements-gpu.txt",
+    ):
         resolve_backend("triton", torch.device("cpu"))
-    model = HAMT(HAMTConfig(vocab_size=VOCAB, n_layer=1, n_embd=16, num_slots=4,
-                            scan_backend="triton"))
+    model = HAMT(
+        HAMTConfig(vocab_size=VOCAB, n_layer=1, n_embd=16, num_slots=4, scan_backend="triton")
+    )
     with pytest.raises(RuntimeError, match="need a CUDA GPU"):
         model(torch.zeros(1, 4, dtype=torch.long))
     # A CUDA device without the package: named, with the offline install.
@@ -188,35 +242,43 @@ def test_triton_where_it_cannot_run_is_an_error_not_a_fallback(monkeypatch):
     with pytest.raises(RuntimeError, match=r"fla-core does not import.*--no-index"):
         resolve_backend("triton", torch.device("cuda"))
     assert resolve_backend("auto", torch.device("cuda")).reason == (
-        "auto: fla-core does not import (x)")
+        "auto: fla-core does not import (x)"
+    )
     with pytest.raises(ValueError, match="scan_backend='cuda' is invalid"):
         HAMTConfig(vocab_size=VOCAB, scan_backend="cuda")
 
 
 # ------------------------------------------------------------ on the GPU
 
+
 def _fla_ready() -> bool:
     return torch.cuda.is_available() and kernel.kernel_problem(torch.device("cuda")) is None
 
 
-needs_fla = pytest.mark.skipif(not _fla_ready(),
-                               reason="needs CUDA and fla-core (requirements-gpu.txt)")
+needs_fla = pytest.mark.skipif(
+    not _fla_ready(), reason="needs CUDA and fla-core (requirements-gpu.txt)"
+)
 
 
 @pytest.mark.gpu
 @needs_fla
 @pytest.mark.parametrize("decays", list(DECAYS))
 @pytest.mark.parametrize("dtype, tol", [(torch.float32, 2e-3), (torch.bfloat16, 3e-2)])
-@pytest.mark.parametrize("length, slots, width, hierarchical", [
-    (1000, 16, 256, False),  # partial last chunk of fla's 64 and HAMT's 32
-    (777, 20, 96, True),     # padded slots, the slow bank's ticks
-])
-def test_chunk_gla_equals_the_torch_scan_on_gpu(decays, dtype, tol, length, slots, width,
-                                                hierarchical):
+@pytest.mark.parametrize(
+    "length, slots, width, hierarchical",
+    [
+        (1000, 16, 256, False),  # partial last chunk of fla's 64 and HAMT's 32
+        (777, 20, 96, True),  # padded slots, the slow bank's ticks
+    ],
+)
+def test_chunk_gla_equals_the_torch_scan_on_gpu(
+    decays, dtype, tol, length, slots, width, hierarchical
+):
     device = "cuda"
     bound, gates, readers, log_decay, state = (
-        t.requires_grad_() for t in _inputs(length, slots, width, decays, batch=3,
-                                            dtype=torch.float32, device=device))
+        t.requires_grad_()
+        for t in _inputs(length, slots, width, decays, batch=3, dtype=torch.float32, device=device)
+    )
     clock = ticks = None
     if hierarchical:
         clock, ticks = (t.to(device) for t in _ticks(length, slots, 8, offset=3))
@@ -227,8 +289,18 @@ def test_chunk_gla_equals_the_torch_scan_on_gpu(decays, dtype, tol, length, slot
 
     reads, afters = chunked_scan(bound, gated, readers, log_decay, 32, state, clock)
     ref = (reads, (aux_w.unsqueeze(-2) @ afters).squeeze(-2), afters[:, -1])
-    got = gla_scan(bound, gated, readers, log_decay, kernel.load_chunk_gla(), state, ticks,
-                   aux_w, ends, dtype=dtype)
+    got = gla_scan(
+        bound,
+        gated,
+        readers,
+        log_decay,
+        kernel.load_chunk_gla(),
+        state,
+        ticks,
+        aux_w,
+        ends,
+        dtype=dtype,
+    )
     weights = [torch.randn_like(r) for r in ref]
 
     def grads(outs):
@@ -245,10 +317,25 @@ def test_chunk_gla_equals_the_torch_scan_on_gpu(decays, dtype, tol, length, slot
 
 @pytest.mark.gpu
 @needs_fla
-@pytest.mark.parametrize("hierarchical", [False, True])
-def test_model_on_chunk_gla_matches_torch_and_recurrent_generation(hierarchical):
-    fields = dict(vocab_size=VOCAB, block_size=256, n_layer=2, n_embd=64, num_slots=16,
-                  hcm_mult=2, n_head=1, hierarchical=hierarchical)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"hierarchical": False},
+        {"hierarchical": True},
+        {"hierarchical": True, "adaptive_slots": True, "adaptive_slots_topk": 4},
+    ],
+)
+def test_model_on_chunk_gla_matches_torch_and_recurrent_generation(options):
+    fields = dict(
+        vocab_size=VOCAB,
+        block_size=256,
+        n_layer=2,
+        n_embd=64,
+        num_slots=16,
+        hcm_mult=2,
+        n_head=1,
+        **options,
+    )
     torch.manual_seed(0)
     plain = HAMT(HAMTConfig(**fields, scan_backend="torch")).cuda()
     fast = HAMT(HAMTConfig(**fields, scan_backend="triton")).cuda()

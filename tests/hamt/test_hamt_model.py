@@ -15,8 +15,9 @@ VOCAB, BLOCK = 101, 64
 
 
 def _config(**overrides) -> HAMTConfig:
-    fields = dict(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=4, n_embd=32,
-                  num_slots=4, hcm_mult=2)
+    fields = dict(
+        vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=4, n_embd=32, num_slots=4, hcm_mult=2
+    )
     fields.update(overrides)
     return HAMTConfig(**fields)
 
@@ -59,8 +60,7 @@ def test_eval_forward_is_deterministic():
 @pytest.mark.parametrize("hierarchical, slow_every", [(False, 8), (True, 1), (True, 3)])
 def test_parallel_matches_recurrent(binding, hierarchical, slow_every):
     # Chunks of 16 against a slow period of 3: boundaries off the period.
-    model = _model(binding=binding, hierarchical=hierarchical, slow_every=slow_every,
-                   chunk_size=16)
+    model = _model(binding=binding, hierarchical=hierarchical, slow_every=slow_every, chunk_size=16)
     idx = _tokens(2, 40)
     with torch.no_grad():
         x, final, _ = model._run(idx, None, need_state=True, need_aux=False)
@@ -96,8 +96,10 @@ def test_chunk_size_does_not_change_outputs():
     torch.testing.assert_close(logits_small, logits_large, atol=1e-5, rtol=0)
     # The retrieval loss is sampled at chunk ends, so only the LM part must agree.
     ce = nn.functional.cross_entropy
-    torch.testing.assert_close(ce(logits_small.view(-1, VOCAB), idx.view(-1)),
-                               ce(logits_large.view(-1, VOCAB), idx.view(-1)))
+    torch.testing.assert_close(
+        ce(logits_small.view(-1, VOCAB), idx.view(-1)),
+        ce(logits_large.view(-1, VOCAB), idx.view(-1)),
+    )
 
 
 def test_causality():
@@ -154,8 +156,10 @@ def test_trainer_interface():
     assert "transformer.h.0.mem.decay_logit" in no_decay["names"]
     prunable = dict(model.prunable())
     assert sorted(prunable) == sorted(
-        f"transformer.h.{i}.{m}.weight" for i in range(2)
-        for m in ("mem.c_in", "mem.c_proj", "mlp.c_fc", "mlp.c_proj"))
+        f"transformer.h.{i}.{m}.weight"
+        for i in range(2)
+        for m in ("mem.c_in", "mem.c_proj", "mlp.c_fc", "mlp.c_proj")
+    )
     fpt = model.flops_per_token(BLOCK)
     assert isinstance(fpt, int) and fpt > 6 * model.num_params()
 

@@ -55,8 +55,18 @@ def test_lowering_the_decay_does_not_lower_the_loss():
 
 def test_untrained_model_aux_loss_rises_as_decay_falls():
     torch.manual_seed(0)
-    model = HAMT(HAMTConfig(vocab_size=101, block_size=128, n_layer=2, n_head=1, n_embd=32,
-                            num_slots=4, hcm_mult=2, chunk_size=16)).eval()
+    model = HAMT(
+        HAMTConfig(
+            vocab_size=101,
+            block_size=128,
+            n_layer=2,
+            n_head=1,
+            n_embd=32,
+            num_slots=4,
+            hcm_mult=2,
+            chunk_size=16,
+        )
+    ).eval()
     idx = torch.randint(101, (8, 128), generator=torch.Generator().manual_seed(1))
     losses = []
     for decay in DECAYS:
@@ -137,8 +147,9 @@ def test_lags_resume_with_the_trainer_rng_state_and_eval_is_fixed():
 @pytest.mark.parametrize("length", [1, 2])
 def test_short_sequences_have_a_finite_loss(length):
     torch.manual_seed(0)
-    model = HAMT(HAMTConfig(vocab_size=11, n_layer=1, n_head=1, n_embd=16, num_slots=4,
-                            chunk_size=1))
+    model = HAMT(
+        HAMTConfig(vocab_size=11, n_layer=1, n_head=1, n_embd=16, num_slots=4, chunk_size=1)
+    )
     idx = torch.randint(11, (2, length))
     _, loss = model(idx, idx)
     loss.backward()

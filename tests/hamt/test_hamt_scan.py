@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hamt.scan import (broadcast_mix, chunk_ends, chunked_scan, decay_powers, factored_mix,
-                       mixing_matrix)
+from hamt.scan import (
+    broadcast_mix,
+    chunk_ends,
+    chunked_scan,
+    decay_powers,
+    factored_mix,
+    mixing_matrix,
+)
 
 
 def _inputs(length: int = 23, slots: int = 3, width: int = 6, batch: int = 2, seed: int = 0):
@@ -99,8 +105,9 @@ def test_factored_and_broadcast_mix_match_the_definition(size):
     expected = _mix_by_hand(gates, readers, log_decay)
     torch.testing.assert_close(factored_mix(gates, readers, log_decay), expected)
     torch.testing.assert_close(broadcast_mix(gates, readers, log_decay), expected)
-    assert torch.equal(mixing_matrix(gates, readers, log_decay),
-                       factored_mix(gates, readers, log_decay))
+    assert torch.equal(
+        mixing_matrix(gates, readers, log_decay), factored_mix(gates, readers, log_decay)
+    )
 
 
 def test_fast_forgetting_slots_take_the_broadcast():
@@ -141,14 +148,15 @@ def test_slow_slots_change_only_at_their_ticks():
     _, afters = chunked_scan(bound, gates, readers, log_decay, 1, state, clock)  # every token
     before = torch.cat((state.unsqueeze(1), afters[:, :-1]), 1)
     changed = (afters != before).any(-1).any(0)  # [T, S]
-    ticks = (torch.arange(3, 3 + bound.size(1)).unsqueeze(-1) % periods == 0)
+    ticks = torch.arange(3, 3 + bound.size(1)).unsqueeze(-1) % periods == 0
     assert torch.equal(changed, ticks)
     assert ticks[:, 0].all() and ticks[:, 2].sum() == 5  # positions 4, 9, ..., 24
 
 
 def test_slow_slots_scan_gradients():
-    bound, gates, readers, log_decay, state = [t.requires_grad_() for t in
-                                               _inputs(length=11, slots=3, width=4)]
+    bound, gates, readers, log_decay, state = [
+        t.requires_grad_() for t in _inputs(length=11, slots=3, width=4)
+    ]
     periods = torch.tensor([1, 2, 3])
     clock, _ = _clocked(periods, 1, 11, gates)
     ticks = (torch.arange(2, 13).unsqueeze(-1) % periods == 0).double()

@@ -10,8 +10,18 @@ from hamt.model import HAMT
 
 def _setup():
     torch.manual_seed(0)
-    model = HAMT(HAMTConfig(vocab_size=101, block_size=64, n_layer=2, n_head=4, n_embd=32,
-                            num_slots=4, hcm_mult=2, chunk_size=16))
+    model = HAMT(
+        HAMTConfig(
+            vocab_size=101,
+            block_size=64,
+            n_layer=2,
+            n_head=4,
+            n_embd=32,
+            num_slots=4,
+            hcm_mult=2,
+            chunk_size=16,
+        )
+    )
     data = torch.randint(101, (4, 33), generator=torch.Generator().manual_seed(1))
     return model, data[:, :-1], data[:, 1:]
 

@@ -2,6 +2,7 @@
 SIGTERM, delivered while optimizer step `step` runs. The trainer honours it at
 the next step boundary (lib/run/signals.py), so it stops after exactly `step`
 steps with a checkpoint, as `timeout` or a scheduler would make it."""
+
 from __future__ import annotations
 
 import os
@@ -22,6 +23,7 @@ def train_until(trainer, step: int | None):
         if trainer.step + 1 == step and not sent:
             sent.append(step)
             os.kill(os.getpid(), signal.SIGTERM)  # the handler runs before the next line
+
     handle = trainer.training.optimizer.register_step_post_hook(after_optimizer_step)
     try:
         summary = trainer.train()

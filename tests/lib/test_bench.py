@@ -1,4 +1,5 @@
 """make bench's measurement: both loops timed, figures consistent."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,7 +17,8 @@ def test_bench_times_our_step_and_the_plain_loop(tiny_run):
         assert m["tokens_per_sec"] == pytest.approx(tokens / (m["ms_per_iter"] / 1000))
         assert m["mfu"] is None  # fp32 on CPU: no published peak to divide by
     assert result["speed_vs_plain"] == pytest.approx(
-        result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"])
+        result["plain"]["ms_per_iter"] / result["ours"]["ms_per_iter"]
+    )
     assert result["peak_memory_mb"] > 0 and result["dtype"] == "fp32"
 
 
@@ -28,12 +30,14 @@ def test_optimizer_bench_reports_each_optimizer_and_mask_costs(tiny_run):
         assert r[name]["full_step_ms"] > 0 and r[name]["optimizer_step_ms"] > 0
     for name in ("adamwspam", "adamwprune"):
         assert r[name]["full_step_vs_adamw"] == pytest.approx(
-            r[name]["full_step_ms"] / r["adamw"]["full_step_ms"])
+            r[name]["full_step_ms"] / r["adamw"]["full_step_ms"]
+        )
     prune = r["adamwprune"]
     assert r["frequency"] == 10
     assert prune["mask_update_amortised_ms"] == pytest.approx(prune["mask_update_ms"] / 10)
     assert prune["mask_update_share_of_step"] == pytest.approx(
-        prune["mask_update_amortised_ms"] / r["adamw"]["full_step_ms"])
+        prune["mask_update_amortised_ms"] / r["adamw"]["full_step_ms"]
+    )
     assert r["speed"]["loss_impl"] == "plain"
 
 
@@ -44,10 +48,12 @@ def test_optimizer_bench_applies_the_run_s_speed_options(tiny_run, monkeypatch):
 
     calls = []
     real = fused_loss.chunked_linear_cross_entropy
-    monkeypatch.setattr(fused_loss, "chunked_linear_cross_entropy",
-                        lambda *a, **k: calls.append(1) or real(*a, **k))
-    r = run_optimizer_bench(tiny_run(TRAIN_LOSS_IMPL_CHUNKED="y", CPU_LINEAR_BACKEND_ATEN="y"),
-                            steps=1, rounds=1)
+    monkeypatch.setattr(
+        fused_loss, "chunked_linear_cross_entropy", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    r = run_optimizer_bench(
+        tiny_run(TRAIN_LOSS_IMPL_CHUNKED="y", CPU_LINEAR_BACKEND_ATEN="y"), steps=1, rounds=1
+    )
     assert (r["speed"]["loss_impl"], r["speed"]["cpu_linear"]) == ("chunked", "aten")
     assert calls  # every optimizer's steps went through the chunked loss
 
@@ -94,8 +100,13 @@ def test_bench_breakdown_sums_to_the_step_and_names_each_side(tiny_run):
 
 
 def test_bench_breakdown_counts_the_pruners_time(tiny_run):
-    run = tiny_run(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_WARMUP="2",
-                   PRUNING_FREQUENCY="2", PRUNING_RAMP_END="200")
+    run = tiny_run(
+        PRUNING_MODE_SINGLE="y",
+        PRUNING_METHOD_MAGNITUDE="y",
+        PRUNING_WARMUP="2",
+        PRUNING_FREQUENCY="2",
+        PRUNING_RAMP_END="200",
+    )
     result = run_bench(run, steps=2, warmup=1, rounds=1, profile_steps=4)
     assert result["ours"]["pruning"] == "magnitude" and result["plain"]["pruning"] is None
     assert result["breakdown"]["parts_ms"]["pruning"] > 0

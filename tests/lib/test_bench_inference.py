@@ -1,5 +1,6 @@
 """Inference figures: measured per family, recorded at the end of a run and by
 `make bench-inference`, shown by `make results`."""
+
 from __future__ import annotations
 
 import json
@@ -14,15 +15,22 @@ import gpt2
 import hamt
 from gpt2.config import GPT2Config
 from hamt.config import HAMTConfig
-from lib.bench.inference import (REPEATS, bench_run, check_lengths, inference_at_end, measure,
-                                 parse_lengths, plan_lengths)
+from lib.bench.inference import (
+    REPEATS,
+    bench_run,
+    check_lengths,
+    inference_at_end,
+    measure,
+    parse_lengths,
+    plan_lengths,
+)
+from lib.config.kconfig import ConfigError
 from lib.hardware.precision import Precision
 from lib.results.collect import read_run
 from lib.results.tables import columns, markdown
 from lib.run import owner
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
-from lib.config.kconfig import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 FP32 = Precision(torch.device("cpu"), "fp32", "test")
@@ -30,22 +38,33 @@ FP32_BYTES = 4
 
 
 def gpt(**fields):
-    return gpt2.FAMILY.build(GPT2Config(vocab_size=64, block_size=64, n_layer=2, n_head=2,
-                                        n_embd=64, **fields))
+    return gpt2.FAMILY.build(
+        GPT2Config(vocab_size=64, block_size=64, n_layer=2, n_head=2, n_embd=64, **fields)
+    )
 
 
 def test_gpt2_figures_are_positive_and_mla_caches_less_per_token_by_its_formula():
     vanilla = measure(gpt(), FP32, [16, 40], decode_tokens=4, log=lambda _: None)
-    mla = measure(gpt(attention="mla", latent_dim=16, rope_dim=8), FP32, [16, 40],
-                  decode_tokens=4, log=lambda _: None)
+    mla = measure(
+        gpt(attention="mla", latent_dim=16, rope_dim=8),
+        FP32,
+        [16, 40],
+        decode_tokens=4,
+        log=lambda _: None,
+    )
     for section in (vanilla, mla):
-        assert (section["dtype"], section["batch"], section["decode_tokens"],
-                section["repeats"]) == ("fp32", 1, 4, REPEATS)
+        assert (
+            section["dtype"],
+            section["batch"],
+            section["decode_tokens"],
+            section["repeats"],
+        ) == ("fp32", 1, 4, REPEATS)
         assert [r["prompt_tokens"] for r in section["lengths"]] == [16, 40]
         for r in section["lengths"]:
             assert r["prefill_ms"] > 0 and r["decode_tokens_per_sec"] > 0
             assert r["prefill_tokens_per_sec"] == pytest.approx(
-                r["prompt_tokens"] / (r["prefill_ms"] / 1000))
+                r["prompt_tokens"] / (r["prefill_ms"] / 1000)
+            )
             assert r["decode_ms_per_token"] == pytest.approx(1000 / r["decode_tokens_per_sec"])
             assert r["cache_bytes_measured"] is None  # CUDA only
     # Per token and layer: vanilla keeps K and V (2 x n_embd), MLA the latent and RoPE key.
@@ -57,8 +76,11 @@ def test_gpt2_figures_are_positive_and_mla_caches_less_per_token_by_its_formula(
 
 
 def test_hamt_state_is_the_same_size_at_every_length():
-    model = hamt.FAMILY.build(HAMTConfig(vocab_size=64, block_size=64, n_layer=2, n_head=2,
-                                         n_embd=32, num_slots=16, hcm_mult=2))
+    model = hamt.FAMILY.build(
+        HAMTConfig(
+            vocab_size=64, block_size=64, n_layer=2, n_head=2, n_embd=32, num_slots=16, hcm_mult=2
+        )
+    )
     model.train()
     section = measure(model, FP32, [8, 48], decode_tokens=4, log=lambda _: None)
     assert model.training  # the mode it had is restored
@@ -79,7 +101,8 @@ def test_lengths_are_parsed_checked_and_clipped_to_the_block(tiny_run):
         tiny_run(INFERENCE_BENCH_LENGTHS="64,12x")
     assert err.value.problems == [
         'CONFIG_INFERENCE_BENCH_LENGTHS="64,12x": "12x" is not a whole number of tokens '
-        'from 1 to 1048576']
+        "from 1 to 1048576"
+    ]
     assert plan_lengths([128, 512], 32, 1024) == ([128, 512], 32)
     assert plan_lengths([16, 128, 512], 32, 64) == ([16, 32], 32)  # 64 - 32 decoded
     assert plan_lengths([16], 100, 64) == ([16], 32)  # decoding takes at most half
@@ -88,9 +111,14 @@ def test_lengths_are_parsed_checked_and_clipped_to_the_block(tiny_run):
 @pytest.fixture
 def finished(tiny_run):
     """A tiny run trained to its end with INFERENCE_BENCH=y on the CPU."""
-    run = tiny_run(GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=2, RUN_NAME="inf",
-                   INFERENCE_BENCH_Y="y", INFERENCE_BENCH_LENGTHS="8,64",
-                   INFERENCE_BENCH_DECODE_TOKENS="4")
+    run = tiny_run(
+        GPT2_MAX_ITERS=4,
+        GPT2_EVAL_INTERVAL=2,
+        RUN_NAME="inf",
+        INFERENCE_BENCH_Y="y",
+        INFERENCE_BENCH_LENGTHS="8,64",
+        INFERENCE_BENCH_DECODE_TOKENS="4",
+    )
     run_dir = create_run_dir(run)
     lines: list[str] = []
     Trainer(run, run_dir, log=lines.append).train()
@@ -113,10 +141,12 @@ def test_the_end_of_a_run_records_the_section_in_metrics_json(finished):
 def test_auto_skips_cpu_runs_and_no_run_stopped_by_a_signal_is_measured(tiny_run, tmp_path):
     model = gpt()
     metrics = tmp_path / "metrics.json"
-    cases = [(tiny_run(), {"status": "completed"}),  # auto, on the CPU
-             (tiny_run(INFERENCE_BENCH_N="y"), {"status": "completed"}),
-             (tiny_run(INFERENCE_BENCH_Y="y"), {"status": "stopped", "stop_signal": "SIGTERM"}),
-             (tiny_run(INFERENCE_BENCH_Y="y"), {"status": "diverged"})]
+    cases = [
+        (tiny_run(), {"status": "completed"}),  # auto, on the CPU
+        (tiny_run(INFERENCE_BENCH_N="y"), {"status": "completed"}),
+        (tiny_run(INFERENCE_BENCH_Y="y"), {"status": "stopped", "stop_signal": "SIGTERM"}),
+        (tiny_run(INFERENCE_BENCH_Y="y"), {"status": "diverged"}),
+    ]
     for run, record in cases:
         metrics.write_text(json.dumps(record))
         assert inference_at_end(run, model, tmp_path, print) is None
@@ -144,8 +174,9 @@ def test_results_show_the_figures_per_prompt_length(finished):
     row = read_run(run_dir)
     headers = [h for h, _, _ in columns([row])]
     for length in (8, 28):
-        assert {f"prefill ms @{length}", f"decode tok/s @{length}",
-                f"cache KiB @{length}"} <= set(headers)
+        assert {f"prefill ms @{length}", f"decode tok/s @{length}", f"cache KiB @{length}"} <= set(
+            headers
+        )
     table = markdown([row], {})
     cells = dict(zip(headers, table.splitlines()[-1].strip("| ").split(" | ")))
     assert cells["cache KiB @8"] == "4"  # 8 tokens x 512 bytes
@@ -155,8 +186,7 @@ def test_results_show_the_figures_per_prompt_length(finished):
 
 def test_bench_run_measures_a_finished_runs_best_checkpoint(finished, tiny_run):
     run, run_dir, _ = finished
-    section = bench_run(run_dir, "best", tiny_run(INFERENCE_BENCH_LENGTHS="16"),
-                        log=lambda _: None)
+    section = bench_run(run_dir, "best", tiny_run(INFERENCE_BENCH_LENGTHS="16"), log=lambda _: None)
     assert section["source"] == "ckpt_best.pt (step 4)"
     recorded = json.loads((run_dir / "metrics.json").read_text())["inference"]
     assert recorded == section and [r["prompt_tokens"] for r in recorded["lengths"]] == [16]
@@ -164,8 +194,13 @@ def test_bench_run_measures_a_finished_runs_best_checkpoint(finished, tiny_run):
 
 def make_bench_inference(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
-    return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), "bench-inference",
-                           *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(ROOT), "bench-inference", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 @pytest.mark.slow

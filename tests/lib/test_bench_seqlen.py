@@ -1,4 +1,5 @@
 """make bench-seqlen's settings: small and eager on a CPU, issue 19's regime on CUDA."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,12 +16,16 @@ def test_cpu_keeps_the_small_eager_settings_and_cuda_gets_the_long_ones(tiny_run
     run = tiny_run(COMPILE_MODEL="y", MIXED_PRECISION="y", MIXED_PRECISION_DTYPE_BF16="y")
     cpu = BenchSettings.for_device(run, torch.device("cpu"))
     assert (cpu.lengths, cpu.tokens_per_step, cpu.variants) == (
-        (64, 128, 256, 512, 1024, 2048), 2048, None)
+        (64, 128, 256, 512, 1024, 2048),
+        2048,
+        None,
+    )
     assert not cpu.compile and not cpu.sdpa_flash  # compiling costs more than it saves here
     assert cpu.cpu_linear == "aten"  # bf16 autocast: PyTorch's own kernels
     # On CUDA (no GPU needed to choose): the configured bf16 and compile, 64k tokens.
-    monkeypatch.setattr(seqlen, "resolve_precision",
-                        lambda run, device: Precision(device, "bf16", "as configured"))
+    monkeypatch.setattr(
+        seqlen, "resolve_precision", lambda run, device: Precision(device, "bf16", "as configured")
+    )
     gpu = BenchSettings.for_device(run, torch.device("cuda"))
     assert gpu.lengths == (1024, 2048, 4096, 8192, 16384)
     assert gpu.tokens_per_step == 65536 and gpu.variants == ("vanilla", "hamt")
@@ -35,11 +40,14 @@ def test_chosen_variants_rows_and_what_ran(tiny_run, monkeypatch):
     real = cpu_linear._onednn_linear
     monkeypatch.setattr(cpu_linear, "_onednn_linear", lambda *a: calls.append(1) or real(*a))
     run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="2")
-    result = run_seqlen_bench(run, vocab=64, lengths=(16,), steps=1, tokens=64,
-                              variants=("vanilla", "hamt"))
+    result = run_seqlen_bench(
+        run, vocab=64, lengths=(16,), steps=1, tokens=64, variants=("vanilla", "hamt")
+    )
     assert result["variants"] == ["vanilla", "hamt"]
-    assert [(r["variant"], r["batch_size"]) for r in result["rows"]] == [("vanilla", 4),
-                                                                         ("hamt", 4)]
+    assert [(r["variant"], r["batch_size"]) for r in result["rows"]] == [
+        ("vanilla", 4),
+        ("hamt", 4),
+    ]
     assert result["settings"]["dtype"] == "fp32"
     # fp32 eager on a CPU: the linear layers on oneDNN, as the trainer runs them
     assert result["settings"]["cpu_linear"] == ("onednn" if onednn_available() else "aten")
@@ -54,8 +62,15 @@ def test_chosen_variants_rows_and_what_ran(tiny_run, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_gpu_path_autocast_flash_and_own_peak_memory(tiny_run):
-    run = tiny_run(GPT2_N_EMBD="64", GPT2_N_HEAD="1", GPT2_N_LAYER="2", DEVICE_CUDA="y",
-                   MIXED_PRECISION="y", MIXED_PRECISION_DTYPE_BF16="y", COMPILE_MODEL="n")
+    run = tiny_run(
+        GPT2_N_EMBD="64",
+        GPT2_N_HEAD="1",
+        GPT2_N_LAYER="2",
+        DEVICE_CUDA="y",
+        MIXED_PRECISION="y",
+        MIXED_PRECISION_DTYPE_BF16="y",
+        COMPILE_MODEL="n",
+    )
     result = run_seqlen_bench(run, vocab=64, lengths=(128, 256), steps=2, tokens=1024)
     assert result["settings"]["sdpa_flash"] and result["settings"]["dtype"] == "bf16"
     for row in result["rows"]:

@@ -1,6 +1,7 @@
 """Whole-run time estimates calibrated on completed runs (lib/estimate/calibrate.py)
 and a matrix's ETA in `make watch` (lib/matrix/eta.py), on synthetic run records:
 metrics.json and matrix.json as the trainer and the matrix write them."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from lib.estimate.calibrate import (STARTUP_S, UNCALIBRATED, completed_runs, estimate_run,
-                                    process_seconds)
+from lib.estimate.calibrate import (
+    STARTUP_S,
+    UNCALIBRATED,
+    completed_runs,
+    estimate_run,
+    process_seconds,
+)
 from lib.estimate.memory import configured_device, default_vocab, model_counts
 from lib.estimate.timing import breakdown
 from lib.matrix.eta import layout, matrix_eta
@@ -25,11 +31,19 @@ def metrics_of(run, ms: float, iterations: int, evaluations: int, **over) -> dic
     """What the trainer writes for a completed run of `run`'s shape on this machine."""
     cfg, _ = model_counts(run, default_vocab(run))
     info = configured_device(run)
-    return {"status": "completed", "model": run.MODEL, "model_config": asdict(cfg),
-            "tokens_per_iter": run.derived()["tokens_per_iter"], "device_name": info.name,
-            "dtype": "fp32", "world_size": 1, "ms_per_iter": ms, "iterations": iterations,
-            "val_loss": {"iters": list(range(evaluations)), "values": [2.0] * evaluations},
-            **over}
+    return {
+        "status": "completed",
+        "model": run.MODEL,
+        "model_config": asdict(cfg),
+        "tokens_per_iter": run.derived()["tokens_per_iter"],
+        "device_name": info.name,
+        "dtype": "fp32",
+        "world_size": 1,
+        "ms_per_iter": ms,
+        "iterations": iterations,
+        "val_loss": {"iters": list(range(evaluations)), "values": [2.0] * evaluations},
+        **over,
+    }
 
 
 def write_matrix(root: Path, run, runs: dict[str, tuple[dict, dict]]) -> Path:
@@ -41,8 +55,9 @@ def write_matrix(root: Path, run, runs: dict[str, tuple[dict, dict]]) -> Path:
         (root / run_id / "config.txt").write_text(run.config_text)
         if metrics:
             (root / run_id / "metrics.json").write_text(json.dumps(metrics))
-    (root / "matrix.json").write_text(json.dumps(
-        {"matrix_id": root.name, "runs": {r: entry for r, (entry, _) in runs.items()}}))
+    (root / "matrix.json").write_text(
+        json.dumps({"matrix_id": root.name, "runs": {r: entry for r, (entry, _) in runs.items()}})
+    )
     return root
 
 
@@ -59,9 +74,17 @@ def test_completed_runs_of_the_same_shape_calibrate_step_and_fixed_cost(tiny_run
     run = tiny_run(GPT2_MAX_ITERS=40, GPT2_EVAL_INTERVAL=20)
     ms = {"a": 200.0, "b": 250.0, "c": 400.0}
     processes = {"a": 70.0, "b": 80.0, "c": 130.0}
-    write_matrix(tmp_path / "results" / "m1", run, {
-        r: ({"state": "completed", "attempts": 1, "seconds": processes[r]},
-            metrics_of(run, ms[r], 100, 5)) for r in ms})
+    write_matrix(
+        tmp_path / "results" / "m1",
+        run,
+        {
+            r: (
+                {"state": "completed", "attempts": 1, "seconds": processes[r]},
+                metrics_of(run, ms[r], 100, 5),
+            )
+            for r in ms
+        },
+    )
     est = estimate_run(run, completed_runs(tmp_path / "results"))
     parts = breakdown(run)
     step = 0.25  # the median of 0.2, 0.25 and 0.4 s
@@ -79,13 +102,20 @@ def test_other_shapes_unfinished_and_resumed_runs_do_not_calibrate(tiny_run, tmp
     run = tiny_run(GPT2_MAX_ITERS=40, GPT2_EVAL_INTERVAL=20)
     wider = tiny_run(GPT2_MAX_ITERS=40, GPT2_EVAL_INTERVAL=20, GPT2_N_EMBD=64)
     done = {"state": "completed", "attempts": 1, "seconds": 500.0}
-    write_matrix(tmp_path / "results" / "m1", run, {
-        "wider": (done, metrics_of(wider, 900.0, 100, 5)),
-        "elsewhere": (done, metrics_of(run, 900.0, 100, 5, device_name="another CPU")),
-        "failed": ({**done, "state": "failed"}, metrics_of(run, 900.0, 100, 5, status="failed")),
-        # resumed: its step time counts, its process time covers one attempt only
-        "resumed": ({**done, "attempts": 2}, metrics_of(run, 300.0, 100, 5)),
-    })
+    write_matrix(
+        tmp_path / "results" / "m1",
+        run,
+        {
+            "wider": (done, metrics_of(wider, 900.0, 100, 5)),
+            "elsewhere": (done, metrics_of(run, 900.0, 100, 5, device_name="another CPU")),
+            "failed": (
+                {**done, "state": "failed"},
+                metrics_of(run, 900.0, 100, 5, status="failed"),
+            ),
+            # resumed: its step time counts, its process time covers one attempt only
+            "resumed": ({**done, "attempts": 2}, metrics_of(run, 300.0, 100, 5)),
+        },
+    )
     est = estimate_run(run, completed_runs(tmp_path / "results"))
     parts = breakdown(run)
     eval_s = parts.eval_s * 0.3 / parts.step_s
@@ -115,11 +145,17 @@ class Est:
 
 
 def test_matrix_eta_counts_running_progress_and_parallel_places():
-    matrix = {"runs_at_once": 2, "runs": {
-        "a": {"state": "completed"}, "b": {"state": "failed"},
-        "c": {"state": "running", "started": "2026-11-26 16:00:00"},
-        "d": {"state": "running", "started": "2026-11-26 16:00:00"},
-        "e": {"state": "pending"}, "f": {"state": "pending"}}}
+    matrix = {
+        "runs_at_once": 2,
+        "runs": {
+            "a": {"state": "completed"},
+            "b": {"state": "failed"},
+            "c": {"state": "running", "started": "2026-11-26 16:00:00"},
+            "d": {"state": "running", "started": "2026-11-26 16:00:00"},
+            "e": {"state": "pending"},
+            "f": {"state": "pending"},
+        },
+    }
     estimates = {"c": Est(100.0), "d": Est(100.0), "e": Est(60.0), "f": Est(80.0)}
     progress = {"c": {"eta_s": 10.0}, "d": {}}  # d has logged no step yet
     started = time.mktime(time.strptime("2026-11-26 16:00:00", "%Y-%m-%d %H:%M:%S"))
@@ -128,8 +164,9 @@ def test_matrix_eta_counts_running_progress_and_parallel_places():
     assert (eta.done, eta.total, eta.at_once) == (2, 6, 2)
     assert eta.remaining_s == pytest.approx(150.0)
     assert eta.basis == UNCALIBRATED
-    missing = matrix_eta(matrix, lambda r, e: None if r == "f" else estimates[r],
-                         progress.get, now=started + 30)
+    missing = matrix_eta(
+        matrix, lambda r, e: None if r == "f" else estimates[r], progress.get, now=started + 30
+    )
     assert missing.remaining_s is None
 
 
@@ -138,19 +175,27 @@ def test_watch_shows_the_matrix_eta_from_its_records(tiny_run, tmp_path):
     running, two pending, two at a time."""
     run = tiny_run(GPT2_MAX_ITERS=40, GPT2_EVAL_INTERVAL=20)
     done = {"state": "completed", "attempts": 1, "seconds": 60.0, "overrides": []}
-    root = write_matrix(tmp_path / "results" / "m1", run, {
-        "r1": (done, metrics_of(run, 1000.0, 40, 2)),
-        "r2": (done, metrics_of(run, 1000.0, 40, 2)),
-        "r3": ({"state": "running", "overrides": []}, {}),
-        "r4": ({"state": "pending", "overrides": []}, {}),
-        "r5": ({"state": "pending", "overrides": []}, {})})
+    root = write_matrix(
+        tmp_path / "results" / "m1",
+        run,
+        {
+            "r1": (done, metrics_of(run, 1000.0, 40, 2)),
+            "r2": (done, metrics_of(run, 1000.0, 40, 2)),
+            "r3": ({"state": "running", "overrides": []}, {}),
+            "r4": ({"state": "pending", "overrides": []}, {}),
+            "r5": ({"state": "pending", "overrides": []}, {}),
+        },
+    )
     matrix = json.loads((root / "matrix.json").read_text())
     matrix["runs_at_once"] = 2
     (root / "matrix.json").write_text(json.dumps(matrix))
     (root / "r3" / "output.log").write_text(
-        "iter 30/40 | loss 2.0000 | ppl 7.4 | lr 1.00e-03 | 1000.0 ms/iter | 256 tok/s\n")
+        "iter 30/40 | loss 2.0000 | ppl 7.4 | lr 1.00e-03 | 1000.0 ms/iter | 256 tok/s\n"
+    )
     lines = render(root, now=NOW).splitlines()
     # each pending run takes its calibrated 60 s (40 steps of 1 s + 2 evaluations + the
     # rest of the measured process); r3 needs 10 s more: r4 runs 0-60, r5 10-70
-    assert lines[1] == ("  2 of 5 runs done; about 1m 10s left (2 at a time; calibrated "
-                        "from 2 runs of this shape on this machine)")
+    assert lines[1] == (
+        "  2 of 5 runs done; about 1m 10s left (2 at a time; calibrated "
+        "from 2 runs of this shape on this machine)"
+    )

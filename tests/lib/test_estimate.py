@@ -1,4 +1,5 @@
 """Memory and time estimates: hand-computed GPT-2 124M figures, measured CPU peaks."""
+
 from __future__ import annotations
 
 import re
@@ -18,10 +19,16 @@ from lib.hardware.devices import cpu_info, profile, profile_info
 from tests.conftest import ROOT
 
 H100 = profile_info(profile("H100 SXM 80GB"))
-GPT2_124M = dict(GPT2_MODEL_124M="y", GPT2_BLOCK_SIZE=1024, BATCH_SIZE=8, GPT2_PAD_VOCAB="y",
-                 MIXED_PRECISION_DTYPE_BF16="y")
-TINY = dict(GPT2_N_LAYER=2, GPT2_N_HEAD=4, GPT2_N_EMBD=64, GPT2_BLOCK_SIZE=128, BATCH_SIZE=8,
-            DEVICE_CPU="y")
+GPT2_124M = dict(
+    GPT2_MODEL_124M="y",
+    GPT2_BLOCK_SIZE=1024,
+    BATCH_SIZE=8,
+    GPT2_PAD_VOCAB="y",
+    MIXED_PRECISION_DTYPE_BF16="y",
+)
+TINY = dict(
+    GPT2_N_LAYER=2, GPT2_N_HEAD=4, GPT2_N_EMBD=64, GPT2_BLOCK_SIZE=128, BATCH_SIZE=8, DEVICE_CPU="y"
+)
 
 
 def config(**settings):
@@ -48,8 +55,10 @@ def test_gpt2_124m_estimate_matches_hand_computed_components():
     linear_weights = L * 12 * C * C + V * C  # autocast's bf16 copies of every Linear weight
     assert est.overhead == 2 * linear_weights + 16 * N + CUDA_WORKSPACE
     assert est.gradients == 0 and est.phase == "loss"  # no accumulation: grads come later
-    assert est.total_bytes == sum(getattr(est, k) for k in (
-        "parameters", "gradients", "optimizer", "activations", "logits", "overhead"))
+    assert est.total_bytes == sum(
+        getattr(est, k)
+        for k in ("parameters", "gradients", "optimizer", "activations", "logits", "overhead")
+    )
     assert est.total_bytes / 2**20 == pytest.approx(8256.5, abs=0.1)  # H100: 8309.9 measured
     # On the CPU, autocast copies the logits to fp32 first: their gradient is fp32 too.
     cpu = estimate_memory(config(**GPT2_124M), 50257, device_info=cpu_info())
@@ -97,9 +106,16 @@ CASES = {
     "chunked loss": {"TRAIN_LOSS_IMPL_CHUNKED": "y", "BATCH_SIZE": 48},
     "hamt": {"MODEL_HAMT": "y", "HAMT_N_LAYER": 2, "HAMT_N_EMBD": 64},
     # gpt2-modern-124m's block: RoPE, RMSNorm, SwiGLU, GQA, QK-norm, untied head, no biases
-    "modern": {"GPT2_POSITION_ROPE": "y", "GPT2_NORM_RMSNORM": "y", "GPT2_MLP_SWIGLU": "y",
-               "GPT2_N_KV_HEAD": 2, "GPT2_QK_NORM": "y", "GPT2_TIE_HEAD": "n", "GPT2_BIAS": "n",
-               "MIXED_PRECISION_DTYPE_BF16": "y"},
+    "modern": {
+        "GPT2_POSITION_ROPE": "y",
+        "GPT2_NORM_RMSNORM": "y",
+        "GPT2_MLP_SWIGLU": "y",
+        "GPT2_N_KV_HEAD": 2,
+        "GPT2_QK_NORM": "y",
+        "GPT2_TIE_HEAD": "n",
+        "GPT2_BIAS": "n",
+        "MIXED_PRECISION_DTYPE_BF16": "y",
+    },
 }
 
 
@@ -136,26 +152,44 @@ def test_estimate_seconds_from_flops_and_assumed_utilisation():
     cpu = cpu_info()
     assert estimate_seconds(run, cpu) == pytest.approx(per_token * tokens / (65e9 * cpu.cores))
     unknown = profile_info(profile("L4"))
-    assert estimate_seconds(run, unknown.__class__(**{**unknown.__dict__,
-                                                      "peak_flops_16bit": None})) is None
+    assert (
+        estimate_seconds(run, unknown.__class__(**{**unknown.__dict__, "peak_flops_16bit": None}))
+        is None
+    )
 
 
 def test_report_lists_components_and_known_devices():
     text = report(config(**{**GPT2_124M, "BATCH_SIZE": 16}), H100, 50257)
-    for word in ("parameters", "gradients", "optimizer", "activations", "logits", "overhead",
-                 "total (peak: loss)", "with gradient checkpointing", "A100 40GB", "H200",
-                 "RTX 3060 12GB", "W7900 48GB", "CPU RAM"):
+    for word in (
+        "parameters",
+        "gradients",
+        "optimizer",
+        "activations",
+        "logits",
+        "overhead",
+        "total (peak: loss)",
+        "with gradient checkpointing",
+        "A100 40GB",
+        "H200",
+        "RTX 3060 12GB",
+        "W7900 48GB",
+        "CPU RAM",
+    ):
         assert word in text, word
-    rows = {m[1].strip(): (m[2], int(m[3])) for m in
-            re.finditer(r"^  (.{16}).* G  (yes|no) +(\d+)", text, re.M)}
+    rows = {
+        m[1].strip(): (m[2], int(m[3]))
+        for m in re.finditer(r"^  (.{16}).* G  (yes|no) +(\d+)", text, re.M)
+    }
     assert rows["RTX 3060 12GB"][0] == "no" and rows["H100 SXM 80GB"][0] == "yes"  # 16 x 1024
     # The largest micro-batch that fits a 12 GB card, as the same estimate finds it.
     info = profile_info(profile("RTX 3060"))
     fitting = rows["RTX 3060 12GB"][1]
-    assert estimate_memory(config(**GPT2_124M), 50257, batch_size=fitting,
-                           device_info=info).fits(info.memory_bytes)
-    assert not estimate_memory(config(**GPT2_124M), 50257, batch_size=fitting + 1,
-                               device_info=info).fits(info.memory_bytes)
+    assert estimate_memory(config(**GPT2_124M), 50257, batch_size=fitting, device_info=info).fits(
+        info.memory_bytes
+    )
+    assert not estimate_memory(
+        config(**GPT2_124M), 50257, batch_size=fitting + 1, device_info=info
+    ).fits(info.memory_bytes)
 
 
 def test_importing_the_estimate_is_light():

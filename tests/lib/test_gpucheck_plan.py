@@ -1,4 +1,5 @@
 """The gpu-check scheduler: caps against the budget, the default order, STAGES=."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,6 +21,7 @@ def fake_runner(clock: FakeClock, takes: dict[str, float], ran: list[str]):
         ran.append(stage.name)
         clock.now += min(takes[stage.name], cap)
         return {"status": "done", "figures": {"cap": cap}}
+
     return run
 
 
@@ -28,15 +30,18 @@ def test_a_stage_whose_cap_would_overrun_the_budget_is_skipped_and_later_ones_st
     caps = {n: s.gpu_cap_s for n, s in STAGES.items()}  # a 150, b 180, c 90, d 150, e 180
     takes = {"a": 100, "b": 170, "c": 60, "d": 10, "e": 10, "f": 10}
     budget = caps["a"] + caps["b"] + 1  # after a and b (270 s) 61 s are left
-    records = plan.schedule(["a", "b", "c", "d", "e"], "cuda", budget,
-                            fake_runner(clock, takes, ran), clock)
+    records = plan.schedule(
+        ["a", "b", "c", "d", "e"], "cuda", budget, fake_runner(clock, takes, ran), clock
+    )
     assert ran == ["a", "b"]  # c's 90 s cap > 61 s left; so are d's and e's
     assert records["a"]["seconds"] == 100 and records["b"]["seconds"] == 170
     assert {records[n]["status"] for n in "cde"} == {"skipped"}
     assert "61 s left" in records["c"]["reason"]
     clock2, ran2 = FakeClock(), []
     # With c first it fits, and b no longer does.
-    records = plan.schedule(["a", "c", "b"], "cuda", budget, fake_runner(clock2, takes, ran2), clock2)
+    records = plan.schedule(
+        ["a", "c", "b"], "cuda", budget, fake_runner(clock2, takes, ran2), clock2
+    )
     assert ran2 == ["a", "c"] and records["b"]["status"] == "skipped"
 
 
@@ -54,8 +59,9 @@ def test_the_flexible_stage_takes_what_is_left_down_to_its_minimum():
 
 def test_cpu_caps_apply_on_a_cpu():
     clock, ran = FakeClock(), []
-    records = plan.schedule(["a"], "cpu", STAGES["a"].cpu_cap_s,
-                            fake_runner(clock, {"a": 1}, ran), clock)
+    records = plan.schedule(
+        ["a"], "cpu", STAGES["a"].cpu_cap_s, fake_runner(clock, {"a": 1}, ran), clock
+    )
     assert records["a"]["figures"]["cap"] == STAGES["a"].cpu_cap_s < STAGES["a"].gpu_cap_s
 
 

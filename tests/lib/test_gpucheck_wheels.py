@@ -1,5 +1,6 @@
 """`make gpu-wheels`' list against what the GPU-side entry points import, its
 versions against requirements*.txt, and the scratch-site install."""
+
 from __future__ import annotations
 
 import ast
@@ -19,14 +20,25 @@ ROOT = Path(__file__).resolve().parents[2]
 OWN = {"lib", "gpt2", "hamt", "scripts", "tests", "config"}
 # What a GPU check runs: the trainer, the benches, the scripts stage f calls,
 # the check itself, and every file holding a GPU test.
-ENTRY_POINTS = ["scripts/train.py", "scripts/bench.py", "scripts/prepare.py", "scripts/kconfig.py",
-                "scripts/test_matrix.py", "scripts/gpu_check.py", "lib/bench/gpucheck/worker.py",
-                "lib/bench/gpucheck/stages.py", "lib/bench/gpucheck/runs.py"]
+ENTRY_POINTS = [
+    "scripts/train.py",
+    "scripts/bench.py",
+    "scripts/prepare.py",
+    "scripts/kconfig.py",
+    "scripts/matrix.py",
+    "scripts/gpu_check.py",
+    "lib/bench/gpucheck/worker.py",
+    "lib/bench/gpucheck/stages.py",
+    "lib/bench/gpucheck/runs.py",
+]
 
 
 def gpu_test_files() -> list[str]:
-    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
-                  if "mark.gpu" in p.read_text())
+    return sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").rglob("test_*.py")
+        if "mark.gpu" in p.read_text()
+    )
 
 
 def module_file(name: str) -> Path | None:
@@ -44,7 +56,9 @@ def module_name(path: Path) -> str:
 
 def imports_of(path: Path) -> set[str]:
     """Every module a file imports, at any depth of its code (lazy imports too)."""
-    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
+    package = (
+        module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
+    )
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -52,7 +66,7 @@ def imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(parent + ([base] if base else []))
             found.add(base)
             found |= {f"{base}.{alias.name}" for alias in node.names}
@@ -88,14 +102,23 @@ def test_every_gpu_side_import_is_carried_present_or_declared_unneeded():
         dists = {normalise(d) for d in installed.get(top, [top])}
         if top not in carried | set(NOT_NEEDED) and not dists & (PRESENT | carried_dists):
             missing.append(f"{top} ({', '.join(sorted(dists))})")
-    assert not missing, ("imported GPU-side but neither carried nor present on a GPU node: "
-                         + "; ".join(missing) + " (lib/bench/gpucheck/wheels.py)")
+    assert not missing, (
+        "imported GPU-side but neither carried nor present on a GPU node: "
+        + "; ".join(missing)
+        + " (lib/bench/gpucheck/wheels.py)"
+    )
 
 
 def test_carried_distributions_bring_what_they_require():
-    environment = {"python_version": "3.12", "python_full_version": "3.12.0",
-                   "sys_platform": "linux", "platform_system": "Linux",
-                   "platform_machine": "x86_64", "implementation_name": "cpython", "extra": ""}
+    environment = {
+        "python_version": "3.12",
+        "python_full_version": "3.12.0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "implementation_name": "cpython",
+        "extra": "",
+    }
     carried = {normalise(n) for n in CARRIED}
     checked, lacking = 0, []
     for name in CARRIED:
@@ -136,7 +159,10 @@ def make_wheel(folder: Path, name: str, version: str, tag: str = "py3-none-any")
     with zipfile.ZipFile(path, "w") as z:
         z.writestr(f"{name}.py", f"VALUE = {version!r}\n")
         z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        z.writestr(f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n")
+        z.writestr(
+            f"{info}/WHEEL",
+            f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n",
+        )
         z.writestr(f"{info}/RECORD", "")
     return path
 
@@ -149,8 +175,13 @@ def test_install_puts_fitting_wheels_in_the_scratch_site_only(tmp_path):
     site = tmp_path / "site"
     assert wheels.install(folder, site) == ["carriedthing"]
     assert [w.name for w in wheels.installable(folder)[1]] == [
-        "otherpython-1.0-cp27-cp27mu-manylinux1_x86_64.whl"]
-    done = subprocess.run([sys.executable, "-c", "import carriedthing; print(carriedthing.VALUE)"],
-                          env={"PYTHONPATH": str(site)}, capture_output=True, text=True)
+        "otherpython-1.0-cp27-cp27mu-manylinux1_x86_64.whl"
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", "import carriedthing; print(carriedthing.VALUE)"],
+        env={"PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+    )
     assert done.stdout.strip() == "1.2"
     assert importlib.util.find_spec("carriedthing") is None  # not in this interpreter's site

@@ -1,4 +1,5 @@
 """Counts in messages agree with their number: "1 run", "2 runs", never "1 runs"."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,11 +8,18 @@ from lib.config.run_config import load_run_config
 from lib.plural import counted
 
 
-@pytest.mark.parametrize("n, noun, plural, expect", [
-    (0, "run", None, "0 runs"), (1, "run", None, "1 run"), (2, "run", None, "2 runs"),
-    (1, "evaluation", None, "1 evaluation"), (12345, "token", None, "12,345 tokens"),
-    (1, "matrix", "matrices", "1 matrix"), (3, "matrix", "matrices", "3 matrices"),
-])
+@pytest.mark.parametrize(
+    "n, noun, plural, expect",
+    [
+        (0, "run", None, "0 runs"),
+        (1, "run", None, "1 run"),
+        (2, "run", None, "2 runs"),
+        (1, "evaluation", None, "1 evaluation"),
+        (12345, "token", None, "12,345 tokens"),
+        (1, "matrix", "matrices", "1 matrix"),
+        (3, "matrix", "matrices", "3 matrices"),
+    ],
+)
 def test_counted_is_singular_for_exactly_one(n, noun, plural, expect):
     assert counted(n, noun, plural) == expect
 

@@ -1,4 +1,5 @@
 """A scratch copy of the project for tests that run make targets."""
+
 from __future__ import annotations
 
 import os
@@ -9,13 +10,30 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ["Makefile", "Kconfig", "requirements.txt", "requirements-lock.txt", "pyproject.toml", "lib", "gpt2", "hamt",
-           "scripts", "defconfigs"]
+SOURCES = [
+    "Makefile",
+    "Kconfig",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-lock.txt",
+    "pyproject.toml",
+    "lib",
+    "gpt2",
+    "hamt",
+    "scripts",
+    "defconfigs",
+    "baselines",
+]
 
 
 @pytest.fixture
-def project(tmp_path) -> Path:
-    """The project's sources copied to tmp_path, sharing the real .venv."""
+def project(tmp_path, monkeypatch) -> Path:
+    """The project's sources copied to tmp_path, sharing the real .venv.
+
+    The .venv's editable install points at the real tree: the copy goes first on
+    PYTHONPATH (inherited by every process a test starts) so its own sources run.
+    """
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     for name in SOURCES:
         src = ROOT / name
         if src.is_dir():
@@ -29,5 +47,10 @@ def project(tmp_path) -> Path:
 def make(project: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     full_env.update(env or {})
-    return subprocess.run(["make", "--no-print-directory", "-C", str(project), *args],
-                          capture_output=True, text=True, env=full_env, timeout=300)
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(project), *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+    )

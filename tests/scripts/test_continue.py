@@ -1,6 +1,7 @@
 """`make continue` (scripts/continue.py) with real concurrent processes: one
 owner per run and per matrix, a run killed -9 before its first checkpoint
 starts over, and user errors end as one paragraph with exit code 2."""
+
 from __future__ import annotations
 
 import json
@@ -19,21 +20,32 @@ from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
-ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("MAKE")},
-       "PYTHONUNBUFFERED": "1"}
+ENV = {**{k: v for k, v in os.environ.items() if not k.startswith("MAKE")}, "PYTHONUNBUFFERED": "1"}
 
 
 def _config(project: Path, **symbols: str) -> None:
     corpus = synthetic_corpus(project / "corpus.txt", lines=400)
-    write_config(project / ".config", {**TINY, "DATA_CUSTOM_PATH": str(corpus),
-                                       "DATA_DIR": str(project / "data"),
-                                       "RESULTS_DIR": str(project / "results"), **symbols})
+    write_config(
+        project / ".config",
+        {
+            **TINY,
+            "DATA_CUSTOM_PATH": str(corpus),
+            "DATA_DIR": str(project / "data"),
+            "RESULTS_DIR": str(project / "results"),
+            **symbols,
+        },
+    )
 
 
 def _start(project: Path, script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([str(project / ".venv" / "bin" / "python"),
-                             str(project / "scripts" / script), *args], cwd=project, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [str(project / ".venv" / "bin" / "python"), str(project / "scripts" / script), *args],
+        cwd=project,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _run(project: Path, script: str, *args: str) -> tuple[int, str, str]:
@@ -83,21 +95,30 @@ def _starts(run_dir: Path) -> int:
 
 
 def test_two_continues_on_a_matrix_and_one_during_it_train_each_run_once(project):
-    _config(project, MATRIX_ABLATION="TRAIN_SEED=1,2", MATRIX_PARALLEL_JOBS="2",
-            GPT2_MAX_ITERS="24", GPT2_EVAL_INTERVAL="12")
+    _config(
+        project,
+        MATRIX_ABLATION="TRAIN_SEED=1,2",
+        MATRIX_PARALLEL_JOBS="2",
+        GPT2_MAX_ITERS="24",
+        GPT2_EVAL_INTERVAL="12",
+    )
     root = _matrix(project)
     runs = sorted(p.name for p in root.iterdir() if p.is_dir())
     one, two = _start(project, "continue.py"), _start(project, "continue.py")
     loser = _first_done(one, two)
     winner = two if loser is one else one
     out, err = loser.communicate()
-    _refused(loser.returncode, out, err, f"the matrix {root.name} is being trained by "
-             f"PID {winner.pid}", "one launcher at a time")
+    _refused(
+        loser.returncode,
+        out,
+        err,
+        f"the matrix {root.name} is being trained by PID {winner.pid}",
+        "one launcher at a time",
+    )
     # During the live matrix: its runs are its launcher's, even one by one.
     code, out, err = _run(project, "continue.py", f"RUN_NAME={root.name}/{runs[0]}")
     assert winner.poll() is None, "the matrix ended before the check ran"
-    _refused(code, out, err, f"belongs to the matrix {root.name}",
-             f"launcher PID {winner.pid}")
+    _refused(code, out, err, f"belongs to the matrix {root.name}", f"launcher PID {winner.pid}")
     out, err = winner.communicate(timeout=120)
     assert winner.returncode == 0, out[-3000:] + err
     assert "2 to run" in out
@@ -110,15 +131,18 @@ def test_two_continues_on_a_matrix_and_one_during_it_train_each_run_once(project
     assert owner(root) is None and all(owner(root / r) is None for r in runs)
 
 
-def test_a_live_run_is_skipped_and_a_run_killed_before_its_first_checkpoint_starts_over(
-        project):
+def test_a_live_run_is_skipped_and_a_run_killed_before_its_first_checkpoint_starts_over(project):
     _config(project, MATRIX_ABLATION="TRAIN_SEED=1,2")
     root = _matrix(project)
     live, other = sorted(p.name for p in root.iterdir() if p.is_dir())
     # A process training one run outside the launcher, recorded "running" as a
     # cluster job records it, with no checkpoint for a long while.
-    job = _start(project, "train.py", f"RUN_DIR={root / live}",
-                 "SET=GPT2_MAX_ITERS=100000 GPT2_EVAL_INTERVAL=100000")
+    job = _start(
+        project,
+        "train.py",
+        f"RUN_DIR={root / live}",
+        "SET=GPT2_MAX_ITERS=100000 GPT2_EVAL_INTERVAL=100000",
+    )
     try:
         MatrixState.load(root).update(live, state="running", attempts=1)
         log = root / live / "output.log"
@@ -146,8 +170,9 @@ def test_a_live_run_is_skipped_and_a_run_killed_before_its_first_checkpoint_star
 
 def test_two_continues_on_one_run_killed_before_its_first_checkpoint(project):
     _config(project)
-    first = _start(project, "train.py", "RUN_NAME=one",
-                   "SET=GPT2_MAX_ITERS=100000 GPT2_EVAL_INTERVAL=100000")
+    first = _start(
+        project, "train.py", "RUN_NAME=one", "SET=GPT2_MAX_ITERS=100000 GPT2_EVAL_INTERVAL=100000"
+    )
     run_dir = project / "results" / "one"
     log = run_dir / "output.log"
     _wait_for(lambda: log.exists() and "iter 1/" in log.read_text(), "the run to train")
@@ -160,8 +185,13 @@ def test_two_continues_on_one_run_killed_before_its_first_checkpoint(project):
     loser = _first_done(one, two)
     winner = two if loser is one else one
     out, err = loser.communicate()
-    _refused(loser.returncode, out, err, f"is being trained by PID {winner.pid}",
-             "make continue RUN_NAME=one")
+    _refused(
+        loser.returncode,
+        out,
+        err,
+        f"is being trained by PID {winner.pid}",
+        "make continue RUN_NAME=one",
+    )
     out, err = winner.communicate(timeout=120)
     assert winner.returncode == 0, out[-3000:] + err
     assert "one: no checkpoint yet" in out and "restarting it from step 0" in out
@@ -187,31 +217,39 @@ def test_two_continues_on_one_run_killed_before_its_first_checkpoint(project):
 
 
 def test_user_errors_are_one_paragraph_and_write_nothing_outside_results(project, tmp_path):
-    from lib.run.checkpoint import save_checkpoint
     import torch
+
+    from lib.run.checkpoint import save_checkpoint
 
     _config(project)
     results, outside = project / "results", tmp_path / "outside"
-    state = {"step": 4, "model": torch.nn.Linear(64, 64).state_dict(), "optimizer": {},
-             "model_config": {}, "family": "gpt2"}
+    state = {
+        "step": 4,
+        "model": torch.nn.Linear(64, 64).state_dict(),
+        "optimizer": {},
+        "model_config": {},
+        "family": "gpt2",
+    }
     for name in ("truncated", "corrupt", "outside"):
         folder = outside if name == "outside" else results / name
         folder.mkdir(parents=True)
         (folder / "config.txt").write_text((project / ".config").read_text())
         save_checkpoint(folder / "ckpt_latest.pt", state)
-    ckpt = (results / "truncated" / "ckpt_latest.pt")
+    ckpt = results / "truncated" / "ckpt_latest.pt"
     ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
-    ckpt = (results / "corrupt" / "ckpt_latest.pt")
+    ckpt = results / "corrupt" / "ckpt_latest.pt"
     data = bytearray(ckpt.read_bytes())
     data[:64] = bytes(range(64))
     ckpt.write_bytes(bytes(data))
     before = {p.name: p.stat().st_mtime_ns for p in outside.iterdir()}
 
-    cases = {"RUN_NAME=nope": ("no run named 'nope'", "Runs and matrices under"),
-             "RUN_NAME=../outside": ("is not a run name",),
-             f"RUN_NAME={outside}": ("is not a run name",),
-             "RUN_NAME=truncated": ("truncated/ckpt_latest.pt is not a readable checkpoint",),
-             "RUN_NAME=corrupt": ("corrupt/ckpt_latest.pt is not a readable checkpoint",)}
+    cases = {
+        "RUN_NAME=nope": ("no run named 'nope'", "Runs and matrices under"),
+        "RUN_NAME=../outside": ("is not a run name",),
+        f"RUN_NAME={outside}": ("is not a run name",),
+        "RUN_NAME=truncated": ("truncated/ckpt_latest.pt is not a readable checkpoint",),
+        "RUN_NAME=corrupt": ("corrupt/ckpt_latest.pt is not a readable checkpoint",),
+    }
     procs = {arg: _start(project, "continue.py", arg) for arg in cases}
     for arg, phrases in cases.items():
         out, err = procs[arg].communicate(timeout=120)
@@ -222,8 +260,11 @@ def test_user_errors_are_one_paragraph_and_write_nothing_outside_results(project
 
 def _snapshot(run_dir: Path) -> dict[str, bytes]:
     """Every file of the run but its owner lock (which each claim rewrites)."""
-    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir())
-            if p.is_file() and p.name != ".owner.lock"}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(run_dir.iterdir())
+        if p.is_file() and p.name != ".owner.lock"
+    }
 
 
 def test_a_completed_run_is_left_untouched_unless_max_iters_is_raised(project):

@@ -1,4 +1,5 @@
 """DRY_RUN=1 checks RUN_NAME as a real run does: the same one-paragraph error."""
+
 from __future__ import annotations
 
 import subprocess
@@ -6,14 +7,19 @@ import sys
 
 import pytest
 
-from lib.config.run_config import write_outputs
 from lib.config.kconfig import open_tree
+from lib.config.run_config import write_outputs
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
 
 
 def _train(project, *args):
-    return subprocess.run([sys.executable, "scripts/train.py", *args], cwd=project,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "scripts/train.py", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("name", ["../evil", "/tmp/abs", "a b"])

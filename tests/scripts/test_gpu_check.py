@@ -1,5 +1,6 @@
 """`make gpu-check DEVICE=cpu`: the record, its files, budget skipping, and
 scripts/gpu_report.py rendering docs/benchmarks.md's section from it."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,26 @@ from tests.scripts.conftest import ROOT, make
 
 
 def check(project: Path, out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
-    shutil.copytree(ROOT / "tests", project / "tests",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # stage a collects them
+    shutil.copytree(
+        ROOT / "tests", project / "tests", ignore=shutil.ignore_patterns("__pycache__")
+    )  # stage a collects them
     # Not conftest's make(): its 300 s limit is below a busy machine's full CPU check;
     # the check's own budget (GPU_CHECK_BUDGET_S, 480 s) bounds it.
-    done = subprocess.run(["make", "--no-print-directory", "-C", str(project), "gpu-check",
-                           "DEVICE=cpu", f"OUT={out}", *args], capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "-C",
+            str(project),
+            "gpu-check",
+            "DEVICE=cpu",
+            f"OUT={out}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     record = json.loads((out / "gpu_check.json").read_text())
     assert len(list(out.iterdir())) <= 6
     assert set(record) >= {"environment", "budget_s", "order", "stages", "plots"}
@@ -35,9 +49,21 @@ def check(project: Path, out: Path, *args: str) -> tuple[subprocess.CompletedPro
 def report(record_path: Path, tmp_path: Path) -> str:
     page = tmp_path / "benchmarks.md"
     page.write_text(f"# Measured figures\n\nintro\n\n{BEGIN}\nold\n{END}\n\n## CPU\nkept\n")
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_report.py"), str(record_path),
-                    "--allow-cpu", "--bench-data", str(tmp_path / "bench-data"),
-                    "--benchmarks", str(page)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "gpu_report.py"),
+            str(record_path),
+            "--allow-cpu",
+            "--bench-data",
+            str(tmp_path / "bench-data"),
+            "--benchmarks",
+            str(page),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return page.read_text()
 
 
@@ -57,19 +83,33 @@ def test_a_stage_that_would_overrun_the_budget_is_skipped_and_the_report_renders
     assert "| b | " in page and "| skipped |" in page
     assert "| every GPU test passes | not met | 0 passed, 0 failed," in page  # all skip on a CPU
     filed = list((tmp_path / "bench-data" / "cpu").glob("gpu_check_*.json"))
-    assert len(filed) == 1 and json.loads(filed[0].read_text())["stages"]["b"]["status"] == "skipped"
+    assert (
+        len(filed) == 1 and json.loads(filed[0].read_text())["stages"]["b"]["status"] == "skipped"
+    )
 
 
 def test_a_gpu_section_takes_no_cpu_record_by_default(tmp_path):
     path = tmp_path / "gpu_check.json"
     path.write_text(json.dumps({"environment": {"device": "cpu", "device_name": "cpu"}}))
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_report.py"), str(path),
-                           "--benchmarks", str(tmp_path / "b.md")], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "gpu_report.py"),
+            str(path),
+            "--benchmarks",
+            str(tmp_path / "b.md"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1 and "not a GPU" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_bad_stages_and_budget_are_refused_before_anything_runs(project, tmp_path):
-    for args, text in ((["STAGES=az"], "unknown stage z"), (["GPU_CHECK_BUDGET_S=soon"], "seconds")):
+    for args, text in (
+        (["STAGES=az"], "unknown stage z"),
+        (["GPU_CHECK_BUDGET_S=soon"], "seconds"),
+    ):
         done = make(project, "gpu-check", "DEVICE=cpu", f"OUT={tmp_path}", *args)
         assert done.returncode != 0 and text in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "gpu_check.json").exists()

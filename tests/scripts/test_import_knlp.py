@@ -1,4 +1,5 @@
 """`make import-knlp` and `make defconfig-*` on knlp-format files, run for real."""
+
 from __future__ import annotations
 
 from tests.scripts.conftest import make
@@ -31,8 +32,11 @@ def test_import_knlp_with_a_name_writes_a_defconfig_in_our_names(project):
     assert not (project / ".config").exists()
     assert make(project, "defconfig-from-knlp").returncode == 0
     values = load_config_py(project)
-    assert (values["GPT2_MAX_ITERS"], values["GPT2_BLOCK_SIZE"], values["TRAIN_MAX_TIME"]) == \
-        (10000, 1024, 60)
+    assert (values["GPT2_MAX_ITERS"], values["GPT2_BLOCK_SIZE"], values["TRAIN_MAX_TIME"]) == (
+        10000,
+        1024,
+        60,
+    )
 
 
 def test_a_knlp_file_in_defconfigs_loads_with_its_report(project):

@@ -1,4 +1,5 @@
 """The make targets a user types, run for real in a scratch copy."""
+
 from __future__ import annotations
 
 import os
@@ -50,7 +51,9 @@ def test_make_without_config_says_where_to_start(project):
 def test_failed_defconfig_writes_nothing(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     before = {f: (project / f).read_text() for f in (".config", "config.py")}
-    (project / "defconfigs" / "bad").write_text("# bad\nCONFIG_BATCH_SIZE=16\nCONFIG_BATCH_SIZE=4096\n")
+    (project / "defconfigs" / "bad").write_text(
+        "# bad\nCONFIG_BATCH_SIZE=16\nCONFIG_BATCH_SIZE=4096\n"
+    )
     out = make(project, "defconfig-bad")
     assert out.returncode != 0
     assert "defconfigs/bad:3: CONFIG_BATCH_SIZE=4096" in out.stderr
@@ -71,7 +74,9 @@ def test_config_py_is_regenerated_when_config_changes(project):
 def test_command_line_overrides_are_validated_and_not_saved(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     before = (project / ".config").read_text()
-    out = make(project, "show", "MAX_ITERS=5", "DEVICE=cpu", "SET=LEARNING_RATE=3e-4 GPT2_WARMUP_STEPS=1")
+    out = make(
+        project, "show", "MAX_ITERS=5", "DEVICE=cpu", "SET=LEARNING_RATE=3e-4 GPT2_WARMUP_STEPS=1"
+    )
     assert out.returncode == 0, out.stderr
     assert "CONFIG_GPT2_MAX_ITERS = 5" in out.stdout and "CONFIG_DEVICE = 'cpu'" in out.stdout
     assert "overrides: MAX_ITERS=5 DEVICE=cpu" in out.stdout
@@ -101,14 +106,20 @@ def test_clean_keeps_results_and_mrproper_removes_config(project):
 
 
 def test_bootstrap_skips_when_installed_and_explains_a_failed_install(project, tmp_path):
-    skip = subprocess.run(["bash", "scripts/bootstrap.sh", ".venv"], cwd=project,
-                          capture_output=True, text=True)
+    skip = subprocess.run(
+        ["bash", "scripts/bootstrap.sh", ".venv"], cwd=project, capture_output=True, text=True
+    )
     assert skip.returncode == 0 and skip.stdout == ""
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "requirements.txt").write_text("this is not a requirement!!\n")
-    fail = subprocess.run(["bash", str(project / "scripts/bootstrap.sh"), ".venv"], cwd=broken,
-                          capture_output=True, text=True, timeout=300)
+    fail = subprocess.run(
+        ["bash", str(project / "scripts/bootstrap.sh"), ".venv"],
+        cwd=broken,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert fail.returncode == 1
     assert "installing the requirements into .venv failed" in fail.stderr
     assert "rerun the same make command" in fail.stderr

@@ -4,6 +4,7 @@ PY= on the command line points the recipes at a stub interpreter that records th
 script would get, so every target's arguments are compared with what was typed, and a
 hostile value that broke out of its quoting would run `touch` on a canary file.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,9 +16,24 @@ import pytest
 
 from tests.scripts.conftest import make
 
-OVERRIDE_VARS = ["MAX_ITERS", "TIME", "BATCH_SIZE", "GRAD_ACCUM", "COMPILE", "DEVICE", "LR", "SEED",
-                 "RUN_NAME", "SET", "TRACKER", "PARALLEL_JOBS", "EXECUTOR", "DRY_RUN", "YES",
-                 "RETRY_FAILED"]  # RESUME is internal: `make continue` passes it (test_make_help.py)
+OVERRIDE_VARS = [
+    "MAX_ITERS",
+    "TIME",
+    "BATCH_SIZE",
+    "GRAD_ACCUM",
+    "COMPILE",
+    "DEVICE",
+    "LR",
+    "SEED",
+    "RUN_NAME",
+    "SET",
+    "TRACKER",
+    "PARALLEL_JOBS",
+    "EXECUTOR",
+    "DRY_RUN",
+    "YES",
+    "RETRY_FAILED",
+]  # RESUME is internal: `make continue` passes it (test_make_help.py)
 
 # Each target: the options it takes, in the order it passes them, as (NAME, flag); flag None
 # for a positional value; then whether it also passes the NAME=VALUE overrides.
@@ -25,27 +41,54 @@ TARGETS = {
     "show": ("kconfig.py show", [], True),
     "prepare": ("prepare.py", [], True),
     "continue": ("continue.py", [], True),
-    "test-matrix": ("test_matrix.py run", [], True),
-    "test-matrix-dry-run": ("test_matrix.py run DRY_RUN=1", [], True),
-    "test-rerun": ("test_matrix.py rerun", [("TARGET", "--target"), ("MATRIX", "--matrix")], True),
-    "sweep": ("test_matrix.py sweep", [("SWEEP", "--sweep"), ("SWEEP_FILE", "--sweep-file"),
-                                       ("SWEEP_MODE", "--mode"), ("SWEEP_TRIALS", "--trials"),
-                                       ("SWEEP_SEED", "--seed")], True),
+    "test-matrix": ("matrix.py run", [], True),
+    "test-matrix-dry-run": ("matrix.py run DRY_RUN=1", [], True),
+    "test-rerun": ("matrix.py rerun", [("TARGET", "--target"), ("MATRIX", "--matrix")], True),
+    "sweep": (
+        "matrix.py sweep",
+        [
+            ("SWEEP", "--sweep"),
+            ("SWEEP_FILE", "--sweep-file"),
+            ("SWEEP_MODE", "--mode"),
+            ("SWEEP_TRIALS", "--trials"),
+            ("SWEEP_SEED", "--seed"),
+        ],
+        True,
+    ),
     "results": ("results.py summary", [("RESULTS", "--dir"), ("BASELINE", "--baseline")], False),
     "report": ("results.py report", [("RESULTS", "--dir"), ("BASELINE", "--baseline")], False),
-    "sample": ("sample.py", [("RUN", "--run"), ("PROMPT", "--prompt"), ("TOKENS", "--tokens"),
-                             ("TEMPERATURE", "--temperature"), ("TOP_K", "--top-k"),
-                             ("CHECKPOINT", "--checkpoint")], False),
+    "sample": (
+        "sample.py",
+        [
+            ("RUN", "--run"),
+            ("PROMPT", "--prompt"),
+            ("TOKENS", "--tokens"),
+            ("TEMPERATURE", "--temperature"),
+            ("TOP_K", "--top-k"),
+            ("CHECKPOINT", "--checkpoint"),
+        ],
+        False,
+    ),
     "watch": ("watch.py", [("RUN", None), ("INTERVAL", "--interval")], False),
     "eval": ("eval.py", [("RUN", "--run"), ("CHECKPOINT", "--checkpoint")], True),
     "eval-baseline": ("eval.py", [("BASELINE_MODEL", "--baseline")], True),
-    "export": ("export.py", [("RUN", "--run"), ("CHECKPOINT", "--checkpoint"),
-                             ("EXPORT_DIR", "--out")], False),
+    "eval-baselines": ("eval.py --baselines", [], True),
+    "export": (
+        "export.py",
+        [("RUN", "--run"), ("CHECKPOINT", "--checkpoint"), ("EXPORT_DIR", "--out")],
+        False,
+    ),
     "bench": ("bench.py step", [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")], True),
-    "bench-optim": ("bench.py optimizers", [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")],
-                    True),
-    "bench-seqlen": ("bench.py seqlen", [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")],
-                     True),
+    "bench-optim": (
+        "bench.py optimizers",
+        [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")],
+        True,
+    ),
+    "bench-seqlen": (
+        "bench.py seqlen",
+        [("BENCH_STEPS", "--steps"), ("BENCH_VOCAB", "--vocab")],
+        True,
+    ),
     "estimate": ("estimate.py", [("GPU", "--device")], True),
 }
 
@@ -54,15 +97,15 @@ def hostile_values(canary: Path) -> list[str]:
     """Values that broke the old single-quoting; each would create `canary` if it got out."""
     c = str(canary)
     return [
-        f"x'; touch {c}; echo '",                       # the issue's example
+        f"x'; touch {c}; echo '",  # the issue's example
         "Romeo's love",
         f'say "hi" "; touch {c}; echo "',
         f"$(touch {c}) `touch {c}` ${{HOME}} $HOME $$ $$(touch {c})",  # shell expansions
         f"$(shell touch {c})${{shell touch {c}}}$(eval X:=1)$$",  # make syntax, make must not expand
-        f"line one\ntouch {c}\n",                       # make splits recipe lines at newlines
-        f"a; touch {c} # not a comment % 100% \\",      # ;, #, %, trailing backslash
-        "back\\slash\\'\t* ? ~/x [a]",                  # escapes, tab, globs, tilde
-        "caf\udce9",                                    # a byte that is not UTF-8 (Latin-1 e-acute)
+        f"line one\ntouch {c}\n",  # make splits recipe lines at newlines
+        f"a; touch {c} # not a comment % 100% \\",  # ;, #, %, trailing backslash
+        "back\\slash\\'\t* ? ~/x [a]",  # escapes, tab, globs, tilde
+        "caf\udce9",  # a byte that is not UTF-8 (Latin-1 e-acute)
     ]
 
 
@@ -73,10 +116,12 @@ def stubbed(project, tmp_path_factory):
     work = tmp_path_factory.mktemp("stub")
     log = work / "argv.jsonl"
     stub = work / "python"
-    stub.write_text(f"#!{sys.executable} -I\n"
-                    "import json, sys\n"
-                    f"with open({str(log)!r}, 'a') as f:\n"
-                    "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n")
+    stub.write_text(
+        f"#!{sys.executable} -I\n"
+        "import json, sys\n"
+        f"with open({str(log)!r}, 'a') as f:\n"
+        "    f.write(json.dumps(sys.argv[1:]) + '\\n')\n"
+    )
     stub.chmod(0o755)
 
     def run(*args: str, env: dict | None = None) -> list[list[str]]:
@@ -117,13 +162,16 @@ def test_every_target_passes_every_value_unchanged(stubbed):
         for target in TARGETS:
             assert run(target, *typed(target, value)) == expected(target, value), (target, value)
         overrides = [f"{name}={value}" for name in OVERRIDE_VARS]
-        assert run("train", *overrides) == [["scripts/prepare.py", *overrides],
-                                            ["scripts/train.py", *overrides]]
+        assert run("train", *overrides) == [
+            ["scripts/prepare.py", *overrides],
+            ["scripts/train.py", *overrides],
+        ]
         assert run("watch", f"ONCE={value}") == [["scripts/watch.py", "--once"]]
         # RUNS is a list: split at blanks as the shell does, each word kept whole, no globbing.
         words = re.split(r"[ \t\n]+", value.strip(" \t\n"))
         assert run("compare", f"RUNS={value} {value}", f"OUT={value}") == [
-            ["scripts/results.py", "compare", *words, *words, "--out", value]], value
+            ["scripts/results.py", "compare", *words, *words, "--out", value]
+        ], value
         assert not canary.exists(), value
     # The defconfig's name is the goal itself (a goal cannot hold "/", "=" or a newline).
     for value in hostile_values(canary):
@@ -134,11 +182,17 @@ def test_every_target_passes_every_value_unchanged(stubbed):
 
 def test_only_command_line_values_count_and_empty_ones_as_before(stubbed):
     run, canary = stubbed
-    env = {"PROMPT": "from the environment", "TIME": "%e seconds", "RUN": f"$(shell touch {canary})",
-           "SET": f"x'; touch {canary}; echo '"}
+    env = {
+        "PROMPT": "from the environment",
+        "TIME": "%e seconds",
+        "RUN": f"$(shell touch {canary})",
+        "SET": f"x'; touch {canary}; echo '",
+    }
     assert run("sample", "show", env=env) == [["scripts/sample.py"], ["scripts/kconfig.py", "show"]]
     assert run("sample", "show", "PROMPT=typed", env=env) == [
-        ["scripts/sample.py", "--prompt", "typed"], ["scripts/kconfig.py", "show"]]
+        ["scripts/sample.py", "--prompt", "typed"],
+        ["scripts/kconfig.py", "show"],
+    ]
     assert run("sample", "PROMPT=", "RUN=") == [["scripts/sample.py"]]  # empty option: left out
     assert run("show", "MAX_ITERS=") == [["scripts/kconfig.py", "show", "MAX_ITERS="]]
     assert run("eval-baseline") == [["scripts/eval.py", "--baseline", ""]]
@@ -165,9 +219,11 @@ def test_a_quote_in_a_real_prompt_and_a_hostile_set(project, tmp_path):
     quoted = make(project, "show", "RUN_NAME=Romeo's")
     assert quoted.returncode == 0 and "overrides: RUN_NAME=Romeo's" in quoted.stdout, quoted.stderr
     (project / "corpus.txt").write_text("Romeo's love: the moon is bright tonight.\n" * 200)
-    tiny = ("SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
-            "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
-            "GPT2_EVAL_INTERVAL=1 TRAIN_EVAL_ITERS=1 GPT2_WARMUP_STEPS=0")
+    tiny = (
+        "SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
+        "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
+        "GPT2_EVAL_INTERVAL=1 TRAIN_EVAL_ITERS=1 GPT2_WARMUP_STEPS=0"
+    )
     trained = make(project, "MAX_ITERS=1", "RUN_NAME=romeo", "DEVICE=cpu", tiny)
     assert trained.returncode == 0, trained.stdout + trained.stderr
     sample = make(project, "sample", "PROMPT=Romeo's love", "TOKENS=3")

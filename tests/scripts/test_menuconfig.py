@@ -1,11 +1,15 @@
 """menuconfig in a real terminal (tmux): edit a value, save, config.py follows;
 a float that does not parse or is out of range is refused at entry and at save,
 and the menu opens on an invalid .config so it can be fixed there."""
+
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +19,9 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux
 
 
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", "-L", "kconfig-llm-test", *args], capture_output=True,
-                          text=True, check=True).stdout
+    return subprocess.run(
+        ["tmux", "-L", "kconfig-llm-test", *args], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def wait_for(text: str, timeout: float = 20.0) -> str:
@@ -31,8 +36,17 @@ def wait_for(text: str, timeout: float = 20.0) -> str:
 
 def test_menuconfig_edit_and_save_regenerates_config_py(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
-    tmux("new-session", "-d", "-s", "mc", "-x", "120", "-y", "40",
-         f"make -C {project} menuconfig; echo EXIT=$?; sleep 60")
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        "mc",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        f"make -C {project} menuconfig; echo EXIT=$?; sleep 60",
+    )
     try:
         wait_for("Training  --->")
         tmux("send-keys", "-t", "mc", "Down", "Down", "Enter")
@@ -62,8 +76,17 @@ def type_text(text: str) -> None:
 
 
 def open_menu(project) -> None:
-    tmux("new-session", "-d", "-s", "mc", "-x", "120", "-y", "40",
-         f"make -C {project} menuconfig; echo EXIT=$?; sleep 60")
+    tmux(
+        "new-session",
+        "-d",
+        "-s",
+        "mc",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        f"make -C {project} menuconfig; echo EXIT=$?; sleep 60",
+    )
     wait_for("Training  --->")
 
 
@@ -116,14 +139,15 @@ def test_menuconfig_refuses_bad_floats_at_entry(project):
 def test_menuconfig_opens_on_invalid_config_and_saves_only_when_fixed(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     config = project / ".config"
-    config.write_text(config.read_text().replace('CONFIG_LEARNING_RATE="1e-3"',
-                                                 'CONFIG_LEARNING_RATE="abc"'))
+    config.write_text(
+        config.read_text().replace('CONFIG_LEARNING_RATE="1e-3"', 'CONFIG_LEARNING_RATE="abc"')
+    )
     invalid = config.read_bytes()
     assert make(project, "show").returncode != 0  # the rest of the project refuses it
     open_menu(project)
     try:
         screen = wait_for(".config is invalid")
-        assert '.config:' in screen and 'CONFIG_LEARNING_RATE="abc" is not a number' in screen
+        assert ".config:" in screen and 'CONFIG_LEARNING_RATE="abc" is not a number' in screen
         keys("Enter", "S")  # saving before fixing is refused; .config stays as it was
         wait_for("Filename to save")
         keys("Enter")
@@ -166,3 +190,33 @@ def test_menuconfig_search_names_the_symbol_a_misspelt_name_meant(project):
         wait_for("EXIT=0")
     finally:
         kill_tmux()
+
+
+def menu_processes(project) -> list[int]:
+    """The menuconfig processes running in `project` (by their working directory)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            cwd = (proc / "cwd").resolve()
+        except OSError:
+            continue
+        if b"menuconfig" in cmdline and b"kconfig.py" in cmdline and cwd == project.resolve():
+            found.append(int(proc.name))
+    return found
+
+
+def test_menuconfig_exits_when_its_terminal_is_killed(project):
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    before = (project / ".config").read_text()
+    open_menu(project)
+    assert menu_processes(project), "menuconfig is not running"
+    subprocess.run(["tmux", "-L", "kconfig-llm-test", "kill-server"], capture_output=True)
+    deadline = time.time() + 10
+    while menu_processes(project) and time.time() < deadline:
+        time.sleep(0.2)
+    left = menu_processes(project)
+    for pid in left:  # never leave a spinning orphan behind, even when failing
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "menuconfig kept running on a dead terminal"
+    assert (project / ".config").read_text() == before

@@ -1,4 +1,5 @@
 """`make` trains for real, `make continue` resumes, `make sample` generates."""
+
 from __future__ import annotations
 
 import json

@@ -2,6 +2,7 @@
 (plan.py) each in its own process group under its time cap, into OUT/:
 gpu_check.json, gpu_check.log and at most MAX_PNGS plots.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lib.bench.gpucheck import plan, record, wheels
 from lib.bench.gpucheck.plan import STAGES, Stage
@@ -30,14 +31,27 @@ def stage_env(site: Path | None) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths + ([old] if old else []))}
 
 
-def run_stage(stage: Stage, cap_s: float, device: str, work: Path, env: dict[str, str],
-              log: Callable[[str], None]) -> dict[str, Any]:
+def run_stage(
+    stage: Stage,
+    cap_s: float,
+    device: str,
+    work: Path,
+    env: dict[str, str],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
     """One stage in a new process group, killed whole at its cap; its status,
     its figures so far and, when it failed, the last lines of its error."""
     log(f"\n===== stage {stage.name}: {stage.title} (cap {cap_s:.0f} s) =====")
     command = [sys.executable, "-m", "lib.bench.gpucheck.worker", stage.name, device, str(work)]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         output, _ = proc.communicate(timeout=cap_s)
         timed_out = False
@@ -58,8 +72,9 @@ def run_stage(stage: Stage, cap_s: float, device: str, work: Path, env: dict[str
     return result
 
 
-def check(device: str, out: Path, stages: str | None, budget_s: float,
-          wheel_dir: Path = wheels.WHEEL_DIR) -> dict[str, Any]:
+def check(
+    device: str, out: Path, stages: str | None, budget_s: float, wheel_dir: Path = wheels.WHEEL_DIR
+) -> dict[str, Any]:
     """The whole check; returns the record also written to out/gpu_check.json."""
     out.mkdir(parents=True, exist_ok=True)
     for stale in [out / "gpu_check.json", out / "gpu_check.log", *out.glob("*.png")]:
@@ -82,13 +97,21 @@ def check(device: str, out: Path, stages: str | None, budget_s: float,
         measured = record.measured_stages()
         order = chosen or plan.default_order(measured)
         unmeasured = [n for n in STAGES if n not in measured]
-        log(f"gpu-check on {device}: stages {', '.join(order)}, budget {budget_s:.0f} s; "
+        log(
+            f"gpu-check on {device}: stages {', '.join(order)}, budget {budget_s:.0f} s; "
             f"{len(installed)} carried wheels installed; unmeasured at this code: "
-            f"{', '.join(unmeasured) or 'none'}")
-        records = plan.schedule(order, device, budget_s,
-                                lambda s, cap: run_stage(s, cap, device, work, env, log))
-        result = {"environment": record.environment(device), "budget_s": budget_s,
-                  "order": order, "carried_wheels": installed, "stages": records}
+            f"{', '.join(unmeasured) or 'none'}"
+        )
+        records = plan.schedule(
+            order, device, budget_s, lambda s, cap: run_stage(s, cap, device, work, env, log)
+        )
+        result = {
+            "environment": record.environment(device),
+            "budget_s": budget_s,
+            "order": order,
+            "carried_wheels": installed,
+            "stages": records,
+        }
         pngs = sorted(work.glob("*.png"))[:MAX_PNGS]
         for png in pngs:
             shutil.copy2(png, out / png.name)
@@ -96,11 +119,18 @@ def check(device: str, out: Path, stages: str | None, budget_s: float,
         (out / "gpu_check.json").write_text(json.dumps(result, indent=1) + "\n")
         ran = {n for n, r in records.items() if r["status"] in ("done", "failed")}
         still = [n for n in unmeasured if n not in ran] if device == "cuda" else list(STAGES)
-        log("\n" + "\n".join(f"stage {n}: {r['status']:<7} {r['seconds']:7.1f} s  "
-                             f"{STAGES[n].title}" for n, r in records.items()))
+        log(
+            "\n"
+            + "\n".join(
+                f"stage {n}: {r['status']:<7} {r['seconds']:7.1f} s  {STAGES[n].title}"
+                for n, r in records.items()
+            )
+        )
         log(f"still unmeasured on a GPU at this code: {', '.join(still) or 'none'}")
-        log(f"wrote {out / 'gpu_check.json'}; `scripts/gpu_report.py {out / 'gpu_check.json'}` "
-            f"files it and regenerates docs/benchmarks.md's GPU section")
+        log(
+            f"wrote {out / 'gpu_check.json'}; `scripts/gpu_report.py {out / 'gpu_check.json'}` "
+            f"files it and regenerates docs/benchmarks.md's GPU section"
+        )
         return result
     finally:
         log_file.close()

@@ -3,9 +3,11 @@
 Each goal gives (goal, "met" | "not met" | "not measured", figure). A stage
 that did not run, or ran without the figure, leaves its goals not measured.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Judgement = tuple[str, str, str]
 
@@ -36,8 +38,12 @@ def mfu(r: dict[str, Any]) -> Judgement:
     return goal, _verdict(rows[best]["mfu"] >= 0.5), f"{100 * rows[best]['mfu']:.1f} % at {best}"
 
 
-def _per_shape(r: dict[str, Any], goal: str, figure: Callable[[dict], tuple[float, str] | None],
-               ok: Callable[[float], bool]) -> Judgement:
+def _per_shape(
+    r: dict[str, Any],
+    goal: str,
+    figure: Callable[[dict], tuple[float, str] | None],
+    ok: Callable[[float], bool],
+) -> Judgement:
     shapes = _stage(r, "d")
     found: dict[str, tuple[float, str]] = {}
     for shape, names in shapes.items():
@@ -51,34 +57,50 @@ def _per_shape(r: dict[str, Any], goal: str, figure: Callable[[dict], tuple[floa
 
 def spam(r: dict[str, Any]) -> Judgement:
     def best(names: dict) -> tuple[float, str] | None:
-        ratios = {n: v["full_step_vs_adamw"] for n, v in names.items()
-                  if n.startswith("adamwspam") and "full_step_vs_adamw" in v}
+        ratios = {
+            n: v["full_step_vs_adamw"]
+            for n, v in names.items()
+            if n.startswith("adamwspam") and "full_step_vs_adamw" in v
+        }
         if not ratios:
             return None
         name = min(ratios, key=lambda n: ratios[n])
         return ratios[name], f"{ratios[name]:.3f}x ({name})"
-    return _per_shape(r, "AdamWSPAM's whole step within 3 % of fused AdamW's", best,
-                      lambda v: v <= 1.03)
+
+    return _per_shape(
+        r, "AdamWSPAM's whole step within 3 % of fused AdamW's", best, lambda v: v <= 1.03
+    )
 
 
 def masks(r: dict[str, Any]) -> Judgement:
     def share(names: dict) -> tuple[float, str] | None:
         value = names.get("adamwprune", {}).get("mask_share_of_step")
         return None if value is None else (value, f"{100 * value:.2f} %")
+
     return _per_shape(r, "AdamWPrune's mask work under 1 % of a step", share, lambda v: v < 0.01)
 
 
 def reference(r: dict[str, Any]) -> list[Judgement]:
     c = _stage(r, "c")
-    goals = ["reference configuration at or under 25.3 GiB (compiled)",
-             "`make estimate` within 5 % of the measured peak"]
+    goals = [
+        "reference configuration at or under 25.3 GiB (compiled)",
+        "`make estimate` within 5 % of the measured peak",
+    ]
     if "measured_gib" not in c:
         return [(g, "not measured", "") for g in goals]
     error = c["estimate_error_percent"]
-    return [(goals[0], _verdict(c["measured_gib"] <= c["published_gib"]),
-             f"{c['measured_gib']:.2f} GiB"),
-            (goals[1], _verdict(abs(error) <= 5),
-             f"estimate {c['estimate_gib']:.2f} GiB, {error:+.1f} %")]
+    return [
+        (
+            goals[0],
+            _verdict(c["measured_gib"] <= c["published_gib"]),
+            f"{c['measured_gib']:.2f} GiB",
+        ),
+        (
+            goals[1],
+            _verdict(abs(error) <= 5),
+            f"estimate {c['estimate_gib']:.2f} GiB, {error:+.1f} %",
+        ),
+    ]
 
 
 def hamt(r: dict[str, Any]) -> list[Judgement]:
@@ -96,27 +118,53 @@ def hamt(r: dict[str, Any]) -> list[Judgement]:
 
     out = []
     for text, key, t, inverse, target in (
-            (f"HAMT >= 1.0x vanilla's training tokens/s at {short}", "train_tokens_per_sec",
-             short, False, 1.0),
-            (f"HAMT >= 2.0x vanilla's training tokens/s at {long}", "train_tokens_per_sec",
-             long, False, 2.0),
-            (f"HAMT <= half vanilla's peak memory at {long}", "peak_memory_mb", long, True, 2.0),
-            (f"HAMT <= half vanilla's decode ms/token at {long}", "gen_ms_per_token", long, True,
-             2.0)):
+        (
+            f"HAMT >= 1.0x vanilla's training tokens/s at {short}",
+            "train_tokens_per_sec",
+            short,
+            False,
+            1.0,
+        ),
+        (
+            f"HAMT >= 2.0x vanilla's training tokens/s at {long}",
+            "train_tokens_per_sec",
+            long,
+            False,
+            2.0,
+        ),
+        (f"HAMT <= half vanilla's peak memory at {long}", "peak_memory_mb", long, True, 2.0),
+        (f"HAMT <= half vanilla's decode ms/token at {long}", "gen_ms_per_token", long, True, 2.0),
+    ):
         value = ratio(key, t, inverse)
-        out.append((text, "not measured", "") if value is None else
-                   (text, _verdict(value >= target),
-                    f"{value:.2f}x" + (" smaller" if inverse else "")))
+        out.append(
+            (text, "not measured", "")
+            if value is None
+            else (
+                text,
+                _verdict(value >= target),
+                f"{value:.2f}x" + (" smaller" if inverse else ""),
+            )
+        )
     return out
 
 
 def packing(r: dict[str, Any]) -> Judgement:
     goal = "packed tiny runs >= 1.5x the throughput of one run per GPU"
     value = _stage(r, "f").get("packing", {}).get("packed_speedup")
-    return (goal, "not measured", "") if value is None else (goal, _verdict(value >= 1.5),
-                                                             f"{value:.2f}x")
+    return (
+        (goal, "not measured", "")
+        if value is None
+        else (goal, _verdict(value >= 1.5), f"{value:.2f}x")
+    )
 
 
 def judge(record: dict[str, Any]) -> list[Judgement]:
-    return [gpu_tests(record), mfu(record), spam(record), masks(record), *reference(record),
-            *hamt(record), packing(record)]
+    return [
+        gpu_tests(record),
+        mfu(record),
+        spam(record),
+        masks(record),
+        *reference(record),
+        *hamt(record),
+        packing(record),
+    ]

@@ -7,6 +7,7 @@ working tree only under docs/ (filing the record and regenerating
 docs/benchmarks.md changes nothing measured). Without git (a tree copied to
 a GPU node), only the same commit, from GPU_CHECK_COMMIT, counts.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,28 +45,44 @@ def environment(device: str) -> dict[str, Any]:
     """Device, driver and library versions, commit and date."""
     import torch
 
-    info: dict[str, Any] = {"device": device, "torch": torch.__version__,
-                            "python": platform.python_version(),
-                            "date": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+    info: dict[str, Any] = {
+        "device": device,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+    }
     try:
         import triton
+
         info["triton"] = triton.__version__
     except ImportError:
         info["triton"] = None
     if device == "cuda":
-        info.update(device_name=torch.cuda.get_device_name(0), cuda=torch.version.cuda,
-                    gpus=torch.cuda.device_count(), driver=_driver_version())
+        info.update(
+            device_name=torch.cuda.get_device_name(0),
+            cuda=torch.version.cuda,
+            gpus=torch.cuda.device_count(),
+            driver=_driver_version(),
+        )
     else:
-        info.update(device_name=f"cpu ({platform.processor() or platform.machine()}, "
-                                f"{torch.get_num_threads()} threads)", cuda=None, gpus=0,
-                    driver=None)
+        info.update(
+            device_name=f"cpu ({platform.processor() or platform.machine()}, "
+            f"{torch.get_num_threads()} threads)",
+            cuda=None,
+            gpus=0,
+            driver=None,
+        )
     return {**info, **commit()}
 
 
 def _driver_version() -> str | None:
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout else None
@@ -105,8 +122,11 @@ def measured_stages(bench_data: Path = BENCH_DATA, current: str | None = None) -
             continue
         if record.get("environment", {}).get("device") != "cuda":
             continue
-        ran = {name for name, s in record.get("stages", {}).items()
-               if s.get("status") in ("done", "failed")}
+        ran = {
+            name
+            for name, s in record.get("stages", {}).items()
+            if s.get("status") in ("done", "failed")
+        }
         if ran - measured and same_code(record["environment"].get("commit", "unknown"), current):
             measured |= ran
     return measured

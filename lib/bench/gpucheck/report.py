@@ -3,6 +3,7 @@
 The section sits between BEGIN and END; everything outside them is left as
 it is. Every figure comes from the record; nothing here is typed by hand.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,8 +32,10 @@ def _stage_rows(record: dict[str, Any]) -> list[str]:
     rows = ["| stage | what | status | seconds (cap) | error, last line |", "|---|---|---|---|---|"]
     for name, s in record["stages"].items():
         last = _last_line(s.get("error") or s.get("reason"))
-        rows.append(f"| {name} | {STAGES[name].title} | {s['status']} | "
-                    f"{s['seconds']:.0f} ({s['cap_s']:.0f}) | {last} |")
+        rows.append(
+            f"| {name} | {STAGES[name].title} | {s['status']} | "
+            f"{s['seconds']:.0f} ({s['cap_s']:.0f}) | {last} |"
+        )
     return rows
 
 
@@ -40,50 +43,90 @@ def _figures(record: dict[str, Any]) -> list[str]:
     out: list[str] = []
     fig = {n: s.get("figures") or {} for n, s in record["stages"].items()}
     if fig.get("b"):
-        out += ["", "Trainer step (stage b; the plain loop beside it):", "",
-                "| micro-batch | ms/iter | MFU | plain ms/iter | vs plain | peak MiB |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {k} | {_num(v['ms_per_iter'])} | "
-                f"{_percent(v['mfu'])} | "
-                f"{_num(v['plain_ms_per_iter'])} | {v['speed_vs_plain']:.3f}x | "
-                f"{_num(v['peak_memory_mb'], 0)} |" for k, v in fig["b"].items()]
+        out += [
+            "",
+            "Trainer step (stage b; the plain loop beside it):",
+            "",
+            "| micro-batch | ms/iter | MFU | plain ms/iter | vs plain | peak MiB |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {k} | {_num(v['ms_per_iter'])} | "
+            f"{_percent(v['mfu'])} | "
+            f"{_num(v['plain_ms_per_iter'])} | {v['speed_vs_plain']:.3f}x | "
+            f"{_num(v['peak_memory_mb'], 0)} |"
+            for k, v in fig["b"].items()
+        ]
     if fig.get("d"):
-        out += ["", "Optimizers (stage d, bench-optim):", "",
-                "| shape | optimizer | full step ms | vs AdamW | mask share |", "|---|---|---|---|---|"]
+        out += [
+            "",
+            "Optimizers (stage d, bench-optim):",
+            "",
+            "| shape | optimizer | full step ms | vs AdamW | mask share |",
+            "|---|---|---|---|---|",
+        ]
         for shape, names in fig["d"].items():
-            out += [f"| {shape} | {n} ({v.get('impl', '')}) | {_num(v['full_step_ms'])} | "
-                    f"{v.get('full_step_vs_adamw', 1.0):.3f}x | "
-                    f"{_percent(v.get('mask_share_of_step'), 2)} |"
-                    for n, v in names.items()]
+            out += [
+                f"| {shape} | {n} ({v.get('impl', '')}) | {_num(v['full_step_ms'])} | "
+                f"{v.get('full_step_vs_adamw', 1.0):.3f}x | "
+                f"{_percent(v.get('mask_share_of_step'), 2)} |"
+                for n, v in names.items()
+            ]
     rows = fig.get("e", {}).get("rows", []) + [
-        {**r, "variant": r["variant"] + " (torch scan)"} for r in fig.get("e", {}).get("torch_scan_rows", [])]
+        {**r, "variant": r["variant"] + " (torch scan)"}
+        for r in fig.get("e", {}).get("torch_scan_rows", [])
+    ]
     if rows:
-        out += ["", "Sequence lengths (stage e, bench-seqlen):", "",
-                "| variant | T | train tokens/s | peak MiB | decode ms/token | error |",
-                "|---|---|---|---|---|---|"]
-        out += [f"| {r['variant']} | {r['seq_len']} | {_num(r.get('train_tokens_per_sec'), 0)} | "
-                f"{_num(r.get('peak_memory_mb'), 0)} | {_num(r.get('gen_ms_per_token'), 2)} | "
-                f"{_last_line(r.get('error'))} |" for r in rows]
+        out += [
+            "",
+            "Sequence lengths (stage e, bench-seqlen):",
+            "",
+            "| variant | T | train tokens/s | peak MiB | decode ms/token | error |",
+            "|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['variant']} | {r['seq_len']} | {_num(r.get('train_tokens_per_sec'), 0)} | "
+            f"{_num(r.get('peak_memory_mb'), 0)} | {_num(r.get('gen_ms_per_token'), 2)} | "
+            f"{_last_line(r.get('error'))} |"
+            for r in rows
+        ]
     speed = {k: v for k, v in fig.get("f", {}).items() if k.startswith("speed ")}
     if speed:
-        out += ["", "Speed options, the trainer's step alone (stage f):", "",
-                "| option | ms/iter | MFU | peak MiB | error |", "|---|---|---|---|---|"]
-        out += [f"| {k[6:]} | {_num(v.get('ms_per_iter'))} | "
-                f"{_percent(v.get('mfu'))} | "
-                f"{_num(v.get('peak_memory_mb'), 0)} | {_last_line(v.get('error'))} |"
-                for k, v in speed.items()]
+        out += [
+            "",
+            "Speed options, the trainer's step alone (stage f):",
+            "",
+            "| option | ms/iter | MFU | peak MiB | error |",
+            "|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {k[6:]} | {_num(v.get('ms_per_iter'))} | "
+            f"{_percent(v.get('mfu'))} | "
+            f"{_num(v.get('peak_memory_mb'), 0)} | {_last_line(v.get('error'))} |"
+            for k, v in speed.items()
+        ]
     return out
 
 
 def render(record: dict[str, Any], json_path: str) -> str:
     env = record["environment"]
-    lines = [BEGIN, "", f"## GPU: {env['device_name']} (`make gpu-check`, {env['date'][:10]})", "",
-             f"torch {env['torch']}, triton {env.get('triton')}, CUDA {env.get('cuda')}, driver "
-             f"{env.get('driver')}, Python {env.get('python')}; commit `{env['commit'][:12]}`"
-             f"{' (with uncommitted changes)' if env.get('dirty') else ''}; budget "
-             f"{record['budget_s']:.0f} s. Record: `{json_path}`.", "",
-             *_stage_rows(record), "", "Goals (issues 18, 19, 27):", "",
-             "| goal | status | figure |", "|---|---|---|"]
+    lines = [
+        BEGIN,
+        "",
+        f"## GPU: {env['device_name']} (`make gpu-check`, {env['date'][:10]})",
+        "",
+        f"torch {env['torch']}, triton {env.get('triton')}, CUDA {env.get('cuda')}, driver "
+        f"{env.get('driver')}, Python {env.get('python')}; commit `{env['commit'][:12]}`"
+        f"{' (with uncommitted changes)' if env.get('dirty') else ''}; budget "
+        f"{record['budget_s']:.0f} s. Record: `{json_path}`.",
+        "",
+        *_stage_rows(record),
+        "",
+        "Goals (issues 18, 19, 27):",
+        "",
+        "| goal | status | figure |",
+        "|---|---|---|",
+    ]
     lines += [f"| {g} | {status} | {figure} |" for g, status, figure in judge(record)]
     lines += _figures(record)
     return "\n".join(lines + ["", END])

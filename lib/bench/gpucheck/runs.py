@@ -7,6 +7,7 @@ user's .config and results/ stay as they are; every command is the same
 script a make target calls, run with this interpreter (the GPU node's own
 Python, with the carried wheels on PYTHONPATH).
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,18 @@ from typing import Any
 from lib.bench.gpucheck import settings as S
 from lib.bench.gpucheck.stages import Put, run_config
 
-SOURCES = ("Makefile", "Kconfig", "requirements.txt", "requirements-lock.txt", "pyproject.toml",
-           "lib", "gpt2", "hamt", "scripts", "defconfigs")
+SOURCES = (
+    "Makefile",
+    "Kconfig",
+    "requirements.txt",
+    "requirements-lock.txt",
+    "pyproject.toml",
+    "lib",
+    "gpt2",
+    "hamt",
+    "scripts",
+    "defconfigs",
+)
 
 
 def _script(project: Path, *args: str) -> str:
@@ -52,8 +63,14 @@ def inference(device: str, work: Path) -> dict[str, Any]:
     project = scratch_project(work)
     _script(project, "scripts/kconfig.py", "defconfig", "gpt2-tiny-shakespeare")
     _script(project, "scripts/prepare.py", f"DEVICE={device}")
-    _script(project, "scripts/train.py", f"DEVICE={device}", f"MAX_ITERS={g['tiny_iters']}",
-            "TRACKER=none", f"SET={S.TINY_RUN}")
+    _script(
+        project,
+        "scripts/train.py",
+        f"DEVICE={device}",
+        f"MAX_ITERS={g['tiny_iters']}",
+        "TRACKER=none",
+        f"SET={S.TINY_RUN}",
+    )
     _script(project, "scripts/bench.py", "inference", f"DEVICE={device}")
     run_dir = (project / "results" / "latest").resolve()
     return json.loads((run_dir / "metrics.json").read_text())["inference"]
@@ -63,39 +80,66 @@ def packing(device: str, work: Path) -> dict[str, Any]:
     """scripts/bench_packing.sh: the same tiny matrix, MATRIX_RUNS_PER_GPU=1 then auto."""
     g = S.for_device(device)
     out = work / "packing.json"
-    env = {**os.environ, "PYTHON": sys.executable, "BENCH_DEVICE": device,
-           "BENCH_RUNS": str(g["matrix_runs"]), "BENCH_ITERS": str(g["matrix_iters"]),
-           "BENCH_MODES": "1 auto", "BENCH_OUT": str(out), "BENCH_SET": S.TINY_RUN}
-    done = subprocess.run(["bash", str(S.ROOT / "scripts" / "bench_packing.sh")], env=env,
-                          capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "BENCH_DEVICE": device,
+        "BENCH_RUNS": str(g["matrix_runs"]),
+        "BENCH_ITERS": str(g["matrix_iters"]),
+        "BENCH_MODES": "1 auto",
+        "BENCH_OUT": str(out),
+        "BENCH_SET": S.TINY_RUN,
+    }
+    done = subprocess.run(
+        ["bash", str(S.ROOT / "scripts" / "bench_packing.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        raise RuntimeError("bench_packing.sh failed:\n"
-                           + "\n".join((done.stdout + done.stderr).strip().splitlines()[-8:]))
+        raise RuntimeError(
+            "bench_packing.sh failed:\n"
+            + "\n".join((done.stdout + done.stderr).strip().splitlines()[-8:])
+        )
     record = json.loads(out.read_text())
     modes = record["modes"]
-    return {"runs": record["runs"], "max_iters": record["max_iters"], "modes": modes,
-            "packed_speedup": modes["auto"]["speedup_vs_1"]}
+    return {
+        "runs": record["runs"],
+        "max_iters": record["max_iters"],
+        "modes": modes,
+        "packed_speedup": modes["auto"]["speedup_vs_1"],
+    }
 
 
 def speed_option(device: str, symbols: str) -> dict[str, Any]:
     """The trainer's step on the baseline with one speed option set (ours alone)."""
     from lib.bench.step import run_bench
+
     g = S.for_device(device)
-    run = run_config(S.BASELINE, S.overrides(device, g["speed_batch"], 1, compile=True,
-                                          extra=symbols))
+    run = run_config(
+        S.BASELINE, S.overrides(device, g["speed_batch"], 1, compile=True, extra=symbols)
+    )
     r = run_bench(run, steps=g["speed_steps"], warmup=2, rounds=1, profile_steps=0, plain=False)
-    return {"ms_per_iter": r["ours"]["ms_per_iter"], "mfu": r["ours"]["mfu"],
-            "peak_memory_mb": r["peak_memory_mb"], "speed": r["ours"]["speed"]}
+    return {
+        "ms_per_iter": r["ours"]["ms_per_iter"],
+        "mfu": r["ours"]["mfu"],
+        "peak_memory_mb": r["peak_memory_mb"],
+        "speed": r["ours"]["speed"],
+    }
 
 
 def speed_and_runs(device: str, work: Path, put: Put) -> None:
     """f: every item in turn; an item that fails is recorded with its error
     and the next one runs. Items the time cap cuts off are absent."""
     options = S.SPEED_OPTIONS_GPU if device == "cuda" else S.SPEED_OPTIONS_CPU
-    items: list[tuple[str, Any]] = [("inference", lambda: inference(device, work)),
-                                    ("packing", lambda: packing(device, work))]
-    items += [(f"speed {name}", lambda symbols=symbols: speed_option(device, symbols))
-              for name, symbols in options.items()]
+    items: list[tuple[str, Any]] = [
+        ("inference", lambda: inference(device, work)),
+        ("packing", lambda: packing(device, work)),
+    ]
+    items += [
+        (f"speed {name}", lambda symbols=symbols: speed_option(device, symbols))
+        for name, symbols in options.items()
+    ]
     failed = []
     for name, call in items:
         try:

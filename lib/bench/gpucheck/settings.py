@@ -4,6 +4,7 @@ On CUDA the shapes are the issue's (GPT-2 124M, block 1024, bf16, compile);
 with DEVICE=cpu every stage runs the same code path on a 2-layer, 64-wide
 model of block 64 in a few seconds, so a typo costs no GPU minute.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,48 +25,80 @@ TINY_HAMT = f"HAMT_N_LAYER=2 HAMT_N_EMBD=64 {TINY}"
 TINY_RUN = "GPT2_WARMUP_STEPS=0"
 
 
-def overrides(device: str, batch: int, accumulation: int, compile: bool, tiny: str = TINY_GPT2,
-              extra: str = "") -> list[str]:
+def overrides(
+    device: str,
+    batch: int,
+    accumulation: int,
+    compile: bool,
+    tiny: str = TINY_GPT2,
+    extra: str = "",
+) -> list[str]:
     """NAME=VALUE words for load_run_config: the device, the batch shape and,
     on a CPU, the tiny model instead of the defconfig's size."""
-    words = [f"DEVICE={device}", f"BATCH_SIZE={batch}", f"GRAD_ACCUM={accumulation}",
-             f"COMPILE={'y' if compile and device == 'cuda' else 'n'}"]
+    words = [
+        f"DEVICE={device}",
+        f"BATCH_SIZE={batch}",
+        f"GRAD_ACCUM={accumulation}",
+        f"COMPILE={'y' if compile and device == 'cuda' else 'n'}",
+    ]
     symbols = " ".join(part for part in (tiny if device == "cpu" else "", extra) if part)
     return words + ([f"SET={symbols}"] if symbols else [])
 
 
 GPU: dict[str, Any] = {
-    "micro_batches": (16, 32), "bench_steps": 10, "bench_rounds": 2, "bench_warmup": 3,
+    "micro_batches": (16, 32),
+    "bench_steps": 10,
+    "bench_rounds": 2,
+    "bench_warmup": 3,
     "reference_steps": 3,
     "optim_shapes": ((16, 1, 10), (32, 4, 4)),  # batch, accumulation, timed steps
     # The compiled AdamWSPAM step too (bench-optim times it under OPTIMIZER_IMPL=fused).
-    "optim_symbols": "OPTIMIZER_IMPL_FUSED=y", "optim_rounds": 2,
-    "seqlen_lengths": (2048, 8192), "seqlen_tokens": 65536, "seqlen_steps": 3,
+    "optim_symbols": "OPTIMIZER_IMPL_FUSED=y",
+    "optim_rounds": 2,
+    "seqlen_lengths": (2048, 8192),
+    "seqlen_tokens": 65536,
+    "seqlen_steps": 3,
     "torch_scan_lengths": (2048,),
-    "speed_batch": 16, "speed_steps": 5,
-    "tiny_iters": 50, "matrix_runs": 4, "matrix_iters": 200,
+    "speed_batch": 16,
+    "speed_steps": 5,
+    "tiny_iters": 50,
+    "matrix_runs": 4,
+    "matrix_iters": 200,
 }
 CPU: dict[str, Any] = {
-    "micro_batches": (2,), "bench_steps": 1, "bench_rounds": 1, "bench_warmup": 1,
+    "micro_batches": (2,),
+    "bench_steps": 1,
+    "bench_rounds": 1,
+    "bench_warmup": 1,
     "reference_steps": 1,
     "optim_shapes": ((2, 1, 1),),
-    "optim_symbols": "", "optim_rounds": 1,
-    "seqlen_lengths": (32, 64), "seqlen_tokens": 128, "seqlen_steps": 1,
+    "optim_symbols": "",
+    "optim_rounds": 1,
+    "seqlen_lengths": (32, 64),
+    "seqlen_tokens": 128,
+    "seqlen_steps": 1,
     "torch_scan_lengths": (32,),
-    "speed_batch": 2, "speed_steps": 1,
-    "tiny_iters": 2, "matrix_runs": 1, "matrix_iters": 2,
+    "speed_batch": 2,
+    "speed_steps": 1,
+    "tiny_iters": 2,
+    "matrix_runs": 1,
+    "matrix_iters": 2,
 }
 # The speed options, one short run each: SET words on the baseline (GPU), and
 # the ones a CPU can run (liger, cuDNN and float8 need CUDA).
 SPEED_OPTIONS_GPU = {
-    "loss plain": "TRAIN_LOSS_IMPL_PLAIN=y", "loss chunked": "TRAIN_LOSS_IMPL_CHUNKED=y",
-    "loss liger": "TRAIN_LOSS_IMPL_LIGER=y", "compile default": "COMPILE_MODE_DEFAULT=y",
+    "loss plain": "TRAIN_LOSS_IMPL_PLAIN=y",
+    "loss chunked": "TRAIN_LOSS_IMPL_CHUNKED=y",
+    "loss liger": "TRAIN_LOSS_IMPL_LIGER=y",
+    "compile default": "COMPILE_MODE_DEFAULT=y",
     "compile max-autotune-no-cudagraphs": "COMPILE_MODE_MAX_AUTOTUNE_NO_CUDAGRAPHS=y",
-    "sdpa flash": "SDPA_BACKEND_FLASH=y", "sdpa cudnn": "SDPA_BACKEND_CUDNN=y",
+    "sdpa flash": "SDPA_BACKEND_FLASH=y",
+    "sdpa cudnn": "SDPA_BACKEND_CUDNN=y",
     "float8 rowwise": "TRAIN_FLOAT8_ROWWISE=y",
 }
 SPEED_OPTIONS_CPU = {
-    "loss plain": "TRAIN_LOSS_IMPL_PLAIN=y", "loss chunked": "TRAIN_LOSS_IMPL_CHUNKED=y",
+    "loss plain": "TRAIN_LOSS_IMPL_PLAIN=y",
+    "loss chunked": "TRAIN_LOSS_IMPL_CHUNKED=y",
     "sdpa flash": "SDPA_BACKEND_FLASH=y",
 }
 

@@ -3,13 +3,15 @@
 of settings.py and hands its figures to `put` as they come, so a stage cut
 short by its time cap keeps what it measured. Stage f is in runs.py.
 """
+
 from __future__ import annotations
 
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from lib.bench.gpucheck import settings as S
 
@@ -18,6 +20,7 @@ Put = Callable[[str, Any], None]
 
 def run_config(defconfig: str, words: list[str]) -> Any:
     from lib.config.run_config import load_run_config
+
     return load_run_config(words, path=S.DEFCONFIGS / defconfig)
 
 
@@ -25,18 +28,44 @@ def gpu_tests(device: str, work: Path, put: Put) -> None:
     """a: `pytest -m gpu`, one status per test from its JUnit XML. On a CPU
     only the files that hold GPU tests are collected (they all skip)."""
     xml = work / "gpu-tests.xml"
-    paths = ["tests"] if device == "cuda" else sorted(
-        str(p.relative_to(S.ROOT)) for p in (S.ROOT / "tests").rglob("test_*.py")
-        if "mark.gpu" in p.read_text())
-    done = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider",
-                           f"--junitxml={xml}", *paths], cwd=S.ROOT, capture_output=True, text=True)
+    paths = (
+        ["tests"]
+        if device == "cuda"
+        else sorted(
+            str(p.relative_to(S.ROOT))
+            for p in (S.ROOT / "tests").rglob("test_*.py")
+            if "mark.gpu" in p.read_text()
+        )
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-m",
+            "gpu",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={xml}",
+            *paths,
+        ],
+        cwd=S.ROOT,
+        capture_output=True,
+        text=True,
+    )
     tests: dict[str, str] = {}
     failures: dict[str, str] = {}
     for case in ET.parse(xml).getroot().iter("testcase") if xml.exists() else ():
         name = f"{case.get('classname')}::{case.get('name')}"
         bad = case.find("failure") if case.find("failure") is not None else case.find("error")
-        tests[name] = ("failed" if bad is not None else
-                       "skipped" if case.find("skipped") is not None else "passed")
+        tests[name] = (
+            "failed"
+            if bad is not None
+            else "skipped"
+            if case.find("skipped") is not None
+            else "passed"
+        )
         if bad is not None:
             failures[name] = "\n".join((bad.text or bad.get("message") or "").splitlines()[-6:])
     counts = {s: sum(v == s for v in tests.values()) for s in ("passed", "failed", "skipped")}
@@ -44,25 +73,43 @@ def gpu_tests(device: str, work: Path, put: Put) -> None:
     put("tests", tests)
     put("failures", failures)
     if done.returncode not in (0, 5) or counts["failed"]:  # 5: nothing collected
-        raise RuntimeError(f"{counts['failed']} GPU tests failed (pytest exit {done.returncode}):\n"
-                           + "\n".join(done.stdout.strip().splitlines()[-8:]))
+        raise RuntimeError(
+            f"{counts['failed']} GPU tests failed (pytest exit {done.returncode}):\n"
+            + "\n".join(done.stdout.strip().splitlines()[-8:])
+        )
 
 
 def trainer_step(device: str, work: Path, put: Put) -> None:
     """b: the trainer's step against the plain loop, GPT-2 124M at each micro-batch."""
     from lib.bench.step import run_bench
+
     g = S.for_device(device)
     for batch in g["micro_batches"]:
         run = run_config(S.BASELINE, S.overrides(device, batch, 1, compile=True))
-        r = run_bench(run, steps=g["bench_steps"], warmup=g["bench_warmup"],
-                      rounds=g["bench_rounds"], profile_steps=0)
-        put(f"batch {batch}", {
-            "ms_per_iter": r["ours"]["ms_per_iter"], "mfu": r["ours"]["mfu"],
-            "tokens_per_sec": r["ours"]["tokens_per_sec"],
-            "plain_ms_per_iter": r["plain"]["ms_per_iter"], "plain_mfu": r["plain"]["mfu"],
-            "speed_vs_plain": r["speed_vs_plain"], "peak_memory_mb": r["peak_memory_mb"],
-            "peak_memory_measure": r["peak_memory_measure"] + " (ours and the plain loop resident)",
-            "params": r["params"], "dtype": r["dtype"], "compiled": r["compiled"]})
+        r = run_bench(
+            run,
+            steps=g["bench_steps"],
+            warmup=g["bench_warmup"],
+            rounds=g["bench_rounds"],
+            profile_steps=0,
+        )
+        put(
+            f"batch {batch}",
+            {
+                "ms_per_iter": r["ours"]["ms_per_iter"],
+                "mfu": r["ours"]["mfu"],
+                "tokens_per_sec": r["ours"]["tokens_per_sec"],
+                "plain_ms_per_iter": r["plain"]["ms_per_iter"],
+                "plain_mfu": r["plain"]["mfu"],
+                "speed_vs_plain": r["speed_vs_plain"],
+                "peak_memory_mb": r["peak_memory_mb"],
+                "peak_memory_measure": r["peak_memory_measure"]
+                + " (ours and the plain loop resident)",
+                "params": r["params"],
+                "dtype": r["dtype"],
+                "compiled": r["compiled"],
+            },
+        )
 
 
 def reference_memory(device: str, work: Path, put: Put) -> None:
@@ -70,6 +117,7 @@ def reference_memory(device: str, work: Path, put: Put) -> None:
     synthetic tokens, beside `make estimate`'s figure for the same run."""
     from lib.estimate.measure import measure_peak
     from lib.estimate.memory import GIB, default_vocab, estimate_memory
+
     g = S.for_device(device)
     batch, accumulation = (32, 4) if device == "cuda" else (2, 2)
     run = run_config(S.REFERENCE, S.overrides(device, batch, accumulation, compile=True))
@@ -80,22 +128,37 @@ def reference_memory(device: str, work: Path, put: Put) -> None:
     put("measured_gib", measured / GIB)
     put("published_gib", S.PUBLISHED_REFERENCE_GIB)
     put("estimate_error_percent", 100 * (estimate - measured) / measured)
-    put("shape", {"batch": batch, "accumulation": accumulation, "steps": g["reference_steps"],
-                  "compiled": bool(run.COMPILE_MODEL)})
+    put(
+        "shape",
+        {
+            "batch": batch,
+            "accumulation": accumulation,
+            "steps": g["reference_steps"],
+            "compiled": bool(run.COMPILE_MODEL),
+        },
+    )
 
 
 def optimizer_cost(device: str, work: Path, put: Put) -> None:
     """d: bench-optim (fused AdamW, AdamWSPAM multi-tensor and compiled,
     AdamWPrune bitter7) at each batch x accumulation."""
     from lib.bench.optimizers import run_optimizer_bench
+
     g = S.for_device(device)
     for batch, accumulation, steps in g["optim_shapes"]:
-        run = run_config(S.REFERENCE, S.overrides(device, batch, accumulation, compile=False,
-                                                  extra=g["optim_symbols"]))
+        run = run_config(
+            S.REFERENCE,
+            S.overrides(device, batch, accumulation, compile=False, extra=g["optim_symbols"]),
+        )
         r = run_optimizer_bench(run, steps=steps, rounds=g["optim_rounds"])
-        put(f"{batch}x{accumulation}", {
-            name: {k: v for k, v in r[name].items() if isinstance(v, (int, float, str))}
-            for name in r if isinstance(r[name], dict) and "full_step_ms" in r[name]})
+        put(
+            f"{batch}x{accumulation}",
+            {
+                name: {k: v for k, v in r[name].items() if isinstance(v, (int, float, str))}
+                for name in r
+                if isinstance(r[name], dict) and "full_step_ms" in r[name]
+            },
+        )
 
 
 def seqlen(device: str, work: Path, put: Put) -> None:
@@ -103,16 +166,40 @@ def seqlen(device: str, work: Path, put: Put) -> None:
     then HAMT on its torch scan; the plot goes to work/seqlen.png."""
     from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
     from lib.bench.step import vocab_size
+
     g = S.for_device(device)
     run = run_config(S.BASELINE, S.overrides(device, 1, 1, compile=True))
-    r = run_seqlen_bench(run, vocab_size(run), g["seqlen_lengths"], steps=g["seqlen_steps"],
-                         tokens=g["seqlen_tokens"], variants=("vanilla", "hamt"))
+    r = run_seqlen_bench(
+        run,
+        vocab_size(run),
+        g["seqlen_lengths"],
+        steps=g["seqlen_steps"],
+        tokens=g["seqlen_tokens"],
+        variants=("vanilla", "hamt"),
+    )
     put("rows", r["rows"])
     put("kernels", r["kernels"])
     plot_seqlen(r, str(work / "seqlen.png"))
-    run = run_config(S.HAMT, S.overrides(device, 1, 1, compile=True, tiny=S.TINY_HAMT, extra=(
-        "HAMT_SCAN_BACKEND_TORCH=y" + (" HAMT_N_LAYER=12 HAMT_N_EMBD=768" if device == "cuda"
-                                       else ""))))
-    r = run_seqlen_bench(run, vocab_size(run), g["torch_scan_lengths"], steps=g["seqlen_steps"],
-                         tokens=g["seqlen_tokens"], variants=("hamt",))
+    run = run_config(
+        S.HAMT,
+        S.overrides(
+            device,
+            1,
+            1,
+            compile=True,
+            tiny=S.TINY_HAMT,
+            extra=(
+                "HAMT_SCAN_BACKEND_TORCH=y"
+                + (" HAMT_N_LAYER=12 HAMT_N_EMBD=768" if device == "cuda" else "")
+            ),
+        ),
+    )
+    r = run_seqlen_bench(
+        run,
+        vocab_size(run),
+        g["torch_scan_lengths"],
+        steps=g["seqlen_steps"],
+        tokens=g["seqlen_tokens"],
+        variants=("hamt",),
+    )
     put("torch_scan_rows", r["rows"])

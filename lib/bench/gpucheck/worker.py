@@ -7,18 +7,25 @@ The stage's figures go to WORK_DIR/<stage>.json as each is measured
 time cap. The exit status says done (0) or failed; the error's last lines
 go to stderr, which the driver keeps in the log and the record.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-STAGE_FUNCTIONS = {"a": "stages:gpu_tests", "b": "stages:trainer_step",
-                   "c": "stages:reference_memory", "d": "stages:optimizer_cost",
-                   "e": "stages:seqlen", "f": "runs:speed_and_runs"}
+STAGE_FUNCTIONS = {
+    "a": "stages:gpu_tests",
+    "b": "stages:trainer_step",
+    "c": "stages:reference_memory",
+    "d": "stages:optimizer_cost",
+    "e": "stages:seqlen",
+    "f": "runs:speed_and_runs",
+}
 
 
 def figures_writer(path: Path) -> Callable[[str, Any], None]:
@@ -29,6 +36,7 @@ def figures_writer(path: Path) -> Callable[[str, Any], None]:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(figures, indent=1, default=str) + "\n")
         os.replace(tmp, path)
+
     return put
 
 

@@ -7,9 +7,12 @@ the strict loader and states the same from the RunConfig. A file is "loaded"
 when the two agree on every value below, "refused" with the loader's reason,
 or "mismatch" with the values that differ.
 """
+
 from __future__ import annotations
 
 import argparse
+import importlib
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -17,17 +20,22 @@ from typing import Any
 
 import kconfiglib
 
+from lib.atomic import write_text_atomic
 from lib.config.kconfig import ConfigError, load_checked
 from lib.config.knlp.source import commit_of, gpt2_defconfigs, in_dir, open_knlp, render_table
 from lib.config.run_config import RunConfig, rules_beside, typed_values
 from lib.paths import ROOT
-from lib.atomic import write_text_atomic
+
+# This project's pruning schedule, to compare with knlp's: lib.prune sits above this
+# layer, so it is loaded by name, as lib/config/rules.py loads the owners' rules.
+PRUNE_SCHEDULE = "lib.prune.schedule"
 
 SIZES = ("124M", "350M", "774M", "1558M")
 
 
 def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
     """What knlp's tree resolves for the loaded file, in plain terms."""
+
     def v(name):
         sym = k.syms.get(name)
         return sym.str_value if sym is not None and sym.config_string else None
@@ -38,39 +46,79 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
     auto, opt = on("HYPER_PARAM_AUTO"), v("OPTIMIZER")
     cuda = v("DEVICE") == "cuda"
     decay = on("GPT2_DECAY_LR")
-    exp = {"model": v("MODEL"),
-           "size": next((s.lower() for s in SIZES if on(f"GPT2_MODEL_{s}")), None),
-           "dataset": v("GPT2_DATASET_NAME"), "block": int(v("GPT2_BLOCK_SIZE")),
-           "batch": "auto" if auto else int(v("BATCH_SIZE")),
-           "accumulation": "auto" if auto else int(v("GPT2_GRADIENT_ACCUMULATION")),
-           "effective batch": 256 if auto else None,  # lib/hyperparams.py, one GPU
-           "lr": float(v("LEARNING_RATE")), "schedule": "cosine" if decay else "constant",
-           "min lr": float(v("GPT2_MIN_LR")) if decay else None,
-           "warmup": int(v("GPT2_WARMUP_STEPS")), "max iters": int(v("GPT2_MAX_ITERS")),
-           "max time": int(v("GPT2_MAX_TIME")), "optimizer": opt,
-           "pruning": v("PRUNING_METHOD"), "device": v("DEVICE"),
-           "compile": (on("COMPILE_MODEL") if on("COMPILE_MANUAL") else
-                       auto and cuda and on("COMPILE_AUTO")),
-           "precision": ({"bfloat16": "bf16", "float16": "fp16"}.get(v("GPT2_AMP_DTYPE"))
-                         if on("MIXED_PRECISION") else "fp32"),
-           "tf32": on("GPT2_TF32_ALLOWED"), "eval interval": int(v("GPT2_EVAL_INTERVAL")),
-           "eval iters": int(v("GPT2_EVAL_SAMPLES")), "dropout": float(v("GPT2_DROPOUT")),
-           "bias": on("GPT2_BIAS"), "tied head": on("GPT2_WEIGHT_TYING"),
-           "gelu": "exact"}  # its GPT-2 MLP's nn.GELU(), in code (gpt2/model.py)
+    exp = {
+        "model": v("MODEL"),
+        "size": next((s.lower() for s in SIZES if on(f"GPT2_MODEL_{s}")), None),
+        "dataset": v("GPT2_DATASET_NAME"),
+        "block": int(v("GPT2_BLOCK_SIZE")),
+        "batch": "auto" if auto else int(v("BATCH_SIZE")),
+        "accumulation": "auto" if auto else int(v("GPT2_GRADIENT_ACCUMULATION")),
+        "effective batch": 256 if auto else None,  # lib/hyperparams.py, one GPU
+        "lr": float(v("LEARNING_RATE")),
+        "schedule": "cosine" if decay else "constant",
+        "min lr": float(v("GPT2_MIN_LR")) if decay else None,
+        "warmup": int(v("GPT2_WARMUP_STEPS")),
+        "max iters": int(v("GPT2_MAX_ITERS")),
+        "max time": int(v("GPT2_MAX_TIME")),
+        "optimizer": opt,
+        "pruning": v("PRUNING_METHOD"),
+        "device": v("DEVICE"),
+        "compile": (
+            on("COMPILE_MODEL") if on("COMPILE_MANUAL") else auto and cuda and on("COMPILE_AUTO")
+        ),
+        "precision": (
+            {"bfloat16": "bf16", "float16": "fp16"}.get(v("GPT2_AMP_DTYPE"))
+            if on("MIXED_PRECISION")
+            else "fp32"
+        ),
+        "tf32": on("GPT2_TF32_ALLOWED"),
+        "eval interval": int(v("GPT2_EVAL_INTERVAL")),
+        "eval iters": int(v("GPT2_EVAL_SAMPLES")),
+        "dropout": float(v("GPT2_DROPOUT")),
+        "bias": on("GPT2_BIAS"),
+        "tied head": on("GPT2_WEIGHT_TYING"),
+        "gelu": "exact",  # its GPT-2 MLP's nn.GELU(), in code (gpt2/model.py)
+        "grad clip": 1.0,  # gpt2/trainers/vanilla.py clips every step at norm 1.0
+    }
     exp |= knlp_optimizer(opt)
+    if opt == "adamwprune" and v("PRUNING_METHOD") == "state":
+        exp |= knlp_adamwprune(v, exp)
+    elif v("PRUNING_METHOD") in ("magnitude", "movement"):
+        exp["prune steps"] = "knlp's lib/pruning.py schedule (not transcribed here)"
     if opt == "adamwspam":
-        exp |= {"spam theta": float(v("SPAM_THETA")), "spam clip": on("SPAM_ENABLE_CLIP"),
-                "spam reset": on("SPAM_PERIODIC_RESET"),
-                "spam interval": int(v("SPAM_INTERVAL") or 0),
-                "spam warmup": int(v("SPAM_WARMUP_STEPS") or 0)}
+        # What its runner passes (scripts/run_test_matrix.py -> gpt2/train.py): clipping
+        # always (--spam-enable-clip defaults on), the interval and warmup when in the
+        # .config, else gpt2/train.py's 1000. Its counter moves twice per step: a reset
+        # at step k when 2k is a multiple of the interval, an LR re-warmup over W/2 steps.
+        interval = int(v("SPAM_INTERVAL") or 1000)
+        exp |= {
+            "spam rule": "knlp",
+            "spam theta": float(v("SPAM_THETA")),
+            "spam clip": True,
+            "spam reset": True,
+            "spam interval": interval // math.gcd(interval, 2),
+            "spam warmup": int(v("SPAM_WARMUP_STEPS") or 1000) / 2,
+        }
     gated = on("GPT2_KNLP")
-    exp["attention"] = ("ra_mla" if on("ENABLE_RA_MLA") else "rgsa" if on("ENABLE_RGSA") else
-                        "mla" if on("ENABLE_MLA") else
-                        {(False, False): "vanilla", (True, False): "sdpa_gate",
-                         (False, True): "ra_gated", (True, True): "sdpa_gate_ra_gated"}[
-                            (gated and on("GPT2_KNLP_SDPA_GATE"), gated and on("GPT2_KNLP_RA"))])
+    exp["attention"] = (
+        "ra_mla"
+        if on("ENABLE_RA_MLA")
+        else "rgsa"
+        if on("ENABLE_RGSA")
+        else "mla"
+        if on("ENABLE_MLA")
+        else {
+            (False, False): "vanilla",
+            (True, False): "sdpa_gate",
+            (False, True): "ra_gated",
+            (True, True): "sdpa_gate_ra_gated",
+        }[(gated and on("GPT2_KNLP_SDPA_GATE"), gated and on("GPT2_KNLP_RA"))]
+    )
     if gated and on("GPT2_KNLP_RA"):
-        exp |= {"ra layers": int(v("GPT2_KNLP_RA_LAYERS")), "ra heads": int(v("GPT2_KNLP_RA_HEADS"))}
+        exp |= {
+            "ra layers": int(v("GPT2_KNLP_RA_LAYERS")),
+            "ra heads": int(v("GPT2_KNLP_RA_HEADS")),
+        }
     return exp
 
 
@@ -80,9 +128,14 @@ def knlp_optimizer(opt: str | None) -> dict[str, Any]:
     ADAMW_*, ADV_* or ADAMWPRUNE_* value and its --weight-decay defaults to 0.1)."""
     if opt not in ("adamw", "adamwspam", "adamwprune"):
         return {}
-    exp: dict[str, Any] = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8,
-                           "weight decay": 0.0 if opt == "adamwprune" else 0.1,
-                           "amsgrad": opt == "adamwspam", "spike reset": opt == "adamwspam"}
+    exp: dict[str, Any] = {
+        "beta1": 0.9,
+        "beta2": 0.999,
+        "epsilon": 1e-8,
+        "weight decay": 0.0 if opt == "adamwprune" else 0.1,
+        "amsgrad": opt == "adamwspam",
+        "spike reset": opt == "adamwspam",
+    }
     if opt == "adamwspam":
         exp["spike threshold"] = 2.0
     if opt == "adamwprune":
@@ -90,36 +143,157 @@ def knlp_optimizer(opt: str | None) -> dict[str, Any]:
     return exp
 
 
+def knlp_adamwprune(v, exp: dict[str, Any]) -> dict[str, Any]:
+    """AdamWPrune's pruning as knlp's runner runs it, read from its code at 041ec5f2
+    (written here apart from the translation, so that a wrong one shows):
+    scripts/run_test_matrix.py passes gpt2/train.py the .config's TARGET_SPARSITY (none:
+    "0.9"), PRUNING_WARMUP (none: train.py's 1000) and the variants that are y (none:
+    bitter0), one run each; --adamwprune-ramp-end-step keeps its 3000, and nothing sets
+    the frequency, so lib/optimizers.py's 50 applies. gpt2/trainers/vanilla.py lengthens
+    a 10,000-iteration run for some variants and, after iteration i's optimizer step (i
+    from 0), calls update_adamprune_masks(i): when i > warmup and i % 50 == 0 it re-chooses
+    the mask of every nn.Linear (the tied lm_head's among them) with one global
+    threshold (bitter4: per layer by depth) at target * min(1, (i - warmup) / (3000 -
+    warmup))^3. Steps here count optimizer steps from 1: iteration i ends step i + 1."""
+    variants = [f"bitter{n}" for n in range(10) if v(f"GPT2_ADAMWPRUNE_VARIANT_BITTER{n}") == "y"]
+    variant = variants[0] if len(variants) == 1 else ", ".join(variants) or "bitter0"
+    iters = exp["max iters"]
+    if iters == 10000 and variant == "bitter2":
+        iters = 12100
+    elif iters == 10000 and variant in (
+        "bitter3",
+        "bitter4",
+        "bitter5",
+        "bitter6",
+        "bitter8",
+        "bitter9",
+    ):
+        iters = 13000
+    target, warmup = float(v("TARGET_SPARSITY") or 0.9), int(v("PRUNING_WARMUP") or 1000)
+    ramp, every = 3000, 50
+    steps: list[tuple[int, float]] = []
+    for i in range(iters):
+        if i > warmup and i % every == 0:
+            s = target * min(1.0, (i - warmup) / (ramp - warmup)) ** 3
+            # After the ramp it re-chooses at the target: a pruned weight (0) scores 0,
+            # below every live score, so nothing changes there; bitter5's scores go
+            # negative, so its masks can lose pruned weights ("masks only grow" below).
+            if not steps or round(s, 12) != steps[-1][1]:
+                steps.append((i + 1, round(s, 12)))
+    return {
+        "max iters": iters,
+        "sparsity": target,
+        "prune score": variant,
+        "pruned weights": "blocks + head",
+        "prune threshold": "depth ramp" if variant == "bitter4" else "global",
+        "masks only grow": variant != "bitter5",
+        "prune steps": tuple(steps),
+    }
+
+
+def our_pruning(run: RunConfig) -> dict[str, Any]:
+    """The same from this project's pruning schedule (lib/prune/schedule.py)."""
+    warmup, ramp_end, every = run.PRUNING_WARMUP, run.PRUNING_RAMP_END, run.PRUNING_FREQUENCY
+    target, kind = run.PRUNING_TARGET_SPARSITY, run.PRUNING_SCHEDULE
+    assert warmup and ramp_end and every and target is not None and kind  # PRUNING_MODE_SINGLE
+    updates = importlib.import_module(PRUNE_SCHEDULE).mask_update_steps(
+        run.GPT2_MAX_ITERS,
+        target=target,
+        warmup=warmup,
+        ramp_end=ramp_end,
+        frequency=every,
+        kind=kind,
+    )
+    steps: list[tuple[int, float]] = []
+    for step, s in updates:
+        if not steps or round(s, 12) != steps[-1][1]:
+            steps.append((step, round(s, 12)))
+    bitter4 = run.PRUNING_METHOD == "state" and run.ADAMWPRUNE_VARIANT == "bitter4"
+    return {
+        "sparsity": target,
+        "prune score": run.ADAMWPRUNE_VARIANT if run.PRUNING_METHOD == "state" else None,
+        "pruned weights": "blocks + head" if run.PRUNING_HEAD else "blocks",
+        "prune threshold": (
+            ("rank budget" if run.ADAMWPRUNE_BITTER4_RANK_BUDGET else "depth ramp")
+            if bitter4
+            else run.PRUNING_SCOPE
+        ),
+        "masks only grow": True,  # lib/prune/pruner.py: pruned entries score -inf
+        "prune steps": tuple(steps),
+    }
+
+
 def our_experiment(run: RunConfig) -> dict[str, Any]:
     """The same values as this project will run them."""
     auto = run.HYPER_PARAM == "auto"
     dtype = {"bf16": "bf16", "fp16": "fp16", "auto": "auto"}.get(run.MIXED_PRECISION_DTYPE or "")
-    exp = {"model": run.MODEL, "size": run.GPT2_MODEL, "dataset": run.GPT2_DATASET,
-           "block": run.GPT2_BLOCK_SIZE, "batch": "auto" if auto else run.BATCH_SIZE,
-           "accumulation": "auto" if auto else run.GPT2_GRADIENT_ACCUMULATION,
-           "effective batch": run.TARGET_EFFECTIVE_BATCH, "lr": run.LEARNING_RATE,
-           "schedule": run.LR_SCHEDULE,
-           "min lr": run.GPT2_MIN_LR if run.LR_SCHEDULE == "cosine" else None,
-           "warmup": run.GPT2_WARMUP_STEPS, "max iters": run.GPT2_MAX_ITERS,
-           "max time": run.TRAIN_MAX_TIME, "optimizer": run.OPTIMIZER,
-           "pruning": run.PRUNING_METHOD if run.PRUNING_MODE != "none" else "none",
-           "device": run.DEVICE, "compile": run.COMPILE_MODEL,
-           "precision": dtype if run.MIXED_PRECISION else "fp32", "tf32": run.TF32,
-           "eval interval": run.GPT2_EVAL_INTERVAL, "eval iters": run.TRAIN_EVAL_ITERS,
-           "dropout": run.GPT2_DROPOUT, "bias": run.GPT2_BIAS, "tied head": run.GPT2_TIE_HEAD,
-           "gelu": run.GPT2_GELU, "attention": run.GPT2_ATTENTION}
+    exp = {
+        "model": run.MODEL,
+        "size": run.GPT2_MODEL,
+        "dataset": run.GPT2_DATASET,
+        "block": run.GPT2_BLOCK_SIZE,
+        "batch": "auto" if auto else run.BATCH_SIZE,
+        "accumulation": "auto" if auto else run.GPT2_GRADIENT_ACCUMULATION,
+        "effective batch": run.TARGET_EFFECTIVE_BATCH,
+        "lr": run.LEARNING_RATE,
+        "schedule": run.LR_SCHEDULE,
+        "min lr": run.GPT2_MIN_LR if run.LR_SCHEDULE == "cosine" else None,
+        "warmup": run.GPT2_WARMUP_STEPS,
+        "max iters": run.GPT2_MAX_ITERS,
+        "max time": run.TRAIN_MAX_TIME,
+        "optimizer": run.OPTIMIZER,
+        "pruning": run.PRUNING_METHOD if run.PRUNING_MODE != "none" else "none",
+        "device": run.DEVICE,
+        "compile": run.COMPILE_MODEL,
+        "precision": dtype if run.MIXED_PRECISION else "fp32",
+        "tf32": run.TF32,
+        "eval interval": run.GPT2_EVAL_INTERVAL,
+        "eval iters": run.TRAIN_EVAL_ITERS,
+        "dropout": run.GPT2_DROPOUT,
+        "bias": run.GPT2_BIAS,
+        "tied head": run.GPT2_TIE_HEAD,
+        "gelu": run.GPT2_GELU,
+        "grad clip": run.TRAIN_GRAD_CLIP,
+        "attention": run.GPT2_ATTENTION,
+    }
     if run.OPTIMIZER in ("adamw", "adamwspam", "adamwprune"):
-        exp |= {"beta1": run.ADAM_BETA1, "beta2": run.ADAM_BETA2, "epsilon": run.ADAM_EPSILON,
-                "weight decay": run.WEIGHT_DECAY, "amsgrad": bool(run.ADAM_AMSGRAD),
-                "spike reset": bool(run.SPAM_SPIKE_RESET), "base": run.ADAMWPRUNE_BASE,
-                "spike threshold": run.SPAM_SPIKE_THRESHOLD}
+        exp |= {
+            "beta1": run.ADAM_BETA1,
+            "beta2": run.ADAM_BETA2,
+            "epsilon": run.ADAM_EPSILON,
+            "weight decay": run.WEIGHT_DECAY,
+            "amsgrad": bool(run.ADAM_AMSGRAD),
+            "spike reset": bool(run.SPAM_SPIKE_RESET),
+            "base": run.ADAMWPRUNE_BASE,
+            "spike threshold": run.SPAM_SPIKE_THRESHOLD,
+        }
     if run.OPTIM_USES_SPAM:
-        exp |= {"spam theta": run.SPAM_THETA, "spam clip": run.SPAM_ENABLE_CLIP,
-                "spam reset": run.SPAM_ENABLE_RESET, "spam interval": run.SPAM_INTERVAL or 0,
-                "spam warmup": run.SPAM_WARMUP_STEPS or 0}
+        exp |= {
+            "spam rule": run.SPAM_RULE,
+            "spam theta": run.SPAM_THETA,
+            "spam clip": run.SPAM_ENABLE_CLIP,
+            "spam reset": run.SPAM_ENABLE_RESET,
+            "spam interval": run.SPAM_INTERVAL or 0,
+            "spam warmup": run.SPAM_WARMUP_STEPS or 0,
+        }
     if run.GPT2_ATTENTION in ("ra_gated", "sdpa_gate_ra_gated"):
         exp |= {"ra layers": run.GPT2_RA_GATED_LAYERS, "ra heads": run.GPT2_RA_GATED_HEADS}
+    if run.PRUNING_MODE == "single":
+        exp |= our_pruning(run)
     return exp
+
+
+def _differ(key: str, theirs: Any, ours: Any) -> str:
+    """One mismatch; of two step lists, only where they first part."""
+    if isinstance(theirs, tuple) and isinstance(ours, tuple):
+        at = next(
+            (i for i, (a, b) in enumerate(zip(theirs, ours)) if a != b), min(len(theirs), len(ours))
+        )
+        return (
+            f"{key}: knlp {len(theirs)}, here {len(ours)}; from #{at + 1}: knlp "
+            f"{theirs[at : at + 2]!r}, here {ours[at : at + 2]!r}"
+        )
+    return f"{key}: knlp {theirs!r}, here {ours!r}"
 
 
 def check_file(root: Path, path: Path) -> tuple[str, str]:
@@ -130,8 +304,17 @@ def check_file(root: Path, path: Path) -> tuple[str, str]:
     except ConfigError as err:
         problems = err.problems
     if problems:
-        missing = [m.group(1) for p in problems if (m := re.search(r"uses (.*), which this "
-                                                                     r"project does not have", p))]
+        missing = [
+            m.group(1)
+            for p in problems
+            if (
+                m := re.search(
+                    r"uses (.*), which this "
+                    r"project does not have",
+                    p,
+                )
+            )
+        ]
         return "refused", "; ".join(missing) if missing else " | ".join(problems)
     ours = our_experiment(RunConfig.from_values(typed_values(kconf)))
     knlp_tree = open_knlp(root)
@@ -140,8 +323,11 @@ def check_file(root: Path, path: Path) -> tuple[str, str]:
     theirs = knlp_experiment(knlp_tree)
     if ours.get("precision") == "auto" and theirs["precision"] in ("bf16", "fp16"):
         ours["precision"] = None  # our AUTO picks per device: not the value asked
-    diff = [f"{key}: knlp {theirs[key]!r}, here {ours.get(key)!r}" for key in theirs
-            if theirs[key] is not None and ours.get(key) != theirs[key]]
+    diff = [
+        _differ(key, theirs[key], ours.get(key))
+        for key in theirs
+        if theirs[key] is not None and ours.get(key) != theirs[key]
+    ]
     return ("mismatch", "; ".join(diff)) if diff else ("loaded", "")
 
 
@@ -151,19 +337,26 @@ def report(root: Path) -> str:
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{name:<{width}}  {status:<8}  {detail}" for name, status, detail in rows]
     counts = Counter(status for _, status, _ in rows)
-    features = Counter(f for _, status, detail in rows if status == "refused"
-                       for f in detail.split("; "))
-    lines += ["", f"knlp {commit_of(root)[:8]}: {len(rows)} GPT-2 defconfigs: "
-              + ", ".join(f"{counts[s]} {s}" for s in ("loaded", "refused", "mismatch")),
-              "refused for (files): " + "; ".join(f"{f} ({n})" for f, n in features.most_common())]
+    features = Counter(
+        f for _, status, detail in rows if status == "refused" for f in detail.split("; ")
+    )
+    lines += [
+        "",
+        f"knlp {commit_of(root)[:8]}: {len(rows)} GPT-2 defconfigs: "
+        + ", ".join(f"{counts[s]} {s}" for s in ("loaded", "refused", "mismatch")),
+        "refused for (files): " + "; ".join(f"{f} ({n})" for f, n in features.most_common()),
+    ]
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("knlp", type=Path, help="a knlp checkout (git clone of mcgrof/knlp)")
-    parser.add_argument("--table", action="store_true",
-                        help="regenerate lib/config/knlp/table.py from this checkout instead")
+    parser.add_argument(
+        "--table",
+        action="store_true",
+        help="regenerate lib/config/knlp/table.py from this checkout instead",
+    )
     opts = parser.parse_args(argv)
     root = opts.knlp.resolve()
     if not (root / "Kconfig").is_file():

@@ -6,6 +6,7 @@ The tree is rendered from lib/config/knlp/table.py (facts generated from
 knlp's Kconfig files) without prompts' text or help: it is a resolver, not a
 menu.
 """
+
 from __future__ import annotations
 
 import functools
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import kconfiglib
 
-from lib.config.knlp.table import CHOICES, SYMBOLS
+from lib.config.knlp.table import CHOICES, SELECTS, SYMBOLS
 
 
 def _config(name: str, kind: str, prompt: bool, dep: str, defaults) -> str:
@@ -30,13 +31,19 @@ def render() -> str:
     members = {m for choice in CHOICES for m in choice[0]}
     parts = []
     for names, defaults, dep in CHOICES:
-        body = [f"choice", '\tprompt "x"']
+        body = ["choice", '\tprompt "x"']
         if dep != "y":
             body.append(f"\tdepends on {dep}")
         body += [f"\tdefault {v}" + (f" if {c}" if c != "y" else "") for v, c in defaults]
         body += [_config(n, *SYMBOLS[n]) for n in names if n in SYMBOLS]
         parts.append("\n".join(body) + "\nendchoice")
     parts += [_config(name, *row) for name, row in SYMBOLS.items() if name not in members]
+    # knlp's `select X` lines, one hidden helper per selected symbol: y exactly when a
+    # selector is, and selecting X then, as knlp's selectors do
+    parts += [
+        f"config {name}__SELECTED\n\tbool\n\tdefault y if {cond}\n\tselect {name}"
+        for name, cond in SELECTS.items()
+    ]
     return "\n\n".join(parts) + "\n"
 
 

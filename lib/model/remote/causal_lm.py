@@ -17,6 +17,7 @@ caches (keys and values, MLA latents, RA queries, HAMT slots) are not
 transformers Cache objects. Padded batches are refused: the models have no
 notion of padding (GPT-2's positions would shift under left padding).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,9 +33,13 @@ from lib.model.interface import LanguageModel
 IGNORE_INDEX = -100  # transformers' label for "no loss at this position"
 # Names tools look for in config.json (lm-eval reads the context length from
 # max_position_embeddings) -> the model_config field holding the value.
-STANDARD_NAMES = {"vocab_size": "vocab_size", "hidden_size": "n_embd",
-                  "num_hidden_layers": "n_layer", "num_attention_heads": "n_head",
-                  "max_position_embeddings": "block_size"}
+STANDARD_NAMES = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "n_embd",
+    "num_hidden_layers": "n_layer",
+    "num_attention_heads": "n_head",
+    "max_position_embeddings": "block_size",
+}
 
 
 class RemoteConfig(PretrainedConfig):
@@ -43,8 +48,9 @@ class RemoteConfig(PretrainedConfig):
 
     model_type = "kconfig_llm"  # one for every family: config.json also says which (family)
 
-    def __init__(self, family: str = "", model_config: dict[str, Any] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, family: str = "", model_config: dict[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         self.family = family
         self.model_config = dict(model_config or {})
         for name, field in STANDARD_NAMES.items():
@@ -72,8 +78,9 @@ class RemoteCausalLM(PreTrainedModel, GenerationMixin):
         # model: an existing instance to wrap (the exporter's, already trained)
         self.model = model if model is not None else self.build_model(config.model_config)
         # The head shares the embedding's weight, wherever the family keeps it.
-        embedding = next(name for name, m in self.model.named_modules()
-                         if m is self.model.embedding())
+        embedding = next(
+            name for name, m in self.model.named_modules() if m is self.model.embedding()
+        )
         self._tied_weights_keys = {"model.lm_head.weight": f"model.{embedding}.weight"}
         self.post_init()
 
@@ -106,22 +113,34 @@ class RemoteCausalLM(PreTrainedModel, GenerationMixin):
         # buffers computed from the config and not saved need their values.
         self.reset_buffers(module)
 
-    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
-                labels: Tensor | None = None, **kwargs: Any) -> CausalLMOutput:
+    def forward(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        labels: Tensor | None = None,
+        **kwargs: Any,
+    ) -> CausalLMOutput:
         if attention_mask is not None and not bool(attention_mask.bool().all()):
-            raise ValueError("attention_mask has zeros: padded batches are not supported by "
-                             "this model (it has no padding mask); pass unpadded sequences")
+            raise ValueError(
+                "attention_mask has zeros: padded batches are not supported by "
+                "this model (it has no padding mask); pass unpadded sequences"
+            )
         logits = self.model.lm_head(self.model.hidden_states(input_ids))
         loss = None
         if labels is not None:
-            loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(),
-                                   labels[:, 1:].flatten().to(logits.device),
-                                   ignore_index=IGNORE_INDEX)
+            loss = F.cross_entropy(
+                logits[:, :-1].flatten(0, 1).float(),
+                labels[:, 1:].flatten().to(logits.device),
+                ignore_index=IGNORE_INDEX,
+            )
         return CausalLMOutput(loss=loss, logits=logits)
 
-    def prepare_inputs_for_generation(self, input_ids: Tensor,  # type: ignore[override]
-                                      attention_mask: Tensor | None = None,
-                                      **kwargs: Any) -> dict[str, Any]:
+    def prepare_inputs_for_generation(  # type: ignore[override]
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """The whole sequence each step (no cache), cut to generation_window."""
         window = self.generation_window()
         if window is not None:

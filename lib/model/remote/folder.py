@@ -5,6 +5,7 @@ the classes in modeling_kconfig_llm.py), generation_config.json and
 model.safetensors (the tied head stored once), from the family's template
 classes wrapped around the trained model; source.py adds the code.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,8 +19,9 @@ from lib.model.remote.source import copy_sources
 MODELING_FILE = "modeling_kconfig_llm.py"
 
 
-def save_remote(model: LanguageModel, family: str, template: str, out: Path,
-                **config_extra: Any) -> list[str]:
+def save_remote(
+    model: LanguageModel, family: str, template: str, out: Path, **config_extra: Any
+) -> list[str]:
     """Save `model` (its `config` a dataclass) into out with the code of the
     template module (gpt2.remote, hamt.remote), which imports RemoteConfig
     and defines one RemoteCausalLM subclass, and may list in LOADED_BY_NAME
@@ -30,12 +32,17 @@ def save_remote(model: LanguageModel, family: str, template: str, out: Path,
     from lib.model.remote.causal_lm import RemoteCausalLM, RemoteConfig
 
     module = importlib.import_module(template)
-    model_cls, = (c for c in vars(module).values() if isinstance(c, type)
-                  and issubclass(c, RemoteCausalLM) and c is not RemoteCausalLM)
+    (model_cls,) = (
+        c
+        for c in vars(module).values()
+        if isinstance(c, type) and issubclass(c, RemoteCausalLM) and c is not RemoteCausalLM
+    )
     config = RemoteConfig(family=family, model_config=asdict(model.config), **config_extra)
     stem = Path(MODELING_FILE).stem
-    config.auto_map = {"AutoConfig": f"{stem}.{RemoteConfig.__name__}",
-                       "AutoModelForCausalLM": f"{stem}.{model_cls.__name__}"}
+    config.auto_map = {
+        "AutoConfig": f"{stem}.{RemoteConfig.__name__}",
+        "AutoModelForCausalLM": f"{stem}.{model_cls.__name__}",
+    }
     # fp32 on disk, as the vanilla export writes it
     wrapper = model_cls(config, model=model.to("cpu").float())
     wrapper.generation_config.use_cache = False  # the model recomputes (causal_lm.py)
@@ -46,5 +53,6 @@ def save_remote(model: LanguageModel, family: str, template: str, out: Path,
     finally:
         if shown:
             hf_logging.enable_progress_bar()
-    return copy_sources(template, Path(out), MODELING_FILE,
-                        tuple(getattr(module, "LOADED_BY_NAME", ())))
+    return copy_sources(
+        template, Path(out), MODELING_FILE, tuple(getattr(module, "LOADED_BY_NAME", ()))
+    )

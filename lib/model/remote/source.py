@@ -11,6 +11,7 @@ the project's modules compute, without the project installed. Imports the
 copy cannot express (`import gpt2.model`, names taken from a package's
 __init__.py) are refused, naming the line.
 """
+
 from __future__ import annotations
 
 import ast
@@ -46,17 +47,21 @@ def project_imports(name: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if _is_project(alias.name):
-                    raise SourceError(f"{where}: `import {alias.name}` cannot be made relative; "
-                                      f"write `from {alias.name} import ...`")
+                    raise SourceError(
+                        f"{where}: `import {alias.name}` cannot be made relative; "
+                        f"write `from {alias.name} import ...`"
+                    )
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 raise SourceError(f"{where}: relative import; the project imports absolutely")
             if node.module is None or not _is_project(node.module):
                 continue
             if module_file(node.module) is None:
-                raise SourceError(f"{where}: imports from the package {node.module} (its "
-                                  f"__init__.py), which an exported folder cannot hold; import "
-                                  f"from the module that defines the names")
+                raise SourceError(
+                    f"{where}: imports from the package {node.module} (its "
+                    f"__init__.py), which an exported folder cannot hold; import "
+                    f"from the module that defines the names"
+                )
             found.append((node.lineno, node.module))
     return sorted(found)
 
@@ -87,13 +92,17 @@ def relative_source(name: str, names: dict[str, str]) -> str:
         pattern = rf"^(\s*from\s+){re.escape(module)}(\s+import\b)"
         line, count = re.subn(pattern, rf"\g<1>.{names[module]}\g<2>", lines[lineno - 1], count=1)
         if count != 1:
-            raise SourceError(f"{path.relative_to(ROOT)}:{lineno}: `from {module} import` must "
-                              f"start the line to be made relative")
+            raise SourceError(
+                f"{path.relative_to(ROOT)}:{lineno}: `from {module} import` must "
+                f"start the line to be made relative"
+            )
         lines[lineno - 1] = line
     return "".join(lines)
 
 
-def copy_sources(entry: str, out: Path, entry_file: str, by_name: tuple[str, ...] = ()) -> list[str]:
+def copy_sources(
+    entry: str, out: Path, entry_file: str, by_name: tuple[str, ...] = ()
+) -> list[str]:
     """Write `entry` as out/entry_file and the modules it needs beside it;
     the file names written, entry first. `by_name`: modules the code imports
     by name (importlib, gpt2/variants.py), which no import line shows:
@@ -106,8 +115,9 @@ def copy_sources(entry: str, out: Path, entry_file: str, by_name: tuple[str, ...
         raise SourceError(f"two modules of {', '.join(modules)} share a flat file name")
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    loads = "".join(f"from .{names[m]} import __name__ as _{names[m]}  # noqa: F401\n"
-                    for m in by_name)
+    loads = "".join(
+        f"from .{names[m]} import __name__ as _{names[m]}  # noqa: F401\n" for m in by_name
+    )
     for module in modules:
         text = relative_source(module, names)
         if module == entry and loads:

@@ -7,11 +7,13 @@ run without GPU readings (CPU, MPS, or a GPU without NVML/rocm-smi) writes
 cpu_stats.json, with the same schema. The trainer starts it, stops it, and
 puts write()'s summary into metrics.json under "monitor".
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from lib.observe.monitor.nvml import NvmlSampler
 from lib.observe.monitor.proc import ProcSampler
@@ -23,8 +25,15 @@ if TYPE_CHECKING:
 
 GPU_FILE, CPU_FILE = "gpu_stats.json", "cpu_stats.json"
 
-__all__ = ["FIELDS", "Monitor", "MonitorUnavailable", "NullMonitor", "build_monitor",
-           "gpu_sampler", "physical_index"]
+__all__ = [
+    "FIELDS",
+    "Monitor",
+    "MonitorUnavailable",
+    "NullMonitor",
+    "build_monitor",
+    "gpu_sampler",
+    "physical_index",
+]
 
 
 def physical_index(index: int, env: str) -> int:
@@ -43,7 +52,9 @@ def gpu_sampler(device: Any) -> NvmlSampler | RocmSmiSampler:
         raise MonitorUnavailable(f"device {device.type} has no GPU readings")
     index = device.index if device.index is not None else torch.cuda.current_device()
     if torch.version.hip:
-        env = "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in os.environ else "CUDA_VISIBLE_DEVICES"
+        env = (
+            "HIP_VISIBLE_DEVICES" if "HIP_VISIBLE_DEVICES" in os.environ else "CUDA_VISIBLE_DEVICES"
+        )
         return RocmSmiSampler(physical_index(index, env))
     try:
         uuid = "GPU-" + str(torch.cuda.get_device_properties(index).uuid)
@@ -52,8 +63,13 @@ def gpu_sampler(device: Any) -> NvmlSampler | RocmSmiSampler:
     return NvmlSampler(physical_index(index, "CUDA_VISIBLE_DEVICES"), uuid)
 
 
-def build_monitor(run: RunConfig, device: Any, run_dir: Path, log: Callable[[str], None] = print,
-                  main: bool = True) -> Monitor | NullMonitor:
+def build_monitor(
+    run: RunConfig,
+    device: Any,
+    run_dir: Path,
+    log: Callable[[str], None] = print,
+    main: bool = True,
+) -> Monitor | NullMonitor:
     """The run's monitor; only the main process of a distributed run samples (its own GPU)."""
     if not run.MONITOR or not main:
         return NullMonitor()

@@ -3,6 +3,7 @@
 Each reading the GPU does not support (power on some boards, for one) is left
 out of the sample rather than failing it.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -5,6 +5,7 @@ from /proc/self/statm (Linux); elsewhere it is left out. CPU use is process CPU
 time (user + system, all threads) over wall time, in percent of one core, so a
 run using two cores fully reads 200.
 """
+
 from __future__ import annotations
 
 import os

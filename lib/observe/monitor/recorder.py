@@ -9,13 +9,15 @@ cover every sample). The file is rewritten every FLUSH_S seconds while the run
 goes on and whenever the trainer records metrics. A resumed run continues the
 file it finds.
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from lib.atomic import write_json_atomic
 
@@ -23,9 +25,14 @@ FORMAT = 1
 MAX_SAMPLES = 4096
 FLUSH_S = 10.0  # the sampling thread rewrites the file this often, for `make watch`
 FIELDS = ("gpu_util", "memory_used_mb", "power_w", "temperature_c", "rss_mb", "cpu_percent")
-_LABELS = {"gpu_util": ("GPU util", "%"), "memory_used_mb": ("GPU memory", " MiB"),
-           "power_w": ("power", " W"), "temperature_c": ("temperature", " C"),
-           "rss_mb": ("RSS", " MiB"), "cpu_percent": ("CPU", "%")}
+_LABELS = {
+    "gpu_util": ("GPU util", "%"),
+    "memory_used_mb": ("GPU memory", " MiB"),
+    "power_w": ("power", " W"),
+    "temperature_c": ("temperature", " C"),
+    "rss_mb": ("RSS", " MiB"),
+    "cpu_percent": ("CPU", "%"),
+}
 
 
 class MonitorUnavailable(Exception):
@@ -43,8 +50,15 @@ class Sampler(Protocol):
 class Monitor:
     """Samples in a daemon thread between start() and stop(); write() records."""
 
-    def __init__(self, path: Path, interval_s: float, samplers: list[Sampler], backend: str,
-                 device_name: str, log: Callable[[str], None] = print):
+    def __init__(
+        self,
+        path: Path,
+        interval_s: float,
+        samplers: list[Sampler],
+        backend: str,
+        device_name: str,
+        log: Callable[[str], None] = print,
+    ):
         self.path, self.interval_s, self.samplers = Path(path), interval_s, samplers
         self.backend, self.device_name, self.log = backend, device_name, log
         self.samples: list[dict[str, float]] = []
@@ -103,7 +117,9 @@ class Monitor:
                 t["count"] += 1
                 t["max"] = max(t["max"], value)
             if self.count % self.keep_every == 0:
-                self.samples.append({"time": round(when, 3), **{k: round(v, 3) for k, v in values.items()}})
+                self.samples.append(
+                    {"time": round(when, 3), **{k: round(v, 3) for k, v in values.items()}}
+                )
             self.count += 1
             if len(self.samples) >= MAX_SAMPLES:
                 self.samples = self.samples[::2]
@@ -125,9 +141,13 @@ class Monitor:
     def summary(self) -> dict[str, Any]:
         """What metrics.json records: backend, file, and mean/max of each reading."""
         with self._lock:
-            out: dict[str, Any] = {"backend": self.backend, "file": self.path.name,
-                                   "device_name": self.device_name,
-                                   "interval_s": self.interval_s, "samples": self.count}
+            out: dict[str, Any] = {
+                "backend": self.backend,
+                "file": self.path.name,
+                "device_name": self.device_name,
+                "interval_s": self.interval_s,
+                "samples": self.count,
+            }
             for key in FIELDS:
                 if key in self.totals:
                     t = self.totals[key]
@@ -139,16 +159,25 @@ class Monitor:
         """Write the stats file atomically; returns summary() for metrics.json."""
         summary = self.summary()
         with self._lock:
-            body = {"format": FORMAT, **summary, "fields": [k for k in FIELDS if k in self.totals],
-                    "count": self.count, "keep_every": self.keep_every,
-                    "totals": self.totals, "samples": list(self.samples)}
+            body = {
+                "format": FORMAT,
+                **summary,
+                "fields": [k for k in FIELDS if k in self.totals],
+                "count": self.count,
+                "keep_every": self.keep_every,
+                "totals": self.totals,
+                "samples": list(self.samples),
+            }
         write_json_atomic(self.path, body)
         return summary
 
     def describe(self) -> str:
         s = self.summary()
-        parts = [f"{label} mean {s[f'{k}_mean']:.1f}{unit} max {s[f'{k}_max']:.1f}{unit}"
-                 for k, (label, unit) in _LABELS.items() if f"{k}_mean" in s]
+        parts = [
+            f"{label} mean {s[f'{k}_mean']:.1f}{unit} max {s[f'{k}_max']:.1f}{unit}"
+            for k, (label, unit) in _LABELS.items()
+            if f"{k}_mean" in s
+        ]
         return f"monitor ({self.backend}, {s['samples']} samples): " + " | ".join(parts)
 
 

@@ -5,6 +5,7 @@ rocm-smi names its readings differently across ROCm releases ("Average" or
 readings are found by pattern; the edge sensor is preferred, as the closest
 to NVML's GPU temperature.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,17 @@ class RocmSmiSampler:
             raise MonitorUnavailable(f"{command} gave no readings for GPU {index}")
 
     def sample(self) -> dict[str, float]:
-        args = [self.path, "-d", str(self.index), "--showuse", "--showpower", "--showtemp",
-                "--showmeminfo", "vram", "--json"]
+        args = [
+            self.path,
+            "-d",
+            str(self.index),
+            "--showuse",
+            "--showpower",
+            "--showtemp",
+            "--showmeminfo",
+            "vram",
+            "--json",
+        ]
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S)
             return parse_rocm_smi(done.stdout, self.index)

@@ -1,6 +1,7 @@
 """Run by tests/test_hermetic.py in a pytest started with a hostile shell
 (HOSTILE there): checks that nothing of it reached the tests, the libraries'
 import-time settings or a subprocess. Not collected by the suite itself."""
+
 from __future__ import annotations
 
 import json

@@ -1,10 +1,11 @@
 """RunConfig: typed values, overrides validated like the file, derived values."""
+
 from __future__ import annotations
 
 import pytest
 
-from lib.config.run_config import load_run_config, typed_values, write_outputs
 from lib.config.kconfig import ConfigError, load_strict
+from lib.config.run_config import load_run_config, typed_values, write_outputs
 
 
 def test_values_are_typed(dot_config):
@@ -26,9 +27,17 @@ def test_a_symbol_its_dependencies_hide_is_none(tmp_path, write_config):
 
 def test_overrides_change_the_run_not_the_file(dot_config):
     before = dot_config.read_text()
-    run = load_run_config(["MAX_ITERS=7", "DEVICE=cpu", "COMPILE=y", "TIME=60",
-                           "GRAD_ACCUM=3", "SET=LEARNING_RATE=3e-4 TRAIN_SEED=5 GPT2_WARMUP_STEPS=2"],
-                          dot_config)
+    run = load_run_config(
+        [
+            "MAX_ITERS=7",
+            "DEVICE=cpu",
+            "COMPILE=y",
+            "TIME=60",
+            "GRAD_ACCUM=3",
+            "SET=LEARNING_RATE=3e-4 TRAIN_SEED=5 GPT2_WARMUP_STEPS=2",
+        ],
+        dot_config,
+    )
     assert (run.GPT2_MAX_ITERS, run.DEVICE, run.TRAIN_MAX_TIME) == (7, "cpu", 60)
     assert run.COMPILE_MODEL
     assert run.LEARNING_RATE == pytest.approx(3e-4) and run.TRAIN_SEED == 5
@@ -37,19 +46,22 @@ def test_overrides_change_the_run_not_the_file(dot_config):
     assert "MAX_ITERS=7" in run.config_text.splitlines()[0]
 
 
-@pytest.mark.parametrize("arg, expect", [
-    ("BATCH_SIZE=4096", "allowed: 1 to 2048"),
-    ("BATCH_SIZE=abc", "not an integer"),
-    ("LR=6e-4x", "is not a number"),
-    ("DEVICE=tpu", "auto, cuda, cpu, mps"),
-    ("COMPILE=1", "allowed y or n"),
-    ("NOT_A_SYMBOL=3", "unknown name"),
-    ("SET=LERNING_RATE=1e-3", "LERNING_RATE=1e-3: unknown name (did you mean LEARNING_RATE?)"),
-    ("MAX_ITER=20", "unknown name (did you mean MAX_ITERS?)"),
-    ("SET=OPTIMISER=muon", "unknown name (did you mean OPTIMIZER?)"),
-    ("DRY_RUN=maybe", "allowed 1 or 0"),
-    ("SET=GPT2_N_LAYER=2 GPT2_N_EMBD=130", "CONFIG_GPT2_N_EMBD=130 is not divisible"),
-])
+@pytest.mark.parametrize(
+    "arg, expect",
+    [
+        ("BATCH_SIZE=4096", "allowed: 1 to 2048"),
+        ("BATCH_SIZE=abc", "not an integer"),
+        ("LR=6e-4x", "is not a number"),
+        ("DEVICE=tpu", "auto, cuda, cpu, mps"),
+        ("COMPILE=1", "allowed y or n"),
+        ("NOT_A_SYMBOL=3", "unknown name"),
+        ("SET=LERNING_RATE=1e-3", "LERNING_RATE=1e-3: unknown name (did you mean LEARNING_RATE?)"),
+        ("MAX_ITER=20", "unknown name (did you mean MAX_ITERS?)"),
+        ("SET=OPTIMISER=muon", "unknown name (did you mean OPTIMIZER?)"),
+        ("DRY_RUN=maybe", "allowed 1 or 0"),
+        ("SET=GPT2_N_LAYER=2 GPT2_N_EMBD=130", "CONFIG_GPT2_N_EMBD=130 is not divisible"),
+    ],
+)
 def test_bad_overrides_are_rejected_naming_the_value(dot_config, arg, expect):
     with pytest.raises(ConfigError) as info:
         load_run_config([arg], dot_config)

@@ -1,4 +1,5 @@
 """Strict loading: every way kconfiglib would bend a value is an error."""
+
 from __future__ import annotations
 
 import kconfiglib
@@ -29,8 +30,9 @@ def test_valid_int_in_range_is_kept(write_config):
     assert kconf.syms["BATCH_SIZE"].str_value == "16"
 
 
-@pytest.mark.parametrize("value, expect", [("6e-4x", "is not a number"),
-                                           ("-1", "out of range"), ("nan", "out of range")])
+@pytest.mark.parametrize(
+    "value, expect", [("6e-4x", "is not a number"), ("-1", "out of range"), ("nan", "out of range")]
+)
 def test_malformed_or_out_of_range_float_is_rejected(write_config, value, expect):
     [problem] = problems_of(write_config("# lr", f'CONFIG_LEARNING_RATE="{value}"'))
     assert "test.config:2" in problem and "CONFIG_LEARNING_RATE" in problem

@@ -3,6 +3,7 @@
 The files here are written for these tests in knlp's format (its symbol names
 are facts); the expected defaults are knlp's, from lib/config/knlp/table.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,24 +12,9 @@ from pathlib import Path
 import pytest
 
 from lib.config.kconfig import ConfigError, closest_name, load_checked
-from lib.config.knlp.table import SYMBOLS
 from lib.config.knlp.translate import is_knlp
-from lib.config.run_config import RunConfig, load_valid, typed_values
-
-HEAD = ["# a knlp GPT-2 experiment", "CONFIG_MODEL_MODE_SINGLE=y", "CONFIG_MODEL_SELECT_GPT2=y",
-        "CONFIG_OPTIMIZER_MODE_SINGLE=y", "CONFIG_OPTIMIZER_SELECT_ADAMW=y",
-        "CONFIG_PRUNING_MODE_NONE=y"]
-
-
-def loaded(write_config, *lines: str) -> tuple[RunConfig, list[str]]:
-    notes: list[str] = []
-    kconf = load_valid(write_config(*HEAD, *lines), notes)
-    return RunConfig.from_values(typed_values(kconf)), notes
-
-
-def knlp_default(name: str) -> str:
-    """knlp's unconditional-for-GPT-2 default of `name` (the table's first default)."""
-    return SYMBOLS[name][3][0][0].strip('"')
+from lib.config.run_config import load_valid, typed_values
+from tests.lib.config.knlp_files import HEAD, PRUNE_HEAD, SPAM_HEAD, knlp_default, loaded
 
 
 def test_what_a_knlp_file_leaves_unset_takes_knlp_defaults(write_config):
@@ -45,21 +31,34 @@ def test_what_a_knlp_file_leaves_unset_takes_knlp_defaults(write_config):
     assert (run.HYPER_PARAM, run.TARGET_EFFECTIVE_BATCH) == ("auto", 256)
     # DEVICE="cpu" hides knlp's mixed precision and compile choice: both off
     assert (run.DEVICE, run.MIXED_PRECISION, run.COMPILE_MODEL) == ("cpu", False, False)
-    assert any(n.startswith("knlp defaults applied") and "GPT2_MAX_ITERS=10000" in n
-               for n in notes)
+    assert any(n.startswith("knlp defaults applied") and "GPT2_MAX_ITERS=10000" in n for n in notes)
 
 
 def test_knlp_names_are_translated_and_every_value_kept(write_config):
-    run, notes = loaded(write_config, 'CONFIG_DEVICE="cuda"', "CONFIG_HYPER_PARAM_MANUAL=y",
-                        "CONFIG_BATCH_SIZE=16", "CONFIG_GPT2_GRADIENT_ACCUMULATION=4",
-                        "CONFIG_GPT2_DECAY_LR=n", "CONFIG_GPT2_MAX_TIME=60",
-                        "CONFIG_GPT2_LOG_INTERVAL=5", "CONFIG_GPT2_EVAL_SAMPLES=7",
-                        'CONFIG_GPT2_AMP_DTYPE="float16"', "CONFIG_COMPILE_MANUAL=y",
-                        "# CONFIG_COMPILE_MODEL is not set", "CONFIG_GPT2_WEIGHT_TYING=n",
-                        "CONFIG_GPT2_FLASH_ATTENTION=n", "CONFIG_GPT2_MAX_ITERS=500")
+    run, notes = loaded(
+        write_config,
+        'CONFIG_DEVICE="cuda"',
+        "CONFIG_HYPER_PARAM_MANUAL=y",
+        "CONFIG_BATCH_SIZE=16",
+        "CONFIG_GPT2_GRADIENT_ACCUMULATION=4",
+        "CONFIG_GPT2_DECAY_LR=n",
+        "CONFIG_GPT2_MAX_TIME=60",
+        "CONFIG_GPT2_LOG_INTERVAL=5",
+        "CONFIG_GPT2_EVAL_SAMPLES=7",
+        'CONFIG_GPT2_AMP_DTYPE="float16"',
+        "CONFIG_COMPILE_MANUAL=y",
+        "# CONFIG_COMPILE_MODEL is not set",
+        "CONFIG_GPT2_WEIGHT_TYING=n",
+        "CONFIG_GPT2_FLASH_ATTENTION=n",
+        "CONFIG_GPT2_MAX_ITERS=500",
+    )
     assert (run.HYPER_PARAM, run.BATCH_SIZE, run.GPT2_GRADIENT_ACCUMULATION) == ("manual", 16, 4)
     assert (run.LR_SCHEDULE, run.TRAIN_MAX_TIME, run.TRAIN_LOG_INTERVAL) == ("constant", 60, 5)
-    assert (run.TRAIN_EVAL_ITERS, run.MIXED_PRECISION_DTYPE, run.COMPILE_MODEL) == (7, "fp16", False)
+    assert (run.TRAIN_EVAL_ITERS, run.MIXED_PRECISION_DTYPE, run.COMPILE_MODEL) == (
+        7,
+        "fp16",
+        False,
+    )
     assert (run.GPT2_TIE_HEAD, run.SDPA_BACKEND, run.GPT2_MAX_ITERS) == (False, "math", 500)
     assert "knlp format" in notes[0] and "names translated" in notes[0]
 
@@ -70,8 +69,13 @@ def test_compile_auto_compiles_on_a_gpu_in_auto_mode(write_config):
 
 
 def test_a_derived_string_that_agrees_loads_and_one_that_contradicts_is_refused(write_config):
-    run, _ = loaded(write_config, 'CONFIG_OPTIMIZER="adamw"', 'CONFIG_MODEL="gpt2"',
-                    'CONFIG_GPT2_MODEL_NAME="gpt2"', 'CONFIG_PRUNING_METHOD="none"')
+    run, _ = loaded(
+        write_config,
+        'CONFIG_OPTIMIZER="adamw"',
+        'CONFIG_MODEL="gpt2"',
+        'CONFIG_GPT2_MODEL_NAME="gpt2"',
+        'CONFIG_PRUNING_METHOD="none"',
+    )
     assert run.OPTIMIZER == "adamw"
     with pytest.raises(ConfigError) as info:
         loaded(write_config, 'CONFIG_OPTIMIZER="adamwspam"')
@@ -81,8 +85,13 @@ def test_a_derived_string_that_agrees_loads_and_one_that_contradicts_is_refused(
 
 def test_a_missing_feature_is_refused_in_one_line_naming_it(write_config):
     with pytest.raises(ConfigError) as info:
-        loaded(write_config, "CONFIG_ENABLE_RGSA=y", "CONFIG_RGSA_CHUNK_SIZE=64",
-               "CONFIG_RGSA_TOP_B=8", "CONFIG_RGSA_DYNAMIC_CHUNKING=y")
+        loaded(
+            write_config,
+            "CONFIG_ENABLE_RGSA=y",
+            "CONFIG_RGSA_CHUNK_SIZE=64",
+            "CONFIG_RGSA_TOP_B=8",
+            "CONFIG_RGSA_DYNAMIC_CHUNKING=y",
+        )
     [problem] = info.value.problems
     assert "RGSA" in problem and "does not have" in problem and "RGSA_TOP_B" in problem
 
@@ -93,48 +102,21 @@ def test_a_missing_feature_that_is_off_is_ignored(write_config):
     assert any("RGSA_TOP_B" in n and "features that are off" in n for n in notes)
 
 
-def test_knlps_own_adamwspam_refuses_the_file_in_one_line(write_config):
-    with pytest.raises(ConfigError) as info:
-        load_valid(write_config(*HEAD[:4], "CONFIG_OPTIMIZER_SELECT_ADAMWSPAM=y", HEAD[5],
-                                'CONFIG_SPAM_SPIKE_THRESHOLD="3.0"', "CONFIG_ADV_USE_AMSGRAD=n"))
-    [problem] = info.value.problems
-    assert "knlp's own AdamWSPAM" in problem and "OPTIMIZER_SELECT_ADAMWSPAM" in problem
-
-
-def test_optimizer_settings_knlp_does_not_read_take_the_values_its_code_uses(write_config):
-    run, notes = loaded(write_config, 'CONFIG_DEVICE="cpu"', 'CONFIG_ADAMW_BETA2="0.95"',
-                        'CONFIG_ADAMW_WEIGHT_DECAY="0.01"', 'CONFIG_ADAMW_EPSILON="1e-6"')
-    assert (run.ADAM_BETA1, run.ADAM_BETA2, run.ADAM_EPSILON) == (0.9, 0.999, 1e-8)
-    assert (run.WEIGHT_DECAY, run.ADAM_AMSGRAD) == (0.1, False)
-    text = "\n".join(notes)
-    assert "ADAMW_BETA2, ADAMW_WEIGHT_DECAY, ADAMW_EPSILON" not in text  # one notice per reason
-    assert "ADAMW_BETA2, ADAMW_EPSILON: knlp's GPT-2 training does not read it" in text
-    assert "ADAMW_WEIGHT_DECAY: knlp's GPT-2 training does not read it" in text
-
-
-def test_knlps_adamwprune_is_adamw_without_decay_or_amsgrad(write_config):
-    from lib.config.kconfig import open_tree
-    from lib.config.knlp.translate import translate
-
-    text = "\n".join([*HEAD[:4], "CONFIG_OPTIMIZER_SELECT_ADAMWPRUNE=y",
-                      "CONFIG_ADAMWPRUNE_BASE_ADAMWSPAM=y", "CONFIG_ADAMWPRUNE_AMSGRAD=y",
-                      'CONFIG_ADAMWPRUNE_WEIGHT_DECAY="0.1"', 'CONFIG_ADAMWPRUNE_BETA2="0.95"'])
-    out = translate(text, "prune.config", open_tree(), lambda name: None)
-    values = dict(line.split("=", 1) for line in out.text.splitlines())
-    assert values["CONFIG_ADAMWPRUNE_BASE_ADAMW"] == "y" and "CONFIG_SPAM_THETA" not in values
-    assert (values["CONFIG_WEIGHT_DECAY"], values["CONFIG_ADAM_AMSGRAD"]) == ('"0"', "n")
-    assert values["CONFIG_ADAM_BETA2"] == '"0.999"'
-    assert out.missing == ["a pruning ramp that ends at an epoch (ADAMWPRUNE_RAMP_END_EPOCH, "
-                           "PRUNING_RAMP_END_EPOCH)"]
-
-
 def test_runtime_knobs_are_accepted_with_a_notice_and_tracker_settings_kept(write_config):
-    run, notes = loaded(write_config, "CONFIG_NUM_WORKERS=16", "CONFIG_PREFETCH_FACTOR=4",
-                        "CONFIG_NUM_EPOCHS=3", "CONFIG_SAVE_CHECKPOINT=y",
-                        "CONFIG_CHECKPOINT_INTERVAL=500", "CONFIG_ENABLE_WANDB=y",
-                        "CONFIG_ENABLE_TRACKIO=y", 'CONFIG_WANDB_ENTITY="lab"',
-                        'CONFIG_TRACKER_PROJECT="gpt2-study"', 'CONFIG_TRACKER_RUN_NAME="base"',
-                        'CONFIG_BASELINE_RUN_ID="gpt2_adamw_none"')
+    run, notes = loaded(
+        write_config,
+        "CONFIG_NUM_WORKERS=16",
+        "CONFIG_PREFETCH_FACTOR=4",
+        "CONFIG_NUM_EPOCHS=3",
+        "CONFIG_SAVE_CHECKPOINT=y",
+        "CONFIG_CHECKPOINT_INTERVAL=500",
+        "CONFIG_ENABLE_WANDB=y",
+        "CONFIG_ENABLE_TRACKIO=y",
+        'CONFIG_WANDB_ENTITY="lab"',
+        'CONFIG_TRACKER_PROJECT="gpt2-study"',
+        'CONFIG_TRACKER_RUN_NAME="base"',
+        'CONFIG_BASELINE_RUN_ID="gpt2_adamw_none"',
+    )
     text = "\n".join(notes)
     assert "NUM_WORKERS, PREFETCH_FACTOR" in text and "NUM_EPOCHS" in text
     assert (run.SAVE_CHECKPOINT, run.CHECKPOINT_INTERVAL) == (True, 500)  # features here now
@@ -154,8 +136,13 @@ def test_values_knlp_ignores_are_ignored_here_with_a_notice(write_config):
 
 
 def test_knlp_gate_and_gated_ra_together_select_the_combined_attention(write_config):
-    run, _ = loaded(write_config, "CONFIG_GPT2_KNLP=y", "CONFIG_GPT2_KNLP_SDPA_GATE=y",
-                    "CONFIG_GPT2_KNLP_RA=y", "CONFIG_GPT2_KNLP_RA_LAYERS=2")
+    run, _ = loaded(
+        write_config,
+        "CONFIG_GPT2_KNLP=y",
+        "CONFIG_GPT2_KNLP_SDPA_GATE=y",
+        "CONFIG_GPT2_KNLP_RA=y",
+        "CONFIG_GPT2_KNLP_RA_LAYERS=2",
+    )
     assert (run.GPT2_ATTENTION, run.GPT2_RA_GATED_LAYERS) == ("sdpa_gate_ra_gated", 2)
 
 
@@ -177,13 +164,20 @@ def test_saved_defconfig_is_in_this_projects_names_and_reloads_the_same(tmp_path
 
 
 def test_our_own_files_are_not_taken_for_knlp(write_config):
-    assert not is_knlp(Path(write_config("CONFIG_MODEL_GPT2=y", "CONFIG_GPT2_MAX_ITERS=5"))
-                       .read_text())
+    assert not is_knlp(
+        Path(write_config("CONFIG_MODEL_GPT2=y", "CONFIG_GPT2_MAX_ITERS=5")).read_text()
+    )
 
 
 def test_did_you_mean_points_to_the_symbol_that_holds_the_setting():
-    names = ["OPTIMIZER_ADAMW", "OPTIMIZER_ENABLE_ADAMW", "EVAL_SAMPLES", "TRAIN_EVAL_ITERS",
-             "LR_SCHEDULE_COSINE", "TRAIN_LOG_INTERVAL"]
+    names = [
+        "OPTIMIZER_ADAMW",
+        "OPTIMIZER_ENABLE_ADAMW",
+        "EVAL_SAMPLES",
+        "TRAIN_EVAL_ITERS",
+        "LR_SCHEDULE_COSINE",
+        "TRAIN_LOG_INTERVAL",
+    ]
     assert closest_name("OPTIMIZER_SELECT_ADAMW", names) == "OPTIMIZER_ADAMW"
     assert closest_name("OPTIMIZER_SELEC_ADAMW", names) == "OPTIMIZER_ADAMW"
     assert closest_name("GPT2_EVAL_SAMPLES", names) == "TRAIN_EVAL_ITERS"
@@ -221,10 +215,49 @@ def test_check_script_counts_loaded_and_refused_files(knlp_checkout):
     import subprocess
 
     root = Path(__file__).resolve().parents[3]
-    out = subprocess.run([str(root / "scripts/check_knlp.sh"), str(knlp_checkout)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(root / "scripts/check_knlp.sh"), str(knlp_checkout)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "2 GPT-2 defconfigs: 1 loaded, 1 refused, 0 mismatch" in out
     assert "RGSA" in out.splitlines()[1] and "loaded" in out.splitlines()[0]
+
+
+def test_check_compares_knlps_adamwspam_schedule_in_steps(knlp_checkout, monkeypatch):
+    from lib.config.knlp import check, translate
+
+    spam = knlp_checkout / "gpt2/defconfigs/spam"
+    spam.write_text("\n".join(SPAM_HEAD + ["CONFIG_SPAM_INTERVAL=400"]) + "\n")
+    out = check.report(knlp_checkout)
+    assert "3 GPT-2 defconfigs: 2 loaded, 1 refused, 0 mismatch" in out
+    # a translation that kept knlp's count would run resets half as often
+    monkeypatch.setattr(translate._Translation, "spam_schedule", lambda self: None)
+    out = check.report(knlp_checkout)
+    assert "spam interval: knlp 200, here 500" in out
+
+
+def test_check_compares_knlps_adamwprune_schedule_step_by_step(knlp_checkout, monkeypatch):
+    from lib.config.knlp import check, translate
+
+    (knlp_checkout / "gpt2/defconfigs/prune").write_text("\n".join(PRUNE_HEAD) + "\n")
+    out = check.report(knlp_checkout)
+    assert "3 GPT-2 defconfigs: 2 loaded, 1 refused, 0 mismatch" in out
+    # a translation that took ADAMWPRUNE_FREQUENCY's meaning (every 100 steps) ...
+    monkeypatch.setattr(translate, "KNLP_PRUNE_FREQUENCY", 100)
+    out = check.report(knlp_checkout)
+    assert "1 mismatch" in out and "prune steps: knlp 58, here 29; from #1: knlp ((151, " in out
+    # ... or left the tied head unpruned shows too
+    monkeypatch.undo()
+    real = translate._Translation.assign
+
+    def no_head(self, ours, value, *args):
+        real(self, ours, "n" if ours == "PRUNING_HEAD" else value, *args)
+
+    monkeypatch.setattr(translate._Translation, "assign", no_head)
+    out = check.report(knlp_checkout)
+    assert "pruned weights: knlp 'blocks + head', here 'blocks'" in out
 
 
 def test_check_reports_a_value_the_translation_drops(knlp_checkout, monkeypatch):

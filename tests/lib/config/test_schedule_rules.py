@@ -1,6 +1,7 @@
 """Schedule lengths against the run's length: every conflict refused at once,
 each naming its symbols and a value that works (lib/train/rules.py,
 lib/optim/rules.py, lib/prune/rules.py)."""
+
 from __future__ import annotations
 
 import re
@@ -50,16 +51,24 @@ def alias(settings: dict[str, str]) -> dict[str, str]:
 CONFLICTS = [
     ({"GPT2_MAX_ITERS": "20"}, ["GPT2_WARMUP_STEPS=30", "GPT2_MAX_ITERS=20"]),
     ({"GPT2_MAX_ITERS": "30"}, ["GPT2_WARMUP_STEPS=30", "GPT2_MAX_ITERS=30"]),
-    ({**WSD, "GPT2_MAX_ITERS": "100", "LR_DECAY_FRACTION": "0.8"},
-     ["GPT2_WARMUP_STEPS=30", "LR_DECAY_FRACTION=0.8", "GPT2_MAX_ITERS=100"]),
-    ({**WSD, "GPT2_MAX_ITERS": "40", "GPT2_WARMUP_STEPS": "4", "LR_DECAY_FRACTION": "0.01"},
-     ["LR_DECAY_FRACTION=0.01", "GPT2_MAX_ITERS=40"]),
+    (
+        {**WSD, "GPT2_MAX_ITERS": "100", "LR_DECAY_FRACTION": "0.8"},
+        ["GPT2_WARMUP_STEPS=30", "LR_DECAY_FRACTION=0.8", "GPT2_MAX_ITERS=100"],
+    ),
+    (
+        {**WSD, "GPT2_MAX_ITERS": "40", "GPT2_WARMUP_STEPS": "4", "LR_DECAY_FRACTION": "0.01"},
+        ["LR_DECAY_FRACTION=0.01", "GPT2_MAX_ITERS=40"],
+    ),
     ({**SPAM, "SPAM_INTERVAL": "10"}, ["SPAM_CLIP_SKIP_STEPS=20", "SPAM_INTERVAL=10"]),
-    ({**PRUNED, "PRUNING_WARMUP": "200", "PRUNING_RAMP_END": "200"},
-     ["PRUNING_WARMUP=200", "PRUNING_RAMP_END=200"]),
+    (
+        {**PRUNED, "PRUNING_WARMUP": "200", "PRUNING_RAMP_END": "200"},
+        ["PRUNING_WARMUP=200", "PRUNING_RAMP_END=200"],
+    ),
     ({**PRUNED, "GPT2_MAX_ITERS": "100"}, ["PRUNING_RAMP_END=250", "GPT2_MAX_ITERS=100"]),
-    ({**EARLY, "TRAIN_EARLY_STOP_PATIENCE": "3"},
-     ["TRAIN_EARLY_STOP_PATIENCE=3", "GPT2_MAX_ITERS=300", "GPT2_EVAL_INTERVAL=100"]),
+    (
+        {**EARLY, "TRAIN_EARLY_STOP_PATIENCE": "3"},
+        ["TRAIN_EARLY_STOP_PATIENCE=3", "GPT2_MAX_ITERS=300", "GPT2_EVAL_INTERVAL=100"],
+    ),
 ]
 
 
@@ -81,7 +90,9 @@ def test_the_issue_case_names_the_lr_warmup_and_a_working_value(defaults):
     assert problem.startswith("CONFIG_GPT2_WARMUP_STEPS=30 is not below CONFIG_GPT2_MAX_ITERS=20")
     assert "0.00067 of the 0.001 peak" in problem  # 1e-3 x 20 / 30, the LR of the last step
     assert "GPT2_WARMUP_STEPS=2" in problem
-    assert load_run_config(["MAX_ITERS=20", "SET=GPT2_WARMUP_STEPS=2"], defaults).GPT2_MAX_ITERS == 20
+    assert (
+        load_run_config(["MAX_ITERS=20", "SET=GPT2_WARMUP_STEPS=2"], defaults).GPT2_MAX_ITERS == 20
+    )
 
 
 @pytest.mark.parametrize("warmup, total", [(0, 1), (19, 20), (0, 20)])
@@ -98,7 +109,9 @@ def test_a_wsd_decay_that_just_fits_is_accepted(defaults):
 
 def test_early_stopping_that_can_fire_is_accepted(defaults):
     # evaluations at 100 and 200 before the last: patience 1 can stop at 200
-    assert load(defaults, {**EARLY, "TRAIN_EARLY_STOP_PATIENCE": "1"}).TRAIN_EARLY_STOP_PATIENCE == 1
+    assert (
+        load(defaults, {**EARLY, "TRAIN_EARLY_STOP_PATIENCE": "1"}).TRAIN_EARLY_STOP_PATIENCE == 1
+    )
 
 
 def test_two_conflicts_are_reported_in_one_error(defaults):
@@ -135,7 +148,9 @@ def test_matrix_runs_are_checked_and_each_conflict_named(defaults):
 def test_a_run_record_loads_as_it_ran_and_is_checked_when_continued(defaults, tmp_path):
     run = load(defaults, {"GPT2_MAX_ITERS": "20", "GPT2_WARMUP_STEPS": "2"})
     record = tmp_path / "config.txt"  # as a run written before the rule would be
-    record.write_text(run.config_text.replace("CONFIG_GPT2_WARMUP_STEPS=2", "CONFIG_GPT2_WARMUP_STEPS=30"))
+    record.write_text(
+        run.config_text.replace("CONFIG_GPT2_WARMUP_STEPS=2", "CONFIG_GPT2_WARMUP_STEPS=30")
+    )
     assert load_run_config([], record).GPT2_WARMUP_STEPS == 30
     with pytest.raises(ConfigError, match="CONFIG_GPT2_WARMUP_STEPS=30 is not below"):
         load_run_config(["RUN_NAME=again"], record)

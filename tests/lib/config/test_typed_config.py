@@ -6,6 +6,7 @@ edited by hand since is read through the strict checks and brings config.py
 up to date; a RunConfig never changes, a new value is built instead; mypy
 catches a misspelt symbol.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,7 +26,8 @@ from lib.paths import ROOT, SYMBOLS_PY
 
 def test_symbols_py_is_what_the_kconfig_files_generate():
     assert SYMBOLS_PY.read_text() == render_symbols(open_tree()), (
-        "lib/config/symbols.py is out of date: run `make schema`")
+        "lib/config/symbols.py is out of date: run `make schema`"
+    )
 
 
 def test_fields_carry_type_optionality_and_help():
@@ -35,9 +37,9 @@ def test_fields_carry_type_optionality_and_help():
     assert hints["GPT2_N_EMBD"] == int | None  # hidden unless GPT-2 with a custom size
     assert typing.get_args(hints["DEVICE"]) == ("auto", "cuda", "cpu", "mps")
     text = SYMBOLS_PY.read_text()
-    field = text[text.index("    LEARNING_RATE: float"):]
+    field = text[text.index("    LEARNING_RATE: float") :]
     help_line = open_tree().syms["LEARNING_RATE"].nodes[0].help.strip().splitlines()[0].strip()
-    assert help_line in field[:field.index('"""\n', field.index('"""') + 3)]
+    assert help_line in field[: field.index('"""\n', field.index('"""') + 3)]
 
 
 def test_a_run_config_is_frozen_and_changes_by_new_values(dot_config):
@@ -69,8 +71,10 @@ def repo_paths(tmp_path, monkeypatch):
 def test_a_current_config_py_is_read_without_kconfig(repo_paths, monkeypatch):
     config, _ = repo_paths
     strict = load_run_config(["DRY_RUN=0"], config)  # the flag forces the strict path
+
     def refuse(path):
         raise AssertionError("config.py is current: .config must not be parsed again")
+
     monkeypatch.setattr(run_config, "load_checked", refuse)
     fast = load_run_config([], config)
     assert fast.values == strict.values and fast.flags == strict.flags
@@ -90,14 +94,27 @@ def test_a_hand_edited_config_is_checked_and_brings_config_py_up_to_date(repo_pa
 
 def test_mypy_catches_a_misspelt_symbol(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("from lib.config.run_config import RunConfig\n\n"
-                     "def micro_batch(run: RunConfig) -> int:\n"
-                     "    return run.BATCH_SIZ\n\n"
-                     "def width(run: RunConfig) -> int:\n"
-                     "    return run.GPT2_N_EMBD\n")
-    out = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
-                          "--ignore-missing-imports", str(probe)], cwd=ROOT,
-                         capture_output=True, text=True)
+    probe.write_text(
+        "from lib.config.run_config import RunConfig\n\n"
+        "def micro_batch(run: RunConfig) -> int:\n"
+        "    return run.BATCH_SIZ\n\n"
+        "def width(run: RunConfig) -> int:\n"
+        "    return run.GPT2_N_EMBD\n"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--follow-imports=silent",
+            "--ignore-missing-imports",
+            str(probe),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert '"RunConfig" has no attribute "BATCH_SIZ"' in out.stdout
     assert 'Incompatible return value type (got "int | None", expected "int")' in out.stdout
     assert "Found 2 errors" in out.stdout

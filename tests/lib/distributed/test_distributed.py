@@ -1,4 +1,5 @@
 """Several processes: DDP with gloo on the CPU equals one process, resumes exactly."""
+
 from __future__ import annotations
 
 import json
@@ -9,15 +10,21 @@ import sys
 import pytest
 import torch
 
-from lib.run.checkpoint import load_checkpoint
 from lib.distributed.runtime import torchrun_command
+from lib.run.checkpoint import load_checkpoint
 from lib.run.owner import release
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.conftest import ROOT
 
-SETTINGS = dict(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3, GPT2_GRADIENT_ACCUMULATION=2,
-                GPT2_WARMUP_STEPS=0, LEARNING_RATE="3e-3", GPT2_MIN_LR="3e-3")
+SETTINGS = dict(
+    GPT2_MAX_ITERS=6,
+    GPT2_EVAL_INTERVAL=3,
+    GPT2_GRADIENT_ACCUMULATION=2,
+    GPT2_WARMUP_STEPS=0,
+    LEARNING_RATE="3e-3",
+    GPT2_MIN_LR="3e-3",
+)
 
 
 # Muon's rounding reaches the AdamW-trained embeddings through the loss, and Adam's
@@ -37,23 +44,36 @@ def launch(run_dir, *args):
     create_run_dir made this process the folder's owner: hand it over to the child."""
     release(run_dir)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "scripts/train.py", f"RUN_DIR={run_dir}", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "scripts/train.py", f"RUN_DIR={run_dir}", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "launching:" in done.stdout and "--nproc-per-node=2" in done.stdout
     return json.loads((run_dir / "metrics.json").read_text())
 
 
 def test_ddp_on_two_processes_matches_one_process_with_the_same_effective_batch(tiny_run):
-    single = Trainer(tiny_run(RUN_NAME="single", BATCH_SIZE=8, **SETTINGS),
-                     create_run_dir(tiny_run(RUN_NAME="single", BATCH_SIZE=8, **SETTINGS)),
-                     log=lambda _: None)
+    single = Trainer(
+        tiny_run(RUN_NAME="single", BATCH_SIZE=8, **SETTINGS),
+        create_run_dir(tiny_run(RUN_NAME="single", BATCH_SIZE=8, **SETTINGS)),
+        log=lambda _: None,
+    )
     alone = single.train()
     # 2 ranks x micro-batch 4 x accumulation 2 = 16 = 1 x 8 x 2. The first run stops
     # after 4 steps; `make continue`-style it resumes to 6 (constant LR, so the
     # schedule does not depend on MAX_ITERS).
-    ddp = tiny_run(RUN_NAME="ddp", BATCH_SIZE=4, GPT2_USE_DDP="y", GPT2_NUM_GPUS=2,
-                   **{**SETTINGS, "GPT2_MAX_ITERS": 4, "GPT2_EVAL_INTERVAL": 2})
+    ddp = tiny_run(
+        RUN_NAME="ddp",
+        BATCH_SIZE=4,
+        GPT2_USE_DDP="y",
+        GPT2_NUM_GPUS=2,
+        **{**SETTINGS, "GPT2_MAX_ITERS": 4, "GPT2_EVAL_INTERVAL": 2},
+    )
     run_dir = create_run_dir(ddp)
     first = launch(run_dir)
     assert first["status"] == "completed" and first["world_size"] == 2
@@ -62,8 +82,7 @@ def test_ddp_on_two_processes_matches_one_process_with_the_same_effective_batch(
     assert metrics["status"] == "completed" and metrics["iterations"] == 6
     assert [e["event"] for e in metrics["events"]] == ["resumed"]
     assert metrics["train_loss"]["iters"] == alone["train_loss"]["iters"]
-    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
-                                                            rel=1e-5)
+    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"], rel=1e-5)
     weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]
     for name, value in single.training.model.state_dict().items():
         torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
@@ -83,10 +102,13 @@ def test_ddp_muon_matches_one_process(tiny_run):
     run_dir = create_run_dir(ddp)
     metrics = launch(run_dir)
     assert metrics["status"] == "completed" and metrics["optimizer"] == "muon"
-    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
-                                                            rel=1e-4)  # bf16 Newton-Schulz: see above
+    assert metrics["train_loss"]["values"] == pytest.approx(
+        alone["train_loss"]["values"], rel=1e-4
+    )  # bf16 Newton-Schulz: see above
     weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]
-    muon = {id(p) for g in single.training.optimizer.param_groups if g["use_muon"] for p in g["params"]}
+    muon = {
+        id(p) for g in single.training.optimizer.param_groups if g["use_muon"] for p in g["params"]
+    }
     for name, value in single.training.model.named_parameters():
         atol = MUON_ATOL if id(value) in muon else ADAMW_BESIDE_MUON_ATOL
         torch.testing.assert_close(weights[name], value.detach(), rtol=1e-4, atol=atol, msg=name)
@@ -94,14 +116,34 @@ def test_ddp_muon_matches_one_process(tiny_run):
 
 def test_torchrun_command_for_one_and_several_machines(tiny_run):
     one = torchrun_command(tiny_run(GPT2_USE_DDP="y", GPT2_NUM_GPUS=4), "scripts/train.py", [])
-    assert one[1:] == ["-m", "torch.distributed.run", "--nproc-per-node=4", "--nnodes=1",
-                       "--standalone", "scripts/train.py"]
-    many = torchrun_command(tiny_run(GPT2_USE_DDP="y", GPT2_NUM_GPUS=8, DIST_NNODES=2,
-                                     DIST_RDZV_ENDPOINT="node0:29400", DIST_RDZV_ID="job7"),
-                            "scripts/train.py", ["MAX_ITERS=5"])
-    assert many[3:] == ["--nproc-per-node=8", "--nnodes=2", "--rdzv-backend=c10d",
-                        "--rdzv-endpoint=node0:29400", "--rdzv-id=job7", "scripts/train.py",
-                        "MAX_ITERS=5"]
+    assert one[1:] == [
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=4",
+        "--nnodes=1",
+        "--standalone",
+        "scripts/train.py",
+    ]
+    many = torchrun_command(
+        tiny_run(
+            GPT2_USE_DDP="y",
+            GPT2_NUM_GPUS=8,
+            DIST_NNODES=2,
+            DIST_RDZV_ENDPOINT="node0:29400",
+            DIST_RDZV_ID="job7",
+        ),
+        "scripts/train.py",
+        ["MAX_ITERS=5"],
+    )
+    assert many[3:] == [
+        "--nproc-per-node=8",
+        "--nnodes=2",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=node0:29400",
+        "--rdzv-id=job7",
+        "scripts/train.py",
+        "MAX_ITERS=5",
+    ]
     with pytest.raises(ValueError, match="DIST_RDZV_ENDPOINT"):
         torchrun_command(tiny_run(GPT2_USE_DDP="y", DIST_NNODES=2), "scripts/train.py", [])
 
@@ -112,13 +154,18 @@ def test_fsdp_on_two_processes_matches_one_process(tiny_run):
     run = tiny_run(RUN_NAME="single", BATCH_SIZE=8, **settings)
     single = Trainer(run, create_run_dir(run), log=lambda _: None)
     alone = single.train()
-    fsdp = tiny_run(RUN_NAME="fsdp", BATCH_SIZE=4, GPT2_USE_DDP="y", GPT2_NUM_GPUS=2,
-                    DIST_STRATEGY_FSDP="y", **settings)
+    fsdp = tiny_run(
+        RUN_NAME="fsdp",
+        BATCH_SIZE=4,
+        GPT2_USE_DDP="y",
+        GPT2_NUM_GPUS=2,
+        DIST_STRATEGY_FSDP="y",
+        **settings,
+    )
     run_dir = create_run_dir(fsdp)
     metrics = launch(run_dir)
     assert metrics["status"] == "completed" and metrics["world_size"] == 2
-    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
-                                                            rel=1e-5)
+    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"], rel=1e-5)
     weights = load_checkpoint(run_dir / "ckpt_latest.pt")["model"]  # gathered, unsharded
     for name, value in single.training.model.state_dict().items():
         torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
@@ -132,21 +179,36 @@ def test_fsdp_muon_gathers_each_matrix_and_matches_one_process(tiny_run):
     run = tiny_run(RUN_NAME="single", BATCH_SIZE=8, **settings)
     single = Trainer(run, create_run_dir(run), log=lambda _: None)
     alone = single.train()
-    fsdp = tiny_run(RUN_NAME="fsdp", BATCH_SIZE=4, GPT2_USE_DDP="y", GPT2_NUM_GPUS=2,
-                    DIST_STRATEGY_FSDP="y", **settings)
+    fsdp = tiny_run(
+        RUN_NAME="fsdp",
+        BATCH_SIZE=4,
+        GPT2_USE_DDP="y",
+        GPT2_NUM_GPUS=2,
+        DIST_STRATEGY_FSDP="y",
+        **settings,
+    )
     run_dir = create_run_dir(fsdp)
     metrics = launch(run_dir)
     assert metrics["status"] == "completed" and metrics["world_size"] == 2
-    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"],
-                                                            rel=1e-4)  # bf16 Newton-Schulz: see above
+    assert metrics["train_loss"]["values"] == pytest.approx(
+        alone["train_loss"]["values"], rel=1e-4
+    )  # bf16 Newton-Schulz: see above
     state = load_checkpoint(run_dir / "ckpt_latest.pt")  # gathered, unsharded
-    muon = {id(p) for g in single.training.optimizer.param_groups if g["use_muon"] for p in g["params"]}
+    muon = {
+        id(p) for g in single.training.optimizer.param_groups if g["use_muon"] for p in g["params"]
+    }
     for name, value in single.training.model.named_parameters():
         atol = MUON_ATOL if id(value) in muon else ADAMW_BESIDE_MUON_ATOL
-        torch.testing.assert_close(state["model"][name], value.detach(), rtol=1e-4, atol=atol,
-                                   msg=name)
-    buffers = [s["momentum_buffer"] for s in state["optimizer"]["state"].values()
-               if "momentum_buffer" in s]
-    whole = [tuple(p.shape) for g in single.training.optimizer.param_groups if g["use_muon"]
-             for p in g["params"]]
+        torch.testing.assert_close(
+            state["model"][name], value.detach(), rtol=1e-4, atol=atol, msg=name
+        )
+    buffers = [
+        s["momentum_buffer"] for s in state["optimizer"]["state"].values() if "momentum_buffer" in s
+    ]
+    whole = [
+        tuple(p.shape)
+        for g in single.training.optimizer.param_groups
+        if g["use_muon"]
+        for p in g["params"]
+    ]
     assert sorted(tuple(b.shape) for b in buffers) == sorted(whole)  # not row shards

@@ -1,4 +1,5 @@
 """A hub that must not be contacted: offline mode, and datasets' cache empty."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """LAMBADA-style last-word accuracy with a model whose predictions are known."""
+
 from __future__ import annotations
 
 import math
@@ -47,13 +48,17 @@ def test_accuracy_counts_passages_whose_every_target_token_is_greedy():
         out = last_word_accuracy(MODEL, TOK, texts, block=16, batch_size=batch)
         assert out["correct"] == 2 and out["examples"] == 4 and out["accuracy"] == 0.5
         assert out["target_tokens"] == 3 + 3 + 4 + 3
-        nll = -(3 * math.log(P_RIGHT) + (2 * math.log(P_RIGHT) + math.log(P_WRONG))
-                + 4 * math.log(P_RIGHT) + (math.log(P_RIGHT) + 2 * math.log(P_WRONG)))
+        nll = -(
+            3 * math.log(P_RIGHT)
+            + (2 * math.log(P_RIGHT) + math.log(P_WRONG))
+            + 4 * math.log(P_RIGHT)
+            + (math.log(P_RIGHT) + 2 * math.log(P_WRONG))
+        )
         assert out["perplexity"] == pytest.approx(math.exp(nll / 4), rel=1e-6)
 
 
 def test_long_contexts_keep_their_end():
-    (ids, n_target), = encode_passages(["hhhhhhhhhh ab"], TOK, block=4)
+    ((ids, n_target),) = encode_passages(["hhhhhhhhhh ab"], TOK, block=4)
     assert TOK.decode(ids) == "hh ab" and n_target == 3
     out = last_word_accuracy(MODEL, TOK, ["gggggggggggab cd"], block=4)
     assert out["correct"] == 1

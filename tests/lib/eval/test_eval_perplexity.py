@@ -1,4 +1,5 @@
 """Sliding-window perplexity against a token-by-token hand computation."""
+
 from __future__ import annotations
 
 import math
@@ -54,7 +55,7 @@ def test_stride_one_gives_every_token_a_full_context(model):
     tokens = torch.randint(0, VOCAB, (20,), generator=torch.Generator().manual_seed(1))
     by_hand = 0.0
     for j in range(1, 20):
-        logits, _ = model(tokens[max(0, j - BLOCK):j].unsqueeze(0))
+        logits, _ = model(tokens[max(0, j - BLOCK) : j].unsqueeze(0))
         by_hand -= F.log_softmax(logits[0, -1].double(), -1)[tokens[j]].item()
     assert sliding_window_nll(model, tokens, BLOCK, 1).nll == pytest.approx(by_hand, rel=1e-5)
 
@@ -159,8 +160,9 @@ def test_hamt_hidden_states_give_its_forward_s_perplexity():
     from hamt.model import HAMT
 
     torch.manual_seed(0)
-    hamt = HAMT(HAMTConfig(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=2, n_embd=16,
-                           num_slots=4)).eval()
+    hamt = HAMT(
+        HAMTConfig(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=2, n_embd=16, num_slots=4)
+    ).eval()
     tokens = torch.randint(0, VOCAB, (40,), generator=torch.Generator().manual_seed(8))
     direct = sliding_window_nll(hamt, tokens, BLOCK, 3, batch_size=4)
     through_forward = sliding_window_nll(ForwardOnly(hamt).eval(), tokens, BLOCK, 3, batch_size=4)

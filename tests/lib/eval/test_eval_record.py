@@ -1,13 +1,16 @@
 """eval.json: written by make eval, read tolerantly by make results."""
+
 from __future__ import annotations
 
 import json
 
 from lib.run.eval_record import EVAL_FILE, FORMAT, load_eval, write_eval
 
-SETS = {"val": {"kind": "perplexity", "perplexity": 358.2, "tokens": 1000, "word_perplexity": None},
-        "lambada": {"kind": "last_word", "accuracy": 0.25, "perplexity": 80.5, "examples": 4},
-        "wikitext-2": {"skipped": "not asked"}}
+SETS = {
+    "val": {"kind": "perplexity", "perplexity": 358.2, "tokens": 1000, "word_perplexity": None},
+    "lambada": {"kind": "last_word", "accuracy": 0.25, "perplexity": 80.5, "examples": 4},
+    "wikitext-2": {"skipped": "not asked"},
+}
 
 
 def test_written_record_loads_back(tmp_path):
@@ -21,9 +24,13 @@ def test_missing_file_is_none(tmp_path):
 
 
 def test_malformed_files_give_an_error_entry(tmp_path):
-    cases = {"truncated": '{"format": 1, "sets": {', "list": "[1, 2]",
-             "old": json.dumps({"format": 0, "sets": {}}), "nosets": json.dumps({"format": 1}),
-             "binary": b"\xff\xfe\x00"}
+    cases = {
+        "truncated": '{"format": 1, "sets": {',
+        "list": "[1, 2]",
+        "old": json.dumps({"format": 0, "sets": {}}),
+        "nosets": json.dumps({"format": 1}),
+        "binary": b"\xff\xfe\x00",
+    }
     for name, content in cases.items():
         run = tmp_path / name
         run.mkdir()

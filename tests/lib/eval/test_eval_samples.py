@@ -1,4 +1,5 @@
 """Generation samples at each evaluation: logged, reproducible, harmless."""
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,16 @@ def train(tiny_run, name: str, **settings):
 
 
 def test_samples_are_the_greedy_continuation_at_each_evaluation(tiny_run):
-    trainer, summary, run_dir, lines = train(tiny_run, "s", EVAL_SAMPLES="y",
-                                             EVAL_SAMPLE_PROMPT="ROMEO:", EVAL_SAMPLE_TOKENS=12)
+    trainer, summary, run_dir, lines = train(
+        tiny_run, "s", EVAL_SAMPLES="y", EVAL_SAMPLE_PROMPT="ROMEO:", EVAL_SAMPLE_TOKENS=12
+    )
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert [s["step"] for s in samples] == [3, 6]
     tok = tokenizer_from_meta(load_meta(data_dir(trainer.run)))
     prompt = torch.tensor([tok.encode("ROMEO:")])
-    greedy = trainer.training.model.generate(prompt, 12, temperature=0.0)[0, prompt.size(1):].tolist()
+    greedy = trainer.training.model.generate(prompt, 12, temperature=0.0)[
+        0, prompt.size(1) :
+    ].tolist()
     assert samples[-1]["tokens"] == greedy and samples[-1]["text"] == tok.decode(greedy)
     assert f"sample step 6: 'ROMEO:' -> {samples[-1]['text']!r}" in lines
     _, plain, _, _ = train(tiny_run, "plain")

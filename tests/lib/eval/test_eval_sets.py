@@ -1,4 +1,5 @@
 """Evaluation sets: detokenizing WikiText, failing fast offline, local files."""
+
 from __future__ import annotations
 
 import time
@@ -10,17 +11,25 @@ from lib.eval import sets
 
 
 def test_detokenize_wikitext_restores_ordinary_prose():
-    raw = (" = Robert Boulter = \n \n Robert Boulter is an English film @-@ maker . He had "
-           "1 @,@ 200 roles ( in 2000 ) , \" The Bill \" ; it 's 3 @.@ 5 hours . \n"
-           " = = Career = = \n")
+    raw = (
+        " = Robert Boulter = \n \n Robert Boulter is an English film @-@ maker . He had "
+        '1 @,@ 200 roles ( in 2000 ) , " The Bill " ; it \'s 3 @.@ 5 hours . \n'
+        " = = Career = = \n"
+    )
     assert sets.detokenize_wikitext(raw) == (
         "= Robert Boulter =\n\nRobert Boulter is an English film-maker. He had 1,200 roles "
-        "(in 2000), \"The Bill\"; it's 3.5 hours.\n== Career ==\n")
+        '(in 2000), "The Bill"; it\'s 3.5 hours.\n== Career ==\n'
+    )
 
 
-@pytest.mark.parametrize("name,symbol", [("wikitext-2", "EVAL_WIKITEXT2"),
-                                         ("wikitext-103", "EVAL_WIKITEXT103"),
-                                         ("lambada", "EVAL_LAMBADA")])
+@pytest.mark.parametrize(
+    "name,symbol",
+    [
+        ("wikitext-2", "EVAL_WIKITEXT2"),
+        ("wikitext-103", "EVAL_WIKITEXT103"),
+        ("lambada", "EVAL_LAMBADA"),
+    ],
+)
 def test_hub_sets_fail_at_once_offline_naming_the_option(offline_hub, name, symbol):
     started = time.monotonic()
     with pytest.raises(DataError) as err:

@@ -1,4 +1,5 @@
 """`make eval` on a trained tiny run and on a pretrained Hugging Face GPT-2."""
+
 from __future__ import annotations
 
 import math
@@ -9,14 +10,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lib.run.checkpoint import load_checkpoint
 from lib.data import DataError, load_meta, tokenizer_from_meta
 from lib.data.prepared import data_dir
-from lib.run.eval_record import load_eval
 from lib.eval.suite import evaluate_baseline, evaluate_run
 from lib.model.registry import family
+from lib.run.checkpoint import load_checkpoint
+from lib.run.eval_record import load_eval
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
+from tests.lib.eval.hf_models import gpt2_bpe_tokenizer
 
 BLOCK = 32  # tiny_run's GPT2_BLOCK_SIZE
 
@@ -46,7 +48,7 @@ def disjoint_nll(logits_of, ids: list[int]) -> float:
     for begin in range(0, len(ids) - 1, BLOCK):
         end = min(begin + BLOCK, len(ids) - 1)
         logits = logits_of(t[begin:end].unsqueeze(0))[0]
-        total += F.cross_entropy(logits.double(), t[begin + 1:end + 1], reduction="sum").item()
+        total += F.cross_entropy(logits.double(), t[begin + 1 : end + 1], reduction="sum").item()
     return total
 
 
@@ -64,8 +66,9 @@ def test_eval_scores_val_and_text_file_and_results_can_read_it(trained, tiny_run
     assert txt["tokens"] == len(ids) - 1 and txt["nll"] == pytest.approx(expected, rel=1e-5)
     assert txt["words"] == len(text.read_text().split())
     assert txt["word_perplexity"] == pytest.approx(math.exp(expected / txt["words"]), rel=1e-5)
-    assert txt["bits_per_byte"] == pytest.approx(expected / len(text.read_bytes()) / math.log(2),
-                                                 rel=1e-5)
+    assert txt["bits_per_byte"] == pytest.approx(
+        expected / len(text.read_bytes()) / math.log(2), rel=1e-5
+    )
     assert record["model"]["step"] == 6 and record["model"]["tokens_seen"] == 6 * 8 * BLOCK
     assert load_eval(run_dir) == {"format": 1, **record}
     assert any(line.startswith("eval val: ppl") for line in lines)
@@ -73,8 +76,12 @@ def test_eval_scores_val_and_text_file_and_results_can_read_it(trained, tiny_run
 
 def test_max_tokens_truncates_and_drops_word_figures(trained, tiny_run):
     _, run_dir, text = trained
-    record = evaluate_run(run_dir, "latest", tiny_run(EVAL_TEXT_FILE=str(text),
-                                                       EVAL_MAX_TOKENS=100), log=lambda _: None)
+    record = evaluate_run(
+        run_dir,
+        "latest",
+        tiny_run(EVAL_TEXT_FILE=str(text), EVAL_MAX_TOKENS=100),
+        log=lambda _: None,
+    )
     for entry in record["sets"].values():
         assert entry["tokens"] == 99 and entry["truncated"] and "word_perplexity" not in entry
         assert entry["stride"] == BLOCK // 2  # EVAL_STRIDE=0: half the context
@@ -99,15 +106,17 @@ def test_baseline_scores_like_transformers_own_forward(tiny_run, tmp_path):
     from lib.data.tokenizers import GPT2Tokenizer
 
     torch.manual_seed(0)
-    hf = GPT2LMHeadModel(GPT2Config(n_positions=BLOCK, n_embd=16, n_layer=1, n_head=2,
-                                    initializer_range=0.1)).eval()
+    hf = GPT2LMHeadModel(
+        GPT2Config(n_positions=BLOCK, n_embd=16, n_layer=1, n_head=2, initializer_range=0.1)
+    ).eval()
     hf.save_pretrained(tmp_path / "tiny-gpt2")
+    gpt2_bpe_tokenizer().save_pretrained(tmp_path / "tiny-gpt2")
     text = tmp_path / "t.txt"
     text.write_text("The quick brown fox jumps over the lazy dog. " * 12)
     cfg = tiny_run(EVAL_TEXT_FILE=str(text), EVAL_STRIDE=BLOCK)  # char data: val is skipped
     record = evaluate_baseline(tmp_path / "tiny-gpt2", cfg, log=lambda _: None)
     assert (tmp_path / "results" / "baseline-tiny-gpt2" / "eval.json").is_file()
-    assert "char tokenizer" in record["sets"]["val"]["skipped"]
+    assert "validation split" in record["sets"]["val"]["skipped"]
     ids = [50256] + GPT2Tokenizer().encode(text.read_text())
     with torch.no_grad():
         expected = disjoint_nll(lambda x: hf(x).logits, ids)
@@ -116,8 +125,10 @@ def test_baseline_scores_like_transformers_own_forward(tiny_run, tmp_path):
     assert record["model"]["source"] == "pretrained" and record["model"]["block_size"] == BLOCK
 
 
-@pytest.mark.skipif(not os.environ.get("KCONFIG_LLM_GPT2_DIR"),
-                    reason="set KCONFIG_LLM_GPT2_DIR to a Hugging Face GPT-2 124M folder")
+@pytest.mark.skipif(
+    not os.environ.get("KCONFIG_LLM_GPT2_DIR"),
+    reason="set KCONFIG_LLM_GPT2_DIR to a Hugging Face GPT-2 124M folder",
+)
 def test_real_gpt2_124m_reproduces_the_published_wikitext2_figure(tiny_run):
     """GPT-2 paper, table 3: 29.41 word-level perplexity on WikiText-2, measured on
     text detokenized by rules that were not published. Ours (detokenized, stride

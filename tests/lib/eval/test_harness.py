@@ -1,5 +1,6 @@
 """lm-eval's model interface over our models, scored against the model's own
 log-probabilities, and the tasks of tests/assets/lm_eval_task evaluated offline."""
+
 from __future__ import annotations
 
 import math
@@ -41,7 +42,7 @@ def next_token_logprobs(model, ids: list[int]) -> torch.Tensor:
 
 
 def continuation_logprob(model, context: list[int], continuation: list[int]) -> float:
-    return next_token_logprobs(model, context + continuation)[-len(continuation):].sum().item()
+    return next_token_logprobs(model, context + continuation)[-len(continuation) :].sum().item()
 
 
 def rolling_logprob(model, full: list[int], block: int) -> float:
@@ -51,7 +52,7 @@ def rolling_logprob(model, full: list[int], block: int) -> float:
     for start in range(1, len(full), block):
         end = min(start + block, len(full))  # this chunk predicts full[start:end]
         low = max(0, end - 1 - block)
-        total += next_token_logprobs(model, full[low:end])[start - low - 1:].sum().item()
+        total += next_token_logprobs(model, full[low:end])[start - low - 1 :].sum().item()
     return total
 
 
@@ -66,8 +67,11 @@ def hand_multiple_choice(model, tokenizer) -> dict[str, float]:
         correct.append(float(lls.index(max(lls)) == doc["label"]))
         correct_norm.append(float(norm.index(max(norm)) == doc["label"]))
     n = len(correct)
-    return {"acc": sum(correct) / n, "acc_norm": sum(correct_norm) / n,
-            "acc_stderr": statistics.stdev(correct) / math.sqrt(n)}
+    return {
+        "acc": sum(correct) / n,
+        "acc_norm": sum(correct_norm) / n,
+        "acc_stderr": statistics.stdev(correct) / math.sqrt(n),
+    }
 
 
 def hand_rolling(model, tokenizer, block: int) -> dict[str, float]:
@@ -78,8 +82,11 @@ def hand_rolling(model, tokenizer, block: int) -> dict[str, float]:
         ll += rolling_logprob(model, prefix + tokenizer.encode(doc["text"]), block)
         words += len(re.split(r"\s+", doc["text"]))
         n_bytes += len(doc["text"].encode("utf-8"))
-    return {"word_perplexity": math.exp(-ll / words), "byte_perplexity": math.exp(-ll / n_bytes),
-            "bits_per_byte": -ll / n_bytes / math.log(2)}
+    return {
+        "word_perplexity": math.exp(-ll / words),
+        "byte_perplexity": math.exp(-ll / n_bytes),
+        "bits_per_byte": -ll / n_bytes / math.log(2),
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -101,8 +108,9 @@ def lm() -> KconfigLM:
     text does not repeat one token."""
     torch.manual_seed(0)
     gpt2 = family("gpt2")
-    model = gpt2.build(GPT2Config(vocab_size=GPT2_VOCAB_SIZE, block_size=BLOCK, n_layer=2,
-                                  n_head=2, n_embd=32))
+    model = gpt2.build(
+        GPT2Config(vocab_size=GPT2_VOCAB_SIZE, block_size=BLOCK, n_layer=2, n_head=2, n_embd=32)
+    )
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() >= 2:
@@ -116,12 +124,14 @@ def request(kind: str, *args) -> Instance:
 
 def test_multiple_choice_task_matches_the_models_own_log_probs(lm):
     doc = read_jsonl("kconfig_llm_mc.jsonl")[0]
-    got = lm.loglikelihood([request("loglikelihood", doc["context"], " " + c)
-                            for c in doc["choices"]])
+    got = lm.loglikelihood(
+        [request("loglikelihood", doc["context"], " " + c) for c in doc["choices"]]
+    )
     ctx = lm.tokenizer.encode(doc["context"])
     for (ll, _), choice in zip(got, doc["choices"]):
-        assert ll == pytest.approx(continuation_logprob(lm.model, ctx, lm.tokenizer.encode(
-            " " + choice)), rel=1e-5)
+        assert ll == pytest.approx(
+            continuation_logprob(lm.model, ctx, lm.tokenizer.encode(" " + choice)), rel=1e-5
+        )
     lls = sorted(ll for ll, _ in got)
     assert min(b - a for a, b in zip(lls, lls[1:])) > 1e-3  # no near-tie decides acc
 
@@ -154,13 +164,17 @@ def test_loglikelihood_drops_the_start_of_a_context_longer_than_the_block(lm):
     assert len(ctx) > keep
     [(got, _)] = lm.score([(ctx, cont)])
     assert got == pytest.approx(continuation_logprob(lm.model, ctx[-keep:], cont), rel=1e-5)
-    assert got != pytest.approx(continuation_logprob(lm.model, ctx[-keep + 1:], cont), rel=1e-5)
+    assert got != pytest.approx(continuation_logprob(lm.model, ctx[-keep + 1 :], cont), rel=1e-5)
 
 
 def test_context_spaces_and_an_empty_context_follow_lm_evals_convention(lm):
     tok = lm.tokenizer
-    moved = lm.loglikelihood([request("loglikelihood", "ROMEO: juliet loves ", "the moon."),
-                              request("loglikelihood", "ROMEO: juliet loves", " the moon.")])
+    moved = lm.loglikelihood(
+        [
+            request("loglikelihood", "ROMEO: juliet loves ", "the moon."),
+            request("loglikelihood", "ROMEO: juliet loves", " the moon."),
+        ]
+    )
     assert moved[0][0] == pytest.approx(moved[1][0], rel=1e-6)
     [(empty, _)] = lm.loglikelihood([request("loglikelihood", "", "ROMEO: juliet")])
     expected = continuation_logprob(lm.model, [tok.eot_token], tok.encode("ROMEO: juliet"))
@@ -171,15 +185,16 @@ def test_generate_until_is_the_greedy_continuation_through_the_cache(lm, monkeyp
     tok, prompt, n = lm.tokenizer, "JULIET: romeo sees", 40
     ids = tok.encode(prompt)
     assert len(ids) + n > BLOCK  # runs past the block, where GPT-2 recomputes
-    greedy = lm.model.generate(torch.tensor([ids]), n, temperature=0.0)[0, len(ids):].tolist()
+    greedy = lm.model.generate(torch.tensor([ids]), n, temperature=0.0)[0, len(ids) :].tolist()
     assert tok.eot_token not in greedy
     expected = tok.decode(greedy)
 
     starts = []
     start = lm.model.start_generation
     monkeypatch.setattr(lm.model, "start_generation", lambda x: starts.append(x.shape) or start(x))
-    [text] = lm.generate_until([request("generate_until", prompt,
-                                        {"until": ["<never>"], "max_gen_toks": n})])
+    [text] = lm.generate_until(
+        [request("generate_until", prompt, {"until": ["<never>"], "max_gen_toks": n})]
+    )
     assert text == expected
     # One prefill, then the cache up to the block; past it one prefill per token.
     assert len(starts) == 1 + sum(len(ids) + s + 1 > BLOCK for s in range(n - 1))
@@ -187,8 +202,9 @@ def test_generate_until_is_the_greedy_continuation_through_the_cache(lm, monkeyp
     stop = tok.decode(greedy[6:8])
     cut = expected.find(stop)
     assert cut > 0
-    [text] = lm.generate_until([request("generate_until", prompt,
-                                        {"until": [stop], "max_gen_toks": n})])
+    [text] = lm.generate_until(
+        [request("generate_until", prompt, {"until": [stop], "max_gen_toks": n})]
+    )
     assert text == expected[:cut]
 
 
@@ -200,18 +216,24 @@ def test_unknown_task_names_a_close_match():
 def test_groups_and_tags_expand_to_their_hub_datasets():
     manager = downstream.task_manager()
     assert downstream.hub_sources(manager, ["ai2_arc", "hellaswag"]) == {
-        "arc_challenge": "allenai/ai2_arc", "arc_easy": "allenai/ai2_arc",
-        "hellaswag": "Rowan/hellaswag"}
+        "arc_challenge": "allenai/ai2_arc",
+        "arc_easy": "allenai/ai2_arc",
+        "hellaswag": "Rowan/hellaswag",
+    }
     mmlu = downstream.hub_sources(manager, ["mmlu"])
     assert len(mmlu) == 57 and set(mmlu.values()) == {"cais/mmlu"}
     local = downstream.task_manager(str(TASKS), defaults=False)
     assert downstream.hub_sources(local, ["kconfig_llm_mc", "kconfig_llm_rolling"]) == {}
 
 
-@pytest.mark.parametrize("switches,named", [
-    (OFFLINE_VARS, "HF_HUB_OFFLINE, HF_DATASETS_OFFLINE and TRANSFORMERS_OFFLINE are set"),
-    (("HF_DATASETS_OFFLINE",), "HF_DATASETS_OFFLINE is set"),  # a cluster's usual one
-    (("TRANSFORMERS_OFFLINE",), "TRANSFORMERS_OFFLINE is set")])
+@pytest.mark.parametrize(
+    "switches,named",
+    [
+        (OFFLINE_VARS, "HF_HUB_OFFLINE, HF_DATASETS_OFFLINE and TRANSFORMERS_OFFLINE are set"),
+        (("HF_DATASETS_OFFLINE",), "HF_DATASETS_OFFLINE is set"),  # a cluster's usual one
+        (("TRANSFORMERS_OFFLINE",), "TRANSFORMERS_OFFLINE is set"),
+    ],
+)
 def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch, switches, named):
     import datasets
     import huggingface_hub
@@ -225,7 +247,9 @@ def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch, switches, n
 
     def uncached(**kwargs):  # what datasets answers offline for a set it has not cached
         asked.append(kwargs["path"])
-        raise ConnectionError(f"Couldn't reach '{kwargs['path']}' on the Hub (OfflineModeIsEnabled)")
+        raise ConnectionError(
+            f"Couldn't reach '{kwargs['path']}' on the Hub (OfflineModeIsEnabled)"
+        )
 
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", no_network)
     monkeypatch.setattr(datasets, "load_dataset", uncached)
@@ -233,10 +257,12 @@ def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch, switches, n
         downstream.load_tasks(["hellaswag"])
     message = str(err.value)
     assert asked == ["Rowan/hellaswag"]
-    for part in ("hellaswag read Rowan/hellaswag from the Hugging Face hub",
-                 f"{named} and the datasets cache does not hold them",
-                 f"Connect to the network (and unset {' '.join(switches)}): once fetched",
-                 "CONFIG_LM_EVAL_INCLUDE_PATH"):
+    for part in (
+        "hellaswag read Rowan/hellaswag from the Hugging Face hub",
+        f"{named} and the datasets cache does not hold them",
+        f"Connect to the network (and unset {' '.join(switches)}): once fetched",
+        "CONFIG_LM_EVAL_INCLUDE_PATH",
+    ):
         assert part in message
     assert [n for n in OFFLINE_VARS if n in message] == list(switches)  # only those set
 
@@ -258,16 +284,24 @@ def test_unreachable_hub_fails_after_one_short_request(monkeypatch):
 
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", unreachable)
     monkeypatch.setattr(datasets, "load_dataset", never)
-    with pytest.raises(DataError, match="hellaswag read Rowan/hellaswag from the Hugging Face "
-                                        "hub, which cannot be used here: ConnectionError") as err:
+    with pytest.raises(
+        DataError,
+        match="hellaswag read Rowan/hellaswag from the Hugging Face "
+        "hub, which cannot be used here: ConnectionError",
+    ) as err:
         downstream.load_tasks(["arc_easy", "hellaswag"])
     assert "unset" not in str(err.value)  # the network failed, no offline switch to blame
     assert asked == [("Rowan/hellaswag", HUB_TIMEOUT_S)]  # the first failure ends it
 
 
 FAMILIES = {  # every attention variant of GPT-2 (the reciprocal ones switched on), and HAMT
-    **{f"gpt2-{a}": ("gpt2", {"attention": a, "latent_dim": 16, "ra_alpha": 0.5,
-                              "ra_gated_layers": 1}) for a in ATTENTIONS},
+    **{
+        f"gpt2-{a}": (
+            "gpt2",
+            {"attention": a, "latent_dim": 16, "ra_alpha": 0.5, "ra_gated_layers": 1},
+        )
+        for a in ATTENTIONS
+    },
     "hamt": ("hamt", {"num_slots": 4}),
 }
 
@@ -279,8 +313,11 @@ def test_every_family_scores_and_generates_as_its_own_model(variant):
     tok = CharTokenizer.from_text(text)  # no end-of-text token
     torch.manual_seed(0)
     fam, block = family(name), 16
-    model = fam.build(fam.config_cls(vocab_size=tok.vocab_size, block_size=block, n_layer=2,
-                                     n_head=2, n_embd=32, **fields))
+    model = fam.build(
+        fam.config_cls(
+            vocab_size=tok.vocab_size, block_size=block, n_layer=2, n_head=2, n_embd=32, **fields
+        )
+    )
     with torch.no_grad():
         for p in model.parameters():
             if p.dim() >= 2:
@@ -290,13 +327,13 @@ def test_every_family_scores_and_generates_as_its_own_model(variant):
     ctx, cont = tok.encode(text[:40]), tok.encode(" the moon.")
     pairs = [(ctx, cont), (ctx[:5], cont), (ctx[:2], cont[:1])]
     for (got, _), (c, k) in zip(lm.score(pairs), pairs):
-        keep = c[-(block + 1 - len(k)):]
+        keep = c[-(block + 1 - len(k)) :]
         assert got == pytest.approx(continuation_logprob(model, keep, k), rel=1e-5)
     [rolled] = lm.loglikelihood_rolling([request("loglikelihood_rolling", text)])
     assert rolled == pytest.approx(rolling_logprob(model, tok.encode(text), block), rel=1e-5)
 
     prompt, n = "NURSE: romeo", 2 * block
     ids = tok.encode(prompt)
-    greedy = model.generate(torch.tensor([ids]), n, temperature=0.0)[0, len(ids):].tolist()
+    greedy = model.generate(torch.tensor([ids]), n, temperature=0.0)[0, len(ids) :].tolist()
     [out] = lm.generate_until([request("generate_until", prompt, {"until": [], "max_gen_toks": n})])
     assert out == tok.decode(greedy)

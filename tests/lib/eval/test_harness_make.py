@@ -1,4 +1,5 @@
 """`make lm-eval` and LM_EVAL_AT_END as a user types them, offline included."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,12 @@ from tests.lib.conftest import synthetic_corpus
 from tests.lib.eval.test_harness import TASKS
 from tests.scripts.conftest import make, project  # noqa: F401 (a fixture)
 
-TINY = ("SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
-        "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
-        "GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=1 GPT2_WARMUP_STEPS=1 LM_EVAL_AT_END=y LM_EVAL_TASKS=kconfig_llm_mc "
-        "LM_EVAL_INCLUDE_PATH=tests/assets/lm_eval_task")
+TINY = (
+    "SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
+    "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
+    "GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=1 GPT2_WARMUP_STEPS=1 LM_EVAL_AT_END=y LM_EVAL_TASKS=kconfig_llm_mc "
+    "LM_EVAL_INCLUDE_PATH=tests/assets/lm_eval_task"
+)
 
 
 @pytest.mark.slow
@@ -31,8 +34,13 @@ def test_make_lm_eval_after_training_on_demand_and_offline(project, tmp_path):  
     assert set(at_end["tasks"]) == {"kconfig_llm_mc"} and at_end["model"]["step"] == 2
     assert "lm-eval kconfig_llm_mc: acc " in (project / "results" / "lm" / "output.log").read_text()
 
-    out = make(project, "lm-eval", "TASKS=kconfig_llm_rolling",
-               "SET=LM_EVAL_INCLUDE_PATH=tests/assets/lm_eval_task", env=offline)
+    out = make(
+        project,
+        "lm-eval",
+        "TASKS=kconfig_llm_rolling",
+        "SET=LM_EVAL_INCLUDE_PATH=tests/assets/lm_eval_task",
+        env=offline,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     record = json.loads(eval_json.read_text())
     assert set(record["lm_eval"]["tasks"]) == {"kconfig_llm_rolling"}
@@ -42,7 +50,9 @@ def test_make_lm_eval_after_training_on_demand_and_offline(project, tmp_path):  
     started = time.monotonic()
     hub = make(project, "lm-eval", "TASKS=hellaswag", env=offline)
     assert hub.returncode != 0 and time.monotonic() - started < 60
-    assert "error: lm-eval task(s) hellaswag read Rowan/hellaswag from the Hugging Face hub" \
-           in hub.stderr, hub.stderr
+    assert (
+        "error: lm-eval task(s) hellaswag read Rowan/hellaswag from the Hugging Face hub"
+        in hub.stderr
+    ), hub.stderr
     assert "HF_HUB_OFFLINE and HF_DATASETS_OFFLINE are set" in hub.stderr, hub.stderr
     assert json.loads(eval_json.read_text()) == record

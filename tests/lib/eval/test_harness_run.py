@@ -1,5 +1,6 @@
 """lm-eval on a trained run: the scores in its eval.json beside `make eval`'s
 sets, in `make results`, and after training (LM_EVAL_AT_END)."""
+
 from __future__ import annotations
 
 import math
@@ -9,15 +10,20 @@ import pytest
 
 import scripts.train as train
 from lib.eval import downstream
-from lib.run.eval_record import load_eval
 from lib.eval.suite import evaluate_run
 from lib.results import tables
 from lib.results.collect import read_run
+from lib.run.eval_record import load_eval
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.eval.test_eval_suite import checkpoint_model
-from tests.lib.eval.test_harness import (BLOCK, TASKS, hand_multiple_choice, hand_rolling,
-                                         local_data)  # noqa: F401 (an autouse fixture)
+from tests.lib.eval.test_harness import (
+    BLOCK,
+    TASKS,
+    hand_multiple_choice,
+    hand_rolling,
+    local_data,  # noqa: F401 (an autouse fixture)
+)
 
 
 @pytest.fixture
@@ -33,22 +39,28 @@ def test_scores_join_the_sets_in_eval_json_and_the_results_table(run_dir, tiny_r
     cfg = tiny_run(LM_EVAL_INCLUDE_PATH=str(TASKS), EVAL_BATCH_SIZE=3)
     evaluate_run(run_dir, "best", cfg, log=lambda _: None)  # `make eval` first
     lines: list[str] = []
-    section = downstream.evaluate_run_tasks(run_dir, "best", cfg,
-                                            "kconfig_llm_mc, kconfig_llm_rolling", lines.append)
+    section = downstream.evaluate_run_tasks(
+        run_dir, "best", cfg, "kconfig_llm_mc, kconfig_llm_rolling", lines.append
+    )
     model, tok = checkpoint_model(run_dir)
     mc, rolling = hand_multiple_choice(model, tok), hand_rolling(model, tok, BLOCK)
     scores = section["tasks"]
     assert scores["kconfig_llm_mc"]["acc"]["value"] == pytest.approx(mc["acc"], abs=1e-12)
     assert scores["kconfig_llm_mc"]["acc_norm"]["value"] == pytest.approx(mc["acc_norm"], abs=1e-12)
     assert math.log(scores["kconfig_llm_rolling"]["word_perplexity"]["value"]) == pytest.approx(
-        math.log(rolling["word_perplexity"]), rel=1e-6)
+        math.log(rolling["word_perplexity"]), rel=1e-6
+    )
     assert section["model"]["step"] == 6 and section["settings"]["batch_size"] == 3
     assert section["settings"]["tasks"] == ["kconfig_llm_mc", "kconfig_llm_rolling"]
     assert any(line.startswith("lm-eval kconfig_llm_mc: acc ") for line in lines)
     # The same through lm-eval's own entry point and the registered model name.
     results = lm_eval.simple_evaluate(
-        model="kconfig-llm", model_args=f"run={run_dir},checkpoint=best", tasks=["kconfig_llm_mc"],
-        task_manager=downstream.task_manager(str(TASKS), defaults=False), log_samples=False)
+        model="kconfig-llm",
+        model_args=f"run={run_dir},checkpoint=best",
+        tasks=["kconfig_llm_mc"],
+        task_manager=downstream.task_manager(str(TASKS), defaults=False),
+        log_samples=False,
+    )
     assert results["results"]["kconfig_llm_mc"]["acc,none"] == pytest.approx(mc["acc"], abs=1e-12)
 
     record = load_eval(run_dir)
@@ -57,9 +69,10 @@ def test_scores_join_the_sets_in_eval_json_and_the_results_table(run_dir, tiny_r
     assert load_eval(run_dir)["lm_eval"] == section
 
     row = read_run(run_dir)
-    assert row.scores == {"kconfig_llm_mc acc_norm": mc["acc_norm"],
-                          "kconfig_llm_rolling word_perplexity": pytest.approx(
-                              rolling["word_perplexity"], rel=1e-5)}
+    assert row.scores == {
+        "kconfig_llm_mc acc_norm": mc["acc_norm"],
+        "kconfig_llm_rolling word_perplexity": pytest.approx(rolling["word_perplexity"], rel=1e-5),
+    }
     table = tables.markdown([row], {})
     header = next(line for line in table.splitlines() if line.startswith("| run"))
     assert "| kconfig_llm_mc acc_norm | kconfig_llm_rolling word_perplexity |" in header
@@ -77,15 +90,19 @@ def test_a_run_without_eval_json_gets_one_with_no_sets(run_dir, tiny_run):
 
 
 def test_lm_eval_at_end_scores_the_run_and_a_failure_does_not_raise(run_dir, tiny_run):
-    train.lm_eval_at_end(run_dir, tiny_run(LM_EVAL_TASKS="kconfig_llm_mc",
-                                           LM_EVAL_INCLUDE_PATH=str(TASKS)))
+    train.lm_eval_at_end(
+        run_dir, tiny_run(LM_EVAL_TASKS="kconfig_llm_mc", LM_EVAL_INCLUDE_PATH=str(TASKS))
+    )
     record = load_eval(run_dir)
     assert record is not None and set(record["lm_eval"]["tasks"]) == {"kconfig_llm_mc"}
     assert record["lm_eval"]["model"]["checkpoint"] == "best"
 
-    train.lm_eval_at_end(run_dir, tiny_run(LM_EVAL_TASKS="kconfig_llm_nope",
-                                           LM_EVAL_INCLUDE_PATH=str(TASKS)))
+    train.lm_eval_at_end(
+        run_dir, tiny_run(LM_EVAL_TASKS="kconfig_llm_nope", LM_EVAL_INCLUDE_PATH=str(TASKS))
+    )
     log = (run_dir / "output.log").read_text()
-    assert "lm-eval after training failed: ValueError: unknown lm-eval task(s): " \
-           "kconfig_llm_nope (did you mean kconfig_llm_mc" in log
+    assert (
+        "lm-eval after training failed: ValueError: unknown lm-eval task(s): "
+        "kconfig_llm_nope (did you mean kconfig_llm_mc" in log
+    )
     assert load_eval(run_dir) == record  # the earlier scores stay

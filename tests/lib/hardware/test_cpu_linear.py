@@ -1,6 +1,7 @@
 """CPU_LINEAR_BACKEND (lib/hardware/cpu_linear.py): oneDNN's linear kernel
 gives nn.Linear's fp32 numbers and gradients, the swap keeps the model's
 parameters, auto picks it only where it applies, and a run records it."""
+
 from __future__ import annotations
 
 import copy
@@ -19,8 +20,9 @@ from tests.lib.model.test_fused_loss import _tiny
 from tests.lib.stops import train_until
 
 CPU = torch.device("cpu")
-needs_onednn = pytest.mark.skipif(not cpu_linear.onednn_available(),
-                                  reason="this PyTorch lacks oneDNN's linear kernel")
+needs_onednn = pytest.mark.skipif(
+    not cpu_linear.onednn_available(), reason="this PyTorch lacks oneDNN's linear kernel"
+)
 
 
 @pytest.fixture
@@ -32,6 +34,7 @@ def onednn_calls(monkeypatch):
     def counted(*args):
         calls.append(args[0].shape)
         return real(*args)
+
     monkeypatch.setattr(cpu_linear, "_onednn_linear", counted)
     return calls
 
@@ -117,13 +120,17 @@ def test_auto_picks_onednn_only_for_fp32_eager_cpu_training(monkeypatch):
     assert resolve_cpu_linear("auto", CPU, "fp32", False) == ("onednn", "auto: fp32 eager on a CPU")
     assert resolve_cpu_linear("onednn", CPU, "fp32", False) == ("onednn", "as configured")
     assert resolve_cpu_linear("aten", CPU, "fp32", False) == ("aten", "as configured")
-    refused = [(torch.device("cuda"), "fp32", False, "the run is on cuda"),
-               (CPU, "bf16", False, "the run autocasts to bf16"),
-               (CPU, "fp32", True, "the model is compiled")]
+    refused = [
+        (torch.device("cuda"), "fp32", False, "the run is on cuda"),
+        (CPU, "bf16", False, "the run autocasts to bf16"),
+        (CPU, "fp32", True, "the model is compiled"),
+    ]
     for device, dtype, compiled, why in refused:
         backend, reason = resolve_cpu_linear("auto", device, dtype, compiled)
         assert backend == "aten" and why in reason
-        with pytest.raises(RuntimeError, match=f"CONFIG_CPU_LINEAR_BACKEND_ONEDNN is set but {why}"):
+        with pytest.raises(
+            RuntimeError, match=f"CONFIG_CPU_LINEAR_BACKEND_ONEDNN is set but {why}"
+        ):
             resolve_cpu_linear("onednn", device, dtype, compiled)
     monkeypatch.setattr(cpu_linear, "onednn_available", lambda: False)
     assert resolve_cpu_linear("auto", CPU, "fp32", False)[0] == "aten"
@@ -136,6 +143,7 @@ def test_auto_picks_onednn_only_for_fp32_eager_cpu_training(monkeypatch):
 def test_a_broken_kernel_is_not_available(monkeypatch):
     def wrong(x, w, b):
         return F.linear(x, w, b) + 1.0
+
     monkeypatch.setattr(cpu_linear, "_onednn_linear", wrong)
     cpu_linear.onednn_available.cache_clear()
     try:

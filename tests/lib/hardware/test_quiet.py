@@ -1,4 +1,5 @@
 """Importing our modules prints nothing of torchao's expected CPU-only kernel failures."""
+
 from __future__ import annotations
 
 import logging
@@ -14,8 +15,13 @@ from tests.conftest import ROOT
 
 def test_importing_the_hf_modules_prints_nothing():
     # lib.model.remote.causal_lm imports transformers, which imports torchao.
-    out = subprocess.run([sys.executable, "-c", "import lib.model.remote.causal_lm, gpt2.hf"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", "import lib.model.remote.causal_lm, gpt2.hf"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert "Failed to load" not in out.stderr and "Enum subclass" not in out.stderr, out.stderr
 
@@ -50,7 +56,10 @@ def test_other_records_pass(torchao_log, monkeypatch):
     logging.getLogger("torch.utils._pytree").warning("some other pytree message")
     logging.getLogger("torch.utils._pytree").warning(
         "<enum 'X'> is an Enum subclass and is now natively supported by torch.compile as an "
-        "opaque value type. Calling register_constant() on Enum subclasses is deprecated")
-    assert caplog.messages == ["Skipping import of cpp extensions due to incompatible torch version.",
-                               "Failed to load /elsewhere/libmine.so: a library that is not torchao's",
-                               "some other pytree message"]
+        "opaque value type. Calling register_constant() on Enum subclasses is deprecated"
+    )
+    assert caplog.messages == [
+        "Skipping import of cpp extensions due to incompatible torch version.",
+        "Failed to load /elsewhere/libmine.so: a library that is not torchao's",
+        "some other pytree message",
+    ]

@@ -1,5 +1,6 @@
 """The speed options (lib/train/speed.py, precision.py, float8.py): each is
 refused where it cannot run, applied where it can, and recorded."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ import torch
 
 from lib.hardware import float8
 from lib.hardware.precision import CompileOptions, RegionalForward, compile_model
-from lib.train.speed import apply_tf32, check_attention_backend, with_attention_backend
 from lib.train.naming import create_run_dir
+from lib.train.speed import apply_tf32, check_attention_backend, with_attention_backend
 from lib.train.trainer import Trainer
 from tests.lib.model.test_fused_loss import _tiny
 from tests.lib.stops import train_until
@@ -25,6 +26,7 @@ def _train(run):
 
 
 # -- compile -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mode", ["max_autotune", "reduce_overhead"])
 def test_cuda_graph_modes_are_refused_off_cuda(mode):
@@ -47,6 +49,7 @@ def test_regional_compile_swaps_compiled_blocks_in_for_the_call_only(monkeypatch
         def run(*args, **kwargs):
             calls.append("block")
             return fn(*args, **kwargs)
+
         return run
 
     monkeypatch.setattr(torch, "compile", fake_compile)
@@ -67,6 +70,7 @@ def test_a_failing_regional_compile_falls_back_to_eager(tiny_run, monkeypatch):
     def exploding(fn, mode=None):
         def run(*args, **kwargs):
             raise RuntimeError("inductor exploded (simulated)")
+
         return run
 
     # Both runs on the same matmul kernels (a compiled run is never given oneDNN
@@ -75,16 +79,25 @@ def test_a_failing_regional_compile_falls_back_to_eager(tiny_run, monkeypatch):
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)  # recorded when set
     eager, defaults = _train(tiny_run(RUN_NAME="eager", **settings))
     assert defaults["speed"] == {
-        "loss_impl": "plain", "loss_impl_reason": "as configured",
-        "compile": {"mode": "default", "regional": False}, "sdpa_backend": "auto",
-        "tf32": False, "float8": "none", "float8_layers": 0, "cpu_linear": "aten",
-        "cpu_linear_reason": "as configured", "cpu_linear_layers": 0,
+        "loss_impl": "plain",
+        "loss_impl_reason": "as configured",
+        "compile": {"mode": "default", "regional": False},
+        "sdpa_backend": "auto",
+        "tf32": False,
+        "float8": "none",
+        "float8_layers": 0,
+        "cpu_linear": "aten",
+        "cpu_linear_reason": "as configured",
+        "cpu_linear_layers": 0,
         "pin_memory": False,  # PIN_MEMORY=y, but a CPU run has nothing to pin
-        "cudnn_benchmark": False, "cuda_alloc_conf": {"value": None, "source": None},
-        "gpu_warmup": None}
+        "cudnn_benchmark": False,
+        "cuda_alloc_conf": {"value": None, "source": None},
+        "gpu_warmup": None,
+    }
     monkeypatch.setattr(torch, "compile", exploding)
-    summary, metrics = _train(tiny_run(RUN_NAME="regional", COMPILE_MODEL="y",
-                                       COMPILE_REGIONAL="y", **settings))
+    summary, metrics = _train(
+        tiny_run(RUN_NAME="regional", COMPILE_MODEL="y", COMPILE_REGIONAL="y", **settings)
+    )
     assert summary["compiled"] is False and "inductor exploded" in summary["compile_error"]
     assert summary["events"][0]["event"] == "compile_failed"
     assert summary["train_loss"] == eager["train_loss"]
@@ -96,21 +109,23 @@ def test_regional_compile_with_the_chunked_loss_trains_as_eager(tiny_run):
     """The one real torch.compile here: blocks compiled once (shared code),
     the chunked loss eager; the losses are eager's within float rounding."""
     from torch._dynamo.utils import counters
+
     settings = dict(GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=4, TRAIN_LOSS_IMPL_CHUNKED="y")
     eager, _ = _train(tiny_run(RUN_NAME="eager", **settings))
     counters.clear()
-    summary, metrics = _train(tiny_run(RUN_NAME="regional", COMPILE_MODEL="y",
-                                       COMPILE_REGIONAL="y", **settings))
+    summary, metrics = _train(
+        tiny_run(RUN_NAME="regional", COMPILE_MODEL="y", COMPILE_REGIONAL="y", **settings)
+    )
     assert summary["compiled"] is True and summary["compile_error"] is None
     # One graph for the training forward and one for evaluation's (no grad, eval
     # mode), each shared by both blocks: per-block compilation would make four.
     assert counters["stats"]["unique_graphs"] == 2
     assert metrics["speed"]["loss_impl"] == "chunked"
-    assert summary["train_loss"]["values"] == pytest.approx(eager["train_loss"]["values"],
-                                                            rel=1e-4)
+    assert summary["train_loss"]["values"] == pytest.approx(eager["train_loss"]["values"], rel=1e-4)
 
 
 # -- attention backend ------------------------------------------------------------
+
 
 def test_attention_backends_the_cpu_lacks_are_refused_at_the_start():
     check_attention_backend("math", CPU, "fp32", 16)
@@ -124,8 +139,10 @@ def test_the_attention_backend_is_in_force_inside_the_forward_only():
     seen = []
 
     def forward():
-        seen.append((torch.backends.cuda.flash_sdp_enabled(),
-                     torch.backends.cuda.math_sdp_enabled()))
+        seen.append(
+            (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled())
+        )
+
     with_attention_backend(forward, "math")()
     forward()
     assert seen == [(False, True), (True, True)]
@@ -140,6 +157,7 @@ def test_a_run_asking_for_a_missing_attention_kernel_stops_before_training(tiny_
 
 # -- TF32 -----------------------------------------------------------------------
 
+
 def test_tf32_is_set_for_cuda_only():
     before = torch.get_float32_matmul_precision()
     try:
@@ -152,6 +170,7 @@ def test_tf32_is_set_for_cuda_only():
 
 # -- float8 ---------------------------------------------------------------------
 
+
 def test_float8_is_refused_on_a_cpu_and_without_torchao(monkeypatch):
     with pytest.raises(RuntimeError, match="needs an NVIDIA GPU"):
         float8.check_float8("tensorwise", CPU)
@@ -160,8 +179,10 @@ def test_float8_is_refused_on_a_cpu_and_without_torchao(monkeypatch):
         float8.check_float8("tensorwise", CUDA)
 
 
-@pytest.mark.parametrize("capability, tensorwise, rowwise", [
-    ((8, 0), False, False), ((8, 9), True, False), ((9, 0), True, True)])
+@pytest.mark.parametrize(
+    "capability, tensorwise, rowwise",
+    [((8, 0), False, False), ((8, 9), True, False), ((9, 0), True, True)],
+)
 def test_float8_needs_ada_or_hopper(monkeypatch, capability, tensorwise, rowwise):
     monkeypatch.setattr(float8.importlib.util, "find_spec", lambda name: object())
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
@@ -177,15 +198,22 @@ def test_float8_needs_ada_or_hopper(monkeypatch, capability, tensorwise, rowwise
 def test_float8_converts_the_blocks_linears_whose_sizes_allow_it():
     from gpt2.config import GPT2Config
     from gpt2.model import GPT2
+
     # n_embd 24: c_attn 72 x 24 and c_proj 24 x 24 are not multiples of 16;
     # the MLP's 96 x 24 neither; n_embd 32 makes every block Linear eligible.
-    narrow = GPT2(GPT2Config(n_layer=1, n_head=2, n_embd=24, block_size=8, vocab_size=64,
-                             dropout=0.0, bias=False))
+    narrow = GPT2(
+        GPT2Config(
+            n_layer=1, n_head=2, n_embd=24, block_size=8, vocab_size=64, dropout=0.0, bias=False
+        )
+    )
     assert float8.float8_candidates(narrow) == []
     wide = _tiny("gpt2")
     names = float8.float8_candidates(wide)
-    assert names == [f"transformer.h.{i}.{m}" for i in range(2)
-                     for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")]
+    assert names == [
+        f"transformer.h.{i}.{m}"
+        for i in range(2)
+        for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")
+    ]
     assert not float8.float8_filter(wide)(wide.lm_head, "lm_head")  # 72 x 32 would pass the sizes
 
 

@@ -1,14 +1,19 @@
 """The grid: what the multiple-selection menus expand to, and what is refused."""
+
 from __future__ import annotations
 
 import pytest
 
-from lib.config.run_config import load_run_config
 from lib.config.kconfig import ConfigError, open_tree
-from lib.matrix.grid import one_run, expand, is_multiple
+from lib.config.run_config import load_run_config
+from lib.matrix.grid import expand, is_multiple, one_run
 
-OPT3 = {"OPTIMIZER_MODE": "multiple", "OPTIMIZER_ENABLE_ADAMW": "y",
-        "OPTIMIZER_ENABLE_ADAMWSPAM": "y", "OPTIMIZER_ENABLE_ADAMWPRUNE": "y"}
+OPT3 = {
+    "OPTIMIZER_MODE": "multiple",
+    "OPTIMIZER_ENABLE_ADAMW": "y",
+    "OPTIMIZER_ENABLE_ADAMWSPAM": "y",
+    "OPTIMIZER_ENABLE_ADAMWPRUNE": "y",
+}
 
 
 def ids(path, *args):
@@ -17,14 +22,23 @@ def ids(path, *args):
 
 def test_field_run_ids_and_invalid_pairs_removed(matrix_config):
     path = matrix_config(**OPT3, PRUNING_MODE="multiple")
-    assert ids(path) == ["gpt2_adamw_none", "gpt2_adamw_magnitude_50", "gpt2_adamwspam_none",
-                         "gpt2_adamwspam_magnitude_50", "gpt2_adamwprune_bitter7_state_50"]
+    assert ids(path) == [
+        "gpt2_adamw_none",
+        "gpt2_adamw_magnitude_50",
+        "gpt2_adamwspam_none",
+        "gpt2_adamwspam_magnitude_50",
+        "gpt2_adamwprune_bitter7_state_50",
+    ]
 
 
 def test_sparsities_variants_and_methods_multiply(matrix_config):
-    path = matrix_config(**{**OPT3, "OPTIMIZER_ENABLE_ADAMWSPAM": "n"}, PRUNING_MODE="multiple",
-                         PRUNING_ENABLE_MOVEMENT="y", PRUNING_SPARSITY_90="y",
-                         ADAMWPRUNE_ENABLE_BITTER0="y")
+    path = matrix_config(
+        **{**OPT3, "OPTIMIZER_ENABLE_ADAMWSPAM": "n"},
+        PRUNING_MODE="multiple",
+        PRUNING_ENABLE_MOVEMENT="y",
+        PRUNING_SPARSITY_90="y",
+        ADAMWPRUNE_ENABLE_BITTER0="y",
+    )
     runs = ids(path)
     # adamw: dense + 2 methods x 2 sparsities; adamwprune: 2 variants x 2 sparsities
     assert len(runs) == 1 + 4 + 4 and len(set(runs)) == len(runs)
@@ -44,8 +58,12 @@ def test_each_run_is_a_valid_single_configuration(matrix_config):
 
 
 def test_attention_variants_are_a_dimension(matrix_config):
-    path = matrix_config(GPT2_ATTENTION_MULTIPLE="y", GPT2_ATTENTION_ENABLE_MLA="y",
-                         GPT2_ATTENTION_ENABLE_RA_MLA="y", RA_MLA_LATENT_DIM="16")
+    path = matrix_config(
+        GPT2_ATTENTION_MULTIPLE="y",
+        GPT2_ATTENTION_ENABLE_MLA="y",
+        GPT2_ATTENTION_ENABLE_RA_MLA="y",
+        RA_MLA_LATENT_DIM="16",
+    )
     assert ids(path) == ["gpt2_adamw_none", "gpt2_adamw_mla_none", "gpt2_adamw_ramla_none"]
 
 
@@ -60,8 +78,9 @@ def test_ablation_values_are_checked_and_named(matrix_config):
 
 def test_an_enabled_value_that_no_run_uses_is_an_error(matrix_config):
     # AdamWPrune enabled, but only magnitude pruning: AdamWPrune would get no run.
-    path = matrix_config(**OPT3, PRUNING_MODE="multiple", PRUNING_ENABLE_STATE="n",
-                         PRUNING_ENABLE_MAGNITUDE="y")
+    path = matrix_config(
+        **OPT3, PRUNING_MODE="multiple", PRUNING_ENABLE_STATE="n", PRUNING_ENABLE_MAGNITUDE="y"
+    )
     with pytest.raises(ConfigError, match="optimizer adamwprune is enabled but no run uses it"):
         expand([], path)
 
@@ -92,7 +111,9 @@ def test_menuconfig_never_offers_an_invalid_pair():
 def test_one_run_commands_refuse_a_multiple_selection(matrix_config):
     path = matrix_config(**OPT3, PRUNING_MODE="multiple")
     assert is_multiple(load_run_config([], path))
-    with pytest.raises(ConfigError, match="`make estimate` cannot do in one run: `make test-matrix`"):
+    with pytest.raises(
+        ConfigError, match="`make estimate` cannot do in one run: `make test-matrix`"
+    ):
         one_run(load_run_config([], path), "make estimate")
     single = matrix_config(OPTIMIZER_MODE="single")
     assert one_run(load_run_config([], single), "make").OPTIMIZER == "adamw"

@@ -1,5 +1,6 @@
 """The matrix end to end: separate processes, failures recorded, resume after
 kill -9, continue and rerun; plus how a finished process maps to a state."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ pytestmark = pytest.mark.slow
 
 def _config(project: Path, **symbols: str) -> None:
     synthetic_corpus(project / "corpus.txt", lines=400)
-    write_config(project / ".config", {**TINY, "DATA_CUSTOM_PATH": "corpus.txt",
-                                       "DATA_DIR": str(project / "data"), **symbols})
+    write_config(
+        project / ".config",
+        {**TINY, "DATA_CUSTOM_PATH": "corpus.txt", "DATA_DIR": str(project / "data"), **symbols},
+    )
 
 
 def _matrix(project: Path) -> dict:
@@ -30,9 +33,15 @@ def _matrix(project: Path) -> dict:
 
 
 def test_failing_run_is_recorded_and_the_others_finish(project):
-    _config(project, OPTIMIZER_MODE="multiple", OPTIMIZER_ENABLE_ADAMW="y",
-            OPTIMIZER_ENABLE_ADAMWPRUNE="y", PRUNING_MODE="multiple",
-            PRUNING_ENABLE_MAGNITUDE="n", MATRIX_ABLATION="DATA_CUSTOM_PATH=corpus.txt,missing.txt")
+    _config(
+        project,
+        OPTIMIZER_MODE="multiple",
+        OPTIMIZER_ENABLE_ADAMW="y",
+        OPTIMIZER_ENABLE_ADAMWPRUNE="y",
+        PRUNING_MODE="multiple",
+        PRUNING_ENABLE_MAGNITUDE="n",
+        MATRIX_ABLATION="DATA_CUSTOM_PATH=corpus.txt,missing.txt",
+    )
     dry = make(project, "test-matrix-dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "4 runs" in dry.stdout and "gpt2_adamwprune_bitter7_state_50" in dry.stdout
@@ -66,9 +75,13 @@ def test_failing_run_is_recorded_and_the_others_finish(project):
 def test_killed_matrix_resumes_from_checkpoints(project):
     _config(project, GPT2_MAX_ITERS="40", MATRIX_ABLATION="TRAIN_SEED=1,2")
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
-    proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(project), "test-matrix",
-                             "YES=1"], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "-C", str(project), "test-matrix", "YES=1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     ckpts = []
     while time.time() < deadline and not ckpts:
@@ -101,14 +114,17 @@ def _metrics(tmp_path: Path, **fields) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("code, fields, state", [
-    (0, {"status": "completed"}, "completed"),
-    (0, {"status": "stopped", "reason": "TRAIN_MAX_TIME=60s reached"}, "completed"),
-    (0, {"status": "stopped", "reason": "interrupted (Ctrl-C)"}, "pending"),
-    (3, {"status": "diverged", "reason": "training loss is nan"}, "diverged"),
-    (1, {"status": "failed", "error": "DataError: x"}, "failed"),
-    (-9, {"status": "running"}, "failed"),
-])
+@pytest.mark.parametrize(
+    "code, fields, state",
+    [
+        (0, {"status": "completed"}, "completed"),
+        (0, {"status": "stopped", "reason": "TRAIN_MAX_TIME=60s reached"}, "completed"),
+        (0, {"status": "stopped", "reason": "interrupted (Ctrl-C)"}, "pending"),
+        (3, {"status": "diverged", "reason": "training loss is nan"}, "diverged"),
+        (1, {"status": "failed", "error": "DataError: x"}, "failed"),
+        (-9, {"status": "running"}, "failed"),
+    ],
+)
 def test_process_outcome_maps_to_a_matrix_state(tmp_path, code, fields, state):
     result = outcome(_metrics(tmp_path, **fields), code)
     assert result["state"] == state and result["exit_code"] == code

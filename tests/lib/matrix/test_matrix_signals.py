@@ -1,6 +1,7 @@
 """Stop signals through the matrix and the Slurm executor: the runner forwards
 them, its runs checkpoint and are recorded pending (not failed), the sbatch
 script asks for a warning signal, and the resumed run equals an uninterrupted one."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lib.config.run_config import load_run_config
 from lib.config.kconfig import ROOT
+from lib.config.run_config import load_run_config
 from lib.matrix import slurm
 from lib.matrix.runner import outcome
 from lib.run.signals import EXIT_RESUMABLE
@@ -27,18 +28,24 @@ def _metrics(run_dir: Path, **fields) -> Path:
     return run_dir
 
 
-STOPPED = {"status": "stopped", "stop_signal": "SIGTERM",
-           "reason": "SIGTERM (...): stopped after step 7 of 12 with a checkpoint"}
+STOPPED = {
+    "status": "stopped",
+    "stop_signal": "SIGTERM",
+    "reason": "SIGTERM (...): stopped after step 7 of 12 with a checkpoint",
+}
 
 
-@pytest.mark.parametrize("code, fields, forwarded, state", [
-    (EXIT_RESUMABLE, STOPPED, None, "pending"),           # train.py after a stop signal
-    (1, STOPPED, "SIGUSR1", "pending"),                   # torchrun exits 1 after a signal
-    (-signal.SIGTERM, {"status": "running"}, "SIGTERM", "pending"),  # killed before its handler
-    (-signal.SIGTERM, {"status": "running"}, None, "failed"),        # nobody asked it to stop
-    (1, {"status": "failed", "error": "DataError: x"}, "SIGTERM", "failed"),
-    (0, {"status": "completed"}, "SIGTERM", "completed"),  # finished before the signal
-])
+@pytest.mark.parametrize(
+    "code, fields, forwarded, state",
+    [
+        (EXIT_RESUMABLE, STOPPED, None, "pending"),  # train.py after a stop signal
+        (1, STOPPED, "SIGUSR1", "pending"),  # torchrun exits 1 after a signal
+        (-signal.SIGTERM, {"status": "running"}, "SIGTERM", "pending"),  # killed before its handler
+        (-signal.SIGTERM, {"status": "running"}, None, "failed"),  # nobody asked it to stop
+        (1, {"status": "failed", "error": "DataError: x"}, "SIGTERM", "failed"),
+        (0, {"status": "completed"}, "SIGTERM", "completed"),  # finished before the signal
+    ],
+)
 def test_a_stopped_process_is_resumable_not_failed(tmp_path, code, fields, forwarded, state):
     result = outcome(_metrics(tmp_path, **fields), code, time.time() - 1, forwarded)
     assert result["state"] == state and result["exit_code"] == code, result
@@ -65,8 +72,9 @@ def test_sbatch_script_asks_for_a_warning_signal_to_the_job_process(matrix_confi
     first_command = next(i for i, line in enumerate(lines) if line and not line.startswith("#"))
     assert all(not line.startswith("#SBATCH") for line in lines[first_command:])
     assert lines[-1].startswith("exec ") and "job RUN_DIR=/results/m/r" in lines[-1]
-    short = load_run_config([], matrix_config(MATRIX_EXECUTOR="slurm", SLURM_TIME_LIMIT="4",
-                                              SLURM_SIGNAL_SECONDS="900"))
+    short = load_run_config(
+        [], matrix_config(MATRIX_EXECUTOR="slurm", SLURM_TIME_LIMIT="4", SLURM_SIGNAL_SECONDS="900")
+    )
     assert "#SBATCH --signal=B:USR1@120" in slurm.render(short, Path("/r"), "j").splitlines()
 
 
@@ -90,12 +98,20 @@ def test_matrix_and_cluster_job_stop_on_signals_and_resume_exactly(matrix_config
     job's process: each forwards the stop, the run checkpoints, matrix.json says
     pending, and the run, resumed twice, equals an uninterrupted one."""
     config = matrix_config(GPT2_MAX_ITERS="150", GPT2_EVAL_INTERVAL="50", TRAIN_LOG_INTERVAL="1")
-    code = ("import sys; from pathlib import Path; from lib.matrix import launch; "
-            "sys.exit(launch.start(['YES=1'], lambda _: True, lambda *a: None, "
-            f"path=Path({str(config)!r})))")
+    code = (
+        "import sys; from pathlib import Path; from lib.matrix import launch; "
+        "sys.exit(launch.start(['YES=1'], lambda _: True, lambda *a: None, "
+        f"path=Path({str(config)!r})))"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    matrix = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    matrix = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 60
     while not list((tmp_path / "results").glob("matrix_*/*/output.log")):
         assert time.time() < deadline and matrix.poll() is None, matrix.stdout.read()
@@ -113,9 +129,10 @@ def test_matrix_and_cluster_job_stop_on_signals_and_resume_exactly(matrix_config
     first_stop = metrics["iterations"]
     assert 3 <= first_stop < 150
 
-    job = [sys.executable, str(ROOT / "scripts" / "test_matrix.py"), "job", f"RUN_DIR={run_dir}"]
-    cluster = subprocess.Popen(job, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
+    job = [sys.executable, str(ROOT / "scripts" / "matrix.py"), "job", f"RUN_DIR={run_dir}"]
+    cluster = subprocess.Popen(
+        job, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     _wait_for(run_dir / "output.log", f"iter {first_stop + 3}/150", cluster)
     cluster.send_signal(signal.SIGUSR1)  # what `#SBATCH --signal=B:USR1@...` sends
     out, _ = cluster.communicate(timeout=120)
@@ -129,7 +146,9 @@ def test_matrix_and_cluster_job_stop_on_signals_and_resume_exactly(matrix_config
     assert _entry(run_dir)["state"] == "completed"
     resumed = json.loads((run_dir / "metrics.json").read_text())
     assert [e["step"] for e in resumed["events"] if e["event"] == "resumed"] == [
-        first_stop, metrics["iterations"]]
+        first_stop,
+        metrics["iterations"],
+    ]
 
     ref_dir = tmp_path / "reference"
     ref_dir.mkdir()

@@ -2,6 +2,7 @@
 start where, never over a GPU's memory by the estimates, the N cap, auto, DDP
 runs on whole GPUs, too-big runs refused before anything starts, and the
 CUDA_VISIBLE_DEVICES each started process gets. Fake GPU inventories: no GPU needed."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,27 +38,44 @@ def _start(packer: Packer, waiting: list[str]) -> dict[str, str]:
     return started
 
 
-@pytest.mark.parametrize("text, value", [("1", 1), ("4", 4), ("64", 64), ("auto", None),
-                                         (" AUTO ", None), ("", 1), (None, 1)])
+@pytest.mark.parametrize(
+    "text, value",
+    [("1", 1), ("4", 4), ("64", 64), ("auto", None), (" AUTO ", None), ("", 1), (None, 1)],
+)
 def test_runs_per_gpu_is_a_count_or_auto(text, value):
     assert parse_runs_per_gpu(text) == value
 
 
 @pytest.mark.parametrize("text", ["0", "65", "-1", "2.5", "many", "2 auto"])
 def test_runs_per_gpu_refuses_anything_else(text):
-    with pytest.raises(MatrixError, match=r'CONFIG_MATRIX_RUNS_PER_GPU=.*1 to 64, or auto'):
+    with pytest.raises(MatrixError, match=r"CONFIG_MATRIX_RUNS_PER_GPU=.*1 to 64, or auto"):
         parse_runs_per_gpu(text)
 
 
 def test_runs_spread_over_the_gpus_then_share_them_within_memory():
-    needs = {"a": _gib(30), "b": _gib(30), "c": _gib(30), "d": _gib(30), "e": _gib(10),
-             "f": _gib(10), "g": _gib(10), "h": _gib(1)}
+    needs = {
+        "a": _gib(30),
+        "b": _gib(30),
+        "c": _gib(30),
+        "d": _gib(30),
+        "e": _gib(10),
+        "f": _gib(10),
+        "g": _gib(10),
+        "h": _gib(1),
+    }
     packer = Packer(TWO_80, needs, per_gpu=None, jobs=64)
     waiting = list(needs)
     # a, b one per GPU; c, d stack (60 of 72 GiB usable); e and f take the 12 GiB left
     # on each; g fits nowhere, and h, behind it, still fits in GPU 0's last 2 GiB.
-    assert _start(packer, waiting) == {"a": "0", "b": "1", "c": "0", "d": "1", "e": "0",
-                                       "f": "1", "h": "0"}
+    assert _start(packer, waiting) == {
+        "a": "0",
+        "b": "1",
+        "c": "0",
+        "d": "1",
+        "e": "0",
+        "f": "1",
+        "h": "0",
+    }
     assert waiting == ["g"]
     assert packer.used(0) == int(30 * GIB) * 2 + int(10 * GIB) + int(1 * GIB) <= USABLE
     packer.release("f")  # GPU 1 frees 10 GiB: g goes there
@@ -96,8 +114,13 @@ def test_no_gpu_ever_holds_more_than_its_memory_by_the_estimates(per_gpu):
     needs = {}
     for i in range(200):
         kind = rng.random()
-        needs[f"r{i}"] = (Need(alone=True, why="x") if kind < 0.05 else Need() if kind < 0.1
-                          else _gib(rng.choice([0.5, 0.9, 3, 7.5, 20, 40, 70])))
+        needs[f"r{i}"] = (
+            Need(alone=True, why="x")
+            if kind < 0.05
+            else Need()
+            if kind < 0.1
+            else _gib(rng.choice([0.5, 0.9, 3, 7.5, 20, 40, 70]))
+        )
     packer = Packer(gpus, needs, per_gpu=per_gpu, jobs=64)
     waiting, running, most = list(needs), [], 0
     while waiting or running:
@@ -225,15 +248,19 @@ def test_runner_starts_each_process_on_its_gpu_within_memory(tmp_path, monkeypat
     shared = 0
     for r in runs:  # at any moment at most two runs (60 GiB) on a GPU
         moment = seen[r]["start"] + 0.01
-        here = [o for o in runs if seen[o]["gpu"] == seen[r]["gpu"]
-                and seen[o]["start"] <= moment < seen[o]["end"]]
+        here = [
+            o
+            for o in runs
+            if seen[o]["gpu"] == seen[r]["gpu"] and seen[o]["start"] <= moment < seen[o]["end"]
+        ]
         assert len(here) <= 2, here
         shared = max(shared, len(here))
     assert shared == 2  # packing happened
 
 
 def test_plan_says_how_runs_are_packed_and_refuses_a_run_that_fits_no_gpu(
-        matrix_config, monkeypatch, capsys):
+    matrix_config, monkeypatch, capsys
+):
     path = matrix_config(MATRIX_SEEDS="3", MATRIX_RUNS_PER_GPU="auto", MATRIX_PARALLEL_JOBS="8")
     monkeypatch.setattr(packing, "inventory", lambda run: TWO_80)
     plan.show(*expand([], path))
@@ -249,8 +276,9 @@ def test_plan_says_how_runs_are_packed_and_refuses_a_run_that_fits_no_gpu(
 
 
 def test_a_too_big_run_stops_the_matrix_before_any_process_starts(matrix_config, monkeypatch):
-    base, planned = expand([], matrix_config(MATRIX_SEEDS="2", MATRIX_RUNS_PER_GPU="4",
-                                             MATRIX_REUSE="n"))
+    base, planned = expand(
+        [], matrix_config(MATRIX_SEEDS="2", MATRIX_RUNS_PER_GPU="4", MATRIX_REUSE="n")
+    )
     state = launch.create(base, planned, [])
     monkeypatch.setattr(packing, "inventory", lambda run: [Gpu("0", 256 * 2**20, "Fake 256MB")])
     monkeypatch.setattr(Runner, "_launch", lambda *a: pytest.fail("a run was started"))
@@ -265,6 +293,7 @@ def test_build_reads_the_setting_and_estimates_only_when_packing(matrix_config):
     default = build(base, configs, TWO_80)
     assert default.per_gpu == 1 and all(n.bytes is None for n in default.needs.values())
     packed = build(dataclasses.replace(base, MATRIX_RUNS_PER_GPU="auto"), configs, TWO_80)
-    assert packed.per_gpu is None and all(n.bytes and n.bytes < GIB * 2
-                                          for n in packed.needs.values())
+    assert packed.per_gpu is None and all(
+        n.bytes and n.bytes < GIB * 2 for n in packed.needs.values()
+    )
     assert build(base, configs, []).most_at_once == 1  # no GPU: one at a time, as before

@@ -5,6 +5,7 @@ In-process tests replace the training process by a stand-in that writes the
 metrics.json the trainer writes (its status and fingerprint) and counts the
 processes started; one test checks the real trainer records that fingerprint,
 and a slow one goes through make with real training."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,11 @@ from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import make, project  # noqa: F401 (fixture)
 
 CLEAN = {"commit": "a" * 40, "dirty": False}
-TWO = {"OPTIMIZER_MODE": "multiple", "OPTIMIZER_ENABLE_ADAMW": "y",
-       "OPTIMIZER_ENABLE_ADAMWSPAM": "y"}
+TWO = {
+    "OPTIMIZER_MODE": "multiple",
+    "OPTIMIZER_ENABLE_ADAMW": "y",
+    "OPTIMIZER_ENABLE_ADAMWSPAM": "y",
+}
 RUNS = ["gpt2_adamw_none", "gpt2_adamwspam_none"]
 
 
@@ -45,9 +49,17 @@ class StandIn:
         self.started.append(run_dir.name)
         run = load_run_config(list(runner.extra_args), run_dir / "config.txt")
         ensure_prepared(run, log=lambda _: None)
-        (run_dir / "metrics.json").write_text(json.dumps({
-            "status": self.status, "iterations": 12, "wall_time_s": 90.0,
-            "best_val_loss": 2.5, "fingerprint": fp.fingerprint(run, self.code)}))
+        (run_dir / "metrics.json").write_text(
+            json.dumps(
+                {
+                    "status": self.status,
+                    "iterations": 12,
+                    "wall_time_s": 90.0,
+                    "best_val_loss": 2.5,
+                    "fingerprint": fp.fingerprint(run, self.code),
+                }
+            )
+        )
         return self.exit_code
 
 
@@ -88,7 +100,8 @@ def test_a_second_matrix_reuses_what_the_first_trained(matrix_config, standin, c
 
     rows, _, baselines = load_rows(second.root)
     assert [(r.run_id, r.status, r.reused_from, r.best_loss) for r in rows] == [
-        (r, "completed", f"first/{r}", 2.5) for r in RUNS]
+        (r, "completed", f"first/{r}", 2.5) for r in RUNS
+    ]
     table = markdown(rows, baselines)
     assert table.count("| reused |") == 2 and "| completed |" not in table
 
@@ -131,8 +144,9 @@ def test_reuse_off_or_test_rerun_trains_again(matrix_config, standin, capsys):
     assert [p.is_symlink() for p in third.root.glob(f"{RUNS[0]}.prev-*")] == [True]
 
 
-@pytest.mark.parametrize("status, exit_code", [("failed", 1), ("diverged", 3), ("running", 0),
-                                               ("stopped", 75)])
+@pytest.mark.parametrize(
+    "status, exit_code", [("failed", 1), ("diverged", 3), ("running", 0), ("stopped", 75)]
+)
 def test_an_unfinished_or_failed_run_is_never_reused(matrix_config, standin, status, exit_code):
     path = matrix_config(**TWO)
     standin.status, standin.exit_code = status, exit_code
@@ -184,15 +198,23 @@ def test_uncommitted_changes_prevent_reuse_both_ways(matrix_config, standin, mon
 def test_single_runs_are_found_and_a_begun_run_is_resumed(matrix_config, standin):
     path = matrix_config(**TWO)
     for optimizer in ("adamw", "adamwspam"):  # as `make RUN_NAME=... TRACKER=...` leaves them
-        run = load_run_config(["OPTIMIZER_MODE=single", f"OPTIMIZER={optimizer}",
-                               f"RUN_NAME=mine-{optimizer}", "TRACKER=tensorboard",
-                               "SET=TRAIN_LOG_INTERVAL=1"], path)
+        run = load_run_config(
+            [
+                "OPTIMIZER_MODE=single",
+                f"OPTIMIZER={optimizer}",
+                f"RUN_NAME=mine-{optimizer}",
+                "TRACKER=tensorboard",
+                "SET=TRAIN_LOG_INTERVAL=1",
+            ],
+            path,
+        )
         single = Path(run.RESULTS_DIR) / run.RUN_NAME
         single.mkdir(parents=True)
         (single / "config.txt").write_text(run.config_text)
         ensure_prepared(run, log=lambda _: None)
-        (single / "metrics.json").write_text(json.dumps(
-            {"status": "completed", "fingerprint": fp.fingerprint(run, CLEAN)}))
+        (single / "metrics.json").write_text(
+            json.dumps({"status": "completed", "fingerprint": fp.fingerprint(run, CLEAN)})
+        )
 
     base, planned = expand([], path)
     state = launch.create(base, planned, [])
@@ -203,12 +225,12 @@ def test_single_runs_are_found_and_a_begun_run_is_resumed(matrix_config, standin
     assert state.runs[RUNS[1]]["reused_from"] == "mine-adamwspam"
 
 
-def test_a_written_cluster_script_is_replaced_but_a_submitted_job_is_kept(matrix_config,
-                                                                          standin):
+def test_a_written_cluster_script_is_replaced_but_a_submitted_job_is_kept(matrix_config, standin):
     path = matrix_config(**TWO)
     _start(path, name="first")
-    assert launch.start(["DRY_RUN=1", "EXECUTOR=slurm"], lambda _: True, plan.show,
-                        path=path) == 0  # writes every run's slurm.sh, submits nothing
+    assert (
+        launch.start(["DRY_RUN=1", "EXECUTOR=slurm"], lambda _: True, plan.show, path=path) == 0
+    )  # writes every run's slurm.sh, submits nothing
     state = MatrixState.load((Path(load_run_config([], path).RESULTS_DIR) / "latest").resolve())
     assert all((state.root / r / "slurm.sh").is_file() for r in RUNS)
     state.update(RUNS[0], slurm_job="1001")  # as if submitted: its job would train the link
@@ -224,10 +246,20 @@ def test_a_matrix_run_and_a_single_run_of_one_configuration_match(matrix_config,
     path = matrix_config(**TWO, MATRIX_SEEDS="3", MATRIX_PARALLEL_JOBS="2")
     base, planned = expand([], path)
     matrix_run = next(p.config for p in planned if p.run_id == "gpt2_adamwspam_none_s2")
-    single_config = write_config(tmp_path / "single" / ".config", {
-        **TINY, "DATA_CUSTOM_PATH": matrix_run.DATA_CUSTOM_PATH, "DATA_DIR": matrix_run.DATA_DIR,
-        "OPTIMIZER": "adamwspam", "TRAIN_SEED": "2", "RUN_NAME": "by-hand",
-        "TRAIN_LOG_INTERVAL": "1", "TRACKER_TENSORBOARD": "y", "RESULTS_DIR": str(tmp_path)})
+    single_config = write_config(
+        tmp_path / "single" / ".config",
+        {
+            **TINY,
+            "DATA_CUSTOM_PATH": matrix_run.DATA_CUSTOM_PATH,
+            "DATA_DIR": matrix_run.DATA_DIR,
+            "OPTIMIZER": "adamwspam",
+            "TRAIN_SEED": "2",
+            "RUN_NAME": "by-hand",
+            "TRAIN_LOG_INTERVAL": "1",
+            "TRACKER_TENSORBOARD": "y",
+            "RESULTS_DIR": str(tmp_path),
+        },
+    )
 
     def digest(*args: str) -> str:
         return fp.content_hash(load_run_config(list(args), single_config), "d" * 64, CLEAN)
@@ -248,8 +280,10 @@ def test_the_trainer_records_the_fingerprint_the_matrix_looks_for(matrix_config,
     assert metrics["status"] == "completed"
     assert metrics["fingerprint"] == fp.fingerprint(planned[0].config)
     state.update(run_id, state="completed")  # as the runner records it
-    assert reuse.completed(state.root.parent)[metrics["fingerprint"]["hash"]].name == \
-        f"{state.root.name}/{run_id}"
+    assert (
+        reuse.completed(state.root.parent)[metrics["fingerprint"]["hash"]].name
+        == f"{state.root.name}/{run_id}"
+    )
 
 
 @pytest.mark.slow
@@ -258,8 +292,10 @@ def test_make_reuses_then_retrains_when_told(project):  # noqa: F811 (fixture)
     code version is the package's and its sources' digest); `make test-rerun`
     is launch.rerun, tested above."""
     synthetic_corpus(project / "corpus.txt", lines=400)
-    write_config(project / ".config", {**TINY, "DATA_CUSTOM_PATH": "corpus.txt",
-                                       "DATA_DIR": str(project / "data")})
+    write_config(
+        project / ".config",
+        {**TINY, "DATA_CUSTOM_PATH": "corpus.txt", "DATA_DIR": str(project / "data")},
+    )
     first = make(project, "test-matrix", "YES=1")
     assert first.returncode == 0 and "1 completed" in first.stdout, first.stderr
     trained = (project / "results" / "latest").resolve()

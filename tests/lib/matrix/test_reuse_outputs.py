@@ -2,6 +2,7 @@
 (lib/matrix/outputs.py): inference figures and lm-eval scores made on the
 earlier run's checkpoint, or the run trained again where only training makes
 them (samples during training, no checkpoint)."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,13 @@ from lib.train.trainer import Trainer
 from tests.lib.matrix.test_reuse import standin  # noqa: F401 (fixture)
 
 
-def earlier(folder: Path, metrics: dict | None = None, ckpt: bool = True,
-            eval_json: dict | None = None, samples: bool = False) -> Path:
+def earlier(
+    folder: Path,
+    metrics: dict | None = None,
+    ckpt: bool = True,
+    eval_json: dict | None = None,
+    samples: bool = False,
+) -> Path:
     folder.mkdir(parents=True)
     (folder / "metrics.json").write_text(json.dumps({"status": "completed", **(metrics or {})}))
     if ckpt:
@@ -32,8 +38,9 @@ def test_what_a_reused_run_owes(matrix_config, tmp_path):
     path = matrix_config()
 
     def owed(folder: Path, *sets: str) -> outputs.Owed:
-        return outputs.owed(load_run_config([f"SET={' '.join(sets)}"] if sets else [], path),
-                            folder)
+        return outputs.owed(
+            load_run_config([f"SET={' '.join(sets)}"] if sets else [], path), folder
+        )
 
     plain = earlier(tmp_path / "plain")
     assert owed(plain) == outputs.Owed()  # CPU, INFERENCE_BENCH auto: nothing asked
@@ -43,8 +50,9 @@ def test_what_a_reused_run_owes(matrix_config, tmp_path):
     failed = earlier(tmp_path / "failed", {"inference": {"error": "RuntimeError: x"}})
     assert owed(failed, "INFERENCE_BENCH_Y=y").produce == (outputs.INFERENCE,)
 
-    scored = earlier(tmp_path / "scored", eval_json={"lm_eval": {"settings": {
-        "tasks": ["arc_easy"]}}})
+    scored = earlier(
+        tmp_path / "scored", eval_json={"lm_eval": {"settings": {"tasks": ["arc_easy"]}}}
+    )
     asked = ("LM_EVAL_AT_END=y", "LM_EVAL_TASKS=arc_easy,piqa")
     assert owed(scored, *asked).produce == (outputs.LM_EVAL,)
     assert owed(scored, "LM_EVAL_AT_END=y", "LM_EVAL_TASKS=arc_easy") == outputs.Owed()
@@ -107,6 +115,5 @@ def test_samples_during_training_train_the_run_again(matrix_config, standin, cap
     out = capsys.readouterr().out
     assert f"reuse: {run_id} is trained again: EVAL_SAMPLES asks for samples" in out
     assert " reused " not in out
-    assert launch.start(["YES=1", "SET=EVAL_SAMPLES=y"], lambda _: True, plan.show,
-                        path=path) == 0
+    assert launch.start(["YES=1", "SET=EVAL_SAMPLES=y"], lambda _: True, plan.show, path=path) == 0
     assert standin.started == [run_id]

@@ -6,6 +6,7 @@ Skips where the Slurm and munge programs are absent, or where the cluster does
 not start (the daemons' log tails say why); SLURM_LOCAL_REQUIRED=1 (CI, where
 the packages are installed) makes either a failure instead.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,19 +58,29 @@ def _free_port_pair() -> int:
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
     """A running one-node cluster for the session; SLURM_CONF points at it."""
-    missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel")
-               if shutil.which(t) is None]
+    missing = [
+        t
+        for t in ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel")
+        if shutil.which(t) is None
+    ]
     if missing:
-        _unavailable(f"not installed: {', '.join(missing)} "
-                     f"(apt-get install slurm-wlm munge)")
-    if os.geteuid() != 0 and subprocess.run(["sudo", "-n", "true"],
-                                            capture_output=True).returncode != 0:
+        _unavailable(f"not installed: {', '.join(missing)} (apt-get install slurm-wlm munge)")
+    if (
+        os.geteuid() != 0
+        and subprocess.run(["sudo", "-n", "true"], capture_output=True).returncode != 0
+    ):
         _unavailable("the Slurm daemons need root, and sudo asks for a password")
     state = tmp_path_factory.mktemp("slurm")
-    env = {**os.environ, "SLURM_LOCAL_DIR": str(state), "SLURM_LOCAL_LINK": "0",
-           "SLURM_LOCAL_PORT": str(_free_port_pair()), "SLURM_LOCAL_PARTITION": PARTITION}
-    started = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True,
-                             timeout=180)
+    env = {
+        **os.environ,
+        "SLURM_LOCAL_DIR": str(state),
+        "SLURM_LOCAL_LINK": "0",
+        "SLURM_LOCAL_PORT": str(_free_port_pair()),
+        "SLURM_LOCAL_PARTITION": PARTITION,
+    }
+    started = subprocess.run(
+        [str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=180
+    )
     if started.returncode != 0:
         subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
         _unavailable(f"the local Slurm cluster did not start:\n{started.stdout}{started.stderr}")
@@ -88,11 +99,20 @@ def cluster(tmp_path_factory):
 def configure(project: Path, **symbols: str) -> Path:
     """The tiny CPU run on a synthetic corpus, in Slurm mode, one core a job."""
     corpus = synthetic_corpus(project / "corpus.txt", lines=400)
-    write_config(project / ".config", {
-        **TINY, "DATA_CUSTOM_PATH": str(corpus), "DATA_DIR": str(project / "data"),
-        "RESULTS_DIR": str(project / "results"), "MATRIX_EXECUTOR": "slurm",
-        "SLURM_PARTITION": PARTITION, "SLURM_GPUS_PER_NODE": "0", "SLURM_CPUS_PER_GPU": "1",
-        **symbols})
+    write_config(
+        project / ".config",
+        {
+            **TINY,
+            "DATA_CUSTOM_PATH": str(corpus),
+            "DATA_DIR": str(project / "data"),
+            "RESULTS_DIR": str(project / "results"),
+            "MATRIX_EXECUTOR": "slurm",
+            "SLURM_PARTITION": PARTITION,
+            "SLURM_GPUS_PER_NODE": "0",
+            "SLURM_CPUS_PER_GPU": "1",
+            **symbols,
+        },
+    )
     return project / "results"
 
 
@@ -148,7 +168,10 @@ def test_matrix_jobs_run_for_real_and_results_has_every_run(cluster, project):
     for run_id, job_id in jobs.items():
         entry = done[run_id]
         assert (entry["state"], entry["slurm_job"], entry["slurm_state"]) == (
-            "completed", job_id, "COMPLETED"), entry
+            "completed",
+            job_id,
+            "COMPLETED",
+        ), entry
         assert entry["iterations"] == 12 and entry["attempts"] == 1
         assert not entry.get("note")  # "submitted as job N" went when the job began
         # The job ran the executor's script on a compute node, through Slurm.
@@ -175,7 +198,8 @@ def test_a_job_no_node_can_run_is_refused_not_left_pending(cluster, project):
 
 
 def test_a_failing_job_is_recorded_failed_with_its_log_tail_while_the_others_finish(
-        cluster, project):
+    cluster, project
+):
     configure(project, MATRIX_ABLATION="TRAIN_SEED=1,2,3")
     # DRY_RUN writes the matrix and its scripts; one run's data path is then broken,
     # and `make continue` submits all three.
@@ -184,8 +208,12 @@ def test_a_failing_job_is_recorded_failed_with_its_log_tail_while_the_others_fin
     bad = "gpt2_adamw_none_train_seed2"
     config = matrix / bad / "config.txt"
     missing = project / "no-such-corpus.txt"
-    text, n = re.subn(r'^CONFIG_DATA_CUSTOM_PATH=.*$', f'CONFIG_DATA_CUSTOM_PATH="{missing}"',
-                      config.read_text(), flags=re.M)
+    text, n = re.subn(
+        r"^CONFIG_DATA_CUSTOM_PATH=.*$",
+        f'CONFIG_DATA_CUSTOM_PATH="{missing}"',
+        config.read_text(),
+        flags=re.M,
+    )
     assert n == 1
     config.write_text(text)
     ok(make(project, "continue"))
@@ -207,17 +235,26 @@ def test_scancel_and_the_time_limit_stop_runs_that_continue_resumes(cluster, pro
     # Long runs: 100000 steps never finish here. A 2-minute limit: Slurm's
     # warning (SIGUSR1, sbatch --signal) or the limit's own SIGTERM stops the
     # second run with a checkpoint after a minute or more.
-    configure(project, MATRIX_ABLATION="TRAIN_SEED=1,2", GPT2_MAX_ITERS="100000",
-              GPT2_EVAL_INTERVAL="500", SLURM_TIME_LIMIT="2")
+    configure(
+        project,
+        MATRIX_ABLATION="TRAIN_SEED=1,2",
+        GPT2_MAX_ITERS="100000",
+        GPT2_EVAL_INTERVAL="500",
+        SLURM_TIME_LIMIT="2",
+    )
     ok(make(project, "test-matrix", "EXECUTOR=slurm", "YES=1"))
     matrix = (project / "results" / "latest").resolve()
     cancelled, limited = "gpt2_adamw_none_train_seed1", "gpt2_adamw_none_train_seed2"
     first = {r: v["slurm_job"] for r, v in runs(matrix).items()}
 
     # scancel once the run trains (its progress bar is past step 50).
-    wait_for(lambda: re.search(r"\b([5-9]\d|\d{3,})/100000",
-                               job_output(matrix, cancelled, first[cancelled])),
-             timeout=120, what="training progress")
+    wait_for(
+        lambda: re.search(
+            r"\b([5-9]\d|\d{3,})/100000", job_output(matrix, cancelled, first[cancelled])
+        ),
+        timeout=120,
+        what="training progress",
+    )
     subprocess.run(["scancel", first[cancelled]], check=True)
     final = wait_ended(list(first.values()), timeout=240)
     assert slurm._base(final[first[cancelled]]) == "CANCELLED", final
@@ -242,8 +279,13 @@ def test_scancel_and_the_time_limit_stop_runs_that_continue_resumes(cluster, pro
 
     # Each resumes from its checkpoint's step, then is cancelled to end the test.
     for run_id, job_id in second.items():
-        wait_for(lambda: f"resuming {run_id} from step {steps[run_id]}"
-                 in job_output(matrix, run_id, job_id), timeout=120, what=f"{run_id} resuming")
+        wait_for(
+            lambda run_id=run_id, job_id=job_id: (
+                f"resuming {run_id} from step {steps[run_id]}" in job_output(matrix, run_id, job_id)
+            ),
+            timeout=120,
+            what=f"{run_id} resuming",
+        )
     time.sleep(3)
     subprocess.run(["scancel", *second.values()], check=True)
     wait_ended(list(second.values()), timeout=120)

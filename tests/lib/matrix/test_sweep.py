@@ -1,4 +1,5 @@
 """Sweeps: grid and random points, sweep files, validation, and their results."""
+
 from __future__ import annotations
 
 import math
@@ -35,15 +36,18 @@ def test_random_points_are_reproducible_and_in_range():
     assert {dict(p)["BATCH_SIZE"] for p in a} == {"8", "16"}
 
 
-@pytest.mark.parametrize("spec, mode, trials, match", [
-    ("LEARNING_RATE=1e-4..1e-3", "grid", 0, "needs SWEEP_MODE=random"),
-    ("LEARNING_RATE=1e-3..1e-4", "random", 3, "lo < hi"),
-    ("LEARNING_RATE=0..1e-3:log", "random", 3, "lo > 0"),
-    ("LEARNING_RATE=1e-4", "random", 0, "SWEEP_TRIALS"),
-    ("lr=1", "grid", 0, "not SYMBOL="),
-    ("A=1 A=2", "grid", 0, "listed twice"),
-    ("A=1", "bayes", 0, "allowed grid or random"),
-])
+@pytest.mark.parametrize(
+    "spec, mode, trials, match",
+    [
+        ("LEARNING_RATE=1e-4..1e-3", "grid", 0, "needs SWEEP_MODE=random"),
+        ("LEARNING_RATE=1e-3..1e-4", "random", 3, "lo < hi"),
+        ("LEARNING_RATE=0..1e-3:log", "random", 3, "lo > 0"),
+        ("LEARNING_RATE=1e-4", "random", 0, "SWEEP_TRIALS"),
+        ("lr=1", "grid", 0, "not SYMBOL="),
+        ("A=1 A=2", "grid", 0, "listed twice"),
+        ("A=1", "bayes", 0, "allowed grid or random"),
+    ],
+)
 def test_malformed_sweeps_are_refused(spec, mode, trials, match):
     with pytest.raises(ConfigError, match=match):
         sweep.parse(spec, mode, trials)
@@ -55,24 +59,29 @@ def test_a_misspelt_sweep_symbol_is_refused_with_a_did_you_mean(tmp_path):
     assert info.value.problems == [
         "SWEEP: LERNING_RATE is not a Kconfig symbol or an alias; did you mean LEARNING_RATE?",
         "SWEEP: XQZW is not a Kconfig symbol or an alias; name a symbol as .config does, "
-        "without CONFIG_ (e.g. LEARNING_RATE)"]
+        "without CONFIG_ (e.g. LEARNING_RATE)",
+    ]
     # a sweep file's problem names its line
     path = tmp_path / "lr"
     path.write_text("# batch sizes\nSWEEP_MODE=grid\nLEARNING_RATE=1e-4\nBACTH_SIZE=8,16\n")
     with pytest.raises(ConfigError) as info:
         sweep.from_file(str(path))
-    assert info.value.problems == [f"{path}:4: BACTH_SIZE is not a Kconfig symbol or an alias; "
-                                   f"did you mean BATCH_SIZE?"]
+    assert info.value.problems == [
+        f"{path}:4: BACTH_SIZE is not a Kconfig symbol or an alias; did you mean BATCH_SIZE?"
+    ]
     # what an override takes is swept: an alias, an old name, a choice, CONFIG_<symbol>
-    s = sweep.parse("LR=1e-4,3e-4 GPT2_COMPILE=y,n GPT2_ATTENTION=vanilla,mla "
-                    "CONFIG_BATCH_SIZE=8,16")
+    s = sweep.parse(
+        "LR=1e-4,3e-4 GPT2_COMPILE=y,n GPT2_ATTENTION=vanilla,mla CONFIG_BATCH_SIZE=8,16"
+    )
     assert len(s.points()) == 16
 
 
 def test_sweep_file(tmp_path):
     path = tmp_path / "lr"
-    path.write_text("# a comment\nSWEEP_MODE=random\nSWEEP_TRIALS=3  # three runs\n"
-                    "SWEEP_SEED=7\nLEARNING_RATE=1e-4..1e-3:log\n")
+    path.write_text(
+        "# a comment\nSWEEP_MODE=random\nSWEEP_TRIALS=3  # three runs\n"
+        "SWEEP_SEED=7\nLEARNING_RATE=1e-4..1e-3:log\n"
+    )
     s = sweep.from_file(str(path))
     assert (s.mode, s.trials, s.seed, len(s.points())) == ("random", 3, 7, 3)
     assert s.record()["log"] == ["LEARNING_RATE"]
@@ -94,8 +103,13 @@ def test_sweep_runs_are_validated_and_named(matrix_config):
 def test_results_rank_runs_and_plot_each_swept_symbol(tmp_path):
     rows = []
     for lr, ppl in [("1e-3", 30.0), ("3e-4", 20.0), ("1e-4", 25.0), ("3e-3", None)]:
-        row = RunRow(f"run_{lr}", tmp_path, "completed" if ppl else "failed", best_ppl=ppl,
-                     final_ppl=ppl and ppl + 1)
+        row = RunRow(
+            f"run_{lr}",
+            tmp_path,
+            "completed" if ppl else "failed",
+            best_ppl=ppl,
+            final_ppl=ppl and ppl + 1,
+        )
         row.overrides = {"LEARNING_RATE": lr, "HAMT_BINDING": "circular"}
         rows.append(row)
     md = ranking(rows, ["LEARNING_RATE"])

@@ -1,4 +1,5 @@
 """`make export`: a trained run as a Hugging Face GPT-2 folder with a model card."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,14 @@ from lib.model.export import export_run
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
-PRUNED = dict(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_TARGET_SPARSITY="0.5",
-              PRUNING_WARMUP=2, PRUNING_RAMP_END=6, PRUNING_FREQUENCY=2)
+PRUNED = dict(
+    PRUNING_MODE_SINGLE="y",
+    PRUNING_METHOD_MAGNITUDE="y",
+    PRUNING_TARGET_SPARSITY="0.5",
+    PRUNING_WARMUP=2,
+    PRUNING_RAMP_END=6,
+    PRUNING_FREQUENCY=2,
+)
 
 
 def train(run):
@@ -26,8 +33,14 @@ def train(run):
 def test_pruned_gpt2_bpe_run_round_trips_through_transformers(tiny_run):
     from transformers import AutoTokenizer, GPT2LMHeadModel
 
-    run = tiny_run(DATA_TOKENIZER_GPT2="y", DATA_TOKENIZER_CHAR="n", GPT2_MAX_ITERS=8, GPT2_EVAL_INTERVAL=4,
-                   RUN_NAME="exp", **PRUNED)
+    run = tiny_run(
+        DATA_TOKENIZER_GPT2="y",
+        DATA_TOKENIZER_CHAR="n",
+        GPT2_MAX_ITERS=8,
+        GPT2_EVAL_INTERVAL=4,
+        RUN_NAME="exp",
+        **PRUNED,
+    )
     trainer, summary, run_dir = train(run)
     out = export_run(run_dir, "latest", log=lambda _: None)
     assert out == run_dir / "hf"
@@ -46,14 +59,18 @@ def test_pruned_gpt2_bpe_run_round_trips_through_transformers(tiny_run):
     assert f"tokens seen: {metrics['tokens_seen']:,} over 8 iterations" in card
     assert f"perplexity {metrics['final_val_perplexity']:.2f}" in card
     assert f"(measured on this export): {zeros:.4f}" in card
-    assert "pruning: magnitude" in card and "CONFIG_PRUNING_TARGET_SPARSITY=\"0.5\"" in card
+    assert "pruning: magnitude" in card and 'CONFIG_PRUNING_TARGET_SPARSITY="0.5"' in card
     assert "library_name: transformers" in card and "dataset: custom, tokenizer: gpt2" in card
 
 
 def test_char_run_exports_without_tokenizer_files(tiny_run, tmp_path):
     _, _, run_dir = train(tiny_run(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, RUN_NAME="chars"))
     out = export_run(run_dir, "best", tmp_path / "elsewhere", log=lambda _: None)
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "README.md",
+        "config.json",
+        "model.safetensors",
+    ]
     assert "the run used characters" in (out / "README.md").read_text()
     assert json.loads((out / "config.json").read_text())["n_positions"] == 32
 
@@ -62,8 +79,9 @@ def test_char_run_exports_without_tokenizer_files(tiny_run, tmp_path):
 def test_exported_files_have_the_users_umask(tiny_run, tmp_path, umask, mode):
     """safetensors writes its file 0600 whatever the umask; the export gives every file
     it wrote the mode the umask makes, as the run's own records have."""
-    _, _, run_dir = train(tiny_run(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, GPT2_WARMUP_STEPS=1,
-                                   RUN_NAME="modes"))
+    _, _, run_dir = train(
+        tiny_run(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, GPT2_WARMUP_STEPS=1, RUN_NAME="modes")
+    )
     old = os.umask(umask)
     try:
         out = export_run(run_dir, "best", tmp_path / "shared", log=lambda _: None)

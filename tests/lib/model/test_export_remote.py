@@ -1,6 +1,7 @@
 """`make export` for models transformers has no class for (GPT-2 with MLA, RA,
 RA+MLA, gated RA, output gate; HAMT): folders that carry their code, loaded
 back with trust_remote_code in a fresh Python that cannot import the project."""
+
 from __future__ import annotations
 
 import json
@@ -31,31 +32,69 @@ TINY = dict(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=2, n_embd=32)
 GPT2_VARIANTS = {
     "mla": dict(attention="mla", latent_dim=16, rope_dim=4, q_latent=True),
     "ra_logit": dict(attention="ra_logit", ra_alpha=0.5),
-    "ra_logit_banded_learned": dict(attention="ra_logit", ra_alpha=0.3, ra_window=3,
-                                    ra_alpha_learned=True),
-    "ra_mla": dict(attention="ra_mla", latent_dim=16, rope_dim=4, ra_alpha=0.5,
-                   v_up_per_head=False),
+    "ra_logit_banded_learned": dict(
+        attention="ra_logit", ra_alpha=0.3, ra_window=3, ra_alpha_learned=True
+    ),
+    "ra_mla": dict(
+        attention="ra_mla", latent_dim=16, rope_dim=4, ra_alpha=0.5, v_up_per_head=False
+    ),
     # the gate starts open, else the reverse branch would add nothing
-    "ra_gated": dict(attention="ra_gated", ra_gated_layers=1, ra_gated_heads=1,
-                     ra_gated_gate_init=0.8),
+    "ra_gated": dict(
+        attention="ra_gated", ra_gated_layers=1, ra_gated_heads=1, ra_gated_gate_init=0.8
+    ),
     "sdpa_gate": dict(attention="sdpa_gate"),
     # vanilla attention, but no GPT2LMHeadModel layout: RoPE, RMSNorm, SwiGLU, GQA, QK-norm,
     # no biases and an untied head, whose own weights must survive the round trip
-    "modern": dict(position="rope", norm="rmsnorm", mlp="swiglu", n_kv_head=1, qk_norm=True,
-                   bias=False, tie_head=False),
+    "modern": dict(
+        position="rope",
+        norm="rmsnorm",
+        mlp="swiglu",
+        n_kv_head=1,
+        qk_norm=True,
+        bias=False,
+        tie_head=False,
+    ),
 }
 # hierarchical: the slot periods (a buffer the weights file does not hold) are not all 1
-HAMT_CONFIG = dict(vocab_size=VOCAB, block_size=BLOCK, n_layer=2, n_head=1, n_embd=32,
-                   num_slots=4, hierarchical=True, slow_every=2, chunk_size=8)
+HAMT_CONFIG = dict(
+    vocab_size=VOCAB,
+    block_size=BLOCK,
+    n_layer=2,
+    n_head=1,
+    n_embd=32,
+    num_slots=4,
+    hierarchical=True,
+    slow_every=2,
+    chunk_size=8,
+)
 # the attention variants' modules, which gpt2/model.py imports by name (gpt2/variants.py)
 VARIANT_CODE = ["gpt2_mla.py", "gpt2_ra.py", "gpt2_ra_gated.py", "gpt2_sdpa_gate.py"]
-SHARED_CODE = ["gpt2_attention.py", "gpt2_config.py", "gpt2_mlp.py", "gpt2_model.py",
-               "gpt2_norm.py", "gpt2_presets.py", "gpt2_rope.py", "gpt2_variants.py",
-               "lib_model_fused_loss.py", "lib_model_interface.py",
-               "lib_model_remote_causal_lm.py", "lib_model_sampling.py"]
+SHARED_CODE = [
+    "gpt2_attention.py",
+    "gpt2_config.py",
+    "gpt2_mlp.py",
+    "gpt2_model.py",
+    "gpt2_norm.py",
+    "gpt2_presets.py",
+    "gpt2_rope.py",
+    "gpt2_variants.py",
+    "lib_model_fused_loss.py",
+    "lib_model_interface.py",
+    "lib_model_remote_causal_lm.py",
+    "lib_model_sampling.py",
+]
 GPT2_CODE = SHARED_CODE + VARIANT_CODE
-HAMT_CODE = ["hamt_block.py", "hamt_config.py", "hamt_kernel.py", "hamt_memory.py", "hamt_model.py",
-             "hamt_retrieval.py", "hamt_scan.py", "hamt_spectral.py"]
+HAMT_CODE = [
+    "hamt_block.py",
+    "hamt_config.py",
+    "hamt_kernel.py",
+    "hamt_memory.py",
+    "hamt_model.py",
+    "hamt_retrieval.py",
+    "hamt_routing.py",
+    "hamt_scan.py",
+    "hamt_spectral.py",
+]
 
 # Run in a fresh interpreter, elsewhere, with no PYTHONPATH: only the folders' code.
 LOADER = """
@@ -63,6 +102,8 @@ import importlib.util, json, sys
 import torch
 from pathlib import Path
 from transformers import AutoModelForCausalLM, AutoTokenizer
+# As if this project were not installed: drop the .venv's editable-install finder.
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 assert importlib.util.find_spec("gpt2") is None and importlib.util.find_spec("lib") is None
 inputs = torch.load(sys.argv[2], weights_only=True)
 results = {}
@@ -95,14 +136,23 @@ def perturbed(model: torch.nn.Module, seed: int) -> torch.nn.Module:
     return model.eval()
 
 
-def checkpoint_run(root: Path, name: str, family: str, model: torch.nn.Module,
-                   tokenizer: dict = CHARS) -> Path:
+def checkpoint_run(
+    root: Path, name: str, family: str, model: torch.nn.Module, tokenizer: dict = CHARS
+) -> Path:
     """A run folder holding ckpt_best.pt, with the keys the trainer writes."""
     run_dir = root / name
     run_dir.mkdir()
-    save_checkpoint(run_dir / "ckpt_best.pt", {
-        "step": 3, "family": family, "model_config": asdict(model.config), "tokenizer": tokenizer,
-        "model": model.state_dict(), "optimizer": {}})
+    save_checkpoint(
+        run_dir / "ckpt_best.pt",
+        {
+            "step": 3,
+            "family": family,
+            "model_config": asdict(model.config),
+            "tokenizer": tokenizer,
+            "model": model.state_dict(),
+            "optimizer": {},
+        },
+    )
     return run_dir
 
 
@@ -111,25 +161,51 @@ def exported(tmp_path_factory):
     """Every variant exported and loaded back: (our models, the loader's results, folders)."""
     root = tmp_path_factory.mktemp("runs")
     torch.manual_seed(0)
-    models = {name: perturbed(GPT2(GPT2Config(**TINY, **options)), i)
-              for i, (name, options) in enumerate(GPT2_VARIANTS.items())}
+    models = {
+        name: perturbed(GPT2(GPT2Config(**TINY, **options)), i)
+        for i, (name, options) in enumerate(GPT2_VARIANTS.items())
+    }
     models["hamt"] = perturbed(HAMT(HAMTConfig(**HAMT_CONFIG)), 99)
     folders = {}
     for name, model in models.items():
-        run_dir = checkpoint_run(root, name, "hamt" if name == "hamt" else "gpt2", model,
-                                 BPE if name == "ra_mla" else CHARS)
+        run_dir = checkpoint_run(
+            root,
+            name,
+            "hamt" if name == "hamt" else "gpt2",
+            model,
+            BPE if name == "ra_mla" else CHARS,
+        )
         folders[name] = str(export_run(run_dir, "best", log=lambda _: None))
     g = torch.Generator().manual_seed(1)
-    inputs = {"tokens": torch.randint(0, VOCAB, (2, 12), generator=g),
-              "prompt": torch.randint(0, VOCAB, (2, 6), generator=g), "new": 14, "text": TEXT}
+    inputs = {
+        "tokens": torch.randint(0, VOCAB, (2, 12), generator=g),
+        "prompt": torch.randint(0, VOCAB, (2, 6), generator=g),
+        "new": 14,
+        "text": TEXT,
+    }
     torch.save(inputs, root / "inputs.pt")
     (root / "load.py").write_text(LOADER)
     elsewhere = tmp_path_factory.mktemp("elsewhere")
-    env = {**os.environ, "PYTHONPATH": "", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_MODULES_CACHE": str(elsewhere / "modules")}
-    proc = subprocess.run([sys.executable, str(root / "load.py"), json.dumps(folders),
-                           str(root / "inputs.pt"), str(root / "results.pt")],
-                          cwd=elsewhere, env=env, capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": "",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(elsewhere / "modules"),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(root / "load.py"),
+            json.dumps(folders),
+            str(root / "inputs.pt"),
+            str(root / "results.pt"),
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return models, inputs, torch.load(root / "results.pt", weights_only=True), folders
 
@@ -156,11 +232,15 @@ def test_exported_folder_computes_what_our_model_computes(exported, name):
 def test_folder_holds_the_model_code_and_a_card_that_says_so(exported):
     _, _, results, folders = exported
     # HAMT's blocks take GPT-2's MLP (gpt2/model.py), never its attention
-    for name, family, code in (("mla", "gpt2", GPT2_CODE), ("hamt", "hamt", SHARED_CODE + HAMT_CODE)):
+    for name, family, code in (
+        ("mla", "gpt2", GPT2_CODE),
+        ("hamt", "hamt", SHARED_CODE + HAMT_CODE),
+    ):
         folder = Path(folders[name])
         # the template as the modelling file, and exactly the modules it needs
         assert sorted(p.name for p in folder.glob("*.py")) == sorted(
-            code + ["modeling_kconfig_llm.py"])
+            code + ["modeling_kconfig_llm.py"]
+        )
         config = json.loads((folder / "config.json").read_text())
         assert config["auto_map"]["AutoModelForCausalLM"].startswith("modeling_kconfig_llm.")
         assert config["family"] == family and config["model_config"]["n_embd"] == 32
@@ -184,13 +264,16 @@ def test_imports_that_cannot_be_made_relative_are_refused(tmp_path, monkeypatch)
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("X = 1\n")
     (tmp_path / "pkg" / "b.py").write_text("Y = 2\n")
-    (tmp_path / "pkg" / "good.py").write_text("import math\n\ndef f():\n    from pkg.b import Y\n"
-                                              "    return Y\n")
+    (tmp_path / "pkg" / "good.py").write_text(
+        "import math\n\ndef f():\n    from pkg.b import Y\n    return Y\n"
+    )
     assert copy_sources("pkg.good", tmp_path / "out", "modeling.py") == ["modeling.py", "pkg_b.py"]
     assert "    from .pkg_b import Y\n" in (tmp_path / "out" / "modeling.py").read_text()
-    for text, message in (("import pkg.b\n", "cannot be made relative"),
-                          ("from pkg import X\n", "imports from the package pkg"),
-                          ("from . import b\n", "relative import")):
+    for text, message in (
+        ("import pkg.b\n", "cannot be made relative"),
+        ("from pkg import X\n", "imports from the package pkg"),
+        ("from . import b\n", "relative import"),
+    ):
         (tmp_path / "pkg" / "bad.py").write_text(text)
         with pytest.raises(SourceError, match=message):
             closure("pkg.bad")

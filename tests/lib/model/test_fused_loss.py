@@ -1,6 +1,7 @@
 """The chunked LM-head cross-entropy against the plain one: loss and gradients
 through the tied head, padded vocabulary, ignored targets, bf16 autocast,
 every family, and a short training run (lib/model/fused_loss.py)."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,13 @@ import json
 import pytest
 import torch
 
-from lib.model.fused_loss import (chunk_rows, chunked_linear_cross_entropy, liger_available,
-                                  plain_linear_cross_entropy, resolve_loss_impl)
+from lib.model.fused_loss import (
+    chunk_rows,
+    chunked_linear_cross_entropy,
+    liger_available,
+    plain_linear_cross_entropy,
+    resolve_loss_impl,
+)
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
@@ -38,8 +44,13 @@ def _loss_and_grads(fn, hidden, weight, targets, scale=1.0, autocast=None):
 def test_chunked_equals_plain_in_fp32(rows):
     hidden, weight, targets = _inputs()
     plain = _loss_and_grads(plain_linear_cross_entropy, hidden, weight, targets, scale=3.0)
-    chunked = _loss_and_grads(lambda h, w, t: chunked_linear_cross_entropy(h, w, t, rows=rows),
-                              hidden, weight, targets, scale=3.0)
+    chunked = _loss_and_grads(
+        lambda h, w, t: chunked_linear_cross_entropy(h, w, t, rows=rows),
+        hidden,
+        weight,
+        targets,
+        scale=3.0,
+    )
     for a, b in zip(plain, chunked):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-7)
     # Padding rows are in the softmax (they get a gradient pushing them down), as plain.
@@ -48,10 +59,16 @@ def test_chunked_equals_plain_in_fp32(rows):
 
 def test_chunked_equals_plain_under_bf16_autocast():
     hidden, weight, targets = _inputs()
-    plain = _loss_and_grads(plain_linear_cross_entropy, hidden, weight, targets,
-                            autocast=torch.bfloat16)
-    chunked = _loss_and_grads(lambda h, w, t: chunked_linear_cross_entropy(h, w, t, rows=64),
-                              hidden, weight, targets, autocast=torch.bfloat16)
+    plain = _loss_and_grads(
+        plain_linear_cross_entropy, hidden, weight, targets, autocast=torch.bfloat16
+    )
+    chunked = _loss_and_grads(
+        lambda h, w, t: chunked_linear_cross_entropy(h, w, t, rows=64),
+        hidden,
+        weight,
+        targets,
+        autocast=torch.bfloat16,
+    )
     assert chunked[0].dtype == torch.float32 and chunked[1].dtype == torch.float32
     torch.testing.assert_close(chunked[0], plain[0], rtol=1e-4, atol=1e-4)
     for a, b in zip(plain[1:], chunked[1:]):
@@ -70,8 +87,9 @@ def test_without_grad_only_the_loss_is_computed():
     hidden, weight, targets = _inputs()
     with torch.no_grad():
         loss = chunked_linear_cross_entropy(hidden, weight, targets, rows=50)
-    assert loss.item() == pytest.approx(plain_linear_cross_entropy(hidden, weight, targets).item(),
-                                        rel=1e-6)
+    assert loss.item() == pytest.approx(
+        plain_linear_cross_entropy(hidden, weight, targets).item(), rel=1e-6
+    )
 
 
 def test_chunk_rows_hold_about_as_many_logits_as_hidden_values():
@@ -86,8 +104,10 @@ def test_chunk_rows_hold_about_as_many_logits_as_hidden_values():
 def test_resolve_loss_impl_refuses_what_cannot_run(monkeypatch):
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert resolve_loss_impl("plain", cpu)[0] == "plain"
-    assert resolve_loss_impl("auto", cpu) == ("chunked", "auto: no CUDA device, the chunked "
-                                              "torch implementation")
+    assert resolve_loss_impl("auto", cpu) == (
+        "chunked",
+        "auto: no CUDA device, the chunked torch implementation",
+    )
     with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
         resolve_loss_impl("liger", cpu)
     monkeypatch.setattr("lib.model.fused_loss.liger_available", lambda: False)
@@ -102,10 +122,21 @@ def _tiny(family: str):
     if family == "gpt2":
         from gpt2.config import GPT2Config
         from gpt2.model import GPT2
-        return GPT2(GPT2Config(n_layer=2, n_head=2, n_embd=32, block_size=16, vocab_size=72,
-                               dropout=0.0, bias=False))
+
+        return GPT2(
+            GPT2Config(
+                n_layer=2,
+                n_head=2,
+                n_embd=32,
+                block_size=16,
+                vocab_size=72,
+                dropout=0.0,
+                bias=False,
+            )
+        )
     from hamt.config import HAMTConfig
     from hamt.model import HAMT
+
     return HAMT(HAMTConfig(n_layer=2, n_embd=32, block_size=16, vocab_size=72, dropout=0.0))
 
 
@@ -127,8 +158,13 @@ def test_every_family_gets_the_same_loss_and_gradients(family):
         assert logits.numel() == (0 if impl == "chunked" else 3 * 16 * 72)
     torch.testing.assert_close(grads["chunked"][0], grads["plain"][0], rtol=1e-5, atol=1e-6)
     for name, grad in grads["plain"][1].items():  # the tied wte/lm_head weight included
-        torch.testing.assert_close(grads["chunked"][1][name], grad, rtol=1e-4, atol=1e-6,
-                                   msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(
+            grads["chunked"][1][name],
+            grad,
+            rtol=1e-4,
+            atol=1e-6,
+            msg=lambda m, name=name: f"{name}: {m}",
+        )
     model.eval()  # evaluation always gets the logits
     logits, _ = model(x, y)
     assert logits.shape == (3, 16, 72)
@@ -137,31 +173,37 @@ def test_every_family_gets_the_same_loss_and_gradients(family):
 def test_training_with_the_chunked_loss_matches_plain(tiny_run):
     summaries = {}
     for impl in ("PLAIN", "CHUNKED"):
-        run = tiny_run(GPT2_MAX_ITERS=8, GPT2_EVAL_INTERVAL=4, RUN_NAME=impl.lower(),
-                       GPT2_PAD_VOCAB="y", **{f"TRAIN_LOSS_IMPL_{impl}": "y"})
+        run = tiny_run(
+            GPT2_MAX_ITERS=8,
+            GPT2_EVAL_INTERVAL=4,
+            RUN_NAME=impl.lower(),
+            GPT2_PAD_VOCAB="y",
+            **{f"TRAIN_LOSS_IMPL_{impl}": "y"},
+        )
         run_dir = create_run_dir(run)
         trainer = Trainer(run, run_dir, log=lambda _: None)
         summaries[impl] = train_until(trainer, None)
         speed = json.loads((run_dir / "metrics.json").read_text())["speed"]
         assert speed["loss_impl"] == impl.lower()
     plain, chunked = summaries["PLAIN"], summaries["CHUNKED"]
-    assert chunked["train_loss"]["values"] == pytest.approx(plain["train_loss"]["values"],
-                                                            rel=1e-4)
+    assert chunked["train_loss"]["values"] == pytest.approx(plain["train_loss"]["values"], rel=1e-4)
     assert chunked["val_loss"]["values"] == pytest.approx(plain["val_loss"]["values"], rel=1e-4)
     assert plain["train_loss"]["values"][-1] < plain["train_loss"]["values"][0]
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available() or not liger_available(),
-                    reason="needs CUDA and liger-kernel")
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or not liger_available(), reason="needs CUDA and liger-kernel"
+)
 @pytest.mark.parametrize("impl", ["chunked", "liger"])
 def test_fused_losses_match_plain_on_gpu(impl):
     from lib.model.fused_loss import head_loss
-    hidden, weight, targets = (t.cuda() for t in _inputs(rows=2048, width=128, vocab=1024,
-                                                         real_vocab=1000))
+
+    hidden, weight, targets = (
+        t.cuda() for t in _inputs(rows=2048, width=128, vocab=1024, real_vocab=1000)
+    )
     fn = head_loss(impl)
-    plain = _loss_and_grads(plain_linear_cross_entropy, hidden, weight, targets,
-                            autocast=None)
+    plain = _loss_and_grads(plain_linear_cross_entropy, hidden, weight, targets, autocast=None)
     fused = _loss_and_grads(fn, hidden, weight, targets, autocast=None)
     torch.testing.assert_close(fused[0], plain[0], rtol=1e-4, atol=1e-4)
     for a, b in zip(plain[1:], fused[1:]):

@@ -9,6 +9,7 @@ module has (weight, bias) and the config fields (dropout); the private names are
 folders. The scan reads lib/ and scripts/ with ast: attribute accesses and
 string constants, docstrings aside.
 """
+
 from __future__ import annotations
 
 import ast
@@ -30,21 +31,40 @@ SCANNED = ("lib", "scripts")
 
 
 def family_models() -> list[nn.Module]:
-    gpt2 = [GPT2(GPT2Config(vocab_size=50, block_size=16, n_layer=2, n_head=2, n_embd=32,
-                            attention=name, latent_dim=16, ra_gated_layers=1, qk_norm=True,
-                            ra_alpha=0.5, ra_alpha_learned=True, tie_head=False))
-            for name in ATTENTIONS]
+    gpt2 = [
+        GPT2(
+            GPT2Config(
+                vocab_size=50,
+                block_size=16,
+                n_layer=2,
+                n_head=2,
+                n_embd=32,
+                attention=name,
+                latent_dim=16,
+                ra_gated_layers=1,
+                qk_norm=True,
+                ra_alpha=0.5,
+                ra_alpha_learned=True,
+                tie_head=False,
+            )
+        )
+        for name in ATTENTIONS
+    ]
     return [*gpt2, HAMT(HAMTConfig(vocab_size=50, block_size=16, n_layer=2, n_embd=32))]
 
 
 def layout_names() -> set[str]:
-    names = {part for model in family_models()
-             for path in [*dict(model.named_modules()), *dict(model.named_parameters())]
-             for part in path.split(".")}
+    names = {
+        part
+        for model in family_models()
+        for path in [*dict(model.named_modules()), *dict(model.named_parameters())]
+        for part in path.split(".")
+    }
     # config fields are the interface's (model.config), whatever a module shares the name
     fields = {f.name for cls in (GPT2Config, HAMTConfig) for f in dataclasses.fields(cls)}
-    generic = set(dir(torch.Tensor)) | set(dir(nn.Module)) | fields | {"", "weight", "bias",
-                                                                        "lm_head"}
+    generic = (
+        set(dir(torch.Tensor)) | set(dir(nn.Module)) | fields | {"", "weight", "bias", "lm_head"}
+    )
     return {n for n in names if not n.isdigit() and n not in generic}
 
 
@@ -56,8 +76,11 @@ def private_names() -> set[str]:
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.ClassDef):
                     found |= {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
-                elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                      and node.value.id == "self"):
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                ):
                     found.add(node.attr)
     return {n for n in found if n.startswith("_") and not n.startswith("__")}
 
@@ -83,8 +106,12 @@ def violations(path: Path, layout: set[str], private: set[str], root: Path = ROO
             own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
             if node.attr in layout or (node.attr in private and not own):
                 found.append(f"{where}:{node.lineno}: .{node.attr}")
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-              and id(node) not in skip and any(f"{n}." in node.value for n in ("transformer",))):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skip
+            and any(f"{n}." in node.value for n in ("transformer",))
+        ):
             found.append(f"{where}:{node.lineno}: {node.value!r}")
     return found
 
@@ -111,10 +138,12 @@ def test_nothing_outside_the_family_folders_reads_their_layout_or_privates(names
 def test_the_scan_finds_what_it_forbids(tmp_path, names):
     layout, private = names
     bad = tmp_path / "bad.py"
-    bad.write_text('"""transformer.h in a docstring is prose."""\n'
-                   "def f(model, self_like):\n"
-                   "    x = model.transformer.h\n"
-                   "    y = model._hidden(x, None)\n"
-                   "    return self_like._run, 'transformer.wte.weight'\n")
+    bad.write_text(
+        '"""transformer.h in a docstring is prose."""\n'
+        "def f(model, self_like):\n"
+        "    x = model.transformer.h\n"
+        "    y = model._hidden(x, None)\n"
+        "    return self_like._run, 'transformer.wte.weight'\n"
+    )
     found = sorted(v.split(": ", 1)[1] for v in violations(bad, layout, private, tmp_path))
     assert found == sorted([".h", ".transformer", "._hidden", "._run", "'transformer.wte.weight'"])

@@ -15,6 +15,7 @@ tests/lib/model/test_third_family.py adds a real toy/ folder, registry line and
 Kconfig entries to a scratch copy of the project and takes it through `make`,
 `make test-matrix` and `make results`.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,18 +29,27 @@ import torch
 from lib.model import registry
 from lib.model.activations import Shape
 from lib.model.registry import ModelFamily, config_from_symbols
-from tests.lib.model.toy_model import ToyConfig, ToyLM, activations as toy_activations
+from tests.lib.model.toy_model import ToyConfig, ToyLM
+from tests.lib.model.toy_model import activations as toy_activations
 
 
 def toy_package() -> types.ModuleType:
     """The toy family's package: its FAMILY record, as a family folder's __init__ holds it."""
     package = types.ModuleType("toy_family")
     package.FAMILY = ModelFamily(
-        name="toy", label="Toy", config_cls=ToyConfig,
+        name="toy",
+        label="Toy",
+        config_cls=ToyConfig,
         from_run_config=lambda run, vocab: config_from_symbols(
-            ToyConfig, {"n_embd": "GPT2_N_EMBD", "block_size": "GPT2_BLOCK_SIZE"}, run,
-            vocab_size=vocab),
-        build=ToyLM, variant=lambda run: "toy", activations=toy_activations)
+            ToyConfig,
+            {"n_embd": "GPT2_N_EMBD", "block_size": "GPT2_BLOCK_SIZE"},
+            run,
+            vocab_size=vocab,
+        ),
+        build=ToyLM,
+        variant=lambda run: "toy",
+        activations=toy_activations,
+    )
     return package
 
 
@@ -64,8 +74,7 @@ def test_toy_family_trains_through_trainer_matrix_and_results(toy_family, tiny_r
     # The matrix plans the run from the configured family (its run id carries the
     # family's variant tag) and creates its folder, config.txt and matrix.json.
     settings = {**base.overrides, "GPT2_MAX_ITERS": "40", "GPT2_EVAL_INTERVAL": "20"}
-    base, planned = expand([f"SET={' '.join(f'{k}={v}' for k, v in settings.items())}"],
-                           dot_config)
+    base, planned = expand([f"SET={' '.join(f'{k}={v}' for k, v in settings.items())}"], dot_config)
     (run,) = planned
     assert "_toy_" in f"_{run.run_id}_", run.run_id
     state = create(base, planned, [])
@@ -86,8 +95,10 @@ def test_toy_family_trains_through_trainer_matrix_and_results(toy_family, tiny_r
     assert summary["params"] == params == vocab * 32 + 4 * 32 * 32 + 7 * 32
     # The estimator sizes it with the family's own activation formula.
     est = estimate_memory(run.config, vocab)
-    assert est.per_layer == toy_activations(trainer.training.config, Shape(8, 32, 4, "cpu", 0.0)
-                                            ).per_layer
+    assert (
+        est.per_layer
+        == toy_activations(trainer.training.config, Shape(8, 32, 4, "cpu", 0.0)).per_layer
+    )
     assert summary["memory_estimate_mb"] > 0
 
     state.update(run.run_id, state="completed")
@@ -107,8 +118,11 @@ def test_toy_family_generates_through_the_shared_sampler(toy_family):
     logits, _ = model(torch.arange(11)[None], torch.zeros(1, 11, dtype=torch.long))
     best = logits[0].argmax(-1)
     assert out[0, 3:].tolist() == [int(best[t]) for t in out[0, 2:-1].tolist()]
-    assert model.param_groups(0.1)[1]["names"] == [n for n, p in model.named_parameters()
-                                                   if p.dim() < 2]
+    assert model.param_groups(0.1)[1]["names"] == [
+        n for n, p in model.named_parameters() if p.dim() < 2
+    ]
     assert [n for n, _ in model.prunable()] == ["layers.0.c_fc.weight", "layers.0.c_proj.weight"]
-    assert [n for n, _ in model.block_matrices()] == ["layers.0.c_fc.weight",
-                                                      "layers.0.c_proj.weight"]
+    assert [n for n, _ in model.block_matrices()] == [
+        "layers.0.c_fc.weight",
+        "layers.0.c_proj.weight",
+    ]

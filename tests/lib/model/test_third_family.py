@@ -8,6 +8,7 @@ process of its own) and tabulate it (`make results`).
 tests/lib/model/test_model_family.py checks the same interface in-process, where a
 monkeypatched registry line stands in for the folder.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -87,11 +88,16 @@ CONFIG_GPT2_WARMUP_STEPS=5
 CONFIG_LEARNING_RATE="1e-2"
 CONFIG_DEVICE_CPU=y
 """
-DEFCONFIG = ("# Toy bigram MLP (32 wide) on the embedded Shakespeare corpus, characters: "
-             "seconds on a CPU\n" + TOY_SETTINGS)
+DEFCONFIG = (
+    "# Toy bigram MLP (32 wide) on the embedded Shakespeare corpus, characters: "
+    "seconds on a CPU\n" + TOY_SETTINGS
+)
 # A test matrix over the toy's own symbol.
-MATRIX_DEFCONFIG = ("# Toy bigram MLP on Shakespeare characters, a 2-run matrix: 16 and 32 wide\n"
-                    + TOY_SETTINGS + 'CONFIG_MATRIX_ABLATION="TOY_N_EMBD=16,32"\n')
+MATRIX_DEFCONFIG = (
+    "# Toy bigram MLP on Shakespeare characters, a 2-run matrix: 16 and 32 wide\n"
+    + TOY_SETTINGS
+    + 'CONFIG_MATRIX_ABLATION="TOY_N_EMBD=16,32"\n'
+)
 
 
 def replace_once(path: Path, old: str, new: str) -> None:
@@ -103,19 +109,27 @@ def replace_once(path: Path, old: str, new: str) -> None:
 def add_toy_family(root: Path) -> None:
     """The folder, the registry line, the choice entry and the source line."""
     (root / "toy").mkdir()
-    for name, text in (("Kconfig", TOY_KCONFIG), ("__init__.py", TOY_INIT),
-                       ("model.py", TOY_MODEL)):
+    for name, text in (
+        ("Kconfig", TOY_KCONFIG),
+        ("__init__.py", TOY_INIT),
+        ("model.py", TOY_MODEL),
+    ):
         (root / "toy" / name).write_text(text)
     replace_once(root / "Kconfig", "endchoice\n", MODEL_ENTRY + "endchoice\n")
-    replace_once(root / "Kconfig", 'source "hamt/Kconfig"\n',
-                 'source "hamt/Kconfig"\nsource "toy/Kconfig"\n')
+    replace_once(
+        root / "Kconfig", 'source "hamt/Kconfig"\n', 'source "hamt/Kconfig"\nsource "toy/Kconfig"\n'
+    )
     replace_once(root / "lib/model/registry.py", '"hamt": "hamt"}', '"hamt": "hamt", "toy": "toy"}')
 
 
 def source_digests(root: Path) -> dict[str, str]:
     """The copy's source files (what conftest copies, plus toy/) -> SHA-256."""
-    paths = [p for name in [*SOURCES, "toy"] for p in [root / name, *(root / name).rglob("*")]
-             if p.is_file() and "__pycache__" not in p.parts]
+    paths = [
+        p
+        for name in [*SOURCES, "toy"]
+        for p in [root / name, *(root / name).rglob("*")]
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in paths}
 
 
@@ -183,6 +197,12 @@ def test_third_family_is_a_folder_a_registry_line_and_two_kconfig_entries(projec
     # family is exactly what registry.py promises, plus the generated schema.
     after = source_digests(project)
     assert sorted(n for n in after if before.get(n) != after[n]) == [
-        "Kconfig", "defconfigs/toy-tiny-shakespeare", "defconfigs/toy-tiny-shakespeare-matrix",
-        "lib/config/symbols.py", "lib/model/registry.py",
-        "toy/Kconfig", "toy/__init__.py", "toy/model.py"]
+        "Kconfig",
+        "defconfigs/toy-tiny-shakespeare",
+        "defconfigs/toy-tiny-shakespeare-matrix",
+        "lib/config/symbols.py",
+        "lib/model/registry.py",
+        "toy/Kconfig",
+        "toy/__init__.py",
+        "toy/model.py",
+    ]

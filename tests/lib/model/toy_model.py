@@ -6,6 +6,7 @@ imports it; tests/lib/model/test_third_family.py copies this text as toy/model.p
 of a scratch project. Each test's FAMILY record maps the Kconfig symbols, since
 they differ (the scratch project has its own TOY_N_EMBD).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lib.model.activations import R, Activations, Shape
+from lib.model.activations import Activations, R, Shape
 from lib.model.interface import LanguageModel, init_weights
 
 

@@ -1,4 +1,5 @@
 """`make watch` views: a run in progress, a finished run, a matrix (hand-written fixtures)."""
+
 from __future__ import annotations
 
 import json
@@ -24,15 +25,35 @@ def running_run(folder: Path, it: int = 120, total: int = 300, ms: str = "500.0"
         f"iter 100/{total} | loss 6.5000 | ppl 665.1 | lr 1.00e-03 | 510.0 ms/iter | 1,500 tok/s\n"
         "eval step 100: val loss 6.4000 | val ppl 601.85 (best)\n"
         f"iter {it}/{total} | loss 6.1234 | ppl 456.2 | lr 9.90e-04 | {ms} ms/iter | 1,536 tok/s"
-        " | sparsity 10.0%\n")
+        " | sparsity 10.0%\n"
+    )
     os.utime(folder / "output.log", (NOW - 3, NOW - 3))
-    (folder / "metrics.json").write_text(json.dumps(
-        {"run_id": folder.name, "status": "running", "best_val_loss": 6.4,
-         "monitor": {"backend": "nvml", "file": "gpu_stats.json"}}))
-    (folder / "gpu_stats.json").write_text(json.dumps(
-        {"samples": [{"time": NOW - 9, "gpu_util": 50.0},
-                     {"time": NOW - 5, "gpu_util": 97.0, "memory_used_mb": 20480.0,
-                      "power_w": 612.4, "temperature_c": 66.0}]}))
+    (folder / "metrics.json").write_text(
+        json.dumps(
+            {
+                "run_id": folder.name,
+                "status": "running",
+                "best_val_loss": 6.4,
+                "monitor": {"backend": "nvml", "file": "gpu_stats.json"},
+            }
+        )
+    )
+    (folder / "gpu_stats.json").write_text(
+        json.dumps(
+            {
+                "samples": [
+                    {"time": NOW - 9, "gpu_util": 50.0},
+                    {
+                        "time": NOW - 5,
+                        "gpu_util": 97.0,
+                        "memory_used_mb": 20480.0,
+                        "power_w": 612.4,
+                        "temperature_c": 66.0,
+                    },
+                ]
+            }
+        )
+    )
     return folder
 
 
@@ -46,7 +67,8 @@ def test_a_running_run_shows_progress_and_eta(tmp_path):
         "  iteration 120/300 (40.0%) | loss 6.1234 | 1,536 tok/s | ETA 1m 30s",
         "  last eval: step 100, val loss 6.4000 (best 6.4000)",
         "  monitor (5s ago): GPU 97% | 20,480 MiB | 612 W | 66 C",
-        "  log updated 3s ago"]
+        "  log updated 3s ago",
+    ]
 
 
 def test_before_the_first_evaluation_the_log_and_stats_file_suffice(tmp_path):
@@ -76,19 +98,31 @@ def test_a_real_finished_run(tiny_run):
     assert "eta_s" not in p and p["last_eval"][0] == 12
     assert p["monitor"]["rss_mb"] > 50  # the run's own cpu_stats.json
     # the script, as `make watch` runs it, through results/latest
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "watch.py"), "--once",
-                          str(run_dir.parent / "latest")], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "watch.py"),
+            "--once",
+            str(run_dir.parent / "latest"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("run watched  [completed]\n  iteration 12/12 (100.0%)")
 
 
-MATRIX = {"matrix_id": "sweep-1", "runs": {
-    "gpt2_adamw_none": {"state": "completed", "best_val_loss": 5.8812},
-    "gpt2_adamwspam_none": {"state": "running"},
-    "gpt2_adamwprune_bitter7_state_50": {"state": "pending"},
-    "hamt_adamw_none": {"state": "diverged"},
-    "gpt2_adamw_magnitude_50": {"state": "pending"}}}
+MATRIX = {
+    "matrix_id": "sweep-1",
+    "runs": {
+        "gpt2_adamw_none": {"state": "completed", "best_val_loss": 5.8812},
+        "gpt2_adamwspam_none": {"state": "running"},
+        "gpt2_adamwprune_bitter7_state_50": {"state": "pending"},
+        "hamt_adamw_none": {"state": "diverged"},
+        "gpt2_adamw_magnitude_50": {"state": "pending"},
+    },
+}
 
 
 def test_a_matrix_shows_every_run_and_the_running_ones_progress(tmp_path):

@@ -1,4 +1,5 @@
 """Experiment tracking: TensorBoard event files, W&B offline, failures never stop a run."""
+
 from __future__ import annotations
 
 import json
@@ -7,14 +8,20 @@ import types
 
 import pytest
 
-from lib.observe import tracking
-from lib.config.run_config import load_run_config, write_outputs
 from lib.config.kconfig import ConfigError, open_tree
+from lib.config.run_config import load_run_config, write_outputs
+from lib.observe import tracking
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
-PRUNED = dict(PRUNING_MODE_SINGLE="y", PRUNING_METHOD_MAGNITUDE="y", PRUNING_TARGET_SPARSITY="0.5",
-              PRUNING_WARMUP=1, PRUNING_RAMP_END=5, PRUNING_FREQUENCY=1)
+PRUNED = dict(
+    PRUNING_MODE_SINGLE="y",
+    PRUNING_METHOD_MAGNITUDE="y",
+    PRUNING_TARGET_SPARSITY="0.5",
+    PRUNING_WARMUP=1,
+    PRUNING_RAMP_END=5,
+    PRUNING_FREQUENCY=1,
+)
 
 
 def train(tiny_run, name: str, **settings):
@@ -38,7 +45,8 @@ def test_tensorboard_event_files_hold_the_run_figures(tiny_run):
         steps = [e.step for e in events.Scalars(tag)]
         logged = [e.value for e in events.Scalars(tag)]
         return steps == recorded["iters"] and logged == pytest.approx(
-            values or recorded["values"], rel=1e-6)
+            values or recorded["values"], rel=1e-6
+        )
 
     assert matches("train/loss", summary["train_loss"])
     assert matches("train/lr", summary["train_loss"], summary["lr"]["values"])
@@ -46,13 +54,21 @@ def test_tensorboard_event_files_hold_the_run_figures(tiny_run):
     assert matches("train/sparsity", summary["sparsity_series"])
     assert events.Scalars("train/sparsity")[-1].value == pytest.approx(0.5, abs=0.01)
     tags = set(events.Tags()["scalars"])
-    assert {"train/perplexity", "perf/peak_memory_mb", "perf/tokens_per_sec",
-            "perf/ms_per_iter", "val/perplexity"} <= tags
+    assert {
+        "train/perplexity",
+        "perf/peak_memory_mb",
+        "perf/tokens_per_sec",
+        "perf/ms_per_iter",
+        "val/perplexity",
+    } <= tags
     # from step 1: over every step until one past the 3 warm-up steps is timed (lib/run/metrics.py)
     assert [e.step for e in events.Scalars("perf/tokens_per_sec")] == [1, 2, 3, 4, 5, 6]
     assert "tracking: tensorboard is on" in lines and warnings(lines) == []
-    assert summary["trackers"] == {"requested": ["tensorboard"], "active": ["tensorboard"],
-                                   "failed": {}}
+    assert summary["trackers"] == {
+        "requested": ["tensorboard"],
+        "active": ["tensorboard"],
+        "failed": {},
+    }
 
 
 def test_failing_tracker_warns_once_and_changes_nothing(tiny_run, monkeypatch):
@@ -67,8 +83,11 @@ def test_failing_tracker_warns_once_and_changes_nothing(tiny_run, monkeypatch):
     assert len(warnings(lines)) == 1 and "OSError: No space left on device" in warnings(lines)[0]
     assert summary["train_loss"] == plain["train_loss"] and summary["val_loss"] == plain["val_loss"]
     # the record says it went off, and why; the plain run asked for none
-    assert summary["trackers"] == {"requested": ["tensorboard"], "active": [],
-                                   "failed": {"tensorboard": "OSError: No space left on device"}}
+    assert summary["trackers"] == {
+        "requested": ["tensorboard"],
+        "active": [],
+        "failed": {"tensorboard": "OSError: No space left on device"},
+    }
     assert plain["trackers"] == {"requested": [], "active": [], "failed": {}}
 
 
@@ -76,7 +95,10 @@ def test_missing_wandb_package_warns_once(tiny_run, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` raises ImportError
     summary, run_dir, lines = train(tiny_run, "nowandb", TRACKER_WANDB="y")
     assert summary["status"] == "completed"
-    assert len(warnings(lines)) == 1 and "tracker wandb failed (its package is not installed" in warnings(lines)[0]
+    assert (
+        len(warnings(lines)) == 1
+        and "tracker wandb failed (its package is not installed" in warnings(lines)[0]
+    )
     assert "pip install wandb" in warnings(lines)[0]
     # metrics.json on disk records what was in effect: wandb asked for, nothing logged
     written = json.loads((run_dir / "metrics.json").read_text())
@@ -114,7 +136,8 @@ def test_wandb_goes_offline_without_network(tiny_run, monkeypatch):
     train_steps = [s for s, v in fake.logged if "train/loss" in v]
     assert train_steps == summary["train_loss"]["iters"] == [1, 2, 3, 4, 5, 6]
     assert [(s, v["val/loss"]) for s, v in fake.logged if "val/loss" in v] == list(
-        zip(summary["val_loss"]["iters"], summary["val_loss"]["values"]))
+        zip(summary["val_loss"]["iters"], summary["val_loss"]["values"])
+    )
     assert fake.finished == 1 and warnings(lines) == []
 
 
@@ -123,13 +146,24 @@ def test_wandb_takes_the_project_entity_and_run_name(tiny_run, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", fake)
     monkeypatch.setattr(tracking, "network_reachable", lambda *a, **k: False)
     # one project for every tracker; W&B's own project, when set, wins for W&B
-    _, run_dir, _ = train(tiny_run, "wb1", TRACKER_WANDB="y", TRACKER_PROJECT="study",
-                          TRACKER_WANDB_ENTITY="lab", TRACKER_RUN_NAME="baseline")
+    _, run_dir, _ = train(
+        tiny_run,
+        "wb1",
+        TRACKER_WANDB="y",
+        TRACKER_PROJECT="study",
+        TRACKER_WANDB_ENTITY="lab",
+        TRACKER_RUN_NAME="baseline",
+    )
     assert (fake.kwargs["project"], fake.kwargs["entity"]) == ("study", "lab")
     # shown as TRACKER_RUN_NAME, still keyed by the run id so a resume continues it
     assert (fake.kwargs["name"], fake.kwargs["id"]) == ("baseline", "wb1")
-    train(tiny_run, "wb2", TRACKER_WANDB="y", TRACKER_PROJECT="study",
-          TRACKER_WANDB_PROJECT="wandb-only")
+    train(
+        tiny_run,
+        "wb2",
+        TRACKER_WANDB="y",
+        TRACKER_PROJECT="study",
+        TRACKER_WANDB_PROJECT="wandb-only",
+    )
     assert (fake.kwargs["project"], fake.kwargs["entity"]) == ("wandb-only", None)
     assert (fake.kwargs["name"], fake.kwargs["id"]) == ("wb2", "wb2")
 
@@ -163,18 +197,29 @@ def test_trackio_gets_the_project_run_name_config_and_every_figure(tiny_run, mon
     loss = summary["train_loss"]
     assert train_logged == list(zip(loss["iters"], loss["values"]))
     assert [(s, v["val/loss"]) for s, v in fake.logged if "val/loss" in v] == list(
-        zip(summary["val_loss"]["iters"], summary["val_loss"]["values"]))
+        zip(summary["val_loss"]["iters"], summary["val_loss"]["values"])
+    )
     assert [(s, v["train/sparsity"]) for s, v in fake.logged if "train/sparsity" in v] == list(
-        zip(summary["sparsity_series"]["iters"], summary["sparsity_series"]["values"]))
+        zip(summary["sparsity_series"]["iters"], summary["sparsity_series"]["values"])
+    )
     assert fake.finished == 1 and warnings(lines) == []
-    assert "tracking: trackio is on (project kconfig-llm, run tio; `trackio show --project " \
-           "kconfig-llm` shows it)" in lines
+    assert (
+        "tracking: trackio is on (project kconfig-llm, run tio; `trackio show --project "
+        "kconfig-llm` shows it)" in lines
+    )
     assert summary["trackers"] == {"requested": ["trackio"], "active": ["trackio"], "failed": {}}
     # a chosen project and run name; a resumed run continues its Trackio run
-    tracking.Tracker(tiny_run(TRACKER_TRACKIO="y", TRACKER_PROJECT="study",
-                              TRACKER_RUN_NAME="base"), run_dir, lines.append, resumed=True)
+    tracking.Tracker(
+        tiny_run(TRACKER_TRACKIO="y", TRACKER_PROJECT="study", TRACKER_RUN_NAME="base"),
+        run_dir,
+        lines.append,
+        resumed=True,
+    )
     assert (fake.inits[-1]["project"], fake.inits[-1]["name"], fake.inits[-1]["resume"]) == (
-        "study", "base", "allow")
+        "study",
+        "base",
+        "allow",
+    )
 
 
 def test_a_resumed_run_continues_its_trackio_run(tiny_run, monkeypatch):
@@ -195,8 +240,9 @@ def test_a_resumed_run_continues_its_trackio_run(tiny_run, monkeypatch):
 
 def test_missing_trackio_package_warns_once(tiny_run, monkeypatch):
     monkeypatch.setitem(sys.modules, "trackio", None)  # `import trackio` raises ImportError
-    summary, run_dir, lines = train(tiny_run, "notrackio", TRACKER_TRACKIO="y",
-                                    TRACKER_TENSORBOARD="y")
+    summary, run_dir, lines = train(
+        tiny_run, "notrackio", TRACKER_TRACKIO="y", TRACKER_TENSORBOARD="y"
+    )
     assert summary["status"] == "completed"
     [warning] = warnings(lines)
     assert "tracker trackio failed (its package is not installed" in warning
@@ -221,8 +267,10 @@ def test_real_trackio_stores_the_run_figures(tiny_run, tmp_path):
     assert [s for s, _ in stored] == summary["train_loss"]["iters"]
     assert [v for _, v in stored] == pytest.approx(summary["train_loss"]["values"], rel=1e-6)
     val = [(row["step"], row["val/loss"]) for row in logs if "val/loss" in row]
-    assert val == [(s, pytest.approx(v, rel=1e-6)) for s, v in
-                   zip(summary["val_loss"]["iters"], summary["val_loss"]["values"])]
+    assert val == [
+        (s, pytest.approx(v, rel=1e-6))
+        for s, v in zip(summary["val_loss"]["iters"], summary["val_loss"]["values"])
+    ]
 
 
 def test_wandb_mode_follows_the_environment_and_the_option(monkeypatch):
@@ -250,6 +298,7 @@ def test_tracker_override_switches_trackers(tmp_path):
     assert chosen("trackio,wandb") == (False, True, True)
     assert chosen("none") == (False, False, False)
     assert load_run_config([], config).TRACKER_TENSORBOARD is False  # off by default
-    with pytest.raises(ConfigError,
-                       match="unknown tracker mlflow; allowed tensorboard, wandb, trackio"):
+    with pytest.raises(
+        ConfigError, match="unknown tracker mlflow; allowed tensorboard, wandb, trackio"
+    ):
         load_run_config(["TRACKER=mlflow"], config)

@@ -1,5 +1,6 @@
 """Muon: Newton-Schulz against an SVD, one update by hand, the AdamW part against
 torch's, parameter routing, training, exact resume and pruning."""
+
 from __future__ import annotations
 
 import functools
@@ -10,7 +11,8 @@ import torch
 
 from lib.config.kconfig import ConfigError, load_strict
 from lib.estimate.memory import model_counts, optimizer_bytes
-from lib.optim import muon as muon_module, state_bytes
+from lib.optim import muon as muon_module
+from lib.optim import state_bytes
 from lib.optim.muon import NS_COEFFICIENTS, Muon, newton_schulz, update_scale
 from lib.run.checkpoint import load_checkpoint
 from lib.train.naming import create_run_dir
@@ -22,7 +24,7 @@ def quintic(x: torch.Tensor, steps: int = 5) -> torch.Tensor:
     """The scalar map Newton-Schulz applies to each normalised singular value."""
     a, b, c = NS_COEFFICIENTS
     for _ in range(steps):
-        x = a * x + b * x ** 3 + c * x ** 5
+        x = a * x + b * x**3 + c * x**5
     return x
 
 
@@ -46,8 +48,9 @@ def test_newton_schulz_orthogonalises_like_the_svd(shape):
     u, _, vh = torch.linalg.svd(g.double(), full_matrices=False)
     polar = u @ vh  # the orthogonalisation NS approximates
     # float32: the iteration is exactly U q(S) V^T (tall inputs transposed and back)
-    torch.testing.assert_close(newton_schulz(g, dtype=torch.float32).double(), exact_ns(g),
-                               atol=2e-4, rtol=0)
+    torch.testing.assert_close(
+        newton_schulz(g, dtype=torch.float32).double(), exact_ns(g), atol=2e-4, rtol=0
+    )
     # bfloat16, as training runs it: singular values in the band (measured on
     # these shapes: 0.672 to 1.144), the result within the band's distance of U V^T
     out = newton_schulz(g).double()
@@ -70,15 +73,28 @@ def test_update_scale_rules():
 def test_two_steps_match_a_hand_computation(monkeypatch, nesterov, ns_dtype, tolerance):
     """float32 Newton-Schulz checks the formula tightly; bfloat16, as trained,
     to a tenth of an update (bfloat16 keeps 8 significant bits)."""
-    monkeypatch.setattr(muon_module, "newton_schulz",
-                        functools.partial(muon_module.newton_schulz, dtype=ns_dtype))
+    monkeypatch.setattr(
+        muon_module, "newton_schulz", functools.partial(muon_module.newton_schulz, dtype=ns_dtype)
+    )
     lr, beta, wd = 0.1, 0.9, 0.5
     w0 = torch.tensor([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]])  # tall: scale sqrt(3/2)
     g1 = torch.tensor([[1.0, 2.0], [-0.5, 0.0], [0.25, -1.0]])
     g2 = torch.tensor([[0.0, -1.0], [2.0, 0.5], [1.0, 1.0]])
     p = torch.nn.Parameter(w0.clone())
-    opt = Muon([{"params": [p], "use_muon": True, "lr": lr, "momentum": beta,
-                 "nesterov": nesterov, "ns_steps": 5, "scale": "shape", "weight_decay": wd}])
+    opt = Muon(
+        [
+            {
+                "params": [p],
+                "use_muon": True,
+                "lr": lr,
+                "momentum": beta,
+                "nesterov": nesterov,
+                "ns_steps": 5,
+                "scale": "shape",
+                "weight_decay": wd,
+            }
+        ]
+    )
     w, m = w0.double(), torch.zeros(3, 2, dtype=torch.float64)
     for g in (g1, g2):
         p.grad = g.clone()
@@ -97,10 +113,17 @@ def test_adamw_part_matches_torch_adamw():
     ours = [torch.nn.Parameter(torch.randn(*s, generator=gen)) for s in shapes]
     theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
     kw = dict(lr=0.01, betas=(0.8, 0.95), eps=1e-6)
-    muon = Muon([{"params": ours[:1], "use_muon": False, "weight_decay": 0.1, **kw},
-                 {"params": ours[1:], "use_muon": False, "weight_decay": 0.0, **kw}])
-    adamw = torch.optim.AdamW([{"params": theirs[:1], "weight_decay": 0.1},
-                               {"params": theirs[1:], "weight_decay": 0.0}], foreach=False, **kw)
+    muon = Muon(
+        [
+            {"params": ours[:1], "use_muon": False, "weight_decay": 0.1, **kw},
+            {"params": ours[1:], "use_muon": False, "weight_decay": 0.0, **kw},
+        ]
+    )
+    adamw = torch.optim.AdamW(
+        [{"params": theirs[:1], "weight_decay": 0.1}, {"params": theirs[1:], "weight_decay": 0.0}],
+        foreach=False,
+        **kw,
+    )
     for _ in range(4):
         for a, b in zip(ours, theirs):
             a.grad = torch.randn(a.shape, generator=gen)
@@ -113,24 +136,39 @@ def test_adamw_part_matches_torch_adamw():
 
 def test_muon_takes_only_matrices_and_needs_use_muon():
     with pytest.raises(ValueError, match=r"2-D matrices only, not shapes \[\(4,\)\]"):
-        Muon([{"params": [torch.nn.Parameter(torch.zeros(4))], "use_muon": True, "lr": 0.02,
-               "momentum": 0.95, "nesterov": True, "ns_steps": 5, "scale": "shape"}])
+        Muon(
+            [
+                {
+                    "params": [torch.nn.Parameter(torch.zeros(4))],
+                    "use_muon": True,
+                    "lr": 0.02,
+                    "momentum": 0.95,
+                    "nesterov": True,
+                    "ns_steps": 5,
+                    "scale": "shape",
+                }
+            ]
+        )
     with pytest.raises(ValueError, match="needs use_muon"):
         Muon([{"params": [torch.nn.Parameter(torch.zeros(4))], "lr": 0.02}])
 
 
 def test_gpt2_hidden_matrices_go_to_muon_the_rest_to_adamw(tiny_run):
-    run = tiny_run(OPTIMIZER_MUON="y", MUON_LR="0.03", MUON_WEIGHT_DECAY="0.02",
-                   RUN_NAME="route")
+    run = tiny_run(OPTIMIZER_MUON="y", MUON_LR="0.03", MUON_WEIGHT_DECAY="0.02", RUN_NAME="route")
     trainer = Trainer(run, create_run_dir(run), log=lambda _: None)
     model, opt = trainer.training.model, trainer.training.optimizer
     names = {id(p): n for n, p in model.named_parameters()}
     muon = [g for g in opt.param_groups if g["use_muon"]]
     assert len(muon) == 1
     assert sorted(names[id(p)].split(".", 3)[3] for p in muon[0]["params"]) == sorted(
-        ["attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"] * 2)
-    adamw = {names[id(p)]: g["weight_decay"] for g in opt.param_groups if not g["use_muon"]
-             for p in g["params"]}
+        ["attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"] * 2
+    )
+    adamw = {
+        names[id(p)]: g["weight_decay"]
+        for g in opt.param_groups
+        if not g["use_muon"]
+        for p in g["params"]
+    }
     assert adamw["transformer.wte.weight"] == 0.1 and adamw["transformer.wpe.weight"] == 0.1
     assert adamw["transformer.h.0.attn.c_attn.bias"] == 0.0
     assert adamw["transformer.h.1.ln_2.weight"] == 0.0 and "lm_head.weight" not in adamw  # tied
@@ -152,8 +190,13 @@ def test_gpt2_hidden_matrices_go_to_muon_the_rest_to_adamw(tiny_run):
 
 def test_adamwprune_cannot_run_on_muon(write_config):
     with pytest.raises(ConfigError, match="PRUNING_METHOD_STATE"):
-        load_strict(write_config("CONFIG_OPTIMIZER_MUON=y", "CONFIG_PRUNING_MODE_SINGLE=y",
-                                 "CONFIG_PRUNING_METHOD_STATE=y"))
+        load_strict(
+            write_config(
+                "CONFIG_OPTIMIZER_MUON=y",
+                "CONFIG_PRUNING_MODE_SINGLE=y",
+                "CONFIG_PRUNING_METHOD_STATE=y",
+            )
+        )
     with pytest.raises(ConfigError, match="ADAMWPRUNE_BASE_MUON"):
         load_strict(write_config("CONFIG_OPTIMIZER_ADAMWPRUNE=y", "CONFIG_ADAMWPRUNE_BASE_MUON=y"))
 
@@ -169,11 +212,13 @@ def test_muon_run_learns_and_resumes_exactly(tiny_run):
     _, whole, _ = train(tiny_run(RUN_NAME="whole", **settings))
     val = whole["val_loss"]["values"]
     assert whole["optimizer"] == "muon" and val[-1] < val[1] < val[0] < math.log(
-        whole["model_config"]["vocab_size"]), val
+        whole["model_config"]["vocab_size"]
+    ), val
     _, part, run_dir = train(tiny_run(RUN_NAME="parts", **settings), stop_after=13)
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
-    assert state["step"] == 13 and any("momentum_buffer" in s
-                                       for s in state["optimizer"]["state"].values())
+    assert state["step"] == 13 and any(
+        "momentum_buffer" in s for s in state["optimizer"]["state"].values()
+    )
     _, resumed, _ = train(tiny_run(RUN_NAME="parts", **settings), resume=state, run_dir=run_dir)
     assert resumed["train_loss"] == whole["train_loss"]  # every logged loss, bit for bit
     assert resumed["val_loss"] == whole["val_loss"]
@@ -181,10 +226,18 @@ def test_muon_run_learns_and_resumes_exactly(tiny_run):
 
 @pytest.mark.parametrize("method", ["MAGNITUDE", "MOVEMENT"])
 def test_pruned_muon_run_keeps_weights_and_momentum_at_zero(tiny_run, method):
-    run = tiny_run(OPTIMIZER_MUON="y", PRUNING_MODE_SINGLE="y", PRUNING_WARMUP=4,
-                   PRUNING_RAMP_END=16, PRUNING_FREQUENCY=4, GPT2_MAX_ITERS=20,
-                   GPT2_EVAL_INTERVAL=20, PRUNING_TARGET_SPARSITY="0.7",
-                   **{f"PRUNING_METHOD_{method}": "y"}, RUN_NAME=f"muon-{method}")
+    run = tiny_run(
+        OPTIMIZER_MUON="y",
+        PRUNING_MODE_SINGLE="y",
+        PRUNING_WARMUP=4,
+        PRUNING_RAMP_END=16,
+        PRUNING_FREQUENCY=4,
+        GPT2_MAX_ITERS=20,
+        GPT2_EVAL_INTERVAL=20,
+        PRUNING_TARGET_SPARSITY="0.7",
+        **{f"PRUNING_METHOD_{method}": "y"},
+        RUN_NAME=f"muon-{method}",
+    )
     trainer, summary, _ = train(run)
     assert summary["sparsity"] == pytest.approx(0.7, abs=0.005)
     for (name, p), mask in zip(trainer.training.model.prunable(), trainer.training.pruner.masks):

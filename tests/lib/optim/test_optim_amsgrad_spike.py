@@ -2,6 +2,7 @@
 against a transcription of knlp's rule, AdamWSPAM with both against a float64
 transcription through clipping, a reset and a spike, AdamW and AdamWSPAM's
 AMSGrad against torch.optim.AdamW(amsgrad=True), and the Kconfig wiring."""
+
 from __future__ import annotations
 
 import math
@@ -112,7 +113,7 @@ def transcription(amsgrad: bool, spike_reset: bool):
             v = [[0.0] * len(xs) for xs in x]
         clip = k >= SKIP and k % INTERVAL >= SKIP
         s = 1.0 if j >= WARMUP else 1 - 0.99 * (1 + math.cos(math.pi * j / (WARMUP + 1))) / 2
-        size = LR * math.sqrt(1 - b2 ** k) / (1 - b1 ** k)
+        size = LR * math.sqrt(1 - b2**k) / (1 - b1**k)
         for t in range(len(x)):
             for i in range(len(x[t])):
                 gi = g[t][i]
@@ -134,12 +135,24 @@ def transcription(amsgrad: bool, spike_reset: bool):
 
 
 def run_spam(amsgrad: bool, spike_reset: bool, foreach: bool, fused: bool = False):
-    params = [torch.tensor(xs, dtype=torch.float32).reshape(s).requires_grad_()
-              for xs, s in zip(INIT, SHAPES)]
-    opt = AdamWSPAM([{"params": [p], "weight_decay": wd} for p, wd in zip(params, WD)],
-                    lr=LR, betas=BETAS, eps=EPS, theta=THETA, interval=INTERVAL,
-                    warmup_steps=WARMUP, clip_skip_steps=SKIP, amsgrad=amsgrad,
-                    spike_reset=spike_reset, foreach=foreach, fused=fused)
+    params = [
+        torch.tensor(xs, dtype=torch.float32).reshape(s).requires_grad_()
+        for xs, s in zip(INIT, SHAPES)
+    ]
+    opt = AdamWSPAM(
+        [{"params": [p], "weight_decay": wd} for p, wd in zip(params, WD)],
+        lr=LR,
+        betas=BETAS,
+        eps=EPS,
+        theta=THETA,
+        interval=INTERVAL,
+        warmup_steps=WARMUP,
+        clip_skip_steps=SKIP,
+        amsgrad=amsgrad,
+        spike_reset=spike_reset,
+        foreach=foreach,
+        fused=fused,
+    )
     out = []
     for k in range(1, STEPS + 1):
         g = gradient(k, [p.detach().double().reshape(-1).tolist() for p in params])
@@ -156,8 +169,9 @@ def test_spam_with_amsgrad_and_spike_damping_follows_the_formula(foreach, amsgra
     want, damped = transcription(amsgrad, spike_reset)
     got, opt = run_spam(amsgrad, spike_reset, foreach)
     for k, (w, g) in enumerate(zip(want, got), start=1):
-        torch.testing.assert_close(g, torch.tensor(w, dtype=torch.float64), rtol=2e-5,
-                                   atol=2e-6, msg=f"call {k}")
+        torch.testing.assert_close(
+            g, torch.tensor(w, dtype=torch.float64), rtol=2e-5, atol=2e-6, msg=f"call {k}"
+        )
     stats = optimizer_stats(opt)
     assert stats["resets"] == 2 and stats["spikes_clipped"] > 0
     if spike_reset:
@@ -194,8 +208,9 @@ def test_compiled_path_with_amsgrad_and_damping_matches_the_loop():
 @pytest.mark.parametrize("foreach", [False, True])
 def test_amsgrad_maximum_survives_a_reset(foreach):
     w = torch.zeros(2, requires_grad=True)
-    opt = AdamWSPAM([w], lr=1e-2, clip=False, interval=3, warmup_steps=0, amsgrad=True,
-                    foreach=foreach)
+    opt = AdamWSPAM(
+        [w], lr=1e-2, clip=False, interval=3, warmup_steps=0, amsgrad=True, foreach=foreach
+    )
     for g in (10.0, 10.0, 0.1):  # call 3 zeroes m and v first
         w.grad = torch.full((2,), g)
         if g == 0.1:
@@ -208,8 +223,10 @@ def test_amsgrad_maximum_survives_a_reset(foreach):
 
 def test_spike_state_round_trip_resumes_identically():
     _, whole = run_spam(True, True, foreach=True)
-    params = [torch.tensor(xs, dtype=torch.float32).reshape(s).requires_grad_()
-              for xs, s in zip(INIT, SHAPES)]
+    params = [
+        torch.tensor(xs, dtype=torch.float32).reshape(s).requires_grad_()
+        for xs, s in zip(INIT, SHAPES)
+    ]
     opt = AdamWSPAM(params, lr=LR, spike_reset=True, amsgrad=True, interval=INTERVAL)
     for _ in range(15):
         for p in params:
@@ -217,8 +234,13 @@ def test_spike_state_round_trip_resumes_identically():
         opt.step()
     saved = opt.state_dict()
     assert len(saved["spam"]["spike_norms"]) == 15
-    again = AdamWSPAM([p.detach().clone().requires_grad_() for p in params], lr=LR,
-                      spike_reset=True, amsgrad=True, interval=INTERVAL)
+    again = AdamWSPAM(
+        [p.detach().clone().requires_grad_() for p in params],
+        lr=LR,
+        spike_reset=True,
+        amsgrad=True,
+        interval=INTERVAL,
+    )
     again.load_state_dict(saved)
     assert list(again.spike.norms) == list(opt.spike.norms)
     assert again.stats() == opt.stats() and "spike_resets" in again.stats()
@@ -229,16 +251,27 @@ def test_spam_amsgrad_matches_torch_adamw_amsgrad_without_its_own_features():
     """No clipping, reset or decay and a negligible eps: AdamWSPAM with AMSGrad is Adam
     with AMSGrad, so torch's AdamW(amsgrad=True) takes the same steps."""
     gen = torch.Generator().manual_seed(5)
-    a = [torch.randn(4, 3, generator=gen).requires_grad_(),
-         torch.randn(6, generator=gen).requires_grad_()]
+    a = [
+        torch.randn(4, 3, generator=gen).requires_grad_(),
+        torch.randn(6, generator=gen).requires_grad_(),
+    ]
     b = [t.detach().clone().requires_grad_() for t in a]
     betas = (0.9, 0.9)  # v forgets the large early gradients quickly; the maximum does not
-    ours = AdamWSPAM(a, lr=1e-2, betas=betas, eps=1e-12, clip=False, reset=False,
-                     warmup_steps=0, amsgrad=True)
-    ref = torch.optim.AdamW(b, lr=1e-2, betas=betas, eps=1e-12, weight_decay=0.0,
-                            amsgrad=True, foreach=False)
-    plain = AdamWSPAM([t.detach().clone().requires_grad_() for t in a], lr=1e-2, betas=betas,
-                      eps=1e-12, clip=False, reset=False, warmup_steps=0)
+    ours = AdamWSPAM(
+        a, lr=1e-2, betas=betas, eps=1e-12, clip=False, reset=False, warmup_steps=0, amsgrad=True
+    )
+    ref = torch.optim.AdamW(
+        b, lr=1e-2, betas=betas, eps=1e-12, weight_decay=0.0, amsgrad=True, foreach=False
+    )
+    plain = AdamWSPAM(
+        [t.detach().clone().requires_grad_() for t in a],
+        lr=1e-2,
+        betas=betas,
+        eps=1e-12,
+        clip=False,
+        reset=False,
+        warmup_steps=0,
+    )
     for k in range(30):
         scale = 20.0 if k < 3 else 1.0
         gs = [torch.randn(t.shape, generator=gen) * scale for t in a]
@@ -248,23 +281,29 @@ def test_spam_amsgrad_matches_torch_adamw_amsgrad_without_its_own_features():
             opt.step()
     for pa, pb in zip(a, b):
         torch.testing.assert_close(pa, pb, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(ours.state[pa]["max_exp_avg_sq"],
-                                   ref.state[pb]["max_exp_avg_sq"])
+        torch.testing.assert_close(
+            ours.state[pa]["max_exp_avg_sq"], ref.state[pb]["max_exp_avg_sq"]
+        )
     assert (a[0] - plain.param_groups[0]["params"][0]).abs().max() > 1e-3
 
 
 def test_adamw_amsgrad_is_torchs_and_the_symbols_reach_the_optimizers(tiny_run):
-    from lib.train.trainer import Trainer
     from lib.train.naming import create_run_dir
+    from lib.train.trainer import Trainer
 
     run = tiny_run(ADAM_AMSGRAD="y", RUN_NAME="ams")
     trainer = Trainer(run, create_run_dir(run), log=lambda _: None)
     model = trainer.training.model
     opt = build_optimizer(run, model, torch.device("cpu"))
     assert isinstance(opt, torch.optim.AdamW) and opt.defaults["amsgrad"]
-    ref = torch.optim.AdamW(model.param_groups(run.WEIGHT_DECAY), lr=run.LEARNING_RATE,
-                            betas=(run.ADAM_BETA1, run.ADAM_BETA2), eps=run.ADAM_EPSILON,
-                            amsgrad=True, foreach=False)
+    ref = torch.optim.AdamW(
+        model.param_groups(run.WEIGHT_DECAY),
+        lr=run.LEARNING_RATE,
+        betas=(run.ADAM_BETA1, run.ADAM_BETA2),
+        eps=run.ADAM_EPSILON,
+        amsgrad=True,
+        foreach=False,
+    )
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     gen = torch.Generator().manual_seed(0)
     steps = []
@@ -290,13 +329,19 @@ def test_adamw_amsgrad_is_torchs_and_the_symbols_reach_the_optimizers(tiny_run):
     assert state_bytes(opt) == 12 * counts.params + 4 * counts.tensors
     assert optimizer_bytes(run, counts) == state_bytes(opt)
 
-    spam = tiny_run(OPTIMIZER_ADAMWSPAM="y", ADAM_AMSGRAD="y", SPAM_SPIKE_RESET="y",
-                    SPAM_SPIKE_THRESHOLD="3.5", RUN_NAME="spam")
+    spam = tiny_run(
+        OPTIMIZER_ADAMWSPAM="y",
+        ADAM_AMSGRAD="y",
+        SPAM_SPIKE_RESET="y",
+        SPAM_SPIKE_THRESHOLD="3.5",
+        RUN_NAME="spam",
+    )
     opt = build_optimizer(spam, model, torch.device("cpu"))
     assert isinstance(opt, AdamWSPAM) and opt.param_groups[0]["amsgrad"]
     assert opt.spike is not None and opt.spike.threshold == 3.5
     prune = tiny_run(OPTIMIZER_ADAMWPRUNE="y", ADAM_AMSGRAD="y", RUN_NAME="prune")
     assert build_optimizer(prune, model, torch.device("cpu")).defaults["amsgrad"]
-    off = build_optimizer(tiny_run(OPTIMIZER_ADAMWSPAM="y", RUN_NAME="off"), model,
-                          torch.device("cpu"))
+    off = build_optimizer(
+        tiny_run(OPTIMIZER_ADAMWSPAM="y", RUN_NAME="off"), model, torch.device("cpu")
+    )
     assert not off.param_groups[0]["amsgrad"] and off.spike is None

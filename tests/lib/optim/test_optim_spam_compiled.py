@@ -1,4 +1,5 @@
 """AdamWSPAM's compiled step (OPTIMIZER_IMPL=fused) against the per-parameter reference."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,8 +42,9 @@ def test_compiled_step_matches_the_per_parameter_path():
     for pa, pb in zip(a, b):  # 1-ulp differences compound over 40 steps, no further
         torch.testing.assert_close(pa, pb, rtol=2e-6, atol=1e-7)
         for key in ("exp_avg", "exp_avg_sq"):
-            torch.testing.assert_close(opt_a.state[pa][key], opt_b.state[pb][key],
-                                       rtol=2e-5, atol=1e-7)
+            torch.testing.assert_close(
+                opt_a.state[pa][key], opt_b.state[pb][key], rtol=2e-5, atol=1e-7
+            )
         assert float(opt_a.state[pa]["step"]) == float(opt_b.state[pb]["step"])
     assert float(opt_a.state[a[LAGGING]]["step"]) == 32.0
 
@@ -51,7 +53,9 @@ def test_a_failing_compile_falls_back_to_the_multi_tensor_step(monkeypatch):
     def broken(spare_unseen, amsgrad=False):
         def fail(*args):
             raise RuntimeError("no C++ compiler (simulated)")
+
         return fail
+
     monkeypatch.setattr(spam_compiled, "compiled_math", broken)
     grads = gradients(12)
     a, opt_a, hist_a = fused_train(grads)
@@ -61,5 +65,6 @@ def test_a_failing_compile_falls_back_to_the_multi_tensor_step(monkeypatch):
     assert hist_a == hist_b
     for pa, pb in zip(a, b):  # the failed call changed nothing before the fallback ran
         torch.testing.assert_close(pa, pb, rtol=0, atol=0)
-        torch.testing.assert_close(opt_a.state[pa]["exp_avg_sq"], opt_b.state[pb]["exp_avg_sq"],
-                                   rtol=0, atol=0)
+        torch.testing.assert_close(
+            opt_a.state[pa]["exp_avg_sq"], opt_b.state[pb]["exp_avg_sq"], rtol=0, atol=0
+        )

@@ -1,4 +1,5 @@
 """AdamWSPAM's multi-tensor path against the per-parameter reference."""
+
 from __future__ import annotations
 
 import copy
@@ -14,13 +15,24 @@ LAGGING, UNSEEN = 2, 4  # parameter without a gradient on some steps; one with v
 
 
 def make(params, foreach, eps=1e-8, spare_unseen=False):
-    groups = [{"params": params[:3], "weight_decay": 0.1},
-              {"params": params[3:], "weight_decay": 0.0}]
+    groups = [
+        {"params": params[:3], "weight_decay": 0.1},
+        {"params": params[3:], "weight_decay": 0.0},
+    ]
     # theta 4.3 clips often (and, like 1 - lr * wd, is not exact in 16 bits); a reset
     # every 9 steps with a 4-step warmup; no clipping in the 2 calls from each reset.
-    return AdamWSPAM(groups, lr=1e-2, betas=(0.9, 0.99), eps=eps, theta=4.3, interval=9,
-                     warmup_steps=4, clip_skip_steps=2, spare_unseen=spare_unseen,
-                     foreach=foreach)
+    return AdamWSPAM(
+        groups,
+        lr=1e-2,
+        betas=(0.9, 0.99),
+        eps=eps,
+        theta=4.3,
+        interval=9,
+        warmup_steps=4,
+        clip_skip_steps=2,
+        spare_unseen=spare_unseen,
+        foreach=foreach,
+    )
 
 
 def gradients(steps, spike=30.0):
@@ -42,8 +54,9 @@ def gradients(steps, spike=30.0):
 def train(foreach, dtypes, grads, eps=1e-8, opt=None, params=None, spare_unseen=False):
     if params is None:
         gen = torch.Generator().manual_seed(0)
-        params = [torch.randn(s, generator=gen).to(d).requires_grad_()
-                  for s, d in zip(SHAPES, dtypes)]
+        params = [
+            torch.randn(s, generator=gen).to(d).requires_grad_() for s, d in zip(SHAPES, dtypes)
+        ]
         opt = make(params, foreach, eps, spare_unseen)
     history = []
     for row in grads:
@@ -67,10 +80,19 @@ def assert_same(params_a, opt_a, params_b, opt_b):
 MIXED = [torch.float32, torch.bfloat16, torch.float32, torch.float64, torch.bfloat16, torch.float32]
 
 
-@pytest.mark.parametrize("dtypes, spare_unseen", [
-    ([torch.float32] * 6, False), ([torch.float64] * 6, False), ([torch.bfloat16] * 6, False),
-    ([torch.float16] * 6, False), (MIXED, False), ([torch.float32] * 6, True), (MIXED, True)],
-    ids=["fp32", "fp64", "bf16", "fp16", "mixed", "fp32-spare", "mixed-spare"])
+@pytest.mark.parametrize(
+    "dtypes, spare_unseen",
+    [
+        ([torch.float32] * 6, False),
+        ([torch.float64] * 6, False),
+        ([torch.bfloat16] * 6, False),
+        ([torch.float16] * 6, False),
+        (MIXED, False),
+        ([torch.float32] * 6, True),
+        (MIXED, True),
+    ],
+    ids=["fp32", "fp64", "bf16", "fp16", "mixed", "fp32-spare", "mixed-spare"],
+)
 def test_foreach_matches_per_parameter_path_exactly(dtypes, spare_unseen):
     half = torch.float16 in dtypes
     grads = gradients(50, spike=5.0 if half else 30.0)  # fp16: keep g^2 finite
@@ -92,8 +114,17 @@ def test_foreach_matches_per_parameter_path_exactly(dtypes, spare_unseen):
 def test_entries_with_zero_second_moment(foreach, spare_unseen):
     b1, b2, theta = 0.9, 0.999, 5000.0
     p = torch.zeros(3, requires_grad=True)
-    opt = AdamWSPAM([p], lr=1e-3, betas=(b1, b2), weight_decay=0.0, theta=theta, reset=False,
-                    clip_skip_steps=2, spare_unseen=spare_unseen, foreach=foreach)
+    opt = AdamWSPAM(
+        [p],
+        lr=1e-3,
+        betas=(b1, b2),
+        weight_decay=0.0,
+        theta=theta,
+        reset=False,
+        clip_skip_steps=2,
+        spare_unseen=spare_unseen,
+        foreach=foreach,
+    )
     p.grad = torch.tensor([1.0, 0.0, 1.0])  # entry 1 keeps v == 0
     opt.step()
     v_prev = float(opt.state[p]["exp_avg_sq"][2])

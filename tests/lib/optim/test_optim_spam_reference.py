@@ -1,6 +1,7 @@
 """AdamWSPAM against an independent float64 transcription of the SPAM authors'
 algorithm (TianjinYellow/SPAM-Optimizer at e8185fb, galore_torch/SPAM.py: the
 numbered points of lib/optim/spam.py's docstring), step by step through two resets."""
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,18 @@ DECAY = (0.1, 0.0)  # per tensor: a decayed matrix, an undecayed vector
 SHAPES = ((3, 4), (4,))
 # (call, tensor, entry): a gradient 1000x its usual size. Calls 5, 505, 519 and 1003
 # lie in the no-clipping windows (1-19, 500-519, 1000-1019); the others are clipped.
-SPIKES = ((5, 0, 1), (20, 1, 2), (100, 0, 7), (505, 0, 3), (519, 1, 0), (520, 0, 0),
-          (750, 1, 3), (1003, 0, 11), (1020, 0, 5), (1150, 1, 1))
+SPIKES = (
+    (5, 0, 1),
+    (20, 1, 2),
+    (100, 0, 7),
+    (505, 0, 3),
+    (519, 1, 0),
+    (520, 0, 0),
+    (750, 1, 3),
+    (1003, 0, 11),
+    (1020, 0, 5),
+    (1150, 1, 1),
+)
 INSIDE_WINDOWS = {5, 505, 519, 1003}
 
 
@@ -38,8 +49,10 @@ INIT, CURV, TARGET, NOISE = problem()
 
 def gradient(k: int, x: list[list[float]]) -> list[list[float]]:
     """Gradient of a noisy quadratic at call k, spikes injected."""
-    g = [[c * (xi - t) + n for xi, c, t, n in zip(xs, cs, ts, ns)]
-         for xs, cs, ts, ns in zip(x, CURV, TARGET, NOISE[k - 1])]
+    g = [
+        [c * (xi - t) + n for xi, c, t, n in zip(xs, cs, ts, ns)]
+        for xs, cs, ts, ns in zip(x, CURV, TARGET, NOISE[k - 1])
+    ]
     for call, tensor, entry in SPIKES:
         if call == k:
             g[tensor][entry] *= 1000.0
@@ -86,10 +99,16 @@ def transcription(restart: bool = False) -> tuple[list[list[float]], list[int]]:
 
 
 def ours(foreach: bool, **options) -> tuple[list[list[float]], list[int], AdamWSPAM]:
-    params = [torch.tensor(xs, dtype=torch.float64).reshape(s).requires_grad_()
-              for xs, s in zip(INIT, SHAPES)]
-    opt = AdamWSPAM([{"params": [p], "weight_decay": wd} for p, wd in zip(params, DECAY)],
-                    lr=LR, foreach=foreach, **options)  # everything else: the defaults
+    params = [
+        torch.tensor(xs, dtype=torch.float64).reshape(s).requires_grad_()
+        for xs, s in zip(INIT, SHAPES)
+    ]
+    opt = AdamWSPAM(
+        [{"params": [p], "weight_decay": wd} for p, wd in zip(params, DECAY)],
+        lr=LR,
+        foreach=foreach,
+        **options,
+    )  # everything else: the defaults
     trajectory, clipped, before = [], [], 0
     for k in range(1, STEPS + 1):
         grads = gradient(k, [p.detach().reshape(-1).tolist() for p in params])
@@ -113,8 +132,13 @@ def test_default_follows_the_authors_code_through_two_resets(reference, foreach)
     want, want_clipped = reference
     got, got_clipped, opt = ours(foreach)
     for k, (a, b) in enumerate(zip(got, want), 1):
-        torch.testing.assert_close(torch.tensor(a), torch.tensor(b), rtol=1e-6, atol=1e-12,
-                                   msg=lambda text, k=k: f"call {k}: {text}")
+        torch.testing.assert_close(
+            torch.tensor(a),
+            torch.tensor(b),
+            rtol=1e-6,
+            atol=1e-12,
+            msg=lambda text, k=k: f"call {k}: {text}",
+        )
     assert got_clipped == want_clipped
     assert opt.stats()["resets"] == 2
     assert all(float(opt.state[p]["step"]) == STEPS for g in opt.param_groups for p in g["params"])
@@ -131,7 +155,9 @@ def test_restarting_bias_correction_is_an_option_that_changes_the_trajectory(ref
     got, got_clipped, opt = ours(None, restart_bias_correction=True)
     torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-6, atol=1e-12)
     assert got_clipped == want_clipped
-    assert float(opt.state[opt.param_groups[0]["params"][0]]["step"]) == STEPS - 1000 + 1  # calls 1000-1200
+    assert (
+        float(opt.state[opt.param_groups[0]["params"][0]]["step"]) == STEPS - 1000 + 1
+    )  # calls 1000-1200
     default = torch.tensor(reference[0])
     assert torch.equal(torch.tensor(got[:499]), default[:499])  # same until the first reset
     assert (torch.tensor(got[499:]) - default[499:]).abs().max() > 1e-3

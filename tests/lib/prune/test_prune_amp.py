@@ -1,6 +1,7 @@
 """Movement pruning under fp16 loss scaling: a real GradScaler on the CPU, one
 forced overflow. Scores must hold true (unscaled) gradients and a step the
 scaler skips must add nothing."""
+
 from __future__ import annotations
 
 import copy
@@ -13,7 +14,7 @@ from lib.hardware.precision import Precision
 from lib.prune.pruner import Pruner
 from lib.train.step import TrainStep
 
-INIT_SCALE = 2.0 ** 16
+INIT_SCALE = 2.0**16
 
 
 class Tiny(nn.Module):
@@ -47,11 +48,25 @@ def test_movement_scores_are_unscaled_and_skip_overflowed_steps():
     torch.manual_seed(0)
     model = Tiny()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    pruner = Pruner([("fc.weight", model.fc.weight)], method="movement", target=0.5,
-                    warmup=10, ramp_end=20, frequency=5, schedule="linear", scope="global",
-                    optimizer=optimizer)
-    step = TrainStep(model, optimizer, Precision(torch.device("cpu"), "fp16", "test"),
-                     accumulation=1, grad_clip=0.0, pruner=pruner)
+    pruner = Pruner(
+        [("fc.weight", model.fc.weight)],
+        method="movement",
+        target=0.5,
+        warmup=10,
+        ramp_end=20,
+        frequency=5,
+        schedule="linear",
+        scope="global",
+        optimizer=optimizer,
+    )
+    step = TrainStep(
+        model,
+        optimizer,
+        Precision(torch.device("cpu"), "fp16", "test"),
+        accumulation=1,
+        grad_clip=0.0,
+        pruner=pruner,
+    )
     step.scaler = torch.amp.GradScaler("cpu", init_scale=INIT_SCALE)
     g = torch.Generator().manual_seed(1)
     batches = [(torch.randn(8, 6, generator=g), torch.randn(8, 4, generator=g)) for _ in range(4)]
@@ -63,7 +78,7 @@ def test_movement_scores_are_unscaled_and_skip_overflowed_steps():
         before = pruner.scores[0].clone()
         if i != 2:
             expected -= weight * true_gradient(model, x, y)
-        step(lambda: (x, y), lr=1e-2, step=i)
+        step(lambda x=x, y=y: (x, y), lr=1e-2, step=i)
         assert torch.isfinite(pruner.scores[0]).all()
         if i == 2:  # the scaler found inf: step skipped, scale halved, scores untouched
             assert step.scaler.get_scale() == scale / 2

@@ -1,4 +1,5 @@
 """Pruner on a 2-layer GPT-2: target reached, zeros exact, monotone, resumable."""
+
 from __future__ import annotations
 
 import copy
@@ -7,42 +8,10 @@ import io
 import pytest
 import torch
 
-from gpt2.config import GPT2Config
-from gpt2.model import GPT2
+from lib.prune.layers import depth_ramp
 from lib.prune.pruner import METHODS, Pruner
 from lib.prune.scores import VARIANTS
-from lib.prune.layers import depth_ramp
-
-STEPS = 40
-SCHEDULE = dict(target=0.5, warmup=5, ramp_end=30, frequency=5)
-
-
-def make_model(seed: int = 0):
-    torch.manual_seed(seed)
-    model = GPT2(GPT2Config(vocab_size=101, block_size=32, n_layer=2, n_head=4, n_embd=64))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1)
-    return model, optimizer
-
-
-def batches(n: int, seed: int = 1) -> list[torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randint(0, 101, (4, 33), generator=g) for _ in range(n)]
-
-
-def train(model, optimizer, pruner, data, first: int, last: int) -> list[list[torch.Tensor]]:
-    """Optimizer steps first..last (1-based), as the trainer drives them; masks after each."""
-    history = []
-    for step in range(first, last + 1):
-        x = data[step - 1]
-        _, loss = model(x[:, :-1], x[:, 1:])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        pruner.before_step(step)
-        optimizer.step()
-        pruner.after_step(step)
-        history.append([m.clone() for m in pruner.masks])
-    return history
+from tests.lib.prune.tiny_run import SCHEDULE, STEPS, batches, make_model, train
 
 
 def check_run(model, optimizer, pruner, history, target=0.5):
@@ -69,8 +38,14 @@ def check_run(model, optimizer, pruner, history, target=0.5):
 
 def test_magnitude_global_reaches_target_exactly_and_monotonically():
     model, optimizer = make_model()
-    pruner = Pruner(model.prunable(), method="magnitude", schedule="cubic", scope="global",
-                    optimizer=optimizer, **SCHEDULE)
+    pruner = Pruner(
+        model.prunable(),
+        method="magnitude",
+        schedule="cubic",
+        scope="global",
+        optimizer=optimizer,
+        **SCHEDULE,
+    )
     history = train(model, optimizer, pruner, batches(STEPS), 1, STEPS)
     report = check_run(model, optimizer, pruner, history)
     total = sum(p.numel() for _, p in model.prunable())
@@ -83,8 +58,15 @@ def test_magnitude_global_reaches_target_exactly_and_monotonically():
 
 def test_state_bitter7_per_layer_scope():
     model, optimizer = make_model()
-    pruner = Pruner(model.prunable(), method="state", variant="bitter7", schedule="linear",
-                    scope="per_layer", optimizer=optimizer, **SCHEDULE)
+    pruner = Pruner(
+        model.prunable(),
+        method="state",
+        variant="bitter7",
+        schedule="linear",
+        scope="per_layer",
+        optimizer=optimizer,
+        **SCHEDULE,
+    )
     history = train(model, optimizer, pruner, batches(STEPS), 1, STEPS)
     report = check_run(model, optimizer, pruner, history)
     assert all(abs(v - 0.5) <= 0.005 for v in report["per_layer"].values())
@@ -93,8 +75,15 @@ def test_state_bitter7_per_layer_scope():
 
 def test_movement_global_with_sampled_threshold():
     model, optimizer = make_model()
-    pruner = Pruner(model.prunable(), method="movement", schedule="cubic", scope="global",
-                    optimizer=optimizer, sample_size=5_000, **SCHEDULE)
+    pruner = Pruner(
+        model.prunable(),
+        method="movement",
+        schedule="cubic",
+        scope="global",
+        optimizer=optimizer,
+        sample_size=5_000,
+        **SCHEDULE,
+    )
     history = train(model, optimizer, pruner, batches(STEPS), 1, STEPS)
     report = check_run(model, optimizer, pruner, history)
     total = sum(p.numel() for _, p in model.prunable())
@@ -106,8 +95,15 @@ def test_movement_global_with_sampled_threshold():
 def test_every_variant_prunes_to_target(variant):
     model, optimizer = make_model()
     schedule = dict(target=0.6, warmup=2, ramp_end=8, frequency=2)
-    pruner = Pruner(model.prunable(), method="state", variant=variant, schedule="cubic",
-                    scope="global", optimizer=optimizer, **schedule)
+    pruner = Pruner(
+        model.prunable(),
+        method="state",
+        variant=variant,
+        schedule="cubic",
+        scope="global",
+        optimizer=optimizer,
+        **schedule,
+    )
     train(model, optimizer, pruner, batches(10), 1, 10)
     report = pruner.report()
     for (_, p), mask in zip(model.prunable(), pruner.masks):
@@ -123,29 +119,54 @@ def test_every_variant_prunes_to_target(variant):
 
 def test_bitter4_rank_budget_hits_the_global_target_with_uneven_layers():
     model, optimizer = make_model()
-    pruner = Pruner(model.prunable(), method="state", variant="bitter4", bitter4_budget="rank",
-                    schedule="cubic", scope="global", optimizer=optimizer,
-                    target=0.6, warmup=2, ramp_end=8, frequency=2)
+    pruner = Pruner(
+        model.prunable(),
+        method="state",
+        variant="bitter4",
+        bitter4_budget="rank",
+        schedule="cubic",
+        scope="global",
+        optimizer=optimizer,
+        target=0.6,
+        warmup=2,
+        ramp_end=8,
+        frequency=2,
+    )
     train(model, optimizer, pruner, batches(10), 1, 10)
     report = pruner.report()
     per_layer = list(report["per_layer"].values())
     assert abs(report["sparsity"] - 0.6) <= 0.005
     assert max(per_layer) - min(per_layer) > 0.1 and max(per_layer) <= 0.95
-    assert per_layer != [int(r * p.numel()) / p.numel()
-                         for r, (_, p) in zip(depth_ramp(len(per_layer), 0.6), model.prunable())]
+    assert per_layer != [
+        int(r * p.numel()) / p.numel()
+        for r, (_, p) in zip(depth_ramp(len(per_layer), 0.6), model.prunable())
+    ]
 
 
-def _pruned_with_state(variant: str, w: list[float], m: list[float], v: list[float],
-                       stepped: bool = True) -> list[bool]:
+def _pruned_with_state(
+    variant: str, w: list[float], m: list[float], v: list[float], stepped: bool = True
+) -> list[bool]:
     """Masks after one update to 50 % of one parameter whose Adam moments are m, v."""
     p = torch.nn.Parameter(torch.tensor(w))
     optimizer = torch.optim.AdamW([p])
     if stepped:
-        optimizer.state[p] = {"step": torch.tensor(5.0), "exp_avg": torch.tensor(m),
-                              "exp_avg_sq": torch.tensor(v)}
-    pruner = Pruner([("w", p)], method="state", variant=variant, target=0.5, warmup=0,
-                    ramp_end=1, frequency=1, schedule="linear", scope="global",
-                    optimizer=optimizer)
+        optimizer.state[p] = {
+            "step": torch.tensor(5.0),
+            "exp_avg": torch.tensor(m),
+            "exp_avg_sq": torch.tensor(v),
+        }
+    pruner = Pruner(
+        [("w", p)],
+        method="state",
+        variant=variant,
+        target=0.5,
+        warmup=0,
+        ramp_end=1,
+        frequency=1,
+        schedule="linear",
+        scope="global",
+        optimizer=optimizer,
+    )
     pruner.after_step(1)
     return pruner.masks[0].tolist()
 
@@ -163,11 +184,19 @@ def test_bitter5_masks_follow_the_reference_codes_sign():
 
 def test_state_scores_fall_back_to_magnitude_before_the_first_step():
     w, zeros = [0.1, -3.0, 0.2, 4.0], [0.0] * 4
-    assert _pruned_with_state("bitter3", w, [9.0, 0.0, 9.0, 0.0], [1.0] * 4) == \
-        [True, False, True, False]  # with moments: |w| sqrt|m| keeps the small weights
+    assert _pruned_with_state("bitter3", w, [9.0, 0.0, 9.0, 0.0], [1.0] * 4) == [
+        True,
+        False,
+        True,
+        False,
+    ]  # with moments: |w| sqrt|m| keeps the small weights
     for variant in ("bitter0", "bitter3", "bitter7", "obd"):
-        assert _pruned_with_state(variant, w, zeros, zeros, stepped=False) == \
-            [False, True, False, True], variant
+        assert _pruned_with_state(variant, w, zeros, zeros, stepped=False) == [
+            False,
+            True,
+            False,
+            True,
+        ], variant
 
 
 def test_magnitude_prunes_the_smallest_weights():
@@ -176,25 +205,22 @@ def test_magnitude_prunes_the_smallest_weights():
     before = [p.detach().clone() for p in layers]
     values = torch.cat([w.abs().flatten() for w in before])
     cut = values.sort().values[round(0.4 * values.numel())]  # smallest kept magnitude
-    pruner = Pruner([("a", layers[0]), ("b", layers[1])], method="magnitude", target=0.4,
-                    warmup=0, ramp_end=1, frequency=1, schedule="linear", scope="global")
+    pruner = Pruner(
+        [("a", layers[0]), ("b", layers[1])],
+        method="magnitude",
+        target=0.4,
+        warmup=0,
+        ramp_end=1,
+        frequency=1,
+        schedule="linear",
+        scope="global",
+    )
     pruner.after_step(1)
     for w, mask in zip(before, pruner.masks):
         assert torch.equal(mask, w.abs() >= cut)
     kept = torch.cat([p.detach().flatten() for p in layers])
     assert int((kept == 0).sum()) == round(0.4 * values.numel())
     assert float(kept[kept != 0].abs().min()) >= float(cut)
-
-
-def test_before_step_zeroes_pruned_gradients():
-    p = torch.nn.Parameter(torch.tensor([[3.0, -0.1], [0.2, -4.0]]))
-    pruner = Pruner([("w", p)], method="magnitude", target=0.5, warmup=0, ramp_end=1,
-                    frequency=1, schedule="linear", scope="global")
-    pruner.after_step(1)
-    p.grad = torch.ones_like(p)
-    pruner.before_step(2)
-    assert p.grad.tolist() == [[1.0, 0.0], [0.0, 1.0]]
-    assert p.detach().tolist() == [[3.0, 0.0], [0.0, -4.0]]
 
 
 @pytest.mark.parametrize("method", ["movement", "state"])
@@ -205,8 +231,14 @@ def test_state_dict_round_trip_continues_identically(method):
     pruner = Pruner(model.prunable(), optimizer=optimizer, **kwargs)
     train(model, optimizer, pruner, data, 1, 17)  # mid-ramp, between updates
     buffer = io.BytesIO()
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "pruner": pruner.state_dict()}, buffer)
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "pruner": pruner.state_dict(),
+        },
+        buffer,
+    )
     saved_masks = [m.clone() for m in pruner.masks]
     rest = train(model, optimizer, pruner, data, 18, STEPS)
 
@@ -219,7 +251,8 @@ def test_state_dict_round_trip_continues_identically(method):
     pruner2.load_state_dict(copy.deepcopy(checkpoint["pruner"]))
     assert all(torch.equal(a, b) for a, b in zip(pruner2.masks, saved_masks))
     assert pruner2.report()["sparsity"] == sum(int((~m).sum()) for m in saved_masks) / sum(
-        m.numel() for m in saved_masks)
+        m.numel() for m in saved_masks
+    )
     rest2 = train(model2, optimizer2, pruner2, data, 18, STEPS)
     for masks, masks2 in zip(rest, rest2):
         assert all(torch.equal(a, b) for a, b in zip(masks, masks2))
@@ -230,38 +263,46 @@ def test_state_dict_round_trip_continues_identically(method):
 
 def test_load_rejects_a_state_for_other_parameters():
     model, optimizer = make_model()
-    pruner = Pruner(model.prunable(), method="magnitude", schedule="cubic", scope="global",
-                    **SCHEDULE)
+    pruner = Pruner(
+        model.prunable(), method="magnitude", schedule="cubic", scope="global", **SCHEDULE
+    )
     state = pruner.state_dict()
-    other = Pruner(model.prunable()[:2], method="magnitude", schedule="cubic", scope="global",
-                   **SCHEDULE)
+    other = Pruner(
+        model.prunable()[:2], method="magnitude", schedule="cubic", scope="global", **SCHEDULE
+    )
     with pytest.raises(ValueError, match="state"):
         other.load_state_dict(state)
 
 
 def test_report_before_training():
     model, _ = make_model()
-    pruner = Pruner(model.prunable(), method="magnitude", schedule="linear", scope="global",
-                    **SCHEDULE)
+    pruner = Pruner(
+        model.prunable(), method="magnitude", schedule="linear", scope="global", **SCHEDULE
+    )
     report = pruner.report()
     assert report["sparsity"] == 0.0 and report["target"] == 0.0
     assert set(METHODS) == {"magnitude", "movement", "state"}
 
 
-@pytest.mark.parametrize("overrides, name", [
-    (dict(method="state"), "optimizer"),
-    (dict(method="state", optimizer="opt", variant="bitter10"), "variant"),
-    (dict(method="state", optimizer="opt", variant="bitter4", bitter4_budget="size"),
-     "bitter4_budget"),
-    (dict(method="random"), "method"),
-    (dict(target=1.0), "target"),
-    (dict(target=1.5), "target"),
-    (dict(ramp_end=5), "ramp_end"),
-    (dict(ramp_end=3), "ramp_end"),
-    (dict(schedule="exponential"), "schedule"),
-    (dict(scope="per_row"), "scope"),
-    (dict(frequency=0), "frequency"),
-])
+@pytest.mark.parametrize(
+    "overrides, name",
+    [
+        (dict(method="state"), "optimizer"),
+        (dict(method="state", optimizer="opt", variant="bitter10"), "variant"),
+        (
+            dict(method="state", optimizer="opt", variant="bitter4", bitter4_budget="size"),
+            "bitter4_budget",
+        ),
+        (dict(method="random"), "method"),
+        (dict(target=1.0), "target"),
+        (dict(target=1.5), "target"),
+        (dict(ramp_end=5), "ramp_end"),
+        (dict(ramp_end=3), "ramp_end"),
+        (dict(schedule="exponential"), "schedule"),
+        (dict(scope="per_row"), "scope"),
+        (dict(frequency=0), "frequency"),
+    ],
+)
 def test_invalid_arguments_name_the_argument(overrides, name):
     model, optimizer = make_model()
     kwargs = dict(method="magnitude", schedule="cubic", scope="global", **SCHEDULE)
@@ -276,97 +317,11 @@ def test_optimizer_must_update_the_pruned_parameters():
     model, _ = make_model()
     partial = torch.optim.AdamW(model.transformer.wte.parameters())
     with pytest.raises(ValueError, match="optimizer"):
-        Pruner(model.prunable(), method="state", optimizer=partial, schedule="cubic",
-               scope="global", **SCHEDULE)
-
-
-class MaskedFillPruner(Pruner):
-    """Masks applied tensor by tensor with masked_fill: the reference for exact zeros."""
-
-    @torch.no_grad()
-    def before_step(self, step: int) -> None:
-        for i, p in enumerate(self.params):
-            if p.grad is not None and self.pruned[i]:
-                p.grad.masked_fill_(~self.masks[i], 0)
-
-    @torch.no_grad()
-    def apply_masks(self) -> None:
-        for i, p in enumerate(self.params):
-            if self.pruned[i]:
-                dropped = ~self.masks[i]
-                p.masked_fill_(dropped, 0)
-                for key in ("exp_avg", "exp_avg_sq"):
-                    self.optimizer.state[p][key].masked_fill_(dropped, 0)
-
-
-@pytest.mark.parametrize("method", ["magnitude", "state"])
-def test_multi_tensor_masking_holds_masks_exactly_every_step(method):
-    # AdamWPrune on AdamWSPAM (multi-tensor path, resets and clipping active): after
-    # every step the pruned weights and moments are exactly zero, and everything
-    # equals the same run with masks applied by masked_fill.
-    from lib.optim.spam import AdamWSPAM
-
-    runs = []
-    for cls in (Pruner, MaskedFillPruner):
-        model, _ = make_model()
-        optimizer = AdamWSPAM(model.parameters(), lr=3e-3, theta=50.0, interval=7,
-                              warmup_steps=3, clip_skip_steps=2)  # clipping from call 2 on
-        pruner = cls(model.prunable(), method=method, schedule="linear", scope="global",
-                     optimizer=optimizer, target=0.5, warmup=2, ramp_end=12, frequency=2)
-        runs.append((model, optimizer, pruner))
-    data = batches(14)
-    for step in range(1, 15):
-        for model, optimizer, pruner in runs:
-            train(model, optimizer, pruner, data, step, step)
-            for (_, p), mask in zip(model.prunable(), pruner.masks):
-                state = optimizer.state[p]
-                for t in (p, state["exp_avg"], state["exp_avg_sq"]):
-                    assert int(torch.count_nonzero(t.detach()[~mask])) == 0
-        (a, opt_a, pr_a), (b, opt_b, pr_b) = runs
-        assert all(torch.equal(x, y) for x, y in zip(pr_a.masks, pr_b.masks))
-        for x, y in zip(a.parameters(), b.parameters()):
-            assert torch.equal(x, y)
-            for key in ("exp_avg", "exp_avg_sq"):
-                assert torch.equal(opt_a.state[x][key], opt_b.state[y][key])
-    assert pr_a.report()["sparsity"] == pytest.approx(0.5, abs=0.005)
-    assert opt_a.stats()["resets"] == 2 and opt_a.stats()["spikes_clipped"] > 0
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_masks_hold_exactly_on_cuda():
-    torch.manual_seed(0)
-    params = [torch.nn.Parameter(torch.randn(64, 32, device="cuda")) for _ in range(3)]
-    optimizer = torch.optim.AdamW(params, lr=1e-2)
-    pruner = Pruner([(f"w{i}", p) for i, p in enumerate(params)], method="magnitude",
-                    target=0.5, warmup=0, ramp_end=1, frequency=1, schedule="linear",
-                    scope="global", optimizer=optimizer)
-    for step in (1, 2, 3):
-        for p in params:
-            p.grad = torch.randn_like(p)
-        pruner.before_step(step)
-        optimizer.step()
-        pruner.after_step(step)
-        for p, mask in zip(params, pruner.masks):
-            for t in (p, optimizer.state[p]["exp_avg"], optimizer.state[p]["exp_avg_sq"]):
-                assert int(torch.count_nonzero(t.detach()[~mask])) == 0
-
-
-@pytest.mark.parametrize("opt, every_step", [("adamw_fused", False), ("sgd", True)])
-def test_masks_are_reapplied_only_when_the_optimizer_could_move_a_zero(opt, every_step,
-                                                                       monkeypatch):
-    # Under Adam a pruned entry (weight, moments, gradient 0) stays exactly 0, so the
-    # masks are applied at mask updates only; other rules get them every step.
-    model, _ = make_model()
-    optimizer = (torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1, fused=True)
-                 if opt == "adamw_fused" else
-                 torch.optim.SGD(model.parameters(), lr=3e-3, momentum=0.9))
-    pruner = Pruner(model.prunable(), method="magnitude", schedule="linear", scope="global",
-                    optimizer=optimizer, target=0.5, warmup=2, ramp_end=6, frequency=2)
-    applied = []
-    real = pruner.apply_masks
-    monkeypatch.setattr(pruner, "apply_masks", lambda: (applied.append(pruner.step), real()))
-    train(model, optimizer, pruner, batches(12), 1, 12)
-    assert applied == (list(range(1, 13)) if every_step else [4, 6])  # updates after 4 and 6
-    for (_, p), mask in zip(model.prunable(), pruner.masks):
-        assert int(torch.count_nonzero(p.detach()[~mask])) == 0
+        Pruner(
+            model.prunable(),
+            method="state",
+            optimizer=partial,
+            schedule="cubic",
+            scope="global",
+            **SCHEDULE,
+        )

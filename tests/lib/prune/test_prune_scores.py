@@ -1,5 +1,6 @@
 """Importance scores against formulas evaluated independently in float64 (Python
 math and NumPy's float16 rounding, not torch); bitter4's per-layer budgets."""
+
 from __future__ import annotations
 
 import math
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from lib.prune.scores import VARIANTS
 from lib.prune import scores as S
 from lib.prune.layers import allocate, depth_ramp, layer_factors
+from lib.prune.scores import VARIANTS
 
 # Fixed moments: the last two columns have v too small for float16 (1e-9 reads
 # as 0, 3e-8 as a subnormal) and a w that float16 rounds (1.0001 -> 1.0).

@@ -1,4 +1,5 @@
 """Sparsity schedule values; exact and sampled global thresholds."""
+
 from __future__ import annotations
 
 import math
@@ -7,17 +8,21 @@ import pytest
 import torch
 
 from lib.prune.schedule import sparsity_at
-from lib.prune.threshold import dkw_bound, kth_threshold
-from lib.prune.threshold import kth_smallest, sample_entries, smallest_k
+from lib.prune.threshold import dkw_bound, kth_smallest, kth_threshold, sample_entries, smallest_k
 
 
-@pytest.mark.parametrize("step, linear, cubic, late", [
-    (0, 0.0, 0.0, 0.0), (10, 0.0, 0.0, 0.0),
-    # progress 0.25: 0.8 * 0.25; 0.8 * (1 - 0.75^3) = 0.8 * 0.578125; 0.8 * 0.25^3
-    (15, 0.2, 0.4625, 0.0125),
-    (20, 0.4, 0.7, 0.1),  # progress 0.5: 0.8 * 0.5; 0.8 * (1 - 0.125); 0.8 * 0.125
-    (30, 0.8, 0.8, 0.8), (1000, 0.8, 0.8, 0.8),
-])
+@pytest.mark.parametrize(
+    "step, linear, cubic, late",
+    [
+        (0, 0.0, 0.0, 0.0),
+        (10, 0.0, 0.0, 0.0),
+        # progress 0.25: 0.8 * 0.25; 0.8 * (1 - 0.75^3) = 0.8 * 0.578125; 0.8 * 0.25^3
+        (15, 0.2, 0.4625, 0.0125),
+        (20, 0.4, 0.7, 0.1),  # progress 0.5: 0.8 * 0.5; 0.8 * (1 - 0.125); 0.8 * 0.125
+        (30, 0.8, 0.8, 0.8),
+        (1000, 0.8, 0.8, 0.8),
+    ],
+)
 def test_sparsity_at(step, linear, cubic, late):
     kw = dict(target=0.8, warmup=10, ramp_end=30)
     assert sparsity_at(step, kind="linear", **kw) == pytest.approx(linear)
@@ -25,13 +30,16 @@ def test_sparsity_at(step, linear, cubic, late):
     assert sparsity_at(step, kind="cubic_late", **kw) == pytest.approx(late)  # AdamWPrune's
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(target=1.0, warmup=0, ramp_end=5, kind="linear"), "target"),
-    (dict(target=-0.1, warmup=0, ramp_end=5, kind="linear"), "target"),
-    (dict(target=0.5, warmup=-1, ramp_end=5, kind="linear"), "warmup"),
-    (dict(target=0.5, warmup=5, ramp_end=5, kind="linear"), "ramp_end"),
-    (dict(target=0.5, warmup=0, ramp_end=5, kind="quadratic"), "kind"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(target=1.0, warmup=0, ramp_end=5, kind="linear"), "target"),
+        (dict(target=-0.1, warmup=0, ramp_end=5, kind="linear"), "target"),
+        (dict(target=0.5, warmup=-1, ramp_end=5, kind="linear"), "warmup"),
+        (dict(target=0.5, warmup=5, ramp_end=5, kind="linear"), "ramp_end"),
+        (dict(target=0.5, warmup=0, ramp_end=5, kind="quadratic"), "kind"),
+    ],
+)
 def test_sparsity_at_rejects_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):
         sparsity_at(3, **kwargs)
@@ -39,8 +47,11 @@ def test_sparsity_at_rejects_bad_arguments(kwargs, name):
 
 def _tensors(seed=0):
     g = torch.Generator().manual_seed(seed)
-    return [torch.randn(30, 40, generator=g), torch.rand(100, generator=g),
-            torch.randn(7, 9, 11, generator=g) * 3]
+    return [
+        torch.randn(30, 40, generator=g),
+        torch.rand(100, generator=g),
+        torch.randn(7, 9, 11, generator=g) * 3,
+    ]
 
 
 def test_exact_threshold_is_the_sorted_quantile():
@@ -87,8 +98,11 @@ def test_sampling_is_proportional_to_tensor_size():
 
 def test_sampled_threshold_is_within_the_dkw_bound():
     g = torch.Generator().manual_seed(0)
-    scores = [torch.randn(2_000_000, generator=g), torch.rand(700, 1000, generator=g) * 2,
-              -torch.empty(300_000).exponential_(generator=g)]
+    scores = [
+        torch.randn(2_000_000, generator=g),
+        torch.rand(700, 1000, generator=g) * 2,
+        -torch.empty(300_000).exponential_(generator=g),
+    ]
     scores[0][:100_000] = -math.inf  # already pruned entries
     total = sum(s.numel() for s in scores)
     n = 20_000

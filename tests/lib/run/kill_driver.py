@@ -6,6 +6,7 @@ the write), "after|<file>|<n>" just after it. FSIZE_LIMIT=<bytes> caps every
 file this process writes (RLIMIT_FSIZE): a write past it fails with EFBIG, as a
 full disk fails with ENOSPC. Arguments go to train.py.
 """
+
 from __future__ import annotations
 
 import os

@@ -15,6 +15,7 @@ It then resumes the run in a new process and compares metrics.json.
 Usage: python tests/lib/run/signal_driver.py <work dir> <random trials> <seed>
 Prints one JSON line per trial, then {"done": ...}.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from lib.run import signals# noqa: E402
+from lib.run import signals  # noqa: E402
 
 signals.STOP.install()  # as train.py does: every fork inherits the handlers
 
@@ -38,17 +39,30 @@ import torch._dynamo  # noqa: E402,F401 (the optimizer imports it lazily: 1 s in
 import lib.run.checkpointer as checkpointer_module  # noqa: E402
 import lib.train.build as build_module  # noqa: E402
 import scripts.train as train  # noqa: E402
+from lib.config.kconfig import open_tree  # noqa: E402
 from lib.config.run_config import load_run_config, write_outputs  # noqa: E402
 from lib.data.loader import BatchLoader  # noqa: E402
-from lib.config.kconfig import open_tree  # noqa: E402
 from tests.lib.conftest import synthetic_corpus  # noqa: E402
 
-SETTINGS = {"GPT2_N_LAYER": "2", "GPT2_N_HEAD": "2", "GPT2_N_EMBD": "32", "GPT2_BLOCK_SIZE": "32",
-            "BATCH_SIZE": "8", "GPT2_MAX_ITERS": "12", "GPT2_EVAL_INTERVAL": "4",
-            "TRAIN_EVAL_ITERS": "4", "TRAIN_LOG_INTERVAL": "1", "GPT2_WARMUP_STEPS": "3",
-            "LEARNING_RATE": "3e-3", "GPT2_MIN_LR": "3e-4", "GPT2_DROPOUT": "0.1",
-            "GPT2_GRADIENT_ACCUMULATION": "2", "DEVICE_CPU": "y", "GPT2_DATASET_CUSTOM": "y",
-            "DATA_TOKENIZER_CHAR": "y"}
+SETTINGS = {
+    "GPT2_N_LAYER": "2",
+    "GPT2_N_HEAD": "2",
+    "GPT2_N_EMBD": "32",
+    "GPT2_BLOCK_SIZE": "32",
+    "BATCH_SIZE": "8",
+    "GPT2_MAX_ITERS": "12",
+    "GPT2_EVAL_INTERVAL": "4",
+    "TRAIN_EVAL_ITERS": "4",
+    "TRAIN_LOG_INTERVAL": "1",
+    "GPT2_WARMUP_STEPS": "3",
+    "LEARNING_RATE": "3e-3",
+    "GPT2_MIN_LR": "3e-4",
+    "GPT2_DROPOUT": "0.1",
+    "GPT2_GRADIENT_ACCUMULATION": "2",
+    "DEVICE_CPU": "y",
+    "GPT2_DATASET_CUSTOM": "y",
+    "DATA_TOKENIZER_CHAR": "y",
+}
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
 
 
@@ -56,8 +70,12 @@ def run_config(work: Path):
     corpus = synthetic_corpus(work / "corpus.txt", lines=600)
     config = work / ".config"
     write_outputs(open_tree(), config, work / "config.py")
-    settings = {**SETTINGS, "DATA_CUSTOM_PATH": str(corpus), "DATA_DIR": str(work / "data"),
-                "RESULTS_DIR": str(work / "results")}
+    settings = {
+        **SETTINGS,
+        "DATA_CUSTOM_PATH": str(corpus),
+        "DATA_DIR": str(work / "data"),
+        "RESULTS_DIR": str(work / "results"),
+    }
     return load_run_config([f"SET={' '.join(f'{k}={v}' for k, v in settings.items())}"], config)
 
 
@@ -69,6 +87,7 @@ def new_run(work: Path, run, name: str) -> Path:
 
 
 # -- inside a child: signals sent at chosen points --------------------------------
+
 
 def _signal_self(sig: int, after: float = 0.0) -> None:
     time.sleep(after)
@@ -101,6 +120,7 @@ def _at(point: str, nth: int, sig: int, again: str | None) -> None:
     def next_batch(self, *args, **kwargs):
         passing(f"{self.split}_batch")
         return real_next(self, *args, **kwargs)
+
     BatchLoader.next_batch = next_batch
 
     real_build = build_module.build_optimizer
@@ -110,6 +130,7 @@ def _at(point: str, nth: int, sig: int, again: str | None) -> None:
         optimizer = real_build(*args, **kwargs)
         optimizer.register_step_pre_hook(lambda *_: passing("optimizer_step"))
         return optimizer
+
     build_module.build_optimizer = build_optimizer
 
     real_save = checkpointer_module.save_checkpoint
@@ -117,6 +138,7 @@ def _at(point: str, nth: int, sig: int, again: str | None) -> None:
     def save_checkpoint(*args, **kwargs):
         passing("checkpoint_write")
         return real_save(*args, **kwargs)
+
     checkpointer_module.save_checkpoint = save_checkpoint
 
 
@@ -151,8 +173,15 @@ def metrics(run_dir: Path) -> dict:
     return json.loads((run_dir / "metrics.json").read_text())
 
 
-def trial(work: Path, run, ref: dict, name: str, sig: int, delay: float | None = None,
-          hook: dict | None = None) -> dict:
+def trial(
+    work: Path,
+    run,
+    ref: dict,
+    name: str,
+    sig: int,
+    delay: float | None = None,
+    hook: dict | None = None,
+) -> dict:
     run_dir = new_run(work, run, name)
     started = time.monotonic()
     pid = fork_run(run_dir, hook)
@@ -160,20 +189,32 @@ def trial(work: Path, run, ref: dict, name: str, sig: int, delay: float | None =
         time.sleep(delay)
         os.kill(pid, sig)
     first = wait(pid)
-    out = {"trial": name, "signal": signal.Signals(sig).name, "delay_s": delay,
-           "hook": hook and {k: v for k, v in hook.items() if k != "sig"},
-           "first_exit": first, "first_s": round(time.monotonic() - started, 3)}
+    out = {
+        "trial": name,
+        "signal": signal.Signals(sig).name,
+        "delay_s": delay,
+        "hook": hook and {k: v for k, v in hook.items() if k != "sig"},
+        "first_exit": first,
+        "first_s": round(time.monotonic() - started, 3),
+    }
     if (run_dir / "metrics.json").exists():
         stopped = metrics(run_dir)
-        out.update(stopped_status=stopped.get("status"), stopped_at=stopped.get("iterations"),
-                   stop_signal=stopped.get("stop_signal"), reason=stopped.get("reason"))
+        out.update(
+            stopped_status=stopped.get("status"),
+            stopped_at=stopped.get("iterations"),
+            stop_signal=stopped.get("stop_signal"),
+            reason=stopped.get("reason"),
+        )
     out["resume_exit"] = wait(fork_run(run_dir)) if first != 0 else None
     final = metrics(run_dir)
-    out.update(final_status=final["status"], iterations=final["iterations"],
-               final_val_loss=final["final_val_loss"],
-               same_train_losses=final["train_loss"] == ref["train_loss"],
-               same_val_losses=final["val_loss"] == ref["val_loss"],
-               resumed_from=[e["step"] for e in final["events"] if e["event"] == "resumed"])
+    out.update(
+        final_status=final["status"],
+        iterations=final["iterations"],
+        final_val_loss=final["final_val_loss"],
+        same_train_losses=final["train_loss"] == ref["train_loss"],
+        same_val_losses=final["val_loss"] == ref["val_loss"],
+        resumed_from=[e["step"] for e in final["events"] if e["event"] == "resumed"],
+    )
     return out
 
 
@@ -186,20 +227,34 @@ def main(work: Path, trials: int, seed: int) -> None:
         assert code == 0, (name, code, (work / "results" / name / "child.log").read_text()[-3000:])
     duration = time.monotonic() - started
     ref = metrics(work / "results" / "ref")
-    print(json.dumps({"reference_s": round(duration, 3), "final_val_loss": ref["final_val_loss"],
-                      "same_as_first_reference": ref["train_loss"] == metrics(
-                          work / "results" / "ref0")["train_loss"]}), flush=True)
+    print(
+        json.dumps(
+            {
+                "reference_s": round(duration, 3),
+                "final_val_loss": ref["final_val_loss"],
+                "same_as_first_reference": ref["train_loss"]
+                == metrics(work / "results" / "ref0")["train_loss"],
+            }
+        ),
+        flush=True,
+    )
     rng = random.Random(seed)
     for i in range(trials):
         sig = SIGNALS[i % len(SIGNALS)]
         delay = round(rng.uniform(0.0, 0.95 * duration), 3)
         print(json.dumps(trial(work, run, ref, f"random{i}", sig, delay=delay)), flush=True)
     # Batches: 2 per training step (accumulation), 4 per evaluation (steps 4, 8, 12).
-    points = [("setup", 1, None), ("train_batch", rng.randint(1, 16), None),
-              ("optimizer_step", rng.randint(1, 8), None), ("val_batch", rng.randint(1, 8), None),
-              ("checkpoint_write", 1, None), ("train_batch", rng.randint(1, 16), "double"),
-              ("optimizer_step", 2, "same"), ("optimizer_step", rng.randint(5, 7), "same"),
-              ("val_batch", 6, "checkpoint_write")]
+    points = [
+        ("setup", 1, None),
+        ("train_batch", rng.randint(1, 16), None),
+        ("optimizer_step", rng.randint(1, 8), None),
+        ("val_batch", rng.randint(1, 8), None),
+        ("checkpoint_write", 1, None),
+        ("train_batch", rng.randint(1, 16), "double"),
+        ("optimizer_step", 2, "same"),
+        ("optimizer_step", rng.randint(5, 7), "same"),
+        ("val_batch", 6, "checkpoint_write"),
+    ]
     for i, (point, nth, again) in enumerate(points):
         sig = SIGNALS[i % len(SIGNALS)]
         hook = {"point": point, "nth": nth, "sig": sig, "again": again}

@@ -1,4 +1,5 @@
 """Checkpoint mirroring to BACKUP_DIR: whole files, only changed ones, never fatal."""
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,12 @@ def train(cfg, log):
 
 
 def test_a_run_mirrors_its_checkpoints(tiny_run, tmp_path):
-    cfg = tiny_run(GPT2_MAX_ITERS=10, GPT2_EVAL_INTERVAL=5, RUN_NAME="mirrored",
-                   BACKUP_DIR=str(tmp_path / "nas"))
+    cfg = tiny_run(
+        GPT2_MAX_ITERS=10,
+        GPT2_EVAL_INTERVAL=5,
+        RUN_NAME="mirrored",
+        BACKUP_DIR=str(tmp_path / "nas"),
+    )
     summary, run_dir = train(cfg, log=lambda _: None)
     dest = tmp_path / "nas" / "mirrored"
     for name in ("ckpt_latest.pt", "ckpt_best.pt", "metrics.json", "config.txt"):
@@ -48,8 +53,12 @@ def test_a_run_mirrors_its_checkpoints(tiny_run, tmp_path):
 def test_a_failing_backup_warns_and_training_goes_on(tiny_run, tmp_path):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the backup folder should be")
-    cfg = tiny_run(GPT2_MAX_ITERS=10, GPT2_EVAL_INTERVAL=5, RUN_NAME="unmirrored",
-                   BACKUP_DIR=str(blocker / "nas"))
+    cfg = tiny_run(
+        GPT2_MAX_ITERS=10,
+        GPT2_EVAL_INTERVAL=5,
+        RUN_NAME="unmirrored",
+        BACKUP_DIR=str(blocker / "nas"),
+    )
     lines: list[str] = []
     summary, run_dir = train(cfg, log=lines.append)
     assert summary["status"] == "completed" and summary["iterations"] == 10

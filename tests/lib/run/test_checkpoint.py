@@ -1,4 +1,5 @@
 """Checkpoints are atomic, and a bad one is a clear error."""
+
 from __future__ import annotations
 
 import errno
@@ -15,8 +16,13 @@ from lib.run.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 
 def state(step: int) -> dict:
-    return {"step": step, "model": {"w": torch.full((3,), float(step))}, "optimizer": {},
-            "model_config": {}, "family": "gpt2"}
+    return {
+        "step": step,
+        "model": {"w": torch.full((3,), float(step))},
+        "optimizer": {},
+        "model_config": {},
+        "family": "gpt2",
+    }
 
 
 def test_crash_mid_save_leaves_the_previous_checkpoint_loadable(tmp_path, monkeypatch):
@@ -98,8 +104,10 @@ def test_a_damaged_checkpoint_names_the_alternative_only_when_it_is_intact(tmp_p
 
 
 def test_a_missing_run_folder_is_not_a_missing_checkpoint(tmp_path):
-    assert refusal(tmp_path / "nope" / "ckpt_best.pt") == \
-        f"there is no run at {tmp_path / 'nope'}: no such folder"
+    assert (
+        refusal(tmp_path / "nope" / "ckpt_best.pt")
+        == f"there is no run at {tmp_path / 'nope'}: no such folder"
+    )
 
 
 def disk_fills_after(monkeypatch, limit: int, free: int) -> list[list[str]]:
@@ -118,7 +126,7 @@ def disk_fills_after(monkeypatch, limit: int, free: int) -> list[list[str]]:
 
     def disk_usage(folder):
         seen.append(sorted(p.name for p in Path(folder).iterdir() if p.name.endswith(".tmp")))
-        return shutil._ntuple_diskusage(10 ** 9, 10 ** 9 - free, free)
+        return shutil._ntuple_diskusage(10**9, 10**9 - free, free)
 
     monkeypatch.setattr(atomic._KeepsWriteError, "write", write)
     monkeypatch.setattr(atomic.shutil, "disk_usage", disk_usage)
@@ -147,12 +155,16 @@ def test_a_full_disk_is_one_paragraph_with_the_bytes_needed_and_free(tmp_path, m
         f"disk has 700 free with the partial file removed. Unchanged by the failed write: "
         f"ckpt_latest.pt (step 2) is intact, ckpt_best.pt (step 2) is intact. Free at least "
         f"{needed - 700:,} more bytes there; then `make continue RUN={tmp_path.resolve()}` "
-        f"resumes the run.")
+        f"resumes the run."
+    )
     assert full.value.__suppress_context__  # no chained tracebacks behind it
     assert queries == [[]]  # free space measured once the partial temporary was gone
     assert latest.read_bytes() == before and load_checkpoint(latest)["step"] == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt_best.pt", "ckpt_latest.pt",
-                                                           "config.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ckpt_best.pt",
+        "ckpt_latest.pt",
+        "config.txt",
+    ]
 
 
 def test_a_full_disk_before_the_first_checkpoint_says_none_exists_yet(tmp_path, monkeypatch):

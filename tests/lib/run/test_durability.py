@@ -4,6 +4,7 @@ Real processes killed by SIGKILL at exact points of their writes (tests/lib/
 kill_driver.py), real write failures (RLIMIT_FSIZE, and ENOSPC on a small tmpfs
 where this machine lets a test mount one), real umasks.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,13 +35,19 @@ def new_run(tiny_run, tmp_path: Path, name: str, **settings) -> Path:
     return run_dir
 
 
-def train(run_dir: Path, kill_at: str = "", umask: int = 0o022,
-          fsize: int = 0) -> subprocess.CompletedProcess:
+def train(
+    run_dir: Path, kill_at: str = "", umask: int = 0o022, fsize: int = 0
+) -> subprocess.CompletedProcess:
     """train.py RUN_DIR=run_dir in a new process (it resumes from ckpt_latest.pt)."""
     env = {**os.environ, "KILL_AT": kill_at, "FSIZE_LIMIT": str(fsize or "")}
-    return subprocess.run([sys.executable, str(DRIVER), f"RUN_DIR={run_dir}"], env=env,
-                          capture_output=True, text=True, timeout=120,
-                          preexec_fn=lambda: os.umask(umask))
+    return subprocess.run(
+        [sys.executable, str(DRIVER), f"RUN_DIR={run_dir}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.umask(umask),
+    )
 
 
 def killed(run_dir: Path, when: str, target: Path, nth: int = 1, **kwargs) -> None:
@@ -140,7 +147,9 @@ def test_a_full_disk_is_a_clear_error_and_keeps_the_last_checkpoint(tiny_run, tm
         rf"and the write stopped after {size // 2:,}\. Unchanged by the failed write: "
         rf"ckpt_latest\.pt \(step 2\) is intact, ckpt_best\.pt \(step 2\) is intact\. Raise "
         rf"the file size limit \(ulimit -f unlimited\); then `make continue "
-        rf"RUN={re.escape(str(run_dir.resolve()))}` resumes the run\.", error)
+        rf"RUN={re.escape(str(run_dir.resolve()))}` resumes the run\.",
+        error,
+    )
     assert match, error
     needed = int(match.group(1).replace(",", ""))
     assert size < needed < 1.01 * size  # the step-2 checkpoint and 2 evaluations' records more
@@ -183,17 +192,33 @@ def test_no_space_left_on_a_real_small_filesystem(tmp_path):
     probe = subprocess.run(["unshare", "-rm", "sh", "-c", mount], capture_output=True)
     if probe.returncode:
         pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.decode().strip()}")
-    out = subprocess.run(["unshare", "-rm", "sh", "-c", f'{mount} && exec "$0" -c "$1" "$2"',
-                          sys.executable, TMPFS_WRITER, str(disk)],
-                         capture_output=True, text=True, cwd=root, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(root)})
+    out = subprocess.run(
+        [
+            "unshare",
+            "-rm",
+            "sh",
+            "-c",
+            f'{mount} && exec "$0" -c "$1" "$2"',
+            sys.executable,
+            TMPFS_WRITER,
+            str(disk),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert out.returncode == 0, out.stderr
     message, step = out.stdout.strip().splitlines()
-    match = re.fullmatch(rf"no space left on device for {re.escape(str(disk))}/ckpt_latest\.pt: "
-                         r"the checkpoint needs ([\d,]+) bytes and the disk has ([\d,]+) free "
-                         r"with the partial file removed\. Unchanged by the failed write: "
-                         r"ckpt_latest\.pt \(step 1\) is intact\. Free at least ([\d,]+) "
-                         r"more bytes there\.", message)
+    match = re.fullmatch(
+        rf"no space left on device for {re.escape(str(disk))}/ckpt_latest\.pt: "
+        r"the checkpoint needs ([\d,]+) bytes and the disk has ([\d,]+) free "
+        r"with the partial file removed\. Unchanged by the failed write: "
+        r"ckpt_latest\.pt \(step 1\) is intact\. Free at least ([\d,]+) "
+        r"more bytes there\.",
+        message,
+    )
     assert match, message
     needed, free, short = (int(g.replace(",", "")) for g in match.groups())
     assert 2_000_000 < needed < 2_010_000  # 500,000 float32s and the pickle around them
@@ -221,15 +246,19 @@ Backup(str(Path(sys.argv[1]) / "nas"), run).mirror()
 @pytest.mark.parametrize("umask, mode", [(0o002, 0o664), (0o022, 0o644), (0o077, 0o600)])
 def test_records_are_written_with_the_umask(tmp_path, umask, mode):
     root = Path(__file__).resolve().parents[3]
-    out = subprocess.run([sys.executable, "-c", UMASK_WRITER, str(tmp_path)], cwd=root,
-                         capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "PYTHONPATH": str(root)},
-                         preexec_fn=lambda: os.umask(umask))
+    out = subprocess.run(
+        [sys.executable, "-c", UMASK_WRITER, str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        preexec_fn=lambda: os.umask(umask),
+    )
     assert out.returncode == 0, out.stderr
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) == 7  # 3 records, their 3 mirrored copies, matrix.json, nothing else
-    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == \
-        {p.name: mode for p in files}
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == {p.name: mode for p in files}
 
 
 def test_stale_temporaries_of_named_files_only(tmp_path):
@@ -238,10 +267,17 @@ def test_stale_temporaries_of_named_files_only(tmp_path):
     target = tmp_path / "metrics.json"
     write_json_atomic(target, {"v": 1})
     child = subprocess.run(
-        [sys.executable, "-c", "import os, signal, sys; from lib.atomic import write_atomic; "
-         "write_atomic(sys.argv[1], lambda f: (f.write(b'{'), f.flush(), "
-         "os.kill(os.getpid(), signal.SIGKILL)))", str(target)],
-        cwd=Path(__file__).resolve().parents[3], capture_output=True)
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, sys; from lib.atomic import write_atomic; "
+            "write_atomic(sys.argv[1], lambda f: (f.write(b'{'), f.flush(), "
+            "os.kill(os.getpid(), signal.SIGKILL)))",
+            str(target),
+        ],
+        cwd=Path(__file__).resolve().parents[3],
+        capture_output=True,
+    )
     assert child.returncode == -signal.SIGKILL
     (tmp_path / ".eval.json.0123abcd.tmp").write_text("x")
     [stale] = [n for n in temps(tmp_path) if not n.startswith(".eval.json.")]
@@ -249,4 +285,3 @@ def test_stale_temporaries_of_named_files_only(tmp_path):
     assert remove_stale_temps(tmp_path, ("metrics.json", "ckpt_best.pt")) == [(tmp_path / stale, 1)]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".eval.json.0123abcd.tmp", "metrics.json"]
     assert json.loads(target.read_text()) == {"v": 1}
-

@@ -1,4 +1,5 @@
 """The run record's "environment": what this process really runs on."""
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,8 @@ def test_environment_names_this_python_torch_and_packages():
     assert record["platform"] == platform.platform()
     if torch.cuda.is_available():
         assert [g["name"] for g in record["gpus"]] == [
-            torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())
+        ]
     else:
         assert record["gpus"] == [] and record["gpu_driver"] is None
 
@@ -44,13 +46,17 @@ def test_a_package_that_is_not_installed_is_null_and_aliases_are_tried(monkeypat
 
     monkeypatch.setattr(env.metadata, "version", version)
     assert env.package_versions(("numpy", "triton", "fla-core")) == {
-        "numpy": "2.0.0", "triton": "3.1.0", "fla-core": None}
+        "numpy": "2.0.0",
+        "triton": "3.1.0",
+        "fla-core": None,
+    }
 
 
 def test_cpu_name_from_cpuinfo(tmp_path):
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\n"
-                    "model name\t: AMD EPYC 7B13 64-Core Processor\n")
+    info.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13 64-Core Processor\n"
+    )
     assert env.cpu_name(info) == "AMD EPYC 7B13 64-Core Processor"
     info.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nModel\t: Raspberry Pi 4 Model B\n")
     assert env.cpu_name(info) == "Raspberry Pi 4 Model B"

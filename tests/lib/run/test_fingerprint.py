@@ -1,5 +1,6 @@
 """A run's fingerprint: which symbols move it (over the real Kconfig tree, both
 ways), the data part, the code part."""
+
 from __future__ import annotations
 
 import shutil
@@ -10,10 +11,10 @@ import kconfiglib
 import pytest
 
 from lib.config.kconfig import open_tree
-from lib.train.resolved import resolved_settings
 from lib.config.run_config import SYMBOL_NAMES, RunConfig, typed_values
 from lib.data.corpus import prepare
 from lib.run import fingerprint as fp
+from lib.train.resolved import resolved_settings
 from tests.lib.conftest import synthetic_corpus
 from tests.test_symbols_read import _candidates
 
@@ -21,13 +22,20 @@ DATA, CODE = "d" * 64, {"commit": "c" * 40, "dirty": False}
 # Configurations whose visible symbols differ: each symbol is varied in each.
 CONFIGURATIONS = {
     "defaults": {},
-    "adamwprune state pruning": {"OPTIMIZER_ADAMWPRUNE": "y", "PRUNING_MODE_SINGLE": "y",
-                                 "PRUNING_METHOD_STATE": "y"},
+    "adamwprune state pruning": {
+        "OPTIMIZER_ADAMWPRUNE": "y",
+        "PRUNING_MODE_SINGLE": "y",
+        "PRUNING_METHOD_STATE": "y",
+    },
     "hamt": {"MODEL_HAMT": "y"},
     "ra_mla attention": {"GPT2_ATTENTION_RA_MLA": "y"},
     "batch fitted at start": {"HYPER_PARAM_AUTO": "y"},
-    "ddp on a two-node slurm job": {"GPT2_USE_DDP": "y", "MATRIX_EXECUTOR_SLURM": "y",
-                                    "SLURM_NODES": "2", "SLURM_GPUS_PER_NODE": "4"},
+    "ddp on a two-node slurm job": {
+        "GPT2_USE_DDP": "y",
+        "MATRIX_EXECUTOR_SLURM": "y",
+        "SLURM_NODES": "2",
+        "SLURM_GPUS_PER_NODE": "4",
+    },
     "samples, trackers, monitor": {"EVAL_SAMPLES": "y", "TRACKER_WANDB": "y", "MONITOR": "y"},
 }
 MATRIX_ONLY = {"OPTIMIZER_MODE": "multiple", "PRUNING_MODE": "multiple"}
@@ -47,27 +55,38 @@ def _run(kconf: kconfiglib.Kconfig) -> RunConfig:
 
 def _is_run(run: RunConfig) -> bool:
     """Not a matrix: a multiple-selection mode hides the run's own choice."""
-    return not any(run.values.get(k) == v for k, v in MATRIX_ONLY.items()) \
+    return (
+        not any(run.values.get(k) == v for k, v in MATRIX_ONLY.items())
         and not run.GPT2_ATTENTION_MULTIPLE
+    )
 
 
 def _variations(kconf: kconfiglib.Kconfig):
     """(name, set it, undo it) for each user-settable symbol and choice member."""
     for sym in kconf.unique_defined_syms:
-        if sym.choice is None and sym.visibility and sym.config_string \
-                and any(n.prompt for n in sym.nodes):
+        if (
+            sym.choice is None
+            and sym.visibility
+            and sym.config_string
+            and any(n.prompt for n in sym.nodes)
+        ):
             for value in _candidates(sym)[:1]:
                 saved = sym.user_value
-                yield sym.name, lambda s=sym, v=value: s.set_value(v) and s.str_value == v, \
-                    lambda s=sym, u=saved: s.unset_value() if u is None else s.set_value(u)
+                yield (
+                    sym.name,
+                    lambda s=sym, v=value: s.set_value(v) and s.str_value == v,
+                    lambda s=sym, u=saved: s.unset_value() if u is None else s.set_value(u),
+                )
     for choice in kconf.unique_choices:  # the dataset's has no name: its members name it
         if choice.visibility and choice.selection is not None:
             current = choice.selection
             for member in choice.syms:
                 if member is not current and member.visibility:
-                    yield choice.name or member.name, \
-                        lambda m=member: m.set_value(2) and m.tri_value == 2, \
-                        lambda c=current: c.set_value(2)
+                    yield (
+                        choice.name or member.name,
+                        lambda m=member: m.set_value(2) and m.tri_value == 2,
+                        lambda c=current: c.set_value(2),
+                    )
 
 
 @pytest.mark.parametrize("configuration", CONFIGURATIONS)
@@ -108,8 +127,11 @@ def test_the_data_and_code_parts_move_the_hash():
     run = _run(open_tree())
     assert fp.content_hash(run, DATA, CODE) == fp.content_hash(_run(open_tree()), DATA, CODE)
     assert fp.content_hash(run, "e" * 64, CODE) != fp.content_hash(run, DATA, CODE)
-    for code in ({"commit": "b" * 40, "dirty": False}, {"commit": "c" * 40, "dirty": True},
-                 {"version": "0.1.0", "source": "f" * 64}):
+    for code in (
+        {"commit": "b" * 40, "dirty": False},
+        {"commit": "c" * 40, "dirty": True},
+        {"version": "0.1.0", "source": "f" * 64},
+    ):
         assert fp.content_hash(run, DATA, code) != fp.content_hash(run, DATA, CODE)
 
 
@@ -139,8 +161,9 @@ def test_unhashed_symbols_change_nothing_the_trainer_builds(name):
 
 def test_every_entry_names_symbols_that_exist():
     for entry, why in fp.UNHASHED.items():
-        matched = [s for s in SYMBOL_NAMES if s == entry or
-                   (entry.endswith("_") and s.startswith(entry))]
+        matched = [
+            s for s in SYMBOL_NAMES if s == entry or (entry.endswith("_") and s.startswith(entry))
+        ]
         assert matched and why, f"UNHASHED['{entry}'] matches no symbol"
 
 
@@ -167,8 +190,12 @@ def test_data_fingerprint_follows_the_content_not_the_place_or_the_time(tmp_path
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
-                           *args], check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

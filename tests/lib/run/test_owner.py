@@ -1,6 +1,7 @@
 """One live owner per folder (lib/run/owner.py) with real processes: the owner is
 seen and refused while alive, and gone the moment it is killed -9; run names
 that leave the results folder are refused."""
+
 from __future__ import annotations
 
 import json
@@ -13,18 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from lib.run import owner
 from lib.config.kconfig import ROOT
+from lib.run import owner
 from lib.run.rundir import RunDirError, check_run_name, find_run_dir
 
-HOLD = ("import sys, time; sys.path.insert(0, sys.argv[2]); from lib.run import owner; "
-        "owner.claim(sys.argv[1], lambda h: 'busy'); print('held', flush=True); time.sleep(60)")
+HOLD = (
+    "import sys, time; sys.path.insert(0, sys.argv[2]); from lib.run import owner; "
+    "owner.claim(sys.argv[1], lambda h: 'busy'); print('held', flush=True); time.sleep(60)"
+)
 
 
 def _holder(folder: Path) -> subprocess.Popen:
     """A separate process that owns folder until it is killed."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), str(ROOT)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder), str(ROOT)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "held"
     return proc
 
@@ -56,11 +60,17 @@ def test_owning_releases_at_the_end_of_the_block_and_a_probe_never_blocks_a_clai
         assert owner.owner(tmp_path)["pid"] == os.getpid()
     assert owner.owner(tmp_path) is None
     # Another process probing in a tight loop must not make a claim fail.
-    probe = subprocess.Popen([sys.executable, "-c",
-                              "import sys, time; sys.path.insert(0, sys.argv[2]); "
-                              "from lib.run import owner\nend = time.time() + 1\n"
-                              "while time.time() < end: owner.owner(sys.argv[1])",
-                              str(tmp_path), str(ROOT)])
+    probe = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; sys.path.insert(0, sys.argv[2]); "
+            "from lib.run import owner\nend = time.time() + 1\n"
+            "while time.time() < end: owner.owner(sys.argv[1])",
+            str(tmp_path),
+            str(ROOT),
+        ]
+    )
     try:
         time.sleep(0.3)
         for _ in range(20):
@@ -70,11 +80,24 @@ def test_owning_releases_at_the_end_of_the_block_and_a_probe_never_blocks_a_clai
         probe.wait()
 
 
-@pytest.mark.parametrize("name, ok", [
-    ("run1", "run1"), ("matrix_20250101-120000/gpt2_adamw_none", None), ("run1/", "run1"),
-    ("../x", False), ("/tmp/x", False), ("a/../b", False), ("..", False), (".hidden", False),
-    ("a/b/c", False), ("x\n", False), ("~/x", False), ("a b", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("run1", "run1"),
+        ("matrix_20250101-120000/gpt2_adamw_none", None),
+        ("run1/", "run1"),
+        ("../x", False),
+        ("/tmp/x", False),
+        ("a/../b", False),
+        ("..", False),
+        (".hidden", False),
+        ("a/b/c", False),
+        ("x\n", False),
+        ("~/x", False),
+        ("a b", False),
+        ("", False),
+    ],
+)
 def test_run_names_stay_under_the_results_folder(tmp_path, name, ok):
     if ok is False:
         with pytest.raises(RunDirError, match="is not a run name"):

@@ -1,6 +1,7 @@
 """Checkpoints are read without running code from them (lib/run/safeload.py): a run's
 real checkpoints load, a crafted one is refused before its payload runs, and
 TRUST_CHECKPOINT=1 loads a trusted file that holds other objects."""
+
 from __future__ import annotations
 
 import io
@@ -33,8 +34,14 @@ class Payload:
 
 
 def minimal(step: int = 1, **extra) -> dict:
-    return {"step": step, "model": {"w": torch.ones(3)}, "optimizer": {}, "model_config": {},
-            "family": "gpt2", **extra}
+    return {
+        "step": step,
+        "model": {"w": torch.ones(3)},
+        "optimizer": {},
+        "model_config": {},
+        "family": "gpt2",
+        **extra,
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +80,10 @@ def test_a_checkpoint_pickled_by_numpy_1_still_loads(tmp_path):
                 assert b"numpy._core.multiarray" in data
                 data = data.replace(b"numpy._core.multiarray", b"numpy.core.multiarray")
             dst.writestr(item, data)
-    assert "numpy.core.multiarray._reconstruct" in torch.serialization.get_unsafe_globals_in_checkpoint(old)
+    assert (
+        "numpy.core.multiarray._reconstruct"
+        in torch.serialization.get_unsafe_globals_in_checkpoint(old)
+    )
     state = load_checkpoint(old)
     assert np.array_equal(state["rng"]["numpy"][1], np.random.get_state()[1])
 
@@ -119,14 +129,23 @@ def test_make_sample_export_and_continue_refuse_the_payload(tmp_path):
     for name in ("ckpt_best.pt", "ckpt_latest.pt"):
         torch.save({"format": 1, **minimal(), "extra": Payload(marker)}, run_dir / name)
     env = {k: v for k, v in os.environ.items() if k != TRUST_VAR}
-    for script, args in (("sample.py", ["--run", str(run_dir)]),
-                         ("export.py", ["--run", str(run_dir)]),
-                         ("continue.py", ["--run", str(run_dir)])):
-        out = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args], env=env,
-                             capture_output=True, text=True, timeout=180, cwd=ROOT)
+    for script, args in (
+        ("sample.py", ["--run", str(run_dir)]),
+        ("export.py", ["--run", str(run_dir)]),
+        ("continue.py", ["--run", str(run_dir)]),
+    ):
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / script), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=ROOT,
+        )
         assert out.returncode in (1, 2), script + out.stdout + out.stderr
-        assert out.stderr.startswith("error: ") and len(out.stderr.strip().splitlines()) == 1, \
+        assert out.stderr.startswith("error: ") and len(out.stderr.strip().splitlines()) == 1, (
             script + out.stderr
+        )
         assert "was not loaded" in out.stderr and f"{TRUST_VAR}=1" in out.stderr, out.stderr
         assert "Traceback" not in out.stdout + out.stderr
         assert not marker.exists(), script

@@ -1,6 +1,7 @@
 """Stop signals: SIGTERM, SIGINT and SIGUSR1 stop a run at a step boundary with a
 checkpoint and exit code 75, and the resumed run equals the uninterrupted one
 bit for bit, whenever the signal lands; throughput survives many short segments."""
+
 from __future__ import annotations
 
 import json
@@ -13,9 +14,9 @@ import time
 
 import pytest
 
+from lib.config.kconfig import ROOT
 from lib.run import signals
 from lib.run.checkpoint import load_checkpoint
-from lib.config.kconfig import ROOT
 from lib.run.metrics import WARMUP_STEPS
 from lib.run.signals import EXIT_RESUMABLE, Abandoned, StopRequest
 from lib.train.trainer import Trainer
@@ -49,9 +50,19 @@ def test_runs_stopped_at_random_moments_resume_exactly(tmp_path):
     optimizer step, during an evaluation, while writing a checkpoint, twice):
     every resumed run's per-step train losses and val losses equal the
     uninterrupted run's exactly."""
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "lib" / "run" / "signal_driver.py"),
-                           str(tmp_path), str(RANDOM_TRIALS), str(SEED)],
-                          capture_output=True, text=True, timeout=240, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests" / "lib" / "run" / "signal_driver.py"),
+            str(tmp_path),
+            str(RANDOM_TRIALS),
+            str(SEED),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     print("\n".join(json.dumps(line) for line in lines))  # the delays, for a failure's record
@@ -76,8 +87,13 @@ def test_runs_stopped_at_random_moments_resume_exactly(tmp_path):
         point, nth, again = t["hook"]["point"], t["hook"]["nth"], t["hook"]["again"]
         # Stops after the step the signal fell in: 2 training batches per step
         # (accumulation), 4 validation batches per evaluation (every 4 steps).
-        step = {"setup": 0, "train_batch": math.ceil(nth / 2), "optimizer_step": nth,
-                "val_batch": 4 * math.ceil(nth / 4), "checkpoint_write": 4}[point]
+        step = {
+            "setup": 0,
+            "train_batch": math.ceil(nth / 2),
+            "optimizer_step": nth,
+            "val_batch": 4 * math.ceil(nth / 4),
+            "checkpoint_write": 4,
+        }[point]
         if again in (None, "double"):  # one stop, even when delivered twice at once
             assert t["stopped_at"] == step and t["resumed_from"] == [step], key
             assert "with a checkpoint" in t["reason"], key
@@ -108,8 +124,11 @@ def test_throughput_survives_many_short_segments(tiny_run, tmp_path):
         assert summary["status"] == "stopped" and summary["iterations"] == stop_after
         assert metrics.timed_seconds == 0  # every segment within its warm-up
         assert metrics.all_tokens == stop_after * tokens_per_iter
-        assert summary["tokens_per_sec"] == pytest.approx(
-            stop_after * tokens_per_iter / metrics.wall_time_s) and summary["tokens_per_sec"] > 0
+        assert (
+            summary["tokens_per_sec"]
+            == pytest.approx(stop_after * tokens_per_iter / metrics.wall_time_s)
+            and summary["tokens_per_sec"] > 0
+        )
         assert summary["ms_per_iter"] > 0
     on_disk = json.loads((run_dir / "metrics.json").read_text())
     assert on_disk["tokens_per_sec"] == summary["tokens_per_sec"] > 0

@@ -1,5 +1,6 @@
 """Under torchrun (gloo on the CPU, 2 ranks) a stop signal that reaches one rank
 stops every rank at the same step; the resumed run equals the uninterrupted one."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,15 @@ import pytest
 from lib.config.kconfig import ROOT
 
 pytestmark = pytest.mark.slow
-SETTINGS = dict(GPT2_MAX_ITERS=600, GPT2_EVAL_INTERVAL=150, BATCH_SIZE=4, GPT2_USE_DDP="y",
-                GPT2_NUM_GPUS=2, GPT2_DROPOUT="0.1", RUN_NAME="ddp")
+SETTINGS = dict(
+    GPT2_MAX_ITERS=600,
+    GPT2_EVAL_INTERVAL=150,
+    BATCH_SIZE=4,
+    GPT2_USE_DDP="y",
+    GPT2_NUM_GPUS=2,
+    GPT2_DROPOUT="0.1",
+    RUN_NAME="ddp",
+)
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
@@ -30,8 +38,13 @@ def _run_dir(tmp_path: Path, run, name: str) -> Path:
 def _train(run_dir: Path) -> subprocess.Popen:
     """train.py under torchrun; its console goes to a file (a pipe nobody reads would fill)."""
     with open(run_dir / "console.txt", "ab") as console:
-        return subprocess.Popen([sys.executable, "scripts/train.py", f"RUN_DIR={run_dir}"],
-                                cwd=ROOT, env=ENV, stdout=console, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            [sys.executable, "scripts/train.py", f"RUN_DIR={run_dir}"],
+            cwd=ROOT,
+            env=ENV,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _console(run_dir: Path) -> str:
@@ -57,8 +70,9 @@ def test_a_signal_to_one_rank_stops_all_ranks_at_the_same_step(tiny_run, tmp_pat
     assert _train(whole_dir).wait(timeout=300) == 0, _console(whole_dir)
     part = _train(part_dir)
     deadline = time.time() + 120
-    while "iter 12/600" not in ((part_dir / "output.log").read_text()
-                               if (part_dir / "output.log").exists() else ""):
+    while "iter 12/600" not in (
+        (part_dir / "output.log").read_text() if (part_dir / "output.log").exists() else ""
+    ):
         assert time.time() < deadline and part.poll() is None, _console(part_dir)
         time.sleep(0.05)
     os.kill(_rank(part.pid, 1), signal.SIGTERM)  # rank 1 only: rank 0 learns it between steps

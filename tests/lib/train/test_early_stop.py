@@ -1,4 +1,5 @@
 """Early stopping: the decision on loss sequences, and real runs that plateau."""
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,14 @@ def test_reason_names_the_setting():
     assert "not improved by more than 0.5" in reason and "TRAIN_EARLY_STOP_PATIENCE=1" in reason
 
 
-PLATEAU = dict(LEARNING_RATE="1e-8", GPT2_MIN_LR="0", GPT2_EVAL_INTERVAL=5, GPT2_MAX_ITERS=100,
-               TRAIN_EARLY_STOP="y", TRAIN_EARLY_STOP_MIN_DELTA="0.1")
+PLATEAU = dict(
+    LEARNING_RATE="1e-8",
+    GPT2_MIN_LR="0",
+    GPT2_EVAL_INTERVAL=5,
+    GPT2_MAX_ITERS=100,
+    TRAIN_EARLY_STOP="y",
+    TRAIN_EARLY_STOP_MIN_DELTA="0.1",
+)
 
 
 def run(tiny_run, stop_after=None, resume=None, run_dir=None, **settings):
@@ -75,9 +82,15 @@ def test_a_plateaued_run_stops_early_as_completed(tiny_run):
 
 
 def test_a_learning_run_is_not_stopped(tiny_run):
-    summary, _ = run(tiny_run, RUN_NAME="learning", GPT2_MAX_ITERS=30, GPT2_EVAL_INTERVAL=5,
-                     TRAIN_EARLY_STOP="y", TRAIN_EARLY_STOP_PATIENCE=2,
-                     TRAIN_EARLY_STOP_MIN_DELTA="0.01")
+    summary, _ = run(
+        tiny_run,
+        RUN_NAME="learning",
+        GPT2_MAX_ITERS=30,
+        GPT2_EVAL_INTERVAL=5,
+        TRAIN_EARLY_STOP="y",
+        TRAIN_EARLY_STOP_PATIENCE=2,
+        TRAIN_EARLY_STOP_MIN_DELTA="0.01",
+    )
     assert summary["status"] == "completed" and summary["stopped_early"] is False
     assert summary["iterations"] == 30 and summary["reason"] is None
 

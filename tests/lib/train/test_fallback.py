@@ -1,4 +1,5 @@
 """The out-of-memory ladder: eager, then smaller micro-batches, effective batch kept."""
+
 from __future__ import annotations
 
 import json
@@ -7,12 +8,18 @@ import pytest
 import torch
 
 from gpt2.model import GPT2
+from lib.config.run_config import run_config_from_defaults
 from lib.estimate.fit import BatchPlan
-from lib.train.fallback import (GUARDED_STEPS, CompileOff, FirstSteps, SmallerBatch, is_out_of_memory,
-                          smaller_batch)
+from lib.train.fallback import (
+    GUARDED_STEPS,
+    CompileOff,
+    FirstSteps,
+    SmallerBatch,
+    is_out_of_memory,
+    smaller_batch,
+)
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
-from lib.config.run_config import run_config_from_defaults
 
 SETTINGS = dict(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3)
 
@@ -40,7 +47,6 @@ def plan(batch, accumulation):
     return BatchPlan("manual", batch, accumulation, 1, "as configured")
 
 
-
 def settings(**symbols: str):
     """Every symbol at its default, plus these (validated as overrides are)."""
     return run_config_from_defaults(symbols)
@@ -60,17 +66,27 @@ def test_decisions_walk_the_ladder_without_a_trainer():
         guard.decide(OOM, False, True, plan(2, 4))
     assert raised.value.__cause__ is OOM
     # The records metrics.json keeps, field for field.
-    assert first.record() == {"event": "oom_fallback", "action": "smaller_batch",
-                              "batch_size": 4, "accumulation": 2, "error": first.error}
-    assert CompileOff("oom_fallback", "e").record() == {"event": "oom_fallback", "error": "e",
-                                                        "action": "eager"}
+    assert first.record() == {
+        "event": "oom_fallback",
+        "action": "smaller_batch",
+        "batch_size": 4,
+        "accumulation": 2,
+        "error": first.error,
+    }
+    assert CompileOff("oom_fallback", "e").record() == {
+        "event": "oom_fallback",
+        "error": "e",
+        "action": "eager",
+    }
 
 
 def test_other_failures_turn_compile_off_once_unless_strict():
     crash = RuntimeError("backend exploded")
     guard = FirstSteps(settings(TRAIN_OOM_FALLBACK="y"), distributed=False)
     assert guard.decide(crash, True, False, plan(8, 1)).record() == {
-        "event": "compile_failed", "error": "RuntimeError: backend exploded"}
+        "event": "compile_failed",
+        "error": "RuntimeError: backend exploded",
+    }
     with pytest.raises(RuntimeError, match="^backend exploded$"):  # compile proven: a real error
         guard.decide(crash, False, True, plan(8, 1))
     strict = FirstSteps(settings(COMPILE_MODEL="y", COMPILE_STRICT="y"), distributed=False)
@@ -84,7 +100,9 @@ def test_other_failures_turn_compile_off_once_unless_strict():
 def test_guarded_steps_count_from_the_start_or_resume_and_wait_for_compile():
     guard = FirstSteps(settings(), distributed=False)
     assert [guard.guards(done, True) for done in range(10, 15)] == [True] * GUARDED_STEPS + [
-        False, False]
+        False,
+        False,
+    ]
     assert guard.guards(20, compile_proven=False)
 
 
@@ -92,7 +110,11 @@ def test_a_rebatched_plan_is_a_new_value_with_the_same_effective_batch():
     before = plan(8, 1)
     after = before.rebatched(2, 4, "out of memory")
     assert (after.mode, after.batch_size, after.accumulation, after.effective) == (
-        "fallback", 2, 4, 8)
+        "fallback",
+        2,
+        4,
+        8,
+    )
     assert (before.batch_size, before.accumulation) == (8, 1)
     with pytest.raises(ValueError, match="effective batch 8"):
         before.rebatched(2, 3, "wrong")
@@ -113,6 +135,7 @@ def memory_limit(monkeypatch):
     def compiled(model, *options):
         def run(*args, **kwargs):
             raise RuntimeError("compilation failed") from torch.OutOfMemoryError("simulated")
+
         return run
 
     monkeypatch.setattr(GPT2, "forward", limited)
@@ -121,23 +144,30 @@ def memory_limit(monkeypatch):
 
 
 def test_ladder_ends_in_a_working_run_and_records_each_step(tiny_run, memory_limit):
-    trainer, summary = train(tiny_run(RUN_NAME="ladder", BATCH_SIZE=8, COMPILE_MODEL="y",
-                                      **SETTINGS))
+    trainer, summary = train(
+        tiny_run(RUN_NAME="ladder", BATCH_SIZE=8, COMPILE_MODEL="y", **SETTINGS)
+    )
     assert summary["status"] == "completed" and summary["iterations"] == 6
-    steps = [(e["event"], e.get("action"), e.get("batch_size"), e.get("accumulation"))
-             for e in summary["events"]]
-    assert steps == [("oom_fallback", "eager", None, None),
-                     ("oom_fallback", "smaller_batch", 4, 2),
-                     ("oom_fallback", "smaller_batch", 2, 4)]
+    steps = [
+        (e["event"], e.get("action"), e.get("batch_size"), e.get("accumulation"))
+        for e in summary["events"]
+    ]
+    assert steps == [
+        ("oom_fallback", "eager", None, None),
+        ("oom_fallback", "smaller_batch", 4, 2),
+        ("oom_fallback", "smaller_batch", 2, 4),
+    ]
     assert summary["compiled"] is False and "compilation failed" in summary["compile_error"]
     assert (summary["micro_batch_size"], summary["gradient_accumulation"]) == (2, 4)
     assert summary["effective_batch_size"] == 8 and summary["tokens_seen"] == 6 * 8 * 32
     # What ran is what a run configured with 2 x 4 computes: the same batches in the
     # same order (one sampler draw of 8 offsets = four draws of 2).
-    _, direct = train(tiny_run(RUN_NAME="direct", BATCH_SIZE=2, GPT2_GRADIENT_ACCUMULATION=4,
-                               **SETTINGS))
-    assert summary["train_loss"]["values"] == pytest.approx(direct["train_loss"]["values"],
-                                                            rel=1e-5)
+    _, direct = train(
+        tiny_run(RUN_NAME="direct", BATCH_SIZE=2, GPT2_GRADIENT_ACCUMULATION=4, **SETTINGS)
+    )
+    assert summary["train_loss"]["values"] == pytest.approx(
+        direct["train_loss"]["values"], rel=1e-5
+    )
     on_disk = json.loads((trainer.run_dir / "metrics.json").read_text())
     assert on_disk["micro_batch_size"] == 2 and len(on_disk["events"]) == 3
 

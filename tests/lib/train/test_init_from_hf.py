@@ -2,6 +2,7 @@
 GPT-2 saved by transformers' save_pretrained, offline): its first loss is the
 transformers model's on the same batch, mismatches are refused naming the
 symbols, and a resumed run continues from its checkpoint."""
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,14 @@ VOCAB = 50257  # GPT-2's BPE: the tokenizer the run's data is prepared with
 
 def save_hf(path, seed=0, **shape):
     torch.manual_seed(seed)
-    shape = {"vocab_size": VOCAB, "n_positions": 64, "n_embd": 32, "n_layer": 2, "n_head": 2,
-             **shape}
+    shape = {
+        "vocab_size": VOCAB,
+        "n_positions": 64,
+        "n_embd": 32,
+        "n_layer": 2,
+        "n_head": 2,
+        **shape,
+    }
     config = HFConfig(initializer_range=0.1, **shape)
     model = GPT2LMHeadModel(config).eval()
     model.save_pretrained(path)
@@ -46,13 +53,17 @@ def hf_run(tiny_run, tmp_path):
     model = save_hf(tmp_path / "hf")
 
     def build(**settings):
-        base = {"DATA_TOKENIZER_GPT2": "y", "GPT2_INIT_FROM": "hf",
-                "GPT2_INIT_PATH": str(tmp_path / "hf")}
+        base = {
+            "DATA_TOKENIZER_GPT2": "y",
+            "GPT2_INIT_FROM": "hf",
+            "GPT2_INIT_PATH": str(tmp_path / "hf"),
+        }
         if "DATA_TOKENIZER_CHAR" in settings:
             del base["DATA_TOKENIZER_GPT2"]
         if settings.get("GPT2_INIT_FROM") == "scratch":
             del base["GPT2_INIT_PATH"]
         return tiny_run(**{**base, **settings})
+
     return model, build
 
 
@@ -62,7 +73,8 @@ def hf_loss(hf, x, y) -> float:
 
 
 def test_first_loss_is_the_transformers_models_loss_and_resume_keeps_the_checkpoint(
-        hf_run, tmp_path):
+    hf_run, tmp_path
+):
     hf, build = hf_run
     run = build(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=1, TRAIN_EVAL_ITERS=1, RUN_NAME="hf")
     run_dir = create_run_dir(run)
@@ -74,8 +86,12 @@ def test_first_loss_is_the_transformers_models_loss_and_resume_keeps_the_checkpo
     record = json.loads((run_dir / "metrics.json").read_text())["init"]
     weights = tmp_path / "hf" / "model.safetensors"
     assert record["from"] == "hf" and record["weights"] == [
-        {"file": "model.safetensors", "bytes": weights.stat().st_size,
-         "sha256": hashlib.sha256(weights.read_bytes()).hexdigest()}]
+        {
+            "file": "model.safetensors",
+            "bytes": weights.stat().st_size,
+            "sha256": hashlib.sha256(weights.read_bytes()).hexdigest(),
+        }
+    ]
     # The fingerprint follows the weights, not the path; a run from scratch has none.
     before = fp.init_fingerprint(run)
     save_hf(tmp_path / "hf", seed=1)

@@ -1,4 +1,5 @@
 """Gradient checkpointing per block: same losses and gradients, less memory."""
+
 from __future__ import annotations
 
 import torch
@@ -21,10 +22,12 @@ def loss_and_grads(model, idx, targets, seed=0):
 
 
 def test_checkpointed_blocks_give_the_same_loss_and_gradients():
-    for make in (lambda: GPT2(GPT2Config(vocab_size=64, block_size=32, n_layer=3, n_head=2,
-                                         n_embd=32, dropout=0.1)),
-                 lambda: HAMT(HAMTConfig(vocab_size=64, block_size=32, n_layer=2, n_embd=32,
-                                         dropout=0.1))):
+    for make in (
+        lambda: GPT2(
+            GPT2Config(vocab_size=64, block_size=32, n_layer=3, n_head=2, n_embd=32, dropout=0.1)
+        ),
+        lambda: HAMT(HAMTConfig(vocab_size=64, block_size=32, n_layer=2, n_embd=32, dropout=0.1)),
+    ):
         torch.manual_seed(1)
         plain = make()
         wrapped = make()

@@ -1,6 +1,7 @@
 """LR schedules (LR_SCHEDULE): cosine, warmup-stable-decay and constant, checked
 at hand-computed points, against torchtitan's published values, through a
 resumed run, in metrics.json and in `make results`' lr.png."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,11 @@ WSD = dict(peak=1e-3, minimum=1e-4, warmup=10, total=100, decay=20)
 BY_HAND = {  # step 81 (p = 0.05), 90 (p = 0.5), 99 (p = 0.95, the last step)
     "linear": (9.55e-4, 5.5e-4, 1.45e-4),
     "cosine": (1e-4 + 9e-4 * 0.9938441702975689, 5.5e-4, 1e-4 + 9e-4 * 0.006155829702431115),
-    "sqrt": (1e-4 + 9e-4 * 0.7763932022500211, 1e-4 + 9e-4 * 0.2928932188134524,
-             1e-4 + 9e-4 * 0.025320565519103666),
+    "sqrt": (
+        1e-4 + 9e-4 * 0.7763932022500211,
+        1e-4 + 9e-4 * 0.2928932188134524,
+        1e-4 + 9e-4 * 0.025320565519103666,
+    ),
 }
 
 
@@ -75,8 +79,10 @@ def test_wsd_equals_torchtitans_published_factors():
     """torchtitan tests/unit_tests/test_lr_scheduler.py, test_linear_warmup_decay:
     10 steps, warmup 2, decay straight after warmup, linear to 0."""
     expected = [0.5, 1.0, 1.0, 7 / 8, 6 / 8, 5 / 8, 4 / 8, 3 / 8, 2 / 8, 1 / 8]
-    got = [wsd_at(s, peak=1.0, minimum=0.0, warmup=2, total=10, decay=8, shape="linear")
-           for s in range(10)]
+    got = [
+        wsd_at(s, peak=1.0, minimum=0.0, warmup=2, total=10, decay=8, shape="linear")
+        for s in range(10)
+    ]
     assert got == pytest.approx(expected, abs=1e-15)
 
 
@@ -90,15 +96,28 @@ def test_decay_steps_round_and_leave_room_for_warmup():
 
 
 def test_constant_after_warmup():
-    assert [constant_at(s, peak=2e-3, warmup=4) for s in (0, 3, 4, 10**6)] == \
-        [pytest.approx(5e-4), 2e-3, 2e-3, 2e-3]
+    assert [constant_at(s, peak=2e-3, warmup=4) for s in (0, 3, 4, 10**6)] == [
+        pytest.approx(5e-4),
+        2e-3,
+        2e-3,
+        2e-3,
+    ]
 
 
 def test_schedule_symbols_reach_the_schedule():
-    wsd = lr_schedule(run_config_from_defaults({
-        "LR_SCHEDULE": "wsd", "LR_DECAY_SHAPE": "sqrt", "LR_DECAY_FRACTION": "0.5",
-        "GPT2_MAX_ITERS": "100", "GPT2_WARMUP_STEPS": "10", "LEARNING_RATE": "1e-3",
-        "GPT2_MIN_LR": "0"}))
+    wsd = lr_schedule(
+        run_config_from_defaults(
+            {
+                "LR_SCHEDULE": "wsd",
+                "LR_DECAY_SHAPE": "sqrt",
+                "LR_DECAY_FRACTION": "0.5",
+                "GPT2_MAX_ITERS": "100",
+                "GPT2_WARMUP_STEPS": "10",
+                "LEARNING_RATE": "1e-3",
+                "GPT2_MIN_LR": "0",
+            }
+        )
+    )
     assert wsd(50) == 1e-3 and wsd(75) == pytest.approx(1e-3 * (1 - math.sqrt(0.5)))
     const = run_config_from_defaults({"LR_SCHEDULE": "constant", "LEARNING_RATE": "1e-3"})
     assert const.GPT2_MIN_LR is None  # hidden: nothing decays
@@ -112,8 +131,13 @@ def test_resume_mid_decay_keeps_the_lr_and_records_it(tiny_run):
     from tests.lib.stops import train_until
 
     # 12 steps, warmup 5, decay the last 6 (from step 6); stop at 9, resume.
-    settings = dict(GPT2_MAX_ITERS=12, GPT2_EVAL_INTERVAL=6, LR_SCHEDULE="wsd",
-                    LR_DECAY_FRACTION="0.5", LR_DECAY_SHAPE="cosine")
+    settings = dict(
+        GPT2_MAX_ITERS=12,
+        GPT2_EVAL_INTERVAL=6,
+        LR_SCHEDULE="wsd",
+        LR_DECAY_FRACTION="0.5",
+        LR_DECAY_SHAPE="cosine",
+    )
 
     def train(name, stop_after=None, resume=None, run_dir=None):
         run = tiny_run(RUN_NAME=name, **settings)
@@ -124,17 +148,25 @@ def test_resume_mid_decay_keeps_the_lr_and_records_it(tiny_run):
     whole, whole_dir = train("whole")
     part, run_dir = train("parts", stop_after=9)
     assert part["iterations"] == 9
-    resumed, _ = train("parts", resume=load_checkpoint(run_dir / "ckpt_latest.pt"),
-                       run_dir=run_dir)
+    resumed, _ = train("parts", resume=load_checkpoint(run_dir / "ckpt_latest.pt"), run_dir=run_dir)
     assert resumed["lr"] == whole["lr"]  # every logged LR, bit for bit
     assert resumed["train_loss"] == whole["train_loss"]
     lrs = dict(zip(whole["lr"]["iters"], whole["lr"]["values"]))
     # Logged after step s (1-based iteration s) is the LR step s - 1 ran with.
-    assert lrs[5] == lrs[7] == 3e-3 and lrs[12] == pytest.approx(3e-4 + 2.7e-3 * 0.5 * (
-        1 + math.cos(math.pi * 5 / 6)), rel=1e-12)
+    assert lrs[5] == lrs[7] == 3e-3 and lrs[12] == pytest.approx(
+        3e-4 + 2.7e-3 * 0.5 * (1 + math.cos(math.pi * 5 / 6)), rel=1e-12
+    )
     record = json.loads((whole_dir / "metrics.json").read_text())["lr_schedule"]
-    assert record == {"name": "wsd", "peak": 3e-3, "warmup_steps": 5, "total_steps": 12,
-                      "min_lr": 3e-4, "decay_fraction": 0.5, "decay_steps": 6,
-                      "decay_start": 6, "decay_shape": "cosine"}
+    assert record == {
+        "name": "wsd",
+        "peak": 3e-3,
+        "warmup_steps": 5,
+        "total_steps": 12,
+        "min_lr": 3e-4,
+        "decay_fraction": 0.5,
+        "decay_steps": 6,
+        "decay_start": 6,
+        "decay_shape": "cosine",
+    }
     _, files, _ = summarize(whole_dir.parent)
     assert "lr.png" in {f.name for f in files}

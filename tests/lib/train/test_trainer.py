@@ -1,4 +1,5 @@
 """The training loop on CPU: learning, exact resume, stops, compile fallback."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,26 @@ def test_short_cpu_run_validation_loss_falls(tiny_run):
     assert val[0] < math.log(summary["model_config"]["vocab_size"])  # learnt something by step 20
     assert val[-1] < 0.8 * val[0] and val[-1] < val[1] < val[0], val
     on_disk = json.loads((run_dir / "metrics.json").read_text())
-    for key in ("status", "iterations", "train_loss", "val_loss", "best_val_loss",
-                "best_val_perplexity", "final_val_loss", "tokens_per_sec", "ms_per_iter", "mfu",
-                "peak_memory_mb", "params", "effective_batch_size", "tokens_seen",
-                "wall_time_s", "compiled", "device", "dtype"):
+    for key in (
+        "status",
+        "iterations",
+        "train_loss",
+        "val_loss",
+        "best_val_loss",
+        "best_val_perplexity",
+        "final_val_loss",
+        "tokens_per_sec",
+        "ms_per_iter",
+        "mfu",
+        "peak_memory_mb",
+        "params",
+        "effective_batch_size",
+        "tokens_seen",
+        "wall_time_s",
+        "compiled",
+        "device",
+        "dtype",
+    ):
         assert key in on_disk, key
     assert on_disk["best_val_perplexity"] == pytest.approx(math.exp(on_disk["best_val_loss"]))
     assert on_disk["tokens_seen"] == 60 * 8 * 32 and on_disk["compiled"] is False
@@ -38,8 +55,9 @@ def test_short_cpu_run_validation_loss_falls(tiny_run):
 
 
 def test_resume_matches_uninterrupted_run(tiny_run):
-    settings = dict(GPT2_MAX_ITERS=24, GPT2_EVAL_INTERVAL=8, GPT2_DROPOUT="0.1",
-                    GPT2_GRADIENT_ACCUMULATION=2)
+    settings = dict(
+        GPT2_MAX_ITERS=24, GPT2_EVAL_INTERVAL=8, GPT2_DROPOUT="0.1", GPT2_GRADIENT_ACCUMULATION=2
+    )
     _, whole, _ = train(tiny_run(RUN_NAME="whole", **settings))
     first, part, run_dir = train(tiny_run(RUN_NAME="parts", **settings), stop_after=13)
     assert part["status"] == "stopped" and part["iterations"] == 13
@@ -52,9 +70,15 @@ def test_resume_matches_uninterrupted_run(tiny_run):
 
 
 def test_divergence_stops_the_run_without_a_checkpoint(tiny_run):
-    run = tiny_run(GPT2_MAX_ITERS=50, GPT2_EVAL_INTERVAL=1000, LEARNING_RATE="10",
-                   GPT2_WARMUP_STEPS=0, TRAIN_GRAD_CLIP="0", TRAIN_DIVERGENCE_FACTOR="1.5",
-                   RUN_NAME="diverge")
+    run = tiny_run(
+        GPT2_MAX_ITERS=50,
+        GPT2_EVAL_INTERVAL=1000,
+        LEARNING_RATE="10",
+        GPT2_WARMUP_STEPS=0,
+        TRAIN_GRAD_CLIP="0",
+        TRAIN_DIVERGENCE_FACTOR="1.5",
+        RUN_NAME="diverge",
+    )
     _, summary, run_dir = train(run)
     assert summary["status"] == "diverged", summary["reason"]
     assert summary["iterations"] < 50
@@ -63,8 +87,9 @@ def test_divergence_stops_the_run_without_a_checkpoint(tiny_run):
 
 
 def test_time_limit_stops_with_a_resumable_checkpoint(tiny_run):
-    run = tiny_run(GPT2_MAX_ITERS=100000, GPT2_EVAL_INTERVAL=100000, TRAIN_MAX_TIME=1,
-                   RUN_NAME="timed")
+    run = tiny_run(
+        GPT2_MAX_ITERS=100000, GPT2_EVAL_INTERVAL=100000, TRAIN_MAX_TIME=1, RUN_NAME="timed"
+    )
     _, summary, run_dir = train(run)
     assert summary["status"] == "stopped" and "TRAIN_MAX_TIME" in summary["reason"]
     assert load_checkpoint(run_dir / "ckpt_latest.pt")["step"] == summary["iterations"] > 0
@@ -73,6 +98,7 @@ def test_time_limit_stops_with_a_resumable_checkpoint(tiny_run):
 def failing_compile(model, *options):
     def compiled(*args, **kwargs):
         raise RuntimeError("backend exploded (simulated)")
+
     return compiled
 
 
@@ -107,8 +133,13 @@ def test_torch_compile_really_runs_on_cpu(tiny_run):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("dtype", ["BF16", "FP16"])
 def test_mixed_precision_trains_on_gpu(tiny_run, dtype):
-    run = tiny_run(GPT2_MAX_ITERS=30, GPT2_EVAL_INTERVAL=10, DEVICE_CUDA="y",
-                   **{f"MIXED_PRECISION_DTYPE_{dtype}": "y"}, RUN_NAME=f"gpu-{dtype}")
+    run = tiny_run(
+        GPT2_MAX_ITERS=30,
+        GPT2_EVAL_INTERVAL=10,
+        DEVICE_CUDA="y",
+        **{f"MIXED_PRECISION_DTYPE_{dtype}": "y"},
+        RUN_NAME=f"gpu-{dtype}",
+    )
     _, summary, _ = train(run)
     assert summary["dtype"] == dtype.lower() and summary["status"] == "completed"
     assert summary["val_loss"]["values"][-1] < summary["val_loss"]["values"][0]
@@ -118,9 +149,17 @@ def test_divergence_is_found_within_its_log_interval(tiny_run):
     # Losses are read once per TRAIN_LOG_INTERVAL: the run stops at the end of the
     # interval in which it diverged, and the reason names the step it diverged at.
     import re
-    run = tiny_run(GPT2_MAX_ITERS=50, GPT2_EVAL_INTERVAL=1000, LEARNING_RATE="10",
-                   GPT2_WARMUP_STEPS=0, TRAIN_GRAD_CLIP="0", TRAIN_DIVERGENCE_FACTOR="1.5",
-                   TRAIN_LOG_INTERVAL=5, RUN_NAME="diverge-late")
+
+    run = tiny_run(
+        GPT2_MAX_ITERS=50,
+        GPT2_EVAL_INTERVAL=1000,
+        LEARNING_RATE="10",
+        GPT2_WARMUP_STEPS=0,
+        TRAIN_GRAD_CLIP="0",
+        TRAIN_DIVERGENCE_FACTOR="1.5",
+        TRAIN_LOG_INTERVAL=5,
+        RUN_NAME="diverge-late",
+    )
     _, summary, run_dir = train(run)
     assert summary["status"] == "diverged", summary["reason"]
     stopped = summary["iterations"]

@@ -1,5 +1,6 @@
 """Training with SPAM and pruning: sparsity reached, masks exact across resume,
 state memory as claimed."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,14 @@ from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 
-PRUNE = dict(PRUNING_MODE_SINGLE="y", PRUNING_WARMUP=4, PRUNING_RAMP_END=20,
-             PRUNING_FREQUENCY=4, GPT2_MAX_ITERS=24, GPT2_EVAL_INTERVAL=8)
+PRUNE = dict(
+    PRUNING_MODE_SINGLE="y",
+    PRUNING_WARMUP=4,
+    PRUNING_RAMP_END=20,
+    PRUNING_FREQUENCY=4,
+    GPT2_MAX_ITERS=24,
+    GPT2_EVAL_INTERVAL=8,
+)
 
 
 def train(run, stop_after=None, resume=None, run_dir=None):
@@ -22,14 +29,22 @@ def train(run, stop_after=None, resume=None, run_dir=None):
     return trainer, train_until(trainer, stop_after), run_dir
 
 
-@pytest.mark.parametrize("method, extra", [
-    ("MAGNITUDE", {}),
-    ("MOVEMENT", {"PRUNING_SCOPE_PER_LAYER": "y"}),
-    ("STATE", {"OPTIMIZER_ADAMWPRUNE": "y", "ADAMWPRUNE_VARIANT_BITTER7": "y"}),
-])
+@pytest.mark.parametrize(
+    "method, extra",
+    [
+        ("MAGNITUDE", {}),
+        ("MOVEMENT", {"PRUNING_SCOPE_PER_LAYER": "y"}),
+        ("STATE", {"OPTIMIZER_ADAMWPRUNE": "y", "ADAMWPRUNE_VARIANT_BITTER7": "y"}),
+    ],
+)
 def test_pruned_run_ends_at_target_sparsity_with_zero_weights(tiny_run, method, extra):
-    run = tiny_run(**PRUNE, **extra, **{f"PRUNING_METHOD_{method}": "y"},
-                   PRUNING_TARGET_SPARSITY="0.7", RUN_NAME=f"prune-{method}")
+    run = tiny_run(
+        **PRUNE,
+        **extra,
+        **{f"PRUNING_METHOD_{method}": "y"},
+        PRUNING_TARGET_SPARSITY="0.7",
+        RUN_NAME=f"prune-{method}",
+    )
     trainer, summary, run_dir = train(run)
     assert summary["status"] == "completed"
     assert summary["sparsity"] == pytest.approx(0.7, abs=0.005)
@@ -43,17 +58,34 @@ def test_pruned_run_ends_at_target_sparsity_with_zero_weights(tiny_run, method, 
     assert summary["sparsity_series"]["values"][0] == 0.0  # dense during warmup
 
 
-@pytest.mark.parametrize("extra, variant, budget, schedule", [
-    ({"ADAMWPRUNE_VARIANT_BITTER4": "y"}, "bitter4", "depth", "cubic"),
-    ({"ADAMWPRUNE_VARIANT_BITTER4": "y", "ADAMWPRUNE_BITTER4_RANK_BUDGET": "y",
-      "PRUNING_SCHEDULE_CUBIC_LATE": "y"}, "bitter4", "rank", "cubic_late"),
-    ({"ADAMWPRUNE_VARIANT_OBD": "y"}, "obd", "depth", "cubic"),
-    ({"ADAMWPRUNE_VARIANT_TOWARD_ZERO": "y"}, "toward_zero", "depth", "cubic"),
-])
-def test_kconfig_picks_the_state_score_and_bitter4_budget(tiny_run, extra, variant, budget,
-                                                          schedule):
-    run = tiny_run(**PRUNE, OPTIMIZER_ADAMWPRUNE="y", PRUNING_METHOD_STATE="y", **extra,
-                   RUN_NAME=f"pick-{variant}-{budget}")
+@pytest.mark.parametrize(
+    "extra, variant, budget, schedule",
+    [
+        ({"ADAMWPRUNE_VARIANT_BITTER4": "y"}, "bitter4", "depth", "cubic"),
+        (
+            {
+                "ADAMWPRUNE_VARIANT_BITTER4": "y",
+                "ADAMWPRUNE_BITTER4_RANK_BUDGET": "y",
+                "PRUNING_SCHEDULE_CUBIC_LATE": "y",
+            },
+            "bitter4",
+            "rank",
+            "cubic_late",
+        ),
+        ({"ADAMWPRUNE_VARIANT_OBD": "y"}, "obd", "depth", "cubic"),
+        ({"ADAMWPRUNE_VARIANT_TOWARD_ZERO": "y"}, "toward_zero", "depth", "cubic"),
+    ],
+)
+def test_kconfig_picks_the_state_score_and_bitter4_budget(
+    tiny_run, extra, variant, budget, schedule
+):
+    run = tiny_run(
+        **PRUNE,
+        OPTIMIZER_ADAMWPRUNE="y",
+        PRUNING_METHOD_STATE="y",
+        **extra,
+        RUN_NAME=f"pick-{variant}-{budget}",
+    )
     pruner = Trainer(run, create_run_dir(run), log=lambda _: None).training.pruner
     assert (pruner.variant, pruner.bitter4_budget, pruner.schedule) == (variant, budget, schedule)
 
@@ -71,8 +103,9 @@ def test_resume_keeps_masks_and_matches_uninterrupted_run(tiny_run):
     _, whole, _ = train(tiny_run(RUN_NAME="whole", **settings))
     _, _, run_dir = train(tiny_run(RUN_NAME="parts", **settings), stop_after=10)
     state = load_checkpoint(run_dir / "ckpt_latest.pt")
-    trainer = Trainer(tiny_run(RUN_NAME="parts", **settings), run_dir, log=lambda _: None,
-                      resume=state)
+    trainer = Trainer(
+        tiny_run(RUN_NAME="parts", **settings), run_dir, log=lambda _: None, resume=state
+    )
     for mask, saved in zip(trainer.training.pruner.state_dict()["masks"], state["pruner"]["masks"]):
         assert torch.equal(mask, saved)
     resumed = trainer.train()
@@ -81,9 +114,15 @@ def test_resume_keeps_masks_and_matches_uninterrupted_run(tiny_run):
 
 
 def test_spam_run_counts_resets_and_logs_them(tiny_run):
-    run = tiny_run(OPTIMIZER_ADAMWSPAM="y", SPAM_INTERVAL=10, SPAM_WARMUP_STEPS=3,
-                   SPAM_CLIP_SKIP_STEPS=3,  # below the interval, as the loader requires
-                   GPT2_MAX_ITERS=25, GPT2_EVAL_INTERVAL=25, RUN_NAME="spam")
+    run = tiny_run(
+        OPTIMIZER_ADAMWSPAM="y",
+        SPAM_INTERVAL=10,
+        SPAM_WARMUP_STEPS=3,
+        SPAM_CLIP_SKIP_STEPS=3,  # below the interval, as the loader requires
+        GPT2_MAX_ITERS=25,
+        GPT2_EVAL_INTERVAL=25,
+        RUN_NAME="spam",
+    )
     lines: list[str] = []
     trainer = Trainer(run, create_run_dir(run), log=lines.append)
     summary = trainer.train()

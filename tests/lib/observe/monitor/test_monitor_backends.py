@@ -1,5 +1,6 @@
 """Monitor backends: the process for real, NVML through a fake pynvml, rocm-smi
 through a fake executable on PATH."""
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,12 @@ def test_nvml_sampler_reads_the_gpu_in_its_units(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     sampler = NvmlSampler(0, uuid="GPU-not-known")  # unknown UUID: falls back to the index
     assert sampler.device_name == "NVIDIA Fake 80GB"
-    assert sampler.sample() == {"gpu_util": 87.0, "memory_used_mb": 2048.0, "power_w": 250.5,
-                                "temperature_c": 61.0}
+    assert sampler.sample() == {
+        "gpu_util": 87.0,
+        "memory_used_mb": 2048.0,
+        "power_w": 250.5,
+        "temperature_c": 61.0,
+    }
     sampler.close()
     assert fake.calls == {"init": 1, "shutdown": 1}
 
@@ -97,8 +102,9 @@ def test_gpu_run_writes_gpu_stats_json_with_mean_and_max(monkeypatch, tmp_path, 
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.version, "hip", None)
-    monitor = build_monitor(tiny_run(MONITOR_INTERVAL_S="3600"), torch.device("cuda"),
-                            tmp_path, log=lambda _: None)
+    monitor = build_monitor(
+        tiny_run(MONITOR_INTERVAL_S="3600"), torch.device("cuda"), tmp_path, log=lambda _: None
+    )
     monitor.start()  # one sample now (87 %), one at stop (93 %)
     monitor.stop()
     stats = json.loads((tmp_path / GPU_FILE).read_text())
@@ -121,25 +127,40 @@ def test_gpu_without_nvml_falls_back_to_the_process(monkeypatch, tmp_path, tiny_
     assert "no GPU readings" in lines[0] and "Driver Not Loaded" in lines[0]
 
 
-ROCM_JSON = {"card1": {"GPU use (%)": "42", "Average Graphics Package Power (W)": "180.0",
-                       "Temperature (Sensor edge) (C)": "55.0",
-                       "Temperature (Sensor junction) (C)": "70.0",
-                       "VRAM Total Memory (B)": str(64 * 2**30),
-                       "VRAM Total Used Memory (B)": str(3 * 2**30)}}
+ROCM_JSON = {
+    "card1": {
+        "GPU use (%)": "42",
+        "Average Graphics Package Power (W)": "180.0",
+        "Temperature (Sensor edge) (C)": "55.0",
+        "Temperature (Sensor junction) (C)": "70.0",
+        "VRAM Total Memory (B)": str(64 * 2**30),
+        "VRAM Total Used Memory (B)": str(3 * 2**30),
+    }
+}
 
 
 def test_rocm_smi_output_is_parsed_by_pattern():
     assert parse_rocm_smi(json.dumps(ROCM_JSON), 1) == {
-        "gpu_util": 42.0, "memory_used_mb": 3072.0, "power_w": 180.0, "temperature_c": 55.0}
-    newer = {"card0": {"GPU use (%)": "N/A", "Current Socket Graphics Package Power (W)": "300.0",
-                       "Temperature (Sensor junction) (C)": "80.0"}}
+        "gpu_util": 42.0,
+        "memory_used_mb": 3072.0,
+        "power_w": 180.0,
+        "temperature_c": 55.0,
+    }
+    newer = {
+        "card0": {
+            "GPU use (%)": "N/A",
+            "Current Socket Graphics Package Power (W)": "300.0",
+            "Temperature (Sensor junction) (C)": "80.0",
+        }
+    }
     assert parse_rocm_smi(json.dumps(newer), 0) == {"power_w": 300.0, "temperature_c": 80.0}
 
 
 def test_rocm_smi_sampler_runs_the_command(tmp_path, monkeypatch):
     tool = tmp_path / "rocm-smi"
-    tool.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path}/args\ncat <<'EOF'\n"
-                    f"{json.dumps(ROCM_JSON)}\nEOF\n")
+    tool.write_text(
+        f"#!/bin/sh\necho \"$@\" > {tmp_path}/args\ncat <<'EOF'\n{json.dumps(ROCM_JSON)}\nEOF\n"
+    )
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     sampler = RocmSmiSampler(1)

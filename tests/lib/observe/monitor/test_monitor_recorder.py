@@ -1,4 +1,5 @@
 """The sampling thread, its running statistics and its file."""
+
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from lib.observe.monitor.recorder import Monitor
 
 class Counter:
     """A sampler whose readings are 1, 2, 3, ..."""
+
     backend = "fake"
 
     def __init__(self):
@@ -85,7 +87,8 @@ def test_a_failing_backend_warns_once_and_the_others_go_on(tmp_path):
         monitor._take()
     assert monitor.summary()["gpu_util_max"] == 3.0
     assert [line for line in lines if "sensor gone" in line] == [
-        "monitor: broken sampling failed (sensor gone); skipping it"]
+        "monitor: broken sampling failed (sensor gone); skipping it"
+    ]
 
 
 def test_the_file_is_rewritten_while_the_run_goes_on(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
 """Monitoring inside a real CPU training run."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,11 @@ def train(cfg):
 
 
 def test_cpu_run_records_process_load(tiny_run):
-    summary, run_dir = train(tiny_run(GPT2_MAX_ITERS=20, GPT2_EVAL_INTERVAL=10,
-                                      MONITOR_INTERVAL_S="0.1", RUN_NAME="monitored"))
+    summary, run_dir = train(
+        tiny_run(
+            GPT2_MAX_ITERS=20, GPT2_EVAL_INTERVAL=10, MONITOR_INTERVAL_S="0.1", RUN_NAME="monitored"
+        )
+    )
     stats = json.loads((run_dir / "cpu_stats.json").read_text())
     assert not (run_dir / "gpu_stats.json").exists()
     assert stats["backend"] == "proc" and stats["count"] >= 2
@@ -31,13 +35,15 @@ def test_cpu_run_records_process_load(tiny_run):
 
 
 def test_monitor_off_writes_nothing(tiny_run):
-    summary, run_dir = train(tiny_run(GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=4, MONITOR="n",
-                                      RUN_NAME="unmonitored"))
+    summary, run_dir = train(
+        tiny_run(GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=4, MONITOR="n", RUN_NAME="unmonitored")
+    )
     assert summary["monitor"] is None
     assert not (run_dir / "cpu_stats.json").exists() and not (run_dir / "gpu_stats.json").exists()
 
 
 def test_only_the_main_process_of_a_distributed_run_samples(tiny_run, tmp_path):
-    assert isinstance(build_monitor(tiny_run(), torch.device("cpu"), tmp_path, main=False),
-                      NullMonitor)
+    assert isinstance(
+        build_monitor(tiny_run(), torch.device("cpu"), tmp_path, main=False), NullMonitor
+    )
     assert build_monitor(tiny_run(), torch.device("cpu"), tmp_path).backend == "proc"

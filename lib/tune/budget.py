@@ -1,0 +1,45 @@
+"""A study's budget, the same for every configuration of a matrix: trials,
+steps per trial, sampler, pruner and seed, from the MATRIX_TUNE_* symbols."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
+
+
+@dataclass(frozen=True)
+class Budget:
+    trials: int
+    steps: int  # per trial
+    fraction: float  # of GPT2_MAX_ITERS
+    sampler: str  # tpe | grid
+    pruner: str  # successive_halving | hyperband | none
+    seed: int
+    eval_interval: int  # the steps between a trial's reports
+
+    @classmethod
+    def from_run(cls, run: RunConfig) -> Budget:
+        percent = run.MATRIX_TUNE_FRACTION or 20
+        return cls(
+            trials=run.MATRIX_TUNE_TRIALS or 8,
+            steps=max(1, run.GPT2_MAX_ITERS * percent // 100),
+            fraction=percent / 100,
+            sampler=run.MATRIX_TUNE_SAMPLER or "tpe",
+            pruner=run.MATRIX_TUNE_PRUNER or "successive_halving",
+            seed=run.MATRIX_TUNE_SEED or 0,
+            eval_interval=run.GPT2_EVAL_INTERVAL,
+        )
+
+    def record(self) -> dict[str, Any]:
+        """tuning.json's "budget"."""
+        return {
+            "trials": self.trials,
+            "steps_per_trial": self.steps,
+            "fraction_of_max_iters": self.fraction,
+            "sampler": self.sampler,
+            "pruner": self.pruner,
+            "seed": self.seed,
+        }

@@ -1,0 +1,189 @@
+"""What a tuning study searches: MATRIX_TUNE_SYMBOLS parsed into ranges.
+
+Each word is a numeric symbol (int, hex, or a float string with "Allowed X to
+Y" in its help) or a command-line alias for one (LR): bare, it searches /10 to
+x10 of the configured value on a log scale, clipped to the symbol's own range;
+`NAME=lo..hi` is a linear range, `NAME=lo..hi:log` a log one. Every problem is
+reported before anything runs, with the name a misspelt one most likely meant.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lib.config.kconfig import ConfigError, Numeric, closest_name, numeric_symbols
+from lib.config.overrides import ALIASES
+from lib.config.renames import current_name
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+_RANGE = re.compile(r"^([-+]?[\d.]+(?:[eE][-+]?\d+)?)\.\.([-+]?[\d.]+(?:[eE][-+]?\d+)?)(:log)?$")
+# Not hyper-parameters: the trial's length is the budget, its seed is fixed.
+_NOT_TUNED = {
+    "GPT2_MAX_ITERS": "it is the budget (MATRIX_TUNE_FRACTION sets a trial's steps)",
+    "TRAIN_SEED": "a seed is not a hyper-parameter (trials share one; MATRIX_SEEDS varies it)",
+}
+BARE_FACTOR = 10.0  # a bare name searches value / 10 .. value x 10
+EDGE = 0.05  # at_edge: within 5 % of the range's width (log width for log ranges)
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One tuned symbol: its name as written (the override's name), its range."""
+
+    name: str
+    symbol: str
+    low: float
+    high: float
+    log: bool
+    integer: bool
+    hex: bool = False
+
+    def suggest(self, trial: Any) -> float | int:
+        """The trial's value (an optuna Trial)."""
+        if self.integer:
+            return trial.suggest_int(self.name, int(self.low), int(self.high), log=self.log)
+        return trial.suggest_float(self.name, self.low, self.high, log=self.log)
+
+    def text(self, value: float) -> str:
+        """The override's value: as Kconfig reads it."""
+        if self.hex:
+            return hex(int(value))
+        return str(int(value)) if self.integer else f"{value:.6g}"
+
+    def grid(self, points: int) -> list[float | int]:
+        """`points` evenly spaced values, both ends included (log-spaced for log)."""
+        if points == 1:
+            return [self._scaled(0.5)]
+        values = [self._scaled(i / (points - 1)) for i in range(points)]
+        return list(dict.fromkeys(values))  # an int range narrower than the grid repeats
+
+    def _scaled(self, u: float) -> float | int:
+        if self.log:
+            x = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            x = self.low + u * (self.high - self.low)
+        return round(x) if self.integer else float(f"{x:.6g}")
+
+    def at_edge(self, value: float) -> bool:
+        """Whether value lies within EDGE of either end (in log space for log ranges)."""
+        f = math.log if self.log else float
+        width = f(self.high) - f(self.low)
+        return min(f(value) - f(self.low), f(self.high) - f(value)) <= EDGE * width
+
+    def record(self) -> dict[str, Any]:
+        return {"name": self.name, "low": self.low, "high": self.high, "log": self.log}
+
+
+@functools.cache
+def _symbols() -> tuple[dict[str, Numeric], set[str], set[str]]:
+    """The tree's numeric symbols, other symbols and choices, read once."""
+    return numeric_symbols()
+
+
+def _names(numeric: dict[str, Numeric]) -> list[str]:
+    syms = [s for s in numeric if s not in _NOT_TUNED]
+    return [*(a for a, s in ALIASES.items() if s in syms), *syms]
+
+
+def _dimension(word: str, values: Mapping[str, Any], skip_hidden: bool) -> Dimension | None:
+    name, sep, spec = word.partition("=")
+    where = f'CONFIG_MATRIX_TUNE_SYMBOLS: "{word}"'
+    symbol = ALIASES.get(name, current_name(name.removeprefix("CONFIG_")))
+    numeric, other, choices = _symbols()
+    sym = numeric.get(symbol)
+    if symbol in choices or symbol in other:
+        raise ValueError(
+            f"{where}: {symbol} is not numeric (int, hex or float); tuning searches "
+            f"numeric ranges, and a choice or text is compared as a matrix axis "
+            f"(the multiple-selection menus, MATRIX_ABLATION)"
+        )
+    if sym is None:
+        near = closest_name(name, _names(numeric))
+        raise ValueError(
+            f"{where}: {name} is no Kconfig symbol or alias"
+            + (f"; did you mean {near}?" if near else "")
+            + " Tuning takes numeric symbols, e.g. LR, GPT2_WARMUP_STEPS, WEIGHT_DECAY"
+        )
+    if symbol in _NOT_TUNED:
+        raise ValueError(f"{where}: {symbol} is not tuned: {_NOT_TUNED[symbol]}")
+    if symbol not in values:
+        if skip_hidden:  # e.g. SPAM_THETA in a matrix's AdamW configuration
+            return None
+        raise ValueError(
+            f"{where}: CONFIG_{symbol} is hidden in this configuration (its dependencies "
+            f"are off), so a trial could not set it"
+        )
+    integer, allowed = sym.integer, (sym.low, sym.high)
+    if not sep:  # a bare name: a log range around the configured value
+        current = float(values[symbol])
+        if current <= 0:
+            raise ValueError(
+                f"{where}: CONFIG_{symbol} is {values[symbol]}, so no range around it "
+                f"can be a log range; give one, e.g. {name}=lo..hi"
+            )
+        low = max(current / BARE_FACTOR, allowed[0])
+        high = min(current * BARE_FACTOR, allowed[1])
+        if integer:
+            low, high = max(math.ceil(low), 1), math.floor(high)
+        return Dimension(name, symbol, low, high, True, integer, sym.hex)
+    m = _RANGE.match(spec)
+    if not m:
+        raise ValueError(
+            f"{where}: write NAME, NAME=lo..hi or NAME=lo..hi:log (e.g. LR=1e-4..1e-2:log)"
+        )
+    low, high, log = float(m.group(1)), float(m.group(2)), bool(m.group(3))
+    if not low < high:
+        raise ValueError(f"{where}: the range's low end must be below its high end")
+    if log and low <= 0:
+        raise ValueError(f"{where}: a log range needs a low end above 0")
+    if integer and not (low.is_integer() and high.is_integer()):
+        raise ValueError(f"{where}: CONFIG_{symbol} is an integer; give integer ends")
+    if low < allowed[0] or high > allowed[1]:
+        raise ValueError(
+            f"{where}: CONFIG_{symbol} allows {allowed[0]:g} to {allowed[1]:g}; "
+            f"keep the range within it"
+        )
+    return Dimension(name, symbol, low, high, log, integer, sym.hex)
+
+
+def parse(text: str, values: Mapping[str, Any], skip_hidden: bool = False) -> list[Dimension]:
+    """MATRIX_TUNE_SYMBOLS -> its dimensions; ConfigError listing every problem.
+    values: the configuration's active symbols (RunConfig.values); skip_hidden
+    leaves out the symbols hidden there (one configuration of a matrix)."""
+    dims, problems = [], []
+    for word in text.split():
+        try:
+            dim = _dimension(word, values, skip_hidden)
+        except ValueError as err:
+            problems.append(str(err))
+            continue
+        if dim is not None:
+            dims.append(dim)
+    symbols = [d.symbol for d in dims]
+    twice = sorted({s for s in symbols if symbols.count(s) > 1})
+    if twice:
+        problems.append(
+            f"CONFIG_MATRIX_TUNE_SYMBOLS: {', '.join(twice)} named twice; name each once"
+        )
+    if not text.split():
+        problems.append(
+            'CONFIG_MATRIX_TUNE_SYMBOLS is empty: name what to tune, e.g. "LR" '
+            "(or turn MATRIX_TUNE off)"
+        )
+    if problems:
+        raise ConfigError(problems, "tuning")
+    return dims
+
+
+def grid_points(dims: list[Dimension], trials: int) -> dict[str, list[float | int]]:
+    """The grid sampler's space: k values per symbol, k**len(dims) <= trials."""
+    k = max(1, int(round(trials ** (1 / len(dims)), 9)))
+    while k ** len(dims) > trials:
+        k -= 1
+    return {d.name: d.grid(max(k, 1)) for d in dims}
