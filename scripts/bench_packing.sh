@@ -38,6 +38,8 @@ for name in Makefile Kconfig requirements.txt requirements-lock.txt pyproject.to
     cp -r "$ROOT/$name" "$work/"
 done
 cd "$work"
+# The copy's own sources run, not the tree an editable install points at.
+export PYTHONPATH="$work${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" scripts/kconfig.py defconfig gpt2-tiny-shakespeare >/dev/null
 if ! "$PY" scripts/prepare.py "DEVICE=$DEVICE" >"$work/prepare.txt" 2>&1; then
     tail -n 30 "$work/prepare.txt" >&2

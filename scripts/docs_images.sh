@@ -34,6 +34,8 @@ else
 fi
 ln -s "$root/.venv" "$repo/.venv"
 cd "$repo"
+# The copy's own sources run, not the tree the .venv's editable install points at.
+export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 
 shot() {  # shot <url> <png> <width> <height>
 	chromium --headless --no-sandbox --disable-gpu --disable-background-networking \

@@ -174,8 +174,8 @@ def add_variant(root: Path) -> None:
     (root / "gpt2" / "headscale.py").write_text(MODULE)
     replace_once(
         root / "gpt2" / "variants.py",
-        "            output_gate=True, gated_ra=True),\n)",
-        "            output_gate=True, gated_ra=True),\n" + RECORD + ")",
+        "        gated_ra=True,\n    ),\n)",
+        "        gated_ra=True,\n    ),\n" + RECORD + ")",
     )
     replace_once(
         root / "gpt2" / "Kconfig",

@@ -41,7 +41,7 @@ def _start(project: Path, script: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [str(project / ".venv" / "bin" / "python"), str(project / "scripts" / script), *args],
         cwd=project,
-        env=ENV,
+        env={**ENV, "PYTHONPATH": str(project)},  # the copy's sources, not the venv's tree
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -37,7 +37,12 @@ SOURCES = (
 
 def _script(project: Path, *args: str) -> str:
     """Run one of the project's scripts there; its output, or an error with its last lines."""
-    done = subprocess.run([sys.executable, *args], cwd=project, capture_output=True, text=True)
+    # The copy's own sources first: an editable install would point at the real tree.
+    old = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(project)] + ([old] if old else []))}
+    done = subprocess.run(
+        [sys.executable, *args], cwd=project, capture_output=True, text=True, env=env
+    )
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
         raise RuntimeError(f"{' '.join(args[:2])} failed:\n" + "\n".join(tail))
