@@ -293,3 +293,36 @@ def test_scancel_and_the_time_limit_stop_runs_that_continue_resumes(cluster, pro
     for run_id in first:
         assert after[run_id]["state"] == "pending" and after[run_id]["attempts"] == 2
         assert after[run_id]["iterations"] > steps[run_id], (after[run_id], steps)
+
+
+def test_a_tuned_matrix_runs_its_trials_and_final_runs_as_jobs(cluster, project):
+    # Trials of 8 steps (2 evaluations each), then the final run at the best LR.
+    configure(project, GPT2_MAX_ITERS="12", TRAIN_SEED="1")
+    out = ok(
+        make(
+            project,
+            "test-matrix",
+            "EXECUTOR=slurm",
+            "YES=1",
+            "TUNE=LR",
+            "TUNE_TRIALS=3",
+            "TUNE_FRACTION=70",
+        )
+    )
+    matrix = (project / "results" / "latest").resolve()
+    (record_path,) = (matrix / "tune").glob("*/tuning.json")
+    record = json.loads(record_path.read_text())
+    assert len(record["trials"]) == 3, record["trials"]
+    assert {t["state"] for t in record["trials"]} <= {"complete", "pruned"}, record["trials"]
+    # Each trial ran as a Slurm job of its own (its folder holds the job's log).
+    for trial in record["trials"]:
+        assert list((matrix / trial["run_dir"]).glob("slurm-*.out")), trial
+    final = runs(matrix)
+    jobs = {r: v["slurm_job"] for r, v in final.items()}
+    assert len(jobs) == 1, final
+    wait_ended(list(jobs.values()), timeout=240)
+    ok(make(project, "continue"))
+    (entry,) = runs(matrix).values()
+    assert entry["state"] == "completed", entry
+    assert entry["tuned"]["values"] == record["best"]["params"], (entry, record["best"])
+    assert "submitted as job" in out
