@@ -36,19 +36,8 @@ def wait_for(text: str, timeout: float = 20.0) -> str:
 
 def test_menuconfig_edit_and_save_regenerates_config_py(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
-    tmux(
-        "new-session",
-        "-d",
-        "-s",
-        "mc",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        f"make -C {project} menuconfig; echo EXIT=$?; sleep 60",
-    )
     try:
-        wait_for("Training  --->")
+        open_menu(project)
         tmux("send-keys", "-t", "mc", "Down", "Down", "Enter")
         wait_for("Micro-batch size")
         tmux("send-keys", "-t", "mc", "Down", "Enter")  # past the context length
