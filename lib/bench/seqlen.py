@@ -28,6 +28,7 @@ variant that runs out of memory at a length gets an `error` in its row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -146,9 +147,12 @@ def run_seqlen_bench(
     steps: int = 3,
     tokens: int | None = None,
     variants: tuple[str, ...] | None = None,
+    on_row: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
     """The benchmark with BenchSettings.for_device's settings (lengths,
-    tokens per step and variants as given, else the device's defaults)."""
+    tokens per step and variants as given, else the device's defaults).
+    on_row gets the rows so far after each one, so a caller cut short by a
+    time cap keeps what was measured."""
     device = resolve_device(run.DEVICE)
     settings = BenchSettings.for_device(run, device, lengths, tokens, variants)
     torch.manual_seed(run.TRAIN_SEED)
@@ -187,6 +191,8 @@ def run_seqlen_bench(
                 except torch.OutOfMemoryError as err:
                     row["error"] = f"generation out of memory: {str(err).splitlines()[0]}"
             rows.append(row)
+            if on_row:
+                on_row(rows)
     return {
         "device": str(device),
         "device_name": _device_name(device),
