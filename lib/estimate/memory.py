@@ -16,6 +16,7 @@ own mix of components (the estimate reports the components at the peak):
   on the CPU, 16-bit (2 N V) under CUDA autocast, whose log-softmax kernel
   reads 16-bit logits directly (measured: 12 and 10 N V in all; the forward
   pass's logits are freed by then, TrainStep keeps no reference to them).
+  torch.compile on CUDA fuses the loss: 6 N V (measured on an H200).
   Gradients are already allocated when accumulating.
 * backward end: all gradients, plus the second buffer of the tied
   embedding's gradient (the embedding's and the LM head's are summed; an
@@ -179,8 +180,13 @@ def world_size(run: RunConfig) -> int:
 
 
 def optimizer_bytes(run: RunConfig, counts: ModelCounts) -> int:
-    """Moments (2 x fp32 per parameter, 3 with AMSGrad), step counters, pruning buffers."""
-    total = (12 if run.ADAM_AMSGRAD else 8) * counts.params + 4 * counts.tensors
+    """Moments (2 x fp32 per parameter, 3 with AMSGrad; SGD's momentum 1), step
+    counters, pruning buffers."""
+    if run.OPTIMIZER == "sgd":
+        moments = 4
+    else:
+        moments = 12 if run.ADAM_AMSGRAD or run.OPTIMIZER == "adamwadv" else 8
+    total = moments * counts.params + 4 * counts.tensors
     if run.OPTIMIZER == "muon":  # its block matrices (the prunable ones) keep one buffer
         total -= 4 * counts.prunable
     if run.PRUNING_MODE != "none":
@@ -260,7 +266,11 @@ def _phases(
     stored = layers * (acts.checkpointed_layer if ckpt else acts.layer_bytes) + acts.base
     # CUDA's log-softmax reads 16-bit logits straight into fp32 and returns a
     # 16-bit gradient (10 N V bytes); elsewhere autocast makes an fp32 copy (12).
-    logits = (10 if kind == "cuda" and s.act == 2 else 12) * n * cfg.vocab_size
+    # Compiled on CUDA, Inductor fuses the loss and never holds the fp32
+    # log-softmax (6 N V: the reference run measured 21.75 GiB on an H200, where
+    # 10 N V gave 27.8; docs/bench-data/h200/gpu_check_20261126-225332.json).
+    cuda16 = kind == "cuda" and s.act == 2
+    logits = ((6 if run.COMPILE_MODEL else 10) if cuda16 else 12) * n * cfg.vocab_size
     if _loss_impl(run, kind) != "plain":
         # Chunked or Liger head loss: one chunk's logits and their gradient at a
         # time, and the fp32 gradient of the hidden states it fills chunk by chunk.
@@ -320,9 +330,9 @@ def _optimizer_temporaries(run: RunConfig, counts: ModelCounts, kind: str) -> in
     base, impl = base_optimizer(run), value_or(run.OPTIMIZER_IMPL, "auto")
     if base == "adamwspam":
         return 2 * 4 * counts.params
-    if base == "adamw" and impl in ("auto", "fused"):
+    if base in ("adamw", "adamwadv", "adam", "sgd") and impl in ("auto", "fused"):
         return 0
-    if base == "adamw" and impl == "foreach":
+    if base in ("adamw", "adamwadv", "adam", "sgd") and impl == "foreach":
         return 4 * counts.params
     return 3 * 4 * counts.largest
 

@@ -60,6 +60,10 @@ def test_gpt2_124m_estimate_matches_hand_computed_components():
         for k in ("parameters", "gradients", "optimizer", "activations", "logits", "overhead")
     )
     assert est.total_bytes / 2**20 == pytest.approx(8256.5, abs=0.1)  # H100: 8309.9 measured
+    # Compiled, Inductor fuses the loss: no fp32 log-softmax is held (6 N V).
+    compiled = estimate_memory(config(**GPT2_124M, COMPILE_MODEL="y"), 50257, device_info=H100)
+    assert compiled.logits == (2 + 4) * N * V
+    assert est.total_bytes - compiled.total_bytes == 4 * N * V
     # On the CPU, autocast copies the logits to fp32 first: their gradient is fp32 too.
     cpu = estimate_memory(config(**GPT2_124M), 50257, device_info=cpu_info())
     assert cpu.logits == 12 * N * V and cpu.overhead == est.overhead - CUDA_WORKSPACE

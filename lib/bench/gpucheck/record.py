@@ -2,10 +2,11 @@
 docs/bench-data/<gpu>/ by earlier checks.
 
 A stage counts as measured at this code when a filed record from a CUDA
-device ran it (done or failed) at a commit whose tree differs from the
+device ran it to the end (done or failed; not cut short by its cap) at a commit whose tree differs from the
 working tree only under docs/ (filing the record and regenerating
 docs/benchmarks.md changes nothing measured). Without git (a tree copied to
-a GPU node), only the same commit, from GPU_CHECK_COMMIT, counts.
+a GPU node, or one whose git metadata is stale), only the same commit,
+from GPU_CHECK_COMMIT, counts.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def _git(*args: str) -> subprocess.CompletedProcess:
 
 
 def commit() -> dict[str, Any]:
-    """The commit checked, and whether the tree had changes besides docs/."""
+    """The commit checked, and whether the tree had changes besides docs/.
+    GPU_CHECK_COMMIT, when set, names it: a tree copied to a GPU node may
+    carry stale git metadata (seen on 2026-11-26: HEAD one commit behind)."""
+    if os.environ.get("GPU_CHECK_COMMIT"):
+        return {"commit": os.environ["GPU_CHECK_COMMIT"], "dirty": None}
     try:
         head = _git("rev-parse", "HEAD")
         dirty = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs")
@@ -137,3 +142,25 @@ def filed_path(record: dict[str, Any], bench_data: Path = BENCH_DATA) -> Path:
     env = record["environment"]
     stamp = time.strftime("%Y%m%d-%H%M%S", time.strptime(env["date"][:19], "%Y-%m-%d %H:%M:%S"))
     return bench_data / slug(env["device_name"]) / f"{PREFIX}{stamp}.json"
+
+
+def combine(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record from several checks of one GPU (short windows that each ran
+    some stages): per stage, the newest run that finished (done or failed),
+    else the newest cut short, else the newest skip. Each stage names the
+    record it came from; the environment is the newest record's."""
+    if not records:
+        raise ValueError("no gpu_check.json to combine")
+    devices = {r["environment"].get("device_name") for r in records}
+    if len(devices) > 1:
+        raise ValueError(f"records of different devices cannot be combined: {sorted(devices)}")
+    newest = sorted(records, key=lambda r: r["environment"]["date"], reverse=True)
+    rank = {"done": 0, "failed": 0, "partial": 1, "skipped": 2}
+    stages: dict[str, Any] = {}
+    names = dict.fromkeys(n for r in newest for n in r.get("stages", {}))
+    for name in sorted(names):
+        tries = [(r, r["stages"][name]) for r in newest if name in r.get("stages", {})]
+        r, stage = min(tries, key=lambda t: rank.get(t[1].get("status", "skipped"), 3))
+        env = r["environment"]
+        stages[name] = {**stage, "record": {"date": env["date"], "commit": env["commit"]}}
+    return {**newest[0], "stages": stages, "combined": len(records)}

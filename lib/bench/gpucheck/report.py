@@ -29,12 +29,18 @@ def _last_line(text: str | None) -> str:
 
 
 def _stage_rows(record: dict[str, Any]) -> list[str]:
-    rows = ["| stage | what | status | seconds (cap) | error, last line |", "|---|---|---|---|---|"]
+    rows = [
+        "| stage | what | status | seconds (cap) | check (date, commit) | error, last line |",
+        "|---|---|---|---|---|---|",
+    ]
+    env = record["environment"]
     for name, s in record["stages"].items():
         last = _last_line(s.get("error") or s.get("reason"))
+        source = s.get("record", env)
         rows.append(
             f"| {name} | {STAGES[name].title} | {s['status']} | "
-            f"{s['seconds']:.0f} ({s['cap_s']:.0f}) | {last} |"
+            f"{s['seconds']:.0f} ({s['cap_s']:.0f}) | {source['date'][:16]}, "
+            f"`{source['commit'][:8]}` | {last} |"
         )
     return rows
 
@@ -56,6 +62,16 @@ def _figures(record: dict[str, Any]) -> list[str]:
             f"{_num(v['plain_ms_per_iter'])} | {v['speed_vs_plain']:.3f}x | "
             f"{_num(v['peak_memory_mb'], 0)} |"
             for k, v in fig["b"].items()
+        ]
+    if fig.get("c", {}).get("measured_gib") is not None:
+        c = fig["c"]
+        shape = c.get("shape", {})
+        out += [
+            "",
+            f"Reference configuration (stage c; {shape.get('batch')} x "
+            f"{shape.get('accumulation')}, compiled {shape.get('compiled')}): peak "
+            f"{c['measured_gib']:.2f} GiB measured, {c['estimate_gib']:.2f} GiB estimated "
+            f"({c['estimate_error_percent']:+.1f} %), {c['published_gib']} GiB published.",
         ]
     if fig.get("d"):
         out += [
@@ -90,6 +106,21 @@ def _figures(record: dict[str, Any]) -> list[str]:
             f"{_last_line(r.get('error'))} |"
             for r in rows
         ]
+    inference = fig.get("f", {}).get("inference", {})
+    if inference.get("lengths"):
+        out += [
+            "",
+            f"bench-inference on a tiny trained run (stage f; batch {inference.get('batch')}, "
+            f"{inference.get('dtype')}):",
+            "",
+            "| prompt tokens | prefill ms | decode ms/token | cache bytes |",
+            "|---|---|---|---|",
+        ]
+        out += [
+            f"| {r['prompt_tokens']} | {_num(r.get('prefill_ms'), 2)} | "
+            f"{_num(r.get('decode_ms_per_token'), 2)} | {_num(r.get('cache_bytes'), 0)} |"
+            for r in inference["lengths"]
+        ]
     speed = {k: v for k, v in fig.get("f", {}).items() if k.startswith("speed ")}
     if speed:
         out += [
@@ -118,7 +149,13 @@ def render(record: dict[str, Any], json_path: str) -> str:
         f"torch {env['torch']}, triton {env.get('triton')}, CUDA {env.get('cuda')}, driver "
         f"{env.get('driver')}, Python {env.get('python')}; commit `{env['commit'][:12]}`"
         f"{' (with uncommitted changes)' if env.get('dirty') else ''}; budget "
-        f"{record['budget_s']:.0f} s. Record: `{json_path}`.",
+        f"{record['budget_s']:.0f} s. Records: {json_path}."
+        + (
+            f" Combined from {record['combined']} checks: each stage is its newest finished "
+            "run, and its row names the check."
+            if record.get("combined", 1) > 1
+            else ""
+        ),
         "",
         *_stage_rows(record),
         "",

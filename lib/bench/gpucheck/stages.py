@@ -6,14 +6,17 @@ short by its time cap keeps what it measured. Stage f is in runs.py.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lib.bench.gpucheck import settings as S
+from lib.bench.gpucheck import testlog
 
 Put = Callable[[str, Any], None]
 
@@ -25,58 +28,74 @@ def run_config(defconfig: str, words: list[str]) -> Any:
 
 
 def gpu_tests(device: str, work: Path, put: Put) -> None:
-    """a: `pytest -m gpu`, one status per test from its JUnit XML. Only the
-    files that hold GPU tests are collected: a GPU node lacks the dev and
-    evaluation packages (import-linter, lm-eval) other test files import, and
-    one import error at collection would stop the whole run. On a CPU they all
-    skip."""
-    xml = work / "gpu-tests.xml"
+    """a: `pytest -m gpu`, one status per test as each ends (testlog.py), so a
+    run cut short by the time cap keeps what it reached and names the test
+    that was running. Only the files that hold GPU tests are collected: a GPU
+    node lacks the dev and evaluation packages (import-linter, lm-eval) other
+    test files import, and one import error at collection would stop the
+    whole run. On a CPU they all skip."""
+    log = work / "gpu-tests.jsonl"
+    log.unlink(missing_ok=True)
     paths = sorted(
         str(p.relative_to(S.ROOT))
         for p in (S.ROOT / "tests").rglob("test_*.py")
         if "mark.gpu" in p.read_text()
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-m",
-            "gpu",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--continue-on-collection-errors",
-            f"--junitxml={xml}",
-            *paths,
-        ],
-        cwd=S.ROOT,
-        capture_output=True,
-        text=True,
-    )
-    tests: dict[str, str] = {}
-    failures: dict[str, str] = {}
-    for case in ET.parse(xml).getroot().iter("testcase") if xml.exists() else ():
-        name = f"{case.get('classname')}::{case.get('name')}"
-        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
-        tests[name] = (
-            "failed"
-            if bad is not None
-            else "skipped"
-            if case.find("skipped") is not None
-            else "passed"
+    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
+    command += ["-p", "lib.bench.gpucheck.testlog", "--continue-on-collection-errors", *paths]
+    env = {**os.environ, testlog.ENV: str(log)}
+    out = work / "gpu-tests.out"  # a file, not a pipe: long tracebacks would fill a pipe
+    with out.open("w") as sink:
+        proc = subprocess.Popen(
+            command, cwd=S.ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True
         )
-        if bad is not None:
-            failures[name] = "\n".join((bad.text or bad.get("message") or "").splitlines()[-6:])
+    seen = -1
+    while True:
+        ended = proc.poll() is not None
+        events = _events(log)
+        if len(events) != seen:
+            seen = len(events)
+            counts = _put_tests(events, put)
+        if ended:
+            break
+        time.sleep(1.0)
+    output = out.read_text()
+    if proc.returncode not in (0, 5) or counts["failed"]:  # 5: nothing collected
+        raise RuntimeError(
+            f"{counts['failed']} GPU tests failed (pytest exit {proc.returncode}):\n"
+            + "\n".join(output.strip().splitlines()[-8:])
+        )
+
+
+def _events(log: Path) -> list[dict[str, Any]]:
+    """The complete lines testlog.py has written so far (the last may be half written)."""
+    text = log.read_text() if log.exists() else ""
+    return [json.loads(line) for line in text.split("\n")[:-1] if line]
+
+
+def _put_tests(events: list[dict[str, Any]], put: Put) -> dict[str, int]:
+    """The outcome, seconds and error of every test that ended, and the one running."""
+    tests: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    failures: dict[str, str] = {}
+    running = None
+    for e in events:
+        if e["event"] == "start":
+            running = e["test"]
+            continue
+        tests[e["test"]] = e["outcome"]
+        seconds[e["test"]] = e.get("seconds", 0.0)
+        if e["outcome"] == "failed":
+            failures[e["test"]] = e.get("error", "")
+        if running == e["test"]:
+            running = None
     counts = {s: sum(v == s for v in tests.values()) for s in ("passed", "failed", "skipped")}
     put("counts", counts)
     put("tests", tests)
+    put("seconds", seconds)
     put("failures", failures)
-    if done.returncode not in (0, 5) or counts["failed"]:  # 5: nothing collected
-        raise RuntimeError(
-            f"{counts['failed']} GPU tests failed (pytest exit {done.returncode}):\n"
-            + "\n".join(done.stdout.strip().splitlines()[-8:])
-        )
+    put("running", running)
+    return counts
 
 
 def trainer_step(device: str, work: Path, put: Put) -> None:

@@ -1,0 +1,56 @@
+"""A pytest plugin for stage a: one JSON line per test as it starts and as
+it ends, so a run its time cap cuts short still says which tests passed and
+which one was running (JUnit XML is written only when pytest finishes).
+
+    pytest -p lib.bench.gpucheck.testlog ...   (GPU_CHECK_TESTLOG=<file>)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+ENV = "GPU_CHECK_TESTLOG"
+
+
+def _write(line: dict[str, Any]) -> None:
+    path = os.environ.get(ENV)
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    _write({"test": nodeid, "event": "start"})
+
+
+def pytest_runtest_logreport(report: Any) -> None:
+    # A test's outcome is its call phase's, or its setup's when that failed or skipped.
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        outcome = {"passed": "passed", "skipped": "skipped"}.get(report.outcome, "failed")
+        text = "\n".join(str(report.longrepr or "").splitlines()[-6:]) if report.failed else ""
+        _write(
+            {
+                "test": report.nodeid,
+                "event": "end",
+                "outcome": outcome,
+                "seconds": round(report.duration, 2),
+                "error": text,
+            }
+        )
+    elif report.when == "teardown" and report.failed:
+        _write({"test": report.nodeid, "event": "end", "outcome": "failed", "error": "teardown"})
+
+
+def pytest_collectreport(report: Any) -> None:
+    if report.failed:  # an import error: the file's tests never run
+        _write(
+            {
+                "test": report.nodeid,
+                "event": "end",
+                "outcome": "failed",
+                "seconds": 0.0,
+                "error": "\n".join(str(report.longrepr).splitlines()[-6:]),
+            }
+        )
