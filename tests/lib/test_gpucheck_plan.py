@@ -27,7 +27,7 @@ def fake_runner(clock: FakeClock, takes: dict[str, float], ran: list[str]):
 
 def test_a_stage_whose_cap_would_overrun_the_budget_is_skipped_and_later_ones_still_run():
     clock, ran = FakeClock(), []
-    caps = {n: s.gpu_cap_s for n, s in STAGES.items()}  # a 210, b 180, c 90, d 150, e 180
+    caps = {n: s.gpu_cap_s for n, s in STAGES.items()}  # a 200, b 180, c 90, d 150, e 270
     takes = {"a": 100, "b": 170, "c": 60, "d": 10, "e": 10, "f": 10}
     budget = takes["a"] + takes["b"] + 61  # after a and b (270 s) 61 s are left
     assert caps["a"] <= budget and caps["b"] <= budget - takes["a"]
