@@ -18,7 +18,7 @@ KCONFIGS := Kconfig $(wildcard */Kconfig* */*/Kconfig* */*/*/Kconfig*)
 # (TIME, for one, is also GNU time's format variable).
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
 	PARALLEL_JOBS EXECUTOR SEEDS RUNS_PER_GPU REUSE DRY_RUN YES RETRY_FAILED WARMUP TUNE \
-	TUNE_TRIALS TUNE_FRACTION
+	TUNE_TRIALS TUNE_FRACTION TUNE_METRIC
 OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
 	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS TRUST_CHECKPOINT STAGES GPU_CHECK_BUDGET_S \
@@ -165,7 +165,7 @@ test-matrix: config.py prepare
 	$(Q)$(PY) scripts/matrix.py run $(OVERRIDES)
 
 ## tune the configuration in .config (an Optuna study), then train it at the best
-## values [TUNE="LR WARMUP" TUNE_TRIALS= TUNE_FRACTION= DRY_RUN=1 YES=1]
+## values [TUNE="LR WARMUP" TUNE_TRIALS= TUNE_FRACTION= TUNE_METRIC= DRY_RUN=1 YES=1]
 .PHONY: tune
 tune: config.py prepare
 	$(Q)$(PY) scripts/matrix.py tune $(OVERRIDES)
@@ -259,6 +259,11 @@ bench-seqlen: config.py
 .PHONY: bench-inference
 bench-inference: | $(STAMP)
 	$(Q)$(PY) scripts/bench.py inference $(RUN_ARGS) $(OVERRIDES)
+
+## a run's K/V feature circuit (MECHINT_KV_*) -> kv_circuit/, metrics.json [RUN= CHECKPOINT=]
+.PHONY: kv-circuit
+kv-circuit: | $(STAMP)
+	$(Q)$(PY) scripts/kv_circuit.py $(RUN_ARGS) $(OVERRIDES)
 
 ## memory per GPU by component, which GPUs it fits, time [GPU=H100]
 .PHONY: estimate

@@ -175,6 +175,15 @@ class AttentionLayers:
     new_cache: Callable[[GPT2Config, int], Any]
     cache_width: Callable[[GPT2Config, int], int]
     pair_width: Callable[[GPT2Config, int], int]
+    # Every layer at once, for a variant whose layers share modules (RGSA's
+    # chunk router); None builds them one by one with `layer`.
+    build_all: Callable[[GPT2Config], list[nn.Module]] | None = None
+
+    def build(self, config: GPT2Config) -> list[nn.Module]:
+        """The n_layer attention layers of one model."""
+        if self.build_all is not None:
+            return self.build_all(config)
+        return [self.layer(config, i) for i in range(config.n_layer)]
 
 
 def same_every_layer(

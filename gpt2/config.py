@@ -7,6 +7,7 @@ a shape error from somewhere in a matrix multiply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,6 +20,13 @@ POSITIONS = ("learned", "rope")
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("gelu", "swiglu")
 GELUS = ("tanh", "exact")  # the GELU MLP's activation (gpt2/mlp.py)
+RGSA_CHOICES = {
+    "rgsa_routing": ("learned", "random", "dense"),
+    "rgsa_chunk_schedule": ("power", "piecewise"),
+    "rgsa_chunk_rounding": ("pow2", "multiple_of_8", "nearest"),
+}
+# Empty is allowed: every length then gets rgsa_chunk_size_max, as in the original.
+_PIECEWISE = re.compile(r"(\s*\d+:\d+\s*(,\s*\d+:\d+\s*)*)?")
 SWIGLU_MULTIPLE = 64  # SwiGLU hidden widths are rounded up to this (gpt2/mlp.py)
 
 
@@ -73,6 +81,28 @@ class GPT2Config:
     ra_gated_heads: int = 1
     # ... and joins through tanh(g), g a learned scalar starting here.
     ra_gated_gate_init: float = 0.0
+    # RGSA (gpt2/rgsa.py; defaults are the original project's): tokens per
+    # routing chunk, routing embedding width, chunks each query picks, the
+    # local window routing leaves out, queries routed together (0 = each),
+    # layers sharing one set of chunk embeddings (0 = each its own), and how
+    # chunks are picked: "learned" (top-b), "random" or "dense" (no routing).
+    rgsa_chunk_size: int = 64
+    rgsa_routing_dim: int = 32
+    rgsa_top_b: int = 8
+    rgsa_local_window: int = 256
+    rgsa_route_stride: int = 0
+    rgsa_cache_routing_layers: int = 0
+    rgsa_routing: str = "learned"
+    # Dynamic chunking: the chunk size follows the sequence length by the
+    # schedule ("power": T^alpha, "piecewise": "threshold:size,..."), is
+    # clamped to [min, max] and rounded ("pow2", "multiple_of_8", "nearest").
+    rgsa_dynamic_chunking: bool = False
+    rgsa_chunk_size_min: int = 32
+    rgsa_chunk_size_max: int = 256
+    rgsa_chunk_size_alpha: float = 0.5
+    rgsa_chunk_schedule: str = "power"
+    rgsa_chunk_piecewise: str = ""
+    rgsa_chunk_rounding: str = "pow2"
     # Architecture options after GPT-2 (gpt2/Kconfig "Architecture"); each
     # default is GPT-2's, so a config or checkpoint written before they
     # existed loads unchanged.
@@ -112,6 +142,7 @@ class GPT2Config:
             "ra_alpha_learned",
             "qk_norm",
             "tie_head",
+            "rgsa_dynamic_chunking",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(
@@ -119,6 +150,7 @@ class GPT2Config:
                 )
         _check_heads_divide_width(self.n_embd, self.n_head)
         self._check_attention()
+        self._check_rgsa()
         self._check_architecture()
 
     def _check_attention(self) -> None:
@@ -146,6 +178,41 @@ class GPT2Config:
         if isinstance(init, bool) or not isinstance(init, (int, float)) or not -5 <= init <= 5:
             raise ValueError(
                 f"ra_gated_gate_init={init!r} is invalid: it must be a number in [-5, 5]"
+            )
+
+    def _check_rgsa(self) -> None:
+        """The original project's ranges (its gpt2/Kconfig) and ours."""
+        for name, low, high in (
+            ("rgsa_chunk_size", 16, 256),
+            ("rgsa_routing_dim", 8, 128),
+            ("rgsa_top_b", 1, 64),
+            ("rgsa_local_window", 64, 1024),
+            ("rgsa_route_stride", 0, 16384),
+            ("rgsa_cache_routing_layers", 0, 128),
+            ("rgsa_chunk_size_min", 8, 512),
+            ("rgsa_chunk_size_max", 16, 1024),
+        ):
+            _check_int_range(name, getattr(self, name), low, high)
+        _check_number("rgsa_chunk_size_alpha", self.rgsa_chunk_size_alpha, 0.01, 1.0)
+        for name, allowed in RGSA_CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} is invalid: it must be one of "
+                    f"{', '.join(allowed)}"
+                )
+        if not variant(self.attention).routed or not self.rgsa_dynamic_chunking:
+            return
+        if self.rgsa_chunk_size_min > self.rgsa_chunk_size_max:
+            raise ValueError(
+                f"rgsa_chunk_size_min={self.rgsa_chunk_size_min} is invalid: it must not "
+                f"exceed rgsa_chunk_size_max={self.rgsa_chunk_size_max}"
+            )
+        if self.rgsa_chunk_schedule == "piecewise" and not _PIECEWISE.fullmatch(
+            self.rgsa_chunk_piecewise
+        ):
+            raise ValueError(
+                f"rgsa_chunk_piecewise={self.rgsa_chunk_piecewise!r} is invalid: it must be "
+                f'"threshold:size" pairs separated by commas, e.g. "512:32,2048:64"'
             )
 
     def _check_architecture(self) -> None:

@@ -61,7 +61,6 @@ class GPT2(LanguageModel):
     def __init__(self, config: GPT2Config) -> None:
         super().__init__()
         self.config = config
-        layer = layers(config.attention).layer
         modules: dict[str, nn.Module] = {"wte": nn.Embedding(config.vocab_size, config.n_embd)}
         if config.position == "learned":  # RoPE positions live in the attention layers
             modules["wpe"] = nn.Embedding(config.block_size, config.n_embd)
@@ -69,7 +68,9 @@ class GPT2(LanguageModel):
             {
                 **modules,
                 "drop": nn.Dropout(config.dropout),
-                "h": nn.ModuleList(Block(config, layer(config, i)) for i in range(config.n_layer)),
+                "h": nn.ModuleList(
+                    Block(config, a) for a in layers(config.attention).build(config)
+                ),
                 "ln_f": make_norm(config, config.n_embd),
             }
         )
@@ -182,7 +183,9 @@ class GPT2(LanguageModel):
         query is scored against T keys (2 T w_qk FLOPs) and T values are
         summed (2 T w_v), tripled for the backward pass; T is the whole
         context, masking not subtracted:
-          vanilla, sdpa_gate: w_qk = w_v = head_dim Q, so 12 L H Q T;
+          vanilla, sdpa_gate, rgsa: w_qk = w_v = head_dim Q, so 12 L H Q T
+          (rgsa's routing is left out, and its frozen router's matrices
+          counted in N though they get no backward: a small overcount);
           mla: w_qk = Q + R (R = rope_dim, the decoupled rotary part), w_v = Q;
           ra_logit, ra_mla (alpha > 0 or learned): w_qk doubled, 2 Q or
           2 (Q + R), since the scores are dot products of the augmented
@@ -195,6 +198,16 @@ class GPT2(LanguageModel):
         width = layers(cfg.attention).pair_width
         attention = 6 * seq_len * sum(width(cfg, i) for i in range(cfg.n_layer))
         return 6 * self.num_params(non_embedding=True) + attention
+
+    def aux_metrics(self) -> dict[str, float]:
+        """What the attention layers report on the last forward (RGSA's
+        routing metrics, gpt2/rgsa.py); none for the other variants."""
+        metrics: dict[str, float] = {}
+        for block in self.transformer.h:
+            report = getattr(block.attn, "aux_metrics", None)
+            if report is not None:
+                metrics.update(report())
+        return metrics
 
     # -------------------------------------------------------- generation
 

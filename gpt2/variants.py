@@ -33,6 +33,7 @@ class Variant:
     reciprocal: bool = False  # the logit form of RA (gpt2/ra.py): ra_alpha and ra_window apply
     output_gate: bool = False  # a sigmoid gate on the heads' output (gpt2/sdpa_gate.py)
     gated_ra: bool = False  # the gated reverse-SDPA branch (gpt2/ra_gated.py)
+    routed: bool = False  # RGSA's chunk routing (gpt2/rgsa.py): the GPT2_RGSA_* settings apply
     aliases: tuple[str, ...] = ()  # names earlier versions wrote into configs and checkpoints
 
     @property
@@ -63,6 +64,8 @@ VARIANTS: tuple[Variant, ...] = (
         output_gate=True,
         gated_ra=True,
     ),
+    # Dense attention plus a router whose choices only feed metrics (gpt2/rgsa.py).
+    Variant("rgsa", "rgsa", "rgsa:RGSA", bench=False, routed=True),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 ALIASES = {alias: v.name for v in VARIANTS for alias in v.aliases}

@@ -12,5 +12,14 @@ from lib.train import rules as train_rules
 from lib.prune import rules as prune_rules
 from lib.bench import rules as bench_rules
 from lib.tune import rules as tune_rules
+from lib.eval import rules as eval_rules
 
-MODULES = (model_rules, optim_rules, train_rules, prune_rules, bench_rules, tune_rules)
+MODULES = (
+    model_rules,
+    optim_rules,
+    train_rules,
+    prune_rules,
+    bench_rules,
+    tune_rules,
+    eval_rules,
+)

@@ -68,6 +68,7 @@ def test_loading_a_configuration_runs_every_owners_rules_without_torch(tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [
         "['lib.bench.inference',",
+        "'lib.eval.kv_circuit_settings',",
         "'lib.model.rules',",
         "'lib.optim.rules',",
         "'lib.prune.rules',",

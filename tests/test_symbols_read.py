@@ -29,6 +29,7 @@ from lib.train.resolved import resolved_settings
 # requires a reader for each of their symbols.
 SCOPE = (
     "gpt2/Kconfig",
+    "gpt2/Kconfig.rgsa",
     "hamt/Kconfig",
     "lib/optim/Kconfig",
     "lib/prune/Kconfig",

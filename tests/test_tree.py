@@ -22,6 +22,9 @@ CONFIG_READERS = {
     "lib/config/knlp/translate.py",
     "lib/config/knlp/source.py",
     "lib/config/knlp/check.py",
+    "lib/config/knlp/check_optim.py",
+    "lib/config/knlp/translate_optim.py",
+    "lib/config/knlp/code.py",
 }
 # Generated: one field per symbol (as long as the Kconfig files); knlp's symbol table.
 GENERATED = {"lib/config/symbols.py", "lib/config/knlp/table.py"}

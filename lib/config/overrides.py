@@ -32,6 +32,7 @@ ALIASES = {
     "REUSE": "MATRIX_REUSE",
     "TUNE_TRIALS": "MATRIX_TUNE_TRIALS",
     "TUNE_FRACTION": "MATRIX_TUNE_FRACTION",
+    "TUNE_METRIC": "MATRIX_TUNE_METRIC",  # a choice: TUNE_METRIC=val_loss_per_char
 }
 FLAGS = ("DRY_RUN", "YES", "RESUME", "RETRY_FAILED")
 # TRACKER=tensorboard,wandb,trackio switches the named trackers on and the others off.

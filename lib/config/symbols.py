@@ -138,7 +138,15 @@ class Symbols:
     ids say "sdpagateragated".
     """
 
-    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated", "sdpa_gate_ra_gated"] | None = None
+    GPT2_ATTENTION_ENABLE_RGSA: bool | None = None
+    """RGSA: retrieval-gated sparse attention, as knlp runs it.
+
+    Include RGSA runs (GPT2_RGSA_* settings below): vanilla
+    attention plus the original project's chunk router, whose
+    choices feed routing metrics. Run ids say "rgsa".
+    """
+
+    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated", "sdpa_gate_ra_gated", "rgsa"] | None = None
     """Attention.
 
     How each block attends. Vanilla is GPT-2's; the others gate its
@@ -202,6 +210,17 @@ class Symbols:
     the gated-RA layers the reverse branch is then added, ungated:
     c_proj(heads * sigmoid(W x + b) + tanh(g) LN(ra_proj(R))).
     Settings and cache are RA_GATED's; starts as SDPA_GATE at g = 0.
+    """
+
+    GPT2_ATTENTION_RGSA: bool | None = None
+    """RGSA: retrieval-gated sparse attention (knlp, EXPERIMENTAL).
+
+    The original project's ENABLE_RGSA model (knlp gpt2/rgsa.py):
+    each layer routes every query to the GPT2_RGSA_TOP_B chunks
+    most like it, but, as knlp runs it, attention stays dense, so
+    outputs, loss and cache are vanilla's; the routing feeds the
+    rgsa_* metrics of the training log. Adds one routing matrix per
+    layer and one shared (GPT2_RGSA_ROUTING_DIM x n_embd each).
     """
 
     ENABLE_RA_MLA: bool | None = None
@@ -296,6 +315,152 @@ class Symbols:
     off (the model is vanilla, or SDPA_GATE's, at step 0) and lets
     training open it.
     """
+
+    GPT2_RGSA_CHUNK_SIZE: int | None = None
+    """RGSA: tokens per routing chunk.
+
+    The context is cut into chunks of this many tokens, each
+    summarised by one routing embedding (its mean hidden state,
+    projected). Smaller chunks route more finely at more cost.
+    Unused with GPT2_RGSA_DYNAMIC_CHUNKING. If unsure, keep 64.
+    """
+
+    GPT2_RGSA_ROUTING_DIM: int | None = None
+    """RGSA: routing embedding width.
+
+    Width of the chunk and query routing embeddings; each layer has
+    an n_embd x this query projection and all layers share one for
+    the chunks. If unsure, keep 32.
+    """
+
+    GPT2_RGSA_TOP_B: int | None = None
+    """RGSA: chunks each query picks (top-B).
+
+    How many chunks routing selects per query (fewer when the
+    sequence has fewer chunks). Changes the routing metrics, not
+    the attention (dense, as knlp runs it). If unsure, keep 8.
+    """
+
+    GPT2_RGSA_LOCAL_WINDOW: int | None = None
+    """RGSA: local window (tokens).
+
+    Recent tokens every query would always see. Routing runs only
+    for sequences longer than this plus one chunk; shorter ones
+    (and a block size at most this) never route. If unsure, 256.
+    """
+
+    GPT2_RGSA_ROUTE_STRIDE: int | None = None
+    """RGSA: queries routed together (0 = each alone).
+
+    Above 0, the queries are averaged in blocks of this many and
+    each block picks its chunks once, cutting routing cost by this
+    factor (knlp's RGSA_ROUTE_STRIDE). If unsure, keep 0.
+    """
+
+    GPT2_RGSA_CACHE_ROUTING_LAYERS: int | None = None
+    """RGSA: layers sharing one set of chunk embeddings (0 = none).
+
+    Above 0, chunk embeddings are computed at layers 0, N, 2N...
+    and reused by the layers between (knlp's
+    RGSA_CACHE_ROUTING_LAYERS), cutting the chunk router's cost by
+    N. If unsure, keep 0.
+    """
+
+    GPT2_RGSA_ROUTING: Literal["learned", "random", "dense"] | None = None
+    """RGSA: how chunks are picked.
+
+    Learned top-B routing, or one of knlp's two ablations. The
+    attention is dense in all three; they differ in routing cost,
+    random draws and metrics. If unsure, Learned.
+    """
+
+    GPT2_RGSA_ROUTING_LEARNED: bool | None = None
+    """Learned: the top-B chunks by cosine similarity."""
+
+    GPT2_RGSA_ROUTING_RANDOM: bool | None = None
+    """Random chunks (knlp's RGSA_RANDOM_ROUTING ablation).
+
+    Chunks drawn uniformly at random each forward; the router
+    still runs, its choice is ignored.
+    """
+
+    GPT2_RGSA_ROUTING_DENSE: bool | None = None
+    """No routing, router kept (knlp's RGSA_DENSE_MODE ablation).
+
+    The router's parameters exist but never run: the parameter
+    count of RGSA at vanilla's cost.
+    """
+
+    GPT2_RGSA_DYNAMIC_CHUNKING: bool | None = None
+    """RGSA: chunk size follows the sequence length.
+
+    The chunk size is set per sequence length by the schedule
+    below, clamped to [GPT2_RGSA_CHUNK_SIZE_MIN, _MAX] and rounded,
+    instead of GPT2_RGSA_CHUNK_SIZE (knlp's L2M-inspired dynamic
+    chunking). If unsure, say N.
+    """
+
+    GPT2_RGSA_CHUNK_SIZE_MIN: int | None = None
+    """RGSA: smallest dynamic chunk size.
+
+    Lower clamp of the dynamic chunk size. At most
+    GPT2_RGSA_CHUNK_SIZE_MAX (checked on load). If unsure, 32.
+    """
+
+    GPT2_RGSA_CHUNK_SIZE_MAX: int | None = None
+    """RGSA: largest dynamic chunk size.
+
+    Upper clamp of the dynamic chunk size, and the size the
+    piecewise schedule gives lengths above its last threshold.
+    If unsure, 256.
+    """
+
+    GPT2_RGSA_CHUNK_SCHEDULE: Literal["power", "piecewise"] | None = None
+    """RGSA: dynamic chunk schedule.
+
+    How the chunk size follows the sequence length T. If unsure,
+    Power.
+    """
+
+    GPT2_RGSA_CHUNK_SCHEDULE_POWER: bool | None = None
+    """Power: round(T ^ GPT2_RGSA_CHUNK_SIZE_ALPHA)."""
+
+    GPT2_RGSA_CHUNK_SCHEDULE_PIECEWISE: bool | None = None
+    """Piecewise: thresholds in GPT2_RGSA_CHUNK_PIECEWISE."""
+
+    GPT2_RGSA_CHUNK_SIZE_ALPHA: float | None = None
+    """RGSA: power schedule exponent alpha.
+
+    Chunk size round(T^alpha) before clamping and rounding, with
+    the power schedule (unused by the piecewise one). Allowed 0.01
+    to 1.0; 0.5 grows as the square root (32 at T = 1024). If
+    unsure, keep 0.5.
+    """
+
+    GPT2_RGSA_CHUNK_PIECEWISE: str | None = None
+    """RGSA: piecewise schedule (threshold:size,...).
+
+    Comma-separated "threshold:size" pairs in increasing order: the
+    first with T <= threshold gives the size, e.g.
+    "512:32,2048:64,8192:128". Empty or past the last threshold:
+    GPT2_RGSA_CHUNK_SIZE_MAX. Read by the piecewise schedule only;
+    checked on load.
+    """
+
+    GPT2_RGSA_CHUNK_ROUNDING: Literal["pow2", "multiple_of_8", "nearest"] | None = None
+    """RGSA: dynamic chunk size rounding.
+
+    Applied after clamping, as knlp does. If unsure, Pow2.
+    """
+
+    GPT2_RGSA_CHUNK_ROUNDING_POW2: bool | None = None
+    """Nearest power of two (the lower one on a tie)."""
+
+    GPT2_RGSA_CHUNK_ROUNDING_MULTIPLE_OF_8: bool | None = None
+    """Nearest multiple of 8 (at least 8)."""
+
+    GPT2_RGSA_CHUNK_ROUNDING_NEAREST: bool | None = None
+    """None: the clamped size as it is."""
 
     GPT2_DROPOUT: float | None = None
     """Dropout probability.
@@ -887,8 +1052,9 @@ class Symbols:
 
     The learning rate rises linearly from 0 to LEARNING_RATE over this
     many steps (step s gets LEARNING_RATE x (s + 1) / this), then
-    follows LR_SCHEDULE. Must be below GPT2_MAX_ITERS (checked when
-    loading, so `make MAX_ITERS=20` on a 30-step warmup is refused).
+    follows LR_SCHEDULE. At most GPT2_MAX_ITERS (checked when loading,
+    so `make MAX_ITERS=20` on a 30-step warmup is refused; equal is a
+    warmup-only run whose last step reaches the peak).
     GPT-2 124M recipes use 700 to 2000; a tenth of a short run is
     customary. If unsure, keep 30 for the tiny CPU run.
     """
@@ -1093,7 +1259,7 @@ class Symbols:
     OPTIMIZER_MODE_MULTIPLE: bool
     """Several optimizers (test matrix)."""
 
-    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune", "muon"] | None = None
+    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune", "sgd", "adam", "adamwadv", "muon"] | None = None
     """Optimizer.
 
     The optimizer that updates the weights. If unsure, AdamW.
@@ -1122,6 +1288,36 @@ class Symbols:
     for pruning, so pruning costs one boolean mask per weight and no
     other buffer. Pruning settings (sparsity, schedule, importance
     score variant) are in the Pruning menu.
+    """
+
+    OPTIMIZER_SGD: bool | None = None
+    """SGD with momentum (L2 weight decay).
+
+    torch.optim.SGD: heavy-ball momentum (SGD_MOMENTUM), no Nesterov,
+    no dampening; WEIGHT_DECAY is added to the gradient (L2), not
+    decoupled. One buffer per weight, half of Adam's. knlp's SGD is
+    this with momentum 0.9 and decay 0.1. Plain SGD needs a learning
+    rate tens of times Adam's; at Adam's 6e-4 a GPT-2 hardly moves.
+    """
+
+    OPTIMIZER_ADAM: bool | None = None
+    """Adam (L2 weight decay, not decoupled).
+
+    torch.optim.Adam (Kingma & Ba, arXiv 1412.6980) with the Adam
+    family's betas, epsilon and AMSGrad setting below; WEIGHT_DECAY is
+    added to the gradient before the moments (L2), so Adam divides it
+    by the second moment, which AdamW avoids. For comparing with
+    AdamW, and for knlp's Adam (decay 0.1 on GPT-2). If unsure, AdamW.
+    """
+
+    OPTIMIZER_ADAMWADV: bool | None = None
+    """AdamWAdv (AdamW with AMSGrad always on).
+
+    knlp's "AdamW Advanced": torch's AdamW with AMSGrad on whatever
+    ADAM_AMSGRAD says, and the Adam family's betas, epsilon and
+    WEIGHT_DECAY. knlp's cosine schedule and norm clip 1.0 that come
+    with it are LR_SCHEDULE and TRAIN_GRAD_CLIP here. Its own name so
+    that a test matrix can run it beside AdamW.
     """
 
     OPTIMIZER_MUON: bool | None = None
@@ -1157,6 +1353,28 @@ class Symbols:
     state-based score variant and sparsity (Pruning menu).
     """
 
+    OPTIMIZER_ENABLE_SGD: bool | None = None
+    """SGD.
+
+    Include SGD-with-momentum runs in the test matrix (dense and with
+    magnitude or movement pruning, as the Pruning menu enables).
+    """
+
+    OPTIMIZER_ENABLE_ADAM: bool | None = None
+    """Adam.
+
+    Include Adam (L2 decay) runs in the test matrix (dense and with
+    magnitude or movement pruning, as the Pruning menu enables).
+    """
+
+    OPTIMIZER_ENABLE_ADAMWADV: bool | None = None
+    """AdamWAdv.
+
+    Include AdamWAdv (AdamW with AMSGrad always on) runs in the test
+    matrix (dense and with magnitude or movement pruning, as the
+    Pruning menu enables).
+    """
+
     OPTIMIZER_ENABLE_MUON: bool | None = None
     """Muon.
 
@@ -1171,7 +1389,7 @@ class Symbols:
 
     OPTIM_HAS_MASK_PRUNING: bool | None = None
     """Derived: an optimizer that trains dense or with magnitude or
-    movement pruning (AdamW, AdamWSPAM, Muon) runs, alone or in a
+    movement pruning (every one but AdamWPrune) runs, alone or in a
     matrix.
     """
 
@@ -1199,7 +1417,15 @@ class Symbols:
     offered.
     """
 
-    ADAM_BETA1: float
+    SGD_MOMENTUM: float | None = None
+    """SGD momentum.
+
+    torch.optim.SGD's momentum: each step moves by the running sum
+    buf = momentum * buf + (grad + WEIGHT_DECAY * w). Allowed 0 to
+    0.999 (0 is plain SGD). knlp's SGD uses 0.9. If unsure, keep 0.9.
+    """
+
+    ADAM_BETA1: float | None = None
     """Adam beta1 (first-moment decay).
 
     Decay rate of the first-moment (momentum) estimate of every
@@ -1208,7 +1434,7 @@ class Symbols:
     PyTorch and the SPAM authors' code use 0.9. If unsure, keep 0.9.
     """
 
-    ADAM_BETA2: float
+    ADAM_BETA2: float | None = None
     """Adam beta2 (second-moment decay).
 
     Decay rate of the second-moment estimate of every Adam-family
@@ -1218,7 +1444,7 @@ class Symbols:
     this also sets what SPAM_THETA means (see there). If unsure, 0.95.
     """
 
-    ADAM_EPSILON: float
+    ADAM_EPSILON: float | None = None
     """Adam epsilon.
 
     Added to the root of the second moment of every Adam-family
@@ -1234,20 +1460,40 @@ class Symbols:
     Decoupled weight decay of every Adam-family optimizer, applied to
     weight matrices and embeddings only, never to biases or LayerNorm.
     AdamW decays before its update; AdamWSPAM after it, p -= lr wd p,
-    as its authors' code does. Allowed 0 to 10. The SPAM paper's
+    as its authors' code does. SGD and Adam add wd * p to the
+    gradient instead (L2, torch's coupled decay). Allowed 0 to 10. The SPAM paper's
     runs used 0. If unsure, keep 0.1.
     """
+
+    WEIGHT_DECAY_PARAMS: Literal["matrices", "knlp"]
+    """Which weights WEIGHT_DECAY decays.
+
+    The tensors every optimizer decays. Matrices: every tensor of two
+    or more dimensions (weight matrices and embedding tables), never
+    biases, LayerNorm gains or other vectors (the nanoGPT rule).
+    knlp: what knlp's lib/optimizers.py decays in its GPT-2, every
+    tensor but biases and embedding tables (so not the tied head),
+    LayerNorm gains and 1-D gate parameters included; knlp files load
+    with it. If unsure, Matrices.
+    """
+
+    WEIGHT_DECAY_PARAMS_MATRICES: bool
+    """Matrices and embeddings."""
+
+    WEIGHT_DECAY_PARAMS_KNLP: bool
+    """All but biases and embeddings (knlp)."""
 
     ADAM_AMSGRAD: bool | None = None
     """AMSGrad: divide by the running maximum of the second moment.
 
-    AdamW, AdamWSPAM and AdamWPrune's base divide the update by the
+    AdamW, Adam, AdamWSPAM and AdamWPrune's base divide the update by the
     root of the largest second moment seen so far, not the current
     one (Reddi et al., ICLR 2018); one more buffer per weight.
     AdamWSPAM's clipping still reads v, and its resets leave the
     maximum alone, as in knlp. Off in PyTorch and the SPAM authors'
     code; knlp's AdamWSPAM always uses it (on by default with
-    SPAM_RULE_KNLP). Not for Muon's AdamW part. If unsure, say N.
+    SPAM_RULE_KNLP). Not for Muon's AdamW part nor SGD; AdamWAdv always
+    uses it. If unsure, say N.
     """
 
     OPTIMIZER_IMPL: Literal["auto", "fused", "foreach", "loop"] | None = None
@@ -1260,14 +1506,16 @@ class Symbols:
     step for the 0.8M-parameter shakespeare-char model), AdamWSPAM its
     multi-tensor step. Fused: AdamW's fused kernel; AdamWSPAM's step
     compiled by torch.compile into one pass per tensor
-    (lib/optim/spam_compiled.py; tens of seconds to compile on the
+    (lib/optim/spam_compiled.py; slower than multi-tensor on an H200,
+    docs/benchmarks.md; tens of seconds to compile on the
     first step, back to multi-tensor if compiling fails). Foreach:
     both multi-tensor (torch._foreach_*). Loop: both one parameter at a
     time, the readable reference paths (torch's CPU default for AdamW,
     which nanoGPT uses on CPU); Fused is offered with AdamWSPAM only,
     since for AdamW it is what Auto does. Muon's own AdamW part is not
     affected; knlp's AdamWSPAM rule (SPAM_RULE_KNLP) runs on torch's
-    AdamW and takes AdamW's paths.
+    AdamW and takes AdamW's paths, as do SGD, Adam and AdamWAdv
+    (torch's fused kernels for them too).
     Recorded in metrics.json (optimizer_impl). If unsure, keep Auto.
     """
 
@@ -1509,11 +1757,18 @@ class Symbols:
 
     Whether to sparsify the transformer blocks' weight matrices
     during training (embeddings and LayerNorm are never pruned).
-    AdamWPrune always prunes: choose "One method" with it.
+    AdamWPrune's pruning is "One method" (state-based), its default.
     """
 
-    PRUNING_MODE_NONE: bool | None = None
-    """None (dense training)."""
+    PRUNING_MODE_NONE: bool
+    """None (dense training).
+
+    Train dense. With AdamWPrune this is AdamWPrune's base optimizer,
+    dense (its settings, no mask): what the reference's test matrix
+    trains in its AdamWPrune cells with pruning "none" (mcgrof/knlp
+    041ec5f2 scripts/run_test_matrix.py). Its run id ends in
+    adamwprune_none.
+    """
 
     PRUNING_MODE_SINGLE: bool
     """One method."""
@@ -1668,6 +1923,17 @@ class Symbols:
     results table compares perplexity against.
     """
 
+    PRUNING_ENABLE_NONE_ADAMWPRUNE: bool | None = None
+    """Dense baseline for AdamWPrune too (its base optimizer).
+
+    Also train AdamWPrune unpruned, as the matrix cell
+    adamwprune_none: its base optimizer with its settings and no
+    mask, as the reference's test matrix does in its dense cells
+    (mcgrof/knlp 041ec5f2, which trains that one dense run once per
+    sparsity level and variant; here it runs once). If unsure, say
+    N: AdamW's dense cell is usually the baseline you want.
+    """
+
     PRUNING_ENABLE_MAGNITUDE: bool | None = None
     """Magnitude |w|.
 
@@ -1797,6 +2063,21 @@ class Symbols:
     global count is exactly the target. The run id does not show
     it; keep such runs in their own results directory. If unsure,
     say N.
+    """
+
+    PRUNING_MOVEMENT_KNLP: bool | None = None
+    """Movement as the reference: w (w - w0), masks re-chosen each update.
+
+    Movement pruning by the reference's rule (mcgrof/knlp 041ec5f2,
+    lib/movement_pruning.py as its GPT-2 trainer runs it) instead of
+    Sanh et al.'s accumulated score: score w (w - w0), w0 the weights
+    at the start of training; at every update every mask is chosen
+    afresh (all scores at or below the k-th smallest pruned), so a
+    pruned weight (0, scoring 0) can come back, and updates go on
+    past PRUNING_RAMP_END. Pruned weights are zeroed after every
+    step; their gradients and optimizer moments are not. Costs one
+    float32 copy of the pruned weights (w0). The run id does not
+    show it. If unsure, say N.
     """
 
     PRUNING_WARMUP: int | None = None
@@ -2308,6 +2589,33 @@ class Symbols:
     family chosen above. If unsure, leave empty.
     """
 
+    MATRIX_OPTIMIZER_SETTINGS: str | None = None
+    """Settings per optimizer (optimizer:SYMBOL=value,... ; empty = shared).
+
+    Gives one enabled optimizer its own values in every run it trains,
+    where the matrix otherwise shares one value of each symbol between
+    its optimizers, e.g. "adamwspam:ADAM_AMSGRAD=y
+    adamwprune:WEIGHT_DECAY=0,PRUNING_WARMUP=1001". Each word is an
+    enabled optimizer, a colon and SYMBOL=value pairs joined by commas
+    (a value holds no space or comma); they join that optimizer's
+    overrides and are checked like any run's before anything trains.
+    Run ids do not change; each run's fingerprint holds its values.
+    Empty: every optimizer runs with the values set above.
+    """
+
+    MATRIX_PRUNING_SETTINGS: str | None = None
+    """Settings per pruning method (method:SYMBOL=value,... ; empty = shared).
+
+    Gives one enabled pruning method (none, magnitude, movement,
+    state) its own values in every run it trains, where the matrix
+    otherwise shares one value of each symbol between methods, e.g.
+    "movement:PRUNING_SCHEDULE_LINEAR=y,PRUNING_MOVEMENT_KNLP=y"
+    beside magnitude runs on the cubic schedule. Same form as
+    MATRIX_OPTIMIZER_SETTINGS, checked with each run the same way.
+    Run ids do not change; each run's fingerprint holds its values.
+    Empty: every method runs with the values set above.
+    """
+
     MATRIX_ABLATION: str
     """Ablation list (SYMBOL=v1,v2 ...; empty = none).
 
@@ -2496,6 +2804,24 @@ class Symbols:
     that learn fast early. On the command line: TUNE_FRACTION=.
     If unsure, 20.
     """
+
+    MATRIX_TUNE_METRIC: Literal["val_loss", "val_loss_per_char"] | None = None
+    """What the search minimises.
+
+    The figure each trial reports at its evaluations and its best
+    is ranked by. A loss per token compares only runs with the same
+    tokenizer; per character of the validation text it compares
+    across tokenizers (lib/data/valchars.py), which a search that
+    varies DATA_BPE_VOCAB_SIZE, or a matrix over tokenizers, needs.
+    On the command line: TUNE_METRIC=val_loss_per_char. If unsure,
+    validation loss.
+    """
+
+    MATRIX_TUNE_METRIC_VAL_LOSS: bool | None = None
+    """Validation loss (nats per token)."""
+
+    MATRIX_TUNE_METRIC_VAL_LOSS_PER_CHAR: bool | None = None
+    """Validation loss per character (nats per character)."""
 
     MATRIX_TUNE_SAMPLER: Literal["tpe", "grid"] | None = None
     """Search strategy.
@@ -2721,6 +3047,76 @@ class Symbols:
     LM_EVAL_TASKS as `make lm-eval` would, into its eval.json. Costs the tasks' time (minutes for the default
     tasks on a GPU); a failure is logged and leaves the run completed.
     The original AdamWPrune's RUN_LM_EVAL. If unsure, say N.
+    """
+
+    MECHINT_KV: bool | None = None
+    """Find the sparse K/V channel circuit of the trained model.
+
+    When a run finishes (completed, or stopped at TRAIN_MAX_TIME), its
+    weights are frozen and a binary mask over every attention layer's
+    key/value channels (one per KV head and head channel, shared by K
+    and V) is learned on the training split: the mask keeps the
+    channels with the highest scores, fewer and fewer of them until
+    MECHINT_KV_SPARSITY of them are off, and its scores are trained to
+    keep the language-model loss low. The validation loss with all
+    channels and with the final mask, the channels each layer and head
+    keeps, and figures go to the run's kv_circuit/ folder and to
+    metrics.json ("kv_circuit"); a failure is logged and leaves the
+    run completed. Costs MECHINT_KV_STEPS forward and backward passes
+    of the frozen model. The original knlp's KNLP_MECHINT (its
+    "sparse KV feature-circuit" pass). Not for the MLA attention
+    forms, which cache a latent, not per-head K/V. If unsure, say N.
+    """
+
+    MECHINT_KV_SPARSITY: str | None = None
+    """Fraction of K/V channels the final mask turns off.
+
+    A number from 0 up to (not including) 1: 0.95 keeps 5 % of each
+    layer's K/V channels. The fraction off rises linearly from 0 at
+    the first step to this at the last; the validation loss with the
+    final mask says how faithful so sparse a circuit is. If unsure,
+    keep 0.95.
+    """
+
+    MECHINT_KV_STEPS: int | None = None
+    """Mask optimisation steps.
+
+    Steps of mask learning, each on one training batch of the run's
+    micro-batch size. 500 takes minutes for GPT-2 124M on a GPU. If
+    unsure, keep 500.
+    """
+
+    MECHINT_KV_LR: str | None = None
+    """Learning rate of the mask scores (Adam).
+
+    A positive number: Adam's step size for the per-channel scores
+    (they start at 0). If unsure, keep 0.01.
+    """
+
+    MECHINT_KV_TEMP_SCHEDULE: str | None = None
+    """Temperature schedule of the mask's relaxation.
+
+    The gradient reaching a channel's score s is that of sigmoid(s/T)
+    (a straight-through estimate: the forward pass uses the hard 0/1
+    mask). "linear:A:B" moves T from A to B over the steps, "exp:A:B"
+    geometrically, "constant:A" keeps A; A and B positive. Lower T
+    sharpens the gradient around score 0. If unsure, keep
+    "linear:1.0:0.1".
+    """
+
+    MECHINT_KV_EVAL_ITERS: int | None = None
+    """Validation batches for the loss with and without the mask.
+
+    The validation loss with every channel and with the final mask is
+    the mean over this many batches (the same batches for both). If
+    unsure, keep 10.
+    """
+
+    MECHINT_KV_SAVE_MASKS: bool | None = None
+    """Save the learned masks and scores.
+
+    Write kv_circuit/masks.safetensors: per attention layer, the 0/1
+    mask and the scores, [KV heads, head width]. If unsure, say Y.
     """
 
     INFERENCE_BENCH: Literal["auto", "y", "n"]

@@ -25,6 +25,7 @@ from lib.data.sources import (
     offline_reason,
     unset_advice,
 )
+from lib.data.valchars import val_chars
 from lib.data.validate import check_prepared
 from lib.paths import from_root
 
@@ -60,6 +61,7 @@ class EvalSet:
     passages: list[str] = field(default_factory=list)
     words: int | None = None  # words of the original text, for word-level perplexity
     detokenized: bool = False
+    chars: int | None = None  # characters the ids decode to (the val split: valchars.py)
 
 
 def hub_rows(name: str) -> list[str]:
@@ -168,4 +170,9 @@ def validation_split(data_dir: Path) -> EvalSet:
         raise DataError(f"{err} Or turn CONFIG_EVAL_VAL off.") from None
     meta = load_meta(data_dir)
     ids = np.memmap(data_dir / SPLIT_FILES["val"], dtype=np.dtype(meta["dtype"]), mode="r")
-    return EvalSet("val", f"{data_dir / SPLIT_FILES['val']} ({meta['val_from']})", ids=ids)
+    return EvalSet(
+        "val",
+        f"{data_dir / SPLIT_FILES['val']} ({meta['val_from']})",
+        ids=ids,
+        chars=val_chars(data_dir, meta),
+    )

@@ -159,6 +159,8 @@ def evaluate_sets(
                 progress=f"eval {s.name}",
             )
             entry = {"kind": "perplexity", "source": s.source, **result.as_dict(), "truncated": cut}
+            if s.chars and not cut:  # the run's val split: comparable across tokenizers
+                entry.update(chars=s.chars, loss_per_char=result.loss * len(ids) / s.chars)
             if s.text is not None and not cut:
                 n_bytes = len(s.text.encode("utf-8"))
                 entry.update(

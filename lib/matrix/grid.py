@@ -5,7 +5,8 @@ variants (GPT-2's enabled attention variants), optimizers, pruning methods x
 sparsities x AdamWPrune score variants, and the ablation list
 (MATRIX_ABLATION), with the pairs Kconfig forbids in a single run removed:
 state pruning runs with AdamWPrune only; dense, magnitude and movement runs
-with AdamW, AdamWSPAM and Muon only. Each run is a list of NAME=VALUE
+with every other optimizer. MATRIX_OPTIMIZER_SETTINGS adds an optimizer's
+own values to each of its runs, MATRIX_PRUNING_SETTINGS a method's (settings.py). Each run is a list of NAME=VALUE
 overrides on the base .config; lib/config.load_run_config validates every
 one of them exactly as `make` would, before anything trains. MATRIX_SEEDS
 then trains every run once per seed: TRAIN_SEED=<seed> joins its overrides
@@ -23,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lib.config.kconfig import ConfigError
-from lib.config.overrides import ALIASES
-from lib.config.renames import current_name
 from lib.config.run_config import RunConfig, load_run_config
+from lib.matrix.seeds import parse_seeds, seeded, sets_seed
+from lib.matrix.settings import parse_settings
 from lib.model import registry
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.plural import counted
@@ -38,6 +39,9 @@ OPTIMIZERS = {
     "OPTIMIZER_ENABLE_ADAMWSPAM": "adamwspam",
     "OPTIMIZER_ENABLE_ADAMWPRUNE": "adamwprune",
     "OPTIMIZER_ENABLE_MUON": "muon",
+    "OPTIMIZER_ENABLE_SGD": "sgd",
+    "OPTIMIZER_ENABLE_ADAM": "adam",
+    "OPTIMIZER_ENABLE_ADAMWADV": "adamwadv",
 }
 METHODS = {
     "PRUNING_ENABLE_NONE": "none",
@@ -67,7 +71,6 @@ SCORE_VARIANTS = {
     "ADAMWPRUNE_ENABLE_TOWARD_ZERO": "toward_zero",
 }
 Overrides = list[tuple[str, str]]
-MAX_SEEDS = 100  # per configuration: a slip such as "1000" must not queue a thousand runs
 
 
 @dataclass(frozen=True)
@@ -115,12 +118,31 @@ def _enabled(run: RunConfig, table: dict[str, str]) -> list[str]:
     return [value for sym, value in table.items() if run.values.get(sym)]
 
 
+def parse_optimizer_settings(run: RunConfig) -> dict[str, Overrides]:
+    """MATRIX_OPTIMIZER_SETTINGS -> optimizer -> the overrides its runs add:
+    "adamwspam:ADAM_AMSGRAD=y adamwprune:WEIGHT_DECAY=0,PRUNING_WARMUP=1001"."""
+    text, enabled = run.MATRIX_OPTIMIZER_SETTINGS or "", _enabled(run, OPTIMIZERS)
+    grid = ("OPTIMIZER", "OPTIMIZER_MODE")
+    return parse_settings("MATRIX_OPTIMIZER_SETTINGS", text, enabled, "optimizer", grid)
+
+
+def parse_pruning_settings(run: RunConfig) -> dict[str, Overrides]:
+    """MATRIX_PRUNING_SETTINGS -> pruning method -> the overrides its runs add."""
+    text, enabled = run.MATRIX_PRUNING_SETTINGS or "", _enabled(run, METHODS)
+    grid = ("PRUNING_MODE", "PRUNING_METHOD", "PRUNING_TARGET_SPARSITY", "ADAMWPRUNE_VARIANT")
+    return parse_settings("MATRIX_PRUNING_SETTINGS", text, enabled, "pruning method", grid)
+
+
 def optimizer_axis(run: RunConfig) -> list[Overrides]:
     if run.OPTIMIZER_MODE != "multiple":
         optimizer = run.OPTIMIZER
         assert optimizer is not None, "the OPTIMIZER choice is active in single mode"
         return [[("OPTIMIZER", optimizer)]]
-    return [[("OPTIMIZER_MODE", "single"), ("OPTIMIZER", o)] for o in _enabled(run, OPTIMIZERS)]
+    own = parse_optimizer_settings(run)
+    return [
+        [("OPTIMIZER_MODE", "single"), ("OPTIMIZER", o), *own.get(o, [])]
+        for o in _enabled(run, OPTIMIZERS)
+    ]
 
 
 def pruning_axis(run: RunConfig) -> list[Overrides]:
@@ -143,9 +165,10 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
             single.append(("ADAMWPRUNE_VARIANT", score))
         return [single]
     out: list[Overrides] = []
+    own = parse_pruning_settings(run)
     for method in _enabled(run, METHODS):
         if method == "none":
-            out.append([("PRUNING_MODE", "none")])
+            out.append([("PRUNING_MODE", "none"), *own.get("none", [])])
             continue
         scores: list[Overrides] = [[]]  # AdamWPrune's score variant, state pruning only
         if method == "state":
@@ -158,14 +181,18 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
                         ("PRUNING_METHOD", method),
                         ("PRUNING_TARGET_SPARSITY", sparsity),
                         *score_o,
+                        *own.get(method, []),
                     ]
                 )
     return out
 
 
-def compatible(optimizer: str, pruning: Overrides) -> bool:
-    """The rule Kconfig enforces for one run: state pruning iff AdamWPrune."""
+def compatible(optimizer: str, pruning: Overrides, adamwprune_dense: bool = False) -> bool:
+    """The rule Kconfig enforces for one run: state pruning iff AdamWPrune; AdamWPrune
+    dense (its base optimizer) only where PRUNING_ENABLE_NONE_ADAMWPRUNE asks for it."""
     method = dict(pruning).get("PRUNING_METHOD", "none")
+    if optimizer == "adamwprune" and method == "none":
+        return adamwprune_dense
     return (method == "state") == (optimizer == "adamwprune")
 
 
@@ -181,47 +208,6 @@ def parse_ablation(text: str) -> list[tuple[str, list[str]]]:
     return axes
 
 
-def parse_seeds(text: str) -> list[int]:
-    """MATRIX_SEEDS -> the seeds every configuration trains with: [] when empty
-    (one run with TRAIN_SEED as configured), "3" -> [1, 2, 3] (a count),
-    "1 7 42" or "1,7,42" -> those seeds in that order. TRAIN_SEED's own range
-    is checked later, like any override, when each run is loaded."""
-    words = text.replace(",", " ").split()
-    where = f'CONFIG_MATRIX_SEEDS="{text}"'
-    if not words:
-        return []
-    if not all(re.fullmatch(r"[0-9]+", w) for w in words):
-        raise ConfigError(
-            [
-                f"{where}: give a count of seeds (e.g. 3 for seeds 1, 2, 3) or a "
-                f"list of seeds, non-negative integers (e.g. 1 7 42)"
-            ]
-        )
-    numbers = [int(w) for w in words]
-    if len(numbers) == 1:
-        if not 1 <= numbers[0] <= MAX_SEEDS:
-            raise ConfigError(
-                [
-                    f"{where}: a count of seeds is 1 to {MAX_SEEDS}; for several "
-                    f"chosen seeds list them (e.g. 1 7 42)"
-                ]
-            )
-        return list(range(1, numbers[0] + 1))
-    twice = sorted({n for n in numbers if numbers.count(n) > 1})
-    if twice:
-        raise ConfigError(
-            [f"{where}: listed twice: {', '.join(map(str, twice))}; each seed trains once"]
-        )
-    if len(numbers) > MAX_SEEDS:
-        raise ConfigError([f"{where}: {len(numbers)} seeds; at most {MAX_SEEDS} per configuration"])
-    return numbers
-
-
-def _sets_seed(name: str) -> bool:
-    """Whether an override of name sets TRAIN_SEED (directly, by alias or old name)."""
-    return ALIASES.get(name, current_name(name.removeprefix("CONFIG_"))) == "TRAIN_SEED"
-
-
 def _check_seed_clash(base: RunConfig, seeds: list[int], points: list[Overrides] | None) -> None:
     """MATRIX_SEEDS sets every run's TRAIN_SEED; anything else setting it per run
     (or for all runs) would be overridden or make runs collide: refuse it."""
@@ -233,6 +219,14 @@ def _check_seed_clash(base: RunConfig, seeds: list[int], points: list[Overrides]
             [n for n, _ in parse_ablation(base.MATRIX_ABLATION)],
         ),
         ("the sweep", [n for point in points or [] for n, _ in point]),
+        (
+            "CONFIG_MATRIX_OPTIMIZER_SETTINGS",
+            [n for pairs in parse_optimizer_settings(base).values() for n, _ in pairs],
+        ),
+        (
+            "CONFIG_MATRIX_PRUNING_SETTINGS",
+            [n for pairs in parse_pruning_settings(base).values() for n, _ in pairs],
+        ),
         ("the command line", list(base.overrides)),
     ]
     problems = [
@@ -241,17 +235,10 @@ def _check_seed_clash(base: RunConfig, seeds: list[int], points: list[Overrides]
         f"(empty MATRIX_SEEDS, or drop {name} from {source})"
         for source, names in setters
         for name in dict.fromkeys(names)
-        if _sets_seed(name)
+        if sets_seed(name)
     ]
     if problems:
         raise ConfigError(problems, "test matrix")
-
-
-def _seeded(seeds: list[int]) -> list[tuple[Overrides, str]]:
-    """(TRAIN_SEED override, id suffix) per seed; one plain run without seeds."""
-    if not seeds:
-        return [([], "")]
-    return [([("TRAIN_SEED", str(s))], f"_s{s}") for s in seeds]
 
 
 def _ablation_suffix(overrides: Overrides) -> str:
@@ -307,12 +294,15 @@ def combinations(
             ]
         )
     out = []
+    # AdamWPrune dense (its base optimizer): asked for by PRUNING_MODE_NONE itself, or
+    # beside pruned cells by PRUNING_ENABLE_NONE_ADAMWPRUNE
+    dense = base.PRUNING_MODE == "none" or bool(base.PRUNING_ENABLE_NONE_ADAMWPRUNE)
     for model, model_o in parse_models(base):
         family = registry.family(model)
         for variant_o in family.matrix_variants(base):
             for opt_o in optimizers:
                 for prune_o in prunings:
-                    if compatible(dict(opt_o)["OPTIMIZER"], prune_o):
+                    if compatible(dict(opt_o)["OPTIMIZER"], prune_o, dense):
                         out += [
                             (model_o + variant_o + opt_o + prune_o + a, a) for a in ablation_runs
                         ]
@@ -333,7 +323,7 @@ def _check_every_choice_used(
     for prune_o in prunings:
         if not any(set(prune_o) <= r for r in used):
             method = dict(prune_o).get("PRUNING_METHOD", "none (dense)")
-            need = "AdamWPrune" if method == "state" else "AdamW, AdamWSPAM or Muon"
+            need = "AdamWPrune" if method == "state" else "an optimizer other than AdamWPrune"
             problems.append(f"pruning {method} is enabled but no run uses it: it needs {need}")
     if problems:
         raise ConfigError(problems, "test matrix")
@@ -356,7 +346,7 @@ def expand(
         queue = [
             (configuration + seed_o, ablated, seed_id)  # a configuration's seeds together
             for configuration, ablated in combinations(base, points)
-            for seed_o, seed_id in _seeded(seeds)
+            for seed_o, seed_id in seeded(seeds)
         ]
         for overrides, ablated, seed_id in queue:
             try:

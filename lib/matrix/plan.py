@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from lib.estimate.calibrate import Measured, RunEstimate, completed_runs, estimate_run
 from lib.estimate.memory import FIT_MARGIN
 from lib.matrix import packing, reuse
-from lib.matrix.grid import PlannedRun, parse_seeds
+from lib.matrix.grid import PlannedRun
+from lib.matrix.seeds import parse_seeds
 from lib.plural import counted
 from lib.run.rundir import results_root
 

@@ -129,20 +129,36 @@ class LanguageModel(nn.Module, ABC):
         convention); the token embedding stays, being the output layer too."""
         return sum(p.numel() for p in self.parameters())
 
-    def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
+    def param_groups(self, weight_decay: float, rule: str = "matrices") -> list[dict[str, Any]]:
         """Optimizer groups: decay matrices and embeddings, not biases or norms.
 
         Decaying a bias or a LayerNorm gain only pulls it towards zero (or
         away from the identity) without limiting capacity, so by convention
         only tensors with dim >= 2 are decayed (HAMT's per-slot decay logits
         are 1-D too: pulling them to 0 would drag every decay towards 0.5).
+        rule "knlp" (WEIGHT_DECAY_PARAMS_KNLP) decays what knlp's
+        lib/optimizers.py decays in its GPT-2: every tensor but biases and
+        embedding tables (a tied head with them), LayerNorm gains included,
+        since its LayerNorm is its own class, not the nn.LayerNorm it skips.
         Tied parameters appear once.
         """
+        tables = {
+            id(p)
+            for m in self.modules()
+            if isinstance(m, nn.Embedding)
+            for p in m.parameters(recurse=False)
+        }
+
+        def decays(name: str, p: nn.Parameter) -> bool:
+            if rule == "knlp":
+                return not name.endswith("bias") and id(p) not in tables
+            return p.dim() >= 2
+
         decay: dict[str, nn.Parameter] = {}
         no_decay: dict[str, nn.Parameter] = {}
         for name, p in self.named_parameters():
             if p.requires_grad:
-                (decay if p.dim() >= 2 else no_decay)[name] = p
+                (decay if decays(name, p) else no_decay)[name] = p
         return [
             {"params": list(decay.values()), "weight_decay": weight_decay, "names": list(decay)},
             {"params": list(no_decay.values()), "weight_decay": 0.0, "names": list(no_decay)},
@@ -153,13 +169,16 @@ class LanguageModel(nn.Module, ABC):
 
         Embeddings, LayerNorms and the tied head are left out: pruning them
         removes whole tokens or rescales the stream rather than thinning a
-        layer.
+        layer. So are frozen ones (RGSA's router, gpt2/rgsa.py): no
+        optimizer updates them, nothing trains around their masks.
         """
         inside = {id(m) for m in self.blocks().modules()}
         return [
             (f"{name}.weight", module.weight)
             for name, module in self.named_modules()
-            if id(module) in inside and isinstance(module, nn.Linear)
+            if id(module) in inside
+            and isinstance(module, nn.Linear)
+            and module.weight.requires_grad
         ]
 
     def block_matrices(self) -> list[tuple[str, nn.Parameter]]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def base_optimizer(run: RunConfig) -> str:
-    """ "adamw", "adamwspam" or "muon": what actually updates the weights."""
+    """ "adamw", "adamwspam", "muon", "sgd", "adam" or "adamwadv": what updates the weights."""
     if run.OPTIMIZER is None:  # hidden by OPTIMIZER_MODE_MULTIPLE
         raise ValueError(
             "CONFIG_OPTIMIZER_MODE_MULTIPLE selects several optimizers for the "
@@ -45,12 +45,28 @@ def build_optimizer(
     from lib.optim.spam import AdamWSPAM
 
     base = base_optimizer(run)
-    lr, betas, eps = run.LEARNING_RATE, (run.ADAM_BETA1, run.ADAM_BETA2), run.ADAM_EPSILON
-    groups = model.param_groups(run.WEIGHT_DECAY)
+    lr = run.LEARNING_RATE
+    groups = model.param_groups(run.WEIGHT_DECAY, value_or(run.WEIGHT_DECAY_PARAMS, "matrices"))
     impl = value_or(run.OPTIMIZER_IMPL, "auto")
+    if base == "sgd":  # heavy-ball momentum, L2 decay from the group
+        assert run.SGD_MOMENTUM is not None  # visible with OPTIMIZER_SGD
+        return torch.optim.SGD(groups, lr=lr, momentum=run.SGD_MOMENTUM, **adamw_impl(impl, device))
+    # the Adam family's settings: hidden for SGD only
+    assert run.ADAM_BETA1 is not None and run.ADAM_BETA2 is not None
+    assert run.ADAM_EPSILON is not None
+    betas, eps = (run.ADAM_BETA1, run.ADAM_BETA2), run.ADAM_EPSILON
     amsgrad = bool(run.ADAM_AMSGRAD)
-    if base == "adamw":
+    if base in ("adamw", "adamwadv"):  # AdamWAdv: knlp's AdamW with AMSGrad always on
         return torch.optim.AdamW(
+            groups,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            amsgrad=amsgrad or base == "adamwadv",
+            **adamw_impl(impl, device),
+        )
+    if base == "adam":  # the group's weight_decay is L2, added to the gradient
+        return torch.optim.Adam(
             groups, lr=lr, betas=betas, eps=eps, amsgrad=amsgrad, **adamw_impl(impl, device)
         )
     if base == "adamwspam" and run.SPAM_RULE == "knlp":  # a hidden switch is off

@@ -49,4 +49,5 @@ def build_pruner(
         variant=value_or(run.ADAMWPRUNE_VARIANT, "bitter7"),
         bitter4_budget=budget,
         seed=run.TRAIN_SEED,
+        movement_score="knlp" if run.PRUNING_MOVEMENT_KNLP else "accumulated",
     )

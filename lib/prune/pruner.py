@@ -28,6 +28,11 @@ masks every step only under a non-Adam optimizer (after_step): zeroing the
 gradients is one multi-tensor multiply by the bool masks (torch._foreach_mul_), and so is applying the masks except on CUDA (see
 apply_masks).  A product with False is +-0 for every finite entry; a NaN or
 infinite one becomes NaN, where masked_fill would have hidden it.
+
+movement_score="knlp" is knlp's movement rule instead (reselect.py): masks
+re-chosen from w (w - w0) at every update, also past the ramp, so pruned
+weights can return; only the weights are zeroed, every step, before and after
+an update, never their gradients or moments.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lib.prune import layers
+from lib.prune import layers, reselect
 from lib.prune import scores as score_fns
 from lib.prune.schedule import KINDS, check_schedule, is_update_step, sparsity_at
 from lib.prune.threshold import smallest_k
@@ -50,6 +55,7 @@ METHODS: dict[str, str] = {
     "state": "AdamWPrune: a VARIANTS score from the optimizer's exp_avg/exp_avg_sq; mask only",
 }
 SCOPES = ("global", "per_layer")
+MOVEMENT_SCORES = ("accumulated", "knlp")  # Sanh et al.'s sum, or knlp's (reselect.py)
 BITTER4_BUDGETS = ("depth", "rank")  # layers.py: the reference's depth ramp, or ours
 MOMENT_KEYS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
 STATE_VERSION = 1
@@ -79,6 +85,7 @@ class Pruner:
         bitter4_budget: str = "depth",
         sample_size: int = 1_000_000,
         seed: int = 0,
+        movement_score: str = "accumulated",
     ) -> None:
         params = list(params)
         if not params:
@@ -103,6 +110,11 @@ class Pruner:
             raise ValueError(
                 f"schedule={schedule!r} is invalid: it must be one of {', '.join(KINDS)}"
             )
+        if movement_score not in MOVEMENT_SCORES:
+            raise ValueError(
+                f"movement_score={movement_score!r} is invalid: it must be one of "
+                f"{', '.join(MOVEMENT_SCORES)}"
+            )
         if scope not in SCOPES:
             raise ValueError(f"scope={scope!r} is invalid: it must be one of {', '.join(SCOPES)}")
         check_schedule(target=target, warmup=warmup, ramp_end=ramp_end, kind=schedule)
@@ -126,17 +138,22 @@ class Pruner:
         self.sample_size = sample_size
         self.generator = torch.Generator().manual_seed(seed)
         self.masks = [torch.ones_like(p, dtype=torch.bool) for p in self.params]
+        # knlp's rule: masks re-chosen at every update from w (w - w0) (reselect.py)
+        self.reselect = method == "movement" and movement_score == "knlp"
+        self.initial = [reselect.start(p) for p in self.params] if self.reselect else None
         self.scores = (
             [torch.zeros_like(p, dtype=torch.float32) for p in self.params]
-            if method == "movement"
+            if method == "movement" and not self.reselect
             else None
         )
         self.pruned = [0] * len(self.params)  # masked-out entries per parameter
         self.step = 0  # last step seen by after_step (or restored by load_state_dict)
         # An Adam-family step leaves an entry with weight, moments and gradient 0 at 0
         # (after_step); optimizers of other rules get the masks applied every step.
-        self.keeps_zeros = isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW)) or bool(
-            getattr(optimizer, "keeps_zero_entries", False)
+        # (not under knlp's rule: its pruned weights' gradients and moments live on)
+        self.keeps_zeros = not self.reselect and (
+            isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW))
+            or bool(getattr(optimizer, "keeps_zero_entries", False))
         )
 
     # ------------------------------------------------------------ schedule
@@ -150,7 +167,11 @@ class Pruner:
     def is_update_step(self, step: int) -> bool:
         """Masks change after step warmup + k*frequency and at ramp_end, never after it."""
         return is_update_step(
-            step, warmup=self.warmup, ramp_end=self.ramp_end, frequency=self.frequency
+            step,
+            warmup=self.warmup,
+            ramp_end=self.ramp_end,
+            frequency=self.frequency,
+            reselect=self.reselect,
         )
 
     # ------------------------------------------------------ training hooks
@@ -172,7 +193,7 @@ class Pruner:
                 value=-1.0,
             )
         pruned = [i for i in live if self.pruned[i]]
-        if pruned:
+        if pruned and not self.reselect:  # knlp's rule leaves their gradients
             torch._foreach_mul_(
                 [self.params[i].grad for i in pruned], [self.masks[i] for i in pruned]
             )
@@ -191,6 +212,8 @@ class Pruner:
         """
         self.step = step
         updating = self.is_update_step(step)
+        if updating and self.reselect:
+            self.apply_masks()  # knlp scores the weights its old masks have zeroed
         if updating:
             self._update(self.target_at(step))
         if updating or not self.keeps_zeros:
@@ -210,7 +233,11 @@ class Pruner:
         for i, p in enumerate(self.params):
             if not self.pruned[i]:
                 continue
-            state = self.optimizer.state.get(p, {}) if self.optimizer is not None else {}
+            state = (
+                self.optimizer.state.get(p, {})
+                if self.optimizer is not None and not self.reselect
+                else {}
+            )
             moments = [
                 state[k]
                 for k in MOMENT_KEYS
@@ -253,6 +280,9 @@ class Pruner:
         return variant.fn(p.float(), m, v).contiguous()
 
     def _update(self, sparsity: float) -> None:
+        if self.reselect:
+            self._reselect(sparsity)
+            return
         scores = [self._score(i).masked_fill_(~m, -math.inf) for i, m in enumerate(self.masks)]
         sizes = [s.numel() for s in scores]
         pick = dict(sample_size=self.sample_size, generator=self.generator)
@@ -279,6 +309,19 @@ class Pruner:
         self.masks = [m & ~c for m, c in zip(self.masks, chosen)]
         self.pruned = [int((~m).sum()) for m in self.masks]
 
+    def _reselect(self, sparsity: float) -> None:
+        """knlp's update: every mask re-chosen from w (w - w0) (reselect.py)."""
+        assert self.initial is not None  # kept exactly when self.reselect
+        scores = [reselect.displacement(p.detach(), w0) for p, w0 in zip(self.params, self.initial)]
+        groups = [list(range(len(scores)))]
+        if self.scope == "per_layer":
+            groups = [[i] for i in range(len(scores))]
+        for group in groups:
+            masks = reselect.reselect([scores[i] for i in group], sparsity)
+            for i, mask in zip(group, masks or []):
+                self.masks[i] = mask
+        self.pruned = [int((~m).sum()) for m in self.masks]
+
     # ---------------------------------------------------- checkpoints, stats
 
     def state_dict(self) -> dict[str, Any]:
@@ -292,6 +335,8 @@ class Pruner:
         }
         if self.scores is not None:
             state["scores"] = [s.clone() for s in self.scores]
+        if self.initial is not None:
+            state["initial"] = [w0.clone() for w0 in self.initial]
         return state
 
     @torch.no_grad()
@@ -303,6 +348,8 @@ class Pruner:
             raise ValueError("state is invalid: its masks belong to different parameters")
         if self.scores is not None and "scores" not in state:
             raise ValueError(f"state is invalid: method {self.method!r} needs movement scores")
+        if self.initial is not None and "initial" not in state:
+            raise ValueError("state is invalid: knlp's movement score needs the initial weights")
         for name, p, mask in zip(self.names, self.params, state["masks"]):
             if tuple(mask.shape) != tuple(p.shape):
                 raise ValueError(
@@ -317,6 +364,11 @@ class Pruner:
             self.scores = [
                 s.to(device=p.device, dtype=torch.float32).clone()
                 for s, p in zip(state["scores"], self.params)
+            ]
+        if self.initial is not None:
+            self.initial = [
+                reselect.start(w0.to(device=p.device))
+                for w0, p in zip(state["initial"], self.params)
             ]
         self.pruned = [int((~m).sum()) for m in self.masks]
         self.step = int(state["step"])
@@ -338,6 +390,6 @@ class Pruner:
         return {"sparsity": LogField(f"{100 * sparsity:.1f}%", sparsity)}
 
     def state_bytes(self) -> int:
-        """Bytes of the pruner's own per-weight buffers: masks and movement scores."""
-        buffers = self.masks + (self.scores or [])
+        """Bytes of the pruner's own per-weight buffers: masks, movement scores or w0."""
+        buffers = self.masks + (self.scores or []) + (self.initial or [])
         return sum(t.numel() * t.element_size() for t in buffers)

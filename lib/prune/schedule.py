@@ -16,7 +16,8 @@ Nothing is pruned up to `warmup`; sparsity then ramps to `target` at
 Masks are re-chosen after step warmup + k*frequency and at ramp_end
 (is_update_step), never after it: masks only grow and the count at the
 target is already exact, so a later re-selection at the same sparsity could
-change nothing.
+change nothing. Under knlp's movement rule (reselect.py) masks are chosen
+afresh, so updates go on past ramp_end.
 """
 
 from __future__ import annotations
@@ -54,17 +55,32 @@ def sparsity_at(step: int, *, target: float, warmup: int, ramp_end: int, kind: s
     return target * (1.0 - (1.0 - progress) ** 3)
 
 
-def is_update_step(step: int, *, warmup: int, ramp_end: int, frequency: int) -> bool:
-    """Whether the masks are re-chosen after `step` (see the module docstring)."""
+def is_update_step(
+    step: int, *, warmup: int, ramp_end: int, frequency: int, reselect: bool = False
+) -> bool:
+    """Whether the masks are re-chosen after `step` (see the module docstring).
+    reselect (knlp's movement rule, masks re-chosen from scratch): also past ramp_end,
+    every `frequency` steps, since a re-selection there can change masks."""
+    if reselect and step > ramp_end:
+        return (step - warmup) % frequency == 0
     return warmup < step <= ramp_end and ((step - warmup) % frequency == 0 or step == ramp_end)
 
 
 def mask_update_steps(
-    iters: int, *, target: float, warmup: int, ramp_end: int, frequency: int, kind: str
+    iters: int,
+    *,
+    target: float,
+    warmup: int,
+    ramp_end: int,
+    frequency: int,
+    kind: str,
+    reselect: bool = False,
 ) -> list[tuple[int, float]]:
     """(step, scheduled sparsity) of every mask update in a run of `iters` steps."""
     return [
         (step, sparsity_at(step, target=target, warmup=warmup, ramp_end=ramp_end, kind=kind))
         for step in range(1, iters + 1)
-        if is_update_step(step, warmup=warmup, ramp_end=ramp_end, frequency=frequency)
+        if is_update_step(
+            step, warmup=warmup, ramp_end=ramp_end, frequency=frequency, reselect=reselect
+        )
     ]

@@ -3,13 +3,21 @@
 carries a timestamp or a seed suffix). Two configurations that would share a
 name are told apart by the overrides that differ between them, and failing
 that by their configuration key."""
+
 from __future__ import annotations
 
 from lib.results.collect import RunRow
 from lib.results.seeds import Configuration
 
-OPTIMIZERS = {"adamw": "AdamW", "adamwspam": "AdamW-SPAM", "adamwprune": "AdamWPrune",
-              "muon": "Muon"}
+OPTIMIZERS = {
+    "adamw": "AdamW",
+    "adamwspam": "AdamW-SPAM",
+    "adamwprune": "AdamWPrune",
+    "muon": "Muon",
+    "sgd": "SGD",
+    "adam": "Adam",
+    "adamwadv": "AdamWAdv",
+}
 
 
 def method(r: RunRow, with_model: bool = False) -> str | None:
@@ -44,8 +52,7 @@ def names(configs: list[Configuration]) -> dict[str, str]:
     for name in {n for n in out.values() if list(out.values()).count(n) > 1}:
         same = [c for c in configs if out[c.key] == name]
         overrides = [_first(c).overrides for c in same]
-        differ = sorted({k for o in overrides for k in o
-                         if len({x.get(k) for x in overrides}) > 1})
+        differ = sorted({k for o in overrides for k in o if len({x.get(k) for x in overrides}) > 1})
         for c, o in zip(same, overrides):
             extra = ", ".join(f"{k}={o[k]}" for k in differ if k in o)
             out[c.key] = f"{name} ({extra})" if extra else name

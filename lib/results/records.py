@@ -58,6 +58,7 @@ METRICS: dict[str, Check] = {
     "best_val_perplexity": _optional(FINITE),
     "final_val_loss": _optional(NUMBER),  # the last evaluation's, NaN when it diverged
     "final_val_perplexity": _optional(NUMBER),
+    "best_val_loss_per_char": _optional(FINITE),  # nats per character (lib/data/valchars.py)
     "tokens_per_sec": _optional(AMOUNT),
     "peak_memory_mb": _optional(AMOUNT),
     "wall_time_s": _optional(AMOUNT),
@@ -67,7 +68,7 @@ METRICS: dict[str, Check] = {
     "reason": _optional(TEXT),
     "error": _optional(TEXT),
 }
-SERIES = ("train_loss", "val_loss", "lr")  # and every "<name>_series"
+SERIES = ("train_loss", "val_loss", "val_loss_per_char", "lr")  # and every "<name>_series"
 
 
 def shown(path: Path) -> str:

@@ -52,6 +52,13 @@ def _eval(r: RunRow, name: str) -> float | None:
     return r.evals.get(name)
 
 
+def per_char(r: RunRow) -> float | None:
+    """Best validation loss per character of the validation text, comparable
+    across tokenizers (lib/data/valchars.py); None for runs that lack it."""
+    value = r.metrics.get("best_val_loss_per_char")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def _score(r: RunRow, name: str) -> float | None:
     return r.scores.get(name)
 
@@ -74,6 +81,8 @@ def figures(rows: list[RunRow]) -> list[Figure]:
     """The figures of the seed table: training results, cost (TRAINING_FIGURES),
     each eval set and each lm-eval task's score."""
     out = list(TRAINING_FIGURES)
+    if any(per_char(r) is not None for r in rows):
+        out.insert(1, Figure("best nats/char", "best_val_loss_per_char", per_char, ".4f"))
     for name in sorted({k for r in rows for k in r.evals}):
         out.append(Figure(f"{name} ppl", f"{name}_ppl", partial(_eval, name=name), ".2f"))
     for name in sorted({k for r in rows for k in r.scores}):  # lm-eval: "hellaswag acc_norm"

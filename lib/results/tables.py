@@ -108,6 +108,10 @@ def columns(rows: list[RunRow]) -> list[Column]:
         ("mem x weights", lambda r: r.memory_x_weights, ".1f"),
         ("wall min", lambda r: r.wall_time_s / 60 if r.wall_time_s is not None else None, ".1f"),
     ]
+    if any(seeds.per_char(r) is not None for r in rows):  # older runs lack it
+        cols.insert(
+            [c[0] for c in cols].index("delta %"), ("best nats/char", seeds.per_char, ".4f")
+        )
     # The values a tuned matrix's final runs ran at (lib/results/tuning.py).
     for name in dict.fromkeys(k for r in rows for k in r.tuned):
         cols.append((f"tuned {name}", partial(_tuned, name=name), ".4g"))

@@ -225,9 +225,11 @@ def budget_text(budget: dict[str, Any]) -> str:
     sampler = SAMPLERS.get(budget.get("sampler", ""), budget.get("sampler", "?"))
     seed = f" (seed {budget['seed']})" if budget.get("seed") is not None else ""
     pruner = PRUNERS.get(budget.get("pruner", ""), budget.get("pruner", "?"))
+    per_char = budget.get("metric") == "val_loss_per_char"  # TUNE_METRIC
     return (
         f"{budget.get('trials')} trials x {budget.get('steps_per_trial')} steps{share}, "
         f"{sampler} sampler{seed}, {pruner} pruner"
+        + (", on the validation loss per character" if per_char else "")
     )
 
 

@@ -79,7 +79,8 @@ def intro(t: Tuning) -> str:
         )
     running = " Trials still running are counted as such." if _running(t) else ""
     return (
-        f"{budget} Best trial loss: the lowest validation loss (nats/token) of a complete "
+        f"{budget} Best trial loss: the lowest validation loss (nats/token; nats/character "
+        f"for a study on the loss per character) of a complete "
         f"trial, a shorter run than the final ones; {CURVE} plots it trial by trial."
         f"{running} {TUNED_BASELINE}"
     )

@@ -109,6 +109,11 @@ class RunMetrics:
     def record_event(self, **event: Any) -> None:
         self.events.append(event)
 
+    def per_char(self, loss: float) -> float:
+        """A validation loss per token as nats per character of the validation text
+        (lib/data/valchars.py); the loss itself when the record lacks the factor."""
+        return loss * self.static.get("val_tokens_per_char", 1.0)
+
     @property
     def tokens_per_sec(self) -> float:
         """Over the steps after each segment's warm-up, summed over all segments;
@@ -131,6 +136,8 @@ class RunMetrics:
             "best_val_perplexity": math.exp(best) if best is not None else None,
             "final_val_loss": final,
             "final_val_perplexity": math.exp(final) if final is not None else None,
+            "best_val_loss_per_char": self.per_char(best) if best is not None else None,
+            "final_val_loss_per_char": self.per_char(final) if final is not None else None,
             "tokens_per_sec": tps,
             "ms_per_iter": 1000 * tokens_per_iter / tps if tps else None,
             "tokens_seen": tokens_seen,
@@ -141,6 +148,10 @@ class RunMetrics:
             "events": self.events,
             "train_loss": self.train_loss,
             "val_loss": self.val_loss,
+            "val_loss_per_char": {
+                "iters": self.val_loss["iters"],
+                "values": [self.per_char(v) for v in self.val_loss["values"]],
+            },
             "lr": self.lr,
             **{f"{name}_series": series for name, series in self.points.items()},
         }

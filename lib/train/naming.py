@@ -29,12 +29,13 @@ if TYPE_CHECKING:
 def run_tag(run: RunConfig) -> str:
     """The field's naming: model, optimizer, AdamWPrune variant, attention variant
     when not vanilla, pruning method and sparsity in percent, e.g.
-    gpt2_adamwspam_magnitude_50, gpt2_adamwprune_bitter7_state_50, gpt2_adamw_none.
+    gpt2_adamwspam_magnitude_50, gpt2_adamwprune_bitter7_state_50, gpt2_adamw_none
+    (gpt2_adamwprune_none: AdamWPrune's base optimizer, dense).
     One run's tag: the matrix expands the MULTIPLE modes before naming runs."""
     assert run.OPTIMIZER is not None, "OPTIMIZER_MODE_MULTIPLE is a matrix, not a run"
     parts: list[str] = [run.MODEL, run.OPTIMIZER]
-    if run.OPTIMIZER == "adamwprune":
-        # AdamWPrune rules out PRUNING_MODE_NONE, and one method is then PRUNING_METHOD_STATE
+    if run.OPTIMIZER == "adamwprune" and run.PRUNING_MODE != "none":
+        # one method is then PRUNING_METHOD_STATE; dense, AdamWPrune is gpt2_adamwprune_none
         assert run.ADAMWPRUNE_VARIANT is not None, "AdamWPrune without PRUNING_METHOD_STATE"
         rank = "rank" if run.ADAMWPRUNE_BITTER4_RANK_BUDGET else ""  # ours, not the depth ramp
         parts.append(run.ADAMWPRUNE_VARIANT + rank)

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
 @rule
 def check_lr_warmup(run: RunConfig) -> list[str]:
-    """The LR warmup ends before the run does, leaving at least one step after it."""
+    """The LR warmup ends by the run's last step. A warmup of the whole run is
+    allowed: its last step reaches the peak (an LR range test; knlp's
+    debugging defconfigs warm up over all of their 100 steps)."""
     warmup, total = run.GPT2_WARMUP_STEPS, run.GPT2_MAX_ITERS
-    if warmup == 0 or warmup < total:
+    if warmup == 0 or warmup <= total:
         return []
     last = run.LEARNING_RATE * total / warmup  # the LR of the last step, still warming up
     decay = "" if run.LR_SCHEDULE == "constant" else " and never decay"
@@ -34,7 +36,7 @@ def check_lr_warmup(run: RunConfig) -> list[str]:
         else "GPT2_WARMUP_STEPS=0 (no warmup)"
     )
     return [
-        f"CONFIG_GPT2_WARMUP_STEPS={warmup} is not below CONFIG_GPT2_MAX_ITERS={total}: "
+        f"CONFIG_GPT2_WARMUP_STEPS={warmup} is past CONFIG_GPT2_MAX_ITERS={total}: "
         f"every step would be in the LR warmup (the last at {last:.2g} of the "
         f"{run.LEARNING_RATE:g} peak){decay}; use {fix} or MAX_ITERS={max(warmup * 10, warmup + 1)}"
     ]
@@ -45,7 +47,7 @@ def check_wsd_decay(run: RunConfig) -> list[str]:
     """The WSD decay, round(MAX_ITERS x LR_DECAY_FRACTION) steps, fits after the warmup."""
     fraction = run.LR_DECAY_FRACTION  # None unless LR_SCHEDULE_WSD
     warmup, total = run.GPT2_WARMUP_STEPS, run.GPT2_MAX_ITERS
-    if fraction is None or fraction == 0 or warmup >= total:  # the warmup rule speaks then
+    if fraction is None or fraction == 0 or warmup > total:  # the warmup rule speaks then
         return []
     decay = round(total * fraction)
     room = total - warmup

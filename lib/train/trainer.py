@@ -20,8 +20,10 @@ from lib.bench.inference import inference_at_end
 from lib.data import load_meta
 from lib.data.loader import BatchLoader
 from lib.data.prepared import ensure_prepared
+from lib.data.valchars import per_char_record
 from lib.distributed.runtime import SINGLE, DistEnv
 from lib.estimate.fit import plan_batch
+from lib.eval.kv_circuit_records import kv_circuit_at_end
 from lib.eval.samples import SampleLog
 from lib.hardware.devices import describe_device
 from lib.hardware.precision import resolve_device
@@ -109,6 +111,7 @@ class Trainer:
                     "checkpoints": self.checkpoints.record(),
                 },
                 batch_record(run, meta["vocab_size"], self.batch_plan, info, log),
+                dist.main_first(lambda: per_char_record(data_dir, meta)),  # counted once
             ),
             write=dist.is_main,
         )
@@ -259,12 +262,12 @@ class Trainer:
             best = self.metrics.record_val(self.step, val)
             self.early_stop.update(val)
             if self.trial.active:  # rank 0 asks the study; every rank stops with it
-                reason = self.trial.report(self.step, val)
+                reason = self.trial.report(self.step, val, self.metrics.per_char(val))
                 if self.dist.any(reason is not None) and self.step < self.run.GPT2_MAX_ITERS:
                     self.pruned = reason or "pruned by the tuning study (rank 0 asked it)"
             self.log(
-                f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f}"
-                f"{' (best)' if best else ''}"
+                f"eval step {self.step}: val loss {val:.4f} | val ppl {math.exp(val):.2f} | "
+                f"{self.metrics.per_char(val):.4f} nats/char{' (best)' if best else ''}"
             )
             self.tracker.log_eval(self.step, self.metrics)
             self.samples(self.step, t.model, self.device)
@@ -339,12 +342,15 @@ class Trainer:
         summary = self._summary(status, reason)
         self.metrics.write(summary)
         inference_at_end(self.run, self.training.model, self.run_dir, self.log)  # INFERENCE_BENCH
+        kv_circuit_at_end(self.run, self.training.model, self.loaders, self.run_dir, self.log)
         self.backup.mirror()
         if self.dist.is_main:
             remove_run_temps(self.run_dir, RUN_FILES, self.backup, self.log)
         self.tracker.close()
         self.log(
             f"{status}{': ' + reason if reason else ''} | step {self.step} | best val loss "
-            f"{summary['best_val_loss'] or float('nan'):.4f} | {summary['tokens_per_sec']:,.0f} tok/s"
+            f"{summary['best_val_loss'] or float('nan'):.4f} "
+            f"({summary['best_val_loss_per_char'] or float('nan'):.4f} nats/char) | "
+            f"{summary['tokens_per_sec']:,.0f} tok/s"
         )
         return summary

@@ -78,13 +78,15 @@ class TrialReport:
             self._trial = optuna.trial.Trial(study, s["trial_id"])
         return self._trial
 
-    def report(self, step: int, val_loss: float) -> str | None:
-        """Report one evaluation (step 0, before training, is not one); the reason
-        to stop when the pruner prunes the trial before its last step, else None."""
+    def report(self, step: int, val_loss: float, per_char: float) -> str | None:
+        """Report one evaluation (step 0, before training, is not one): the study's
+        metric, the validation loss per token or per character (spec "metric"); the
+        reason to stop when the pruner prunes the trial before its last step, else None."""
         if self.spec is None or not self.is_main or step == 0:
             return None
         trial = self._open()
-        trial.report(val_loss, step)
+        per_char_metric = self.spec.get("metric") == "val_loss_per_char"
+        trial.report(per_char if per_char_metric else val_loss, step)
         if step >= self.spec["max_resource"] or not trial.should_prune():
             return None  # the last evaluation ends the trial anyway: it is complete
         self.pruned_at = step

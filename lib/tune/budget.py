@@ -1,5 +1,6 @@
 """A study's budget, the same for every configuration of a matrix: trials,
-steps per trial, sampler, pruner and seed, from the MATRIX_TUNE_* symbols."""
+steps per trial, sampler, pruner, seed and the metric minimised, from the
+MATRIX_TUNE_* symbols."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class Budget:
     pruner: str  # successive_halving | hyperband | none
     seed: int
     eval_interval: int  # the steps between a trial's reports
+    metric: str = "val_loss"  # or val_loss_per_char: what trials report and are ranked by
 
     @classmethod
     def from_run(cls, run: RunConfig) -> Budget:
@@ -31,6 +33,7 @@ class Budget:
             pruner=run.MATRIX_TUNE_PRUNER or "successive_halving",
             seed=run.MATRIX_TUNE_SEED or 0,
             eval_interval=run.GPT2_EVAL_INTERVAL,
+            metric=run.MATRIX_TUNE_METRIC or "val_loss",
         )
 
     def record(self) -> dict[str, Any]:
@@ -42,4 +45,5 @@ class Budget:
             "sampler": self.sampler,
             "pruner": self.pruner,
             "seed": self.seed,
+            "metric": self.metric,
         }

@@ -6,13 +6,13 @@ Rewritten atomically after every trial (lib/atomic.py), so `make watch`,
   {"config", "storage", "study",
    "symbols": [{"name", "low", "high", "log", "best", "at_edge"}],
    "budget": {"trials", "steps_per_trial", "fraction_of_max_iters", "sampler",
-              "pruner", "seed"},
+              "pruner", "seed", "metric"},
    "trials": [{"number", "state": complete|pruned|fail|running, "value",
                "params", "steps", "run_dir"}],
    "best": {"value", "params", "trial"} or null}
 
-A trial's value is its best reported validation loss (null if it reported
-none); at_edge: the best value lies within 5 % of either end of its range
+A trial's value is its best reported validation loss, per token or per
+character as the budget's metric says (null if it reported none); at_edge: the best value lies within 5 % of either end of its range
 (lib/tune/space.py), a sign the range was too narrow.
 """
 

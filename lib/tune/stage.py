@@ -250,7 +250,7 @@ class Search:
     def _tell(self, run_id: str) -> str:
         """Tell the study how the trial's run ended (lib/tune/trial.py); log it."""
         trial, entry = self.asked[run_id], MatrixState.load(self.dir).runs[run_id]
-        outcome = trial_io.tell(self.study, trial, self.dir / run_id, entry)
+        outcome = trial_io.tell(self.study, trial, self.dir / run_id, entry, self.budget.metric)
         if outcome != "interrupted":
             best = record.best_trial(self.study)
             self.log(

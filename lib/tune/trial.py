@@ -33,31 +33,35 @@ def write_spec(run_dir: Path, url: str, study: Any, trial: Any, budget: Budget) 
             "pruner": budget.pruner,
             "min_resource": budget.eval_interval,
             "max_resource": budget.steps,
+            "metric": budget.metric,
         },
     )
 
 
-def _report_reused(study: Any, trial: Any, metrics: dict[str, Any]) -> None:
+def _report_reused(study: Any, trial: Any, metrics: dict[str, Any], metric: str) -> None:
     """A reused run reported nothing to this study: report its recorded evaluations."""
     frozen = [t for t in study.get_trials(deepcopy=False) if t.number == trial.number]
     if frozen and not frozen[0].intermediate_values:
-        series = metrics.get("val_loss") or {}
+        series = metrics.get(metric) or {}
         for step, value in zip(series.get("iters", []), series.get("values", [])):
             if step:
                 trial.report(value, step)
 
 
-def tell(study: Any, trial: Any, run_dir: Path, entry: dict[str, Any]) -> str:
-    """Tell the study how the trial's run ended; the outcome: complete, pruned,
-    fail, diverged, or interrupted (nothing told: the trial stays running)."""
+def tell(
+    study: Any, trial: Any, run_dir: Path, entry: dict[str, Any], metric: str = "val_loss"
+) -> str:
+    """Tell the study how the trial's run ended, its best `metric` (val_loss or
+    val_loss_per_char); the outcome: complete, pruned, fail, diverged, or
+    interrupted (nothing told: the trial stays running)."""
     metrics = read_json_object(Path(run_dir) / "metrics.json")
-    _report_reused(study, trial, metrics)
+    _report_reused(study, trial, metrics, metric)
     if entry["state"] == "completed" or metrics.get("status") == "completed":
         if metrics.get("pruned"):
             study.tell(trial, state=state("PRUNED"))
             return "pruned"
-        if metrics.get("best_val_loss") is not None:
-            study.tell(trial, metrics["best_val_loss"])
+        if metrics.get(f"best_{metric}") is not None:
+            study.tell(trial, metrics[f"best_{metric}"])
             return "complete"
         study.tell(trial, state=state("FAIL"))
         return "fail"

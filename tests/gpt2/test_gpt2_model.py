@@ -148,6 +148,18 @@ def test_param_groups_decay_only_matrices_and_embeddings(tiny_model: GPT2) -> No
     assert len(ids) == len(set(ids)) == len(list(tiny_model.parameters()))
 
 
+def test_knlps_decay_rule_skips_biases_and_embeddings_and_decays_gains(tiny_model: GPT2) -> None:
+    # WEIGHT_DECAY_PARAMS_KNLP: knlp's lib/optimizers.py groups on its own GPT-2
+    decay, no_decay = tiny_model.param_groups(weight_decay=0.1, rule="knlp")
+    biases = {n for n, _ in tiny_model.named_parameters() if n.endswith(".bias")}
+    tables = {"transformer.wte.weight", "transformer.wpe.weight"}  # the tied head is wte
+    assert set(no_decay["names"]) == biases | tables
+    assert "transformer.ln_f.weight" in decay["names"]  # 1-D, decayed as knlp does
+    assert "transformer.h.0.attn.c_attn.weight" in decay["names"]
+    ids = [id(p) for g in (decay, no_decay) for p in g["params"]]
+    assert len(ids) == len(set(ids)) == len(list(tiny_model.parameters()))
+
+
 def test_param_groups_are_accepted_by_adamw(tiny_model: GPT2) -> None:
     opt = torch.optim.AdamW(tiny_model.param_groups(weight_decay=0.1), lr=1e-3)
     assert [g["weight_decay"] for g in opt.param_groups] == [0.1, 0.0]

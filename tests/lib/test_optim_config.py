@@ -33,10 +33,6 @@ def load(write_config, tmp_path, *lines):
             "OPTIM_HAS_ADAMWPRUNE is y if OPTIMIZER_ADAMWPRUNE",
         ),
         (
-            ["CONFIG_OPTIMIZER_ADAMWPRUNE=y", "CONFIG_PRUNING_MODE_NONE=y"],
-            "PRUNING_MODE_NONE=y was not applied",
-        ),
-        (
             ["CONFIG_OPTIMIZER_ADAMWSPAM=y", "CONFIG_ADAMWPRUNE_VARIANT_BITTER3=y"],
             "depends on PRUNING_METHOD_STATE",
         ),
@@ -105,7 +101,7 @@ class TwoGroups(torch.nn.Module):
         super().__init__()
         self.lin = torch.nn.Linear(3, 2)
 
-    def param_groups(self, weight_decay):
+    def param_groups(self, weight_decay, rule=""):
         return [
             {"params": [self.lin.weight], "weight_decay": weight_decay},
             {"params": [self.lin.bias], "weight_decay": 0.0},

@@ -47,8 +47,8 @@ def test_a_knlp_file_in_defconfigs_loads_with_its_report(project):
 
 
 def test_a_refused_knlp_file_names_the_feature_and_writes_nothing(project):
-    (project / "exp.knlp").write_text(KNLP_FILE + "CONFIG_ENABLE_RGSA=y\nCONFIG_RGSA_TOP_B=8\n")
+    (project / "exp.knlp").write_text(KNLP_FILE + "CONFIG_ENABLE_MLA=y\n")
     out = make(project, "import-knlp", "FILE=exp.knlp")
     assert out.returncode != 0
-    assert "RGSA" in out.stderr and "Traceback" not in out.stderr
+    assert "MLA/KVSplice" in out.stderr and "Traceback" not in out.stderr
     assert not (project / ".config").exists()

@@ -5,6 +5,7 @@ and the menu opens on an invalid .config so it can be fixed there."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -97,8 +98,16 @@ def kill_tmux() -> None:
     subprocess.run(["tmux", "-L", "kconfig-llm-test", "kill-server"], capture_output=True)
 
 
+def default_lr(project) -> str:
+    """The embedded default's learning rate as its defconfig writes it."""
+    text = (project / "defconfigs" / "gpt2-tiny-shakespeare").read_text()
+    (lr,) = re.findall(r'^CONFIG_LEARNING_RATE="([^"]+)"$', text, re.M)
+    return lr
+
+
 def test_menuconfig_refuses_bad_floats_at_entry(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    lr = default_lr(project)
     before = (project / ".config").read_bytes()
     open_menu(project)
     try:
@@ -112,7 +121,7 @@ def test_menuconfig_refuses_bad_floats_at_entry(project):
         screen = wait_for("out of range")
         assert 'CONFIG_LEARNING_RATE="50" is out of range' in screen
         keys("Enter", "Escape")  # give up: the value stays as it was
-        wait_for("(1e-3) Peak learning rate")
+        wait_for(f"({lr}) Peak learning rate")
         keys("S")
         wait_for("Filename to save")
         keys("Enter")
@@ -122,14 +131,16 @@ def test_menuconfig_refuses_bad_floats_at_entry(project):
     finally:
         kill_tmux()
     assert (project / ".config").read_bytes() == before
-    assert "LEARNING_RATE=0.001," in (project / "config.py").read_text()
+    assert f"LEARNING_RATE={float(lr)!r}," in (project / "config.py").read_text()
 
 
 def test_menuconfig_opens_on_invalid_config_and_saves_only_when_fixed(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     config = project / ".config"
     config.write_text(
-        config.read_text().replace('CONFIG_LEARNING_RATE="1e-3"', 'CONFIG_LEARNING_RATE="abc"')
+        config.read_text().replace(
+            f'CONFIG_LEARNING_RATE="{default_lr(project)}"', 'CONFIG_LEARNING_RATE="abc"'
+        )
     )
     invalid = config.read_bytes()
     assert make(project, "show").returncode != 0  # the rest of the project refuses it

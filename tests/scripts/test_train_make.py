@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.scripts.conftest import make
 
@@ -22,7 +23,11 @@ def test_make_trains_continues_and_samples(project):
     for name in ("output.log", "config.txt", "metrics.json", "ckpt_latest.pt", "ckpt_best.pt"):
         assert (run_dir / name).is_file(), name
     m = metrics(project)
-    assert m["status"] == "completed" and m["iterations"] == 4 and m["params"] > 7_000_000
+    assert m["status"] == "completed" and m["iterations"] == 4 and m["params"] > 1_000_000
+    # the default's own tokenizer: a BPE of the size its defconfig asks, trained on the plays
+    defconfig = (project / "defconfigs" / "gpt2-tiny-shakespeare").read_text()
+    (size,) = re.findall(r"^CONFIG_DATA_BPE_VOCAB_SIZE=(\d+)$", defconfig, re.M)
+    assert m["tokenizer"] == "bpe" and m["model_config"]["vocab_size"] == int(size)
     assert "CONFIG_GPT2_MAX_ITERS=4" in (run_dir / "config.txt").read_text()
     log = (run_dir / "output.log").read_text()
     assert "iter 4/4 | loss" in log and "\r" not in log and "\x1b" not in log

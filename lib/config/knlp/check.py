@@ -14,6 +14,7 @@ import argparse
 import importlib
 import math
 import re
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,20 @@ import kconfiglib
 
 from lib.atomic import write_text_atomic
 from lib.config.kconfig import ConfigError, load_checked
+from lib.config.knlp.check_optim import knlp_matrix, knlp_optimizer, our_matrix, our_optimizer
+from lib.config.knlp.check_prune import (
+    knlp_magnitude,
+    knlp_movement,
+    knlp_state_steps,
+    knlp_variant_iters,
+    our_pruning,
+)
+from lib.config.knlp.check_rgsa import knlp_rgsa, our_rgsa
 from lib.config.knlp.source import commit_of, gpt2_defconfigs, in_dir, open_knlp, render_table
-from lib.config.run_config import RunConfig, rules_beside, typed_values
+from lib.config.run_config import RunConfig, config_text, rules_beside, typed_values
 from lib.paths import ROOT
 
-# This project's pruning schedule, to compare with knlp's: lib.prune sits above this
-# layer, so it is loaded by name, as lib/config/rules.py loads the owners' rules.
-PRUNE_SCHEDULE = "lib.prune.schedule"
+MATRIX_GRID = "lib.matrix.grid"  # MATRIX_SEEDS -> the seeds, the same way
 
 SIZES = ("124M", "350M", "774M", "1558M")
 
@@ -80,12 +88,33 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
         "gelu": "exact",  # its GPT-2 MLP's nn.GELU(), in code (gpt2/model.py)
         "grad clip": 1.0,  # gpt2/trainers/vanilla.py clips every step at norm 1.0
     }
-    exp |= knlp_optimizer(opt)
+    if on("OPTIMIZER_MODE_MULTIPLE") or on("PRUNING_MODE_MULTIPLE"):
+        exp["optimizer"] = None  # a test matrix: its grid, each run's settings
+        exp["pruning"] = None
+        exp |= knlp_matrix(k)
+    else:
+        exp |= knlp_optimizer(opt)
+    exp["runs per configuration"] = knlp_vanilla_runs(v, on)
+    exp["kv circuit"] = (
+        {
+            "sparsity": float(v("KNLP_MECHINT_KV_TARGET_SPARSITY")),
+            "steps": int(v("KNLP_MECHINT_KV_STEPS")),
+            "lr": float(v("KNLP_MECHINT_KV_LR")),
+            "temperature": v("KNLP_MECHINT_KV_TEMP_SCHEDULE"),
+            "save masks": on("KNLP_MECHINT_SAVE_MASKS"),
+        }
+        if on("KNLP_MECHINT_KV_POSTTRAIN")
+        else "off"
+    )
     if opt == "adamwprune" and v("PRUNING_METHOD") == "state":
         exp |= knlp_adamwprune(v, exp)
-    elif v("PRUNING_METHOD") in ("magnitude", "movement"):
-        exp["prune steps"] = "knlp's lib/pruning.py schedule (not transcribed here)"
-    if opt == "adamwspam":
+    elif v("PRUNING_METHOD") == "magnitude":
+        target, warmup = float(v("TARGET_SPARSITY") or 0.9), int(v("PRUNING_WARMUP") or 1000)
+        exp |= knlp_magnitude(target, warmup, exp["max iters"])
+    elif v("PRUNING_METHOD") == "movement":
+        target, warmup = float(v("TARGET_SPARSITY") or 0.9), int(v("PRUNING_WARMUP") or 1000)
+        exp |= knlp_movement(target, warmup, exp["max iters"])
+    if opt == "adamwspam" or (exp["optimizer"] is None and on("OPTIMIZER_ENABLED_ADAMWSPAM")):
         # What its runner passes (scripts/run_test_matrix.py -> gpt2/train.py): clipping
         # always (--spam-enable-clip defaults on), the interval and warmup when in the
         # .config, else gpt2/train.py's 1000. Its counter moves twice per step: a reset
@@ -114,6 +143,7 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
             (True, True): "sdpa_gate_ra_gated",
         }[(gated and on("GPT2_KNLP_SDPA_GATE"), gated and on("GPT2_KNLP_RA"))]
     )
+    exp |= knlp_rgsa(v, on, exp)
     if gated and on("GPT2_KNLP_RA"):
         exp |= {
             "ra layers": int(v("GPT2_KNLP_RA_LAYERS")),
@@ -122,25 +152,20 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
     return exp
 
 
-def knlp_optimizer(opt: str | None) -> dict[str, Any]:
-    """The optimizer settings knlp's GPT-2 runs use: fixed in its code, not read from
-    its Kconfig (lib/optimizers.py create_optimizer at 041ec5f2; gpt2/train.py passes no
-    ADAMW_*, ADV_* or ADAMWPRUNE_* value and its --weight-decay defaults to 0.1)."""
-    if opt not in ("adamw", "adamwspam", "adamwprune"):
-        return {}
-    exp: dict[str, Any] = {
-        "beta1": 0.9,
-        "beta2": 0.999,
-        "epsilon": 1e-8,
-        "weight decay": 0.0 if opt == "adamwprune" else 0.1,
-        "amsgrad": opt == "adamwspam",
-        "spike reset": opt == "adamwspam",
-    }
-    if opt == "adamwspam":
-        exp["spike threshold"] = 2.0
-    if opt == "adamwprune":
-        exp["base"] = "adamw"
-    return exp
+def knlp_vanilla_runs(v, on) -> int:
+    """Runs knlp's runner (scripts/run_test_matrix.py at 041ec5f2) trains per
+    configuration: one per GPT2_VANILLA_ABLATION_STEPS entry for an unpruned one,
+    less a baseline step ("0", or a letter and "0") when BASELINE_RUN_ID is set."""
+    if not on("GPT2_VANILLA_ABLATION_MODE") or v("PRUNING_METHOD") != "none":
+        return 1
+    steps = [s.strip() for s in (v("GPT2_VANILLA_ABLATION_STEPS") or "").split(",")]
+    if steps == [""]:
+        return 1
+    if (v("BASELINE_RUN_ID") or "").strip():
+        steps = [
+            s for s in steps if not (s == "0" or (len(s) == 2 and s[0].isalpha() and s[1] == "0"))
+        ]
+    return len(steps)
 
 
 def knlp_adamwprune(v, exp: dict[str, Any]) -> dict[str, Any]:
@@ -157,29 +182,12 @@ def knlp_adamwprune(v, exp: dict[str, Any]) -> dict[str, Any]:
     warmup))^3. Steps here count optimizer steps from 1: iteration i ends step i + 1."""
     variants = [f"bitter{n}" for n in range(10) if v(f"GPT2_ADAMWPRUNE_VARIANT_BITTER{n}") == "y"]
     variant = variants[0] if len(variants) == 1 else ", ".join(variants) or "bitter0"
-    iters = exp["max iters"]
-    if iters == 10000 and variant == "bitter2":
-        iters = 12100
-    elif iters == 10000 and variant in (
-        "bitter3",
-        "bitter4",
-        "bitter5",
-        "bitter6",
-        "bitter8",
-        "bitter9",
-    ):
-        iters = 13000
+    iters = knlp_variant_iters(variant, exp["max iters"])
     target, warmup = float(v("TARGET_SPARSITY") or 0.9), int(v("PRUNING_WARMUP") or 1000)
-    ramp, every = 3000, 50
-    steps: list[tuple[int, float]] = []
-    for i in range(iters):
-        if i > warmup and i % every == 0:
-            s = target * min(1.0, (i - warmup) / (ramp - warmup)) ** 3
-            # After the ramp it re-chooses at the target: a pruned weight (0) scores 0,
-            # below every live score, so nothing changes there; bitter5's scores go
-            # negative, so its masks can lose pruned weights ("masks only grow" below).
-            if not steps or round(s, 12) != steps[-1][1]:
-                steps.append((i + 1, round(s, 12)))
+    # After the ramp it re-chooses at the target: a pruned weight (0) scores 0, below
+    # every live score, so nothing changes there; bitter5's scores go negative, so its
+    # masks can lose pruned weights ("masks only grow" below).
+    steps = knlp_state_steps(target, warmup, iters)
     return {
         "max iters": iters,
         "sparsity": target,
@@ -191,43 +199,12 @@ def knlp_adamwprune(v, exp: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def our_pruning(run: RunConfig) -> dict[str, Any]:
-    """The same from this project's pruning schedule (lib/prune/schedule.py)."""
-    warmup, ramp_end, every = run.PRUNING_WARMUP, run.PRUNING_RAMP_END, run.PRUNING_FREQUENCY
-    target, kind = run.PRUNING_TARGET_SPARSITY, run.PRUNING_SCHEDULE
-    assert warmup and ramp_end and every and target is not None and kind  # PRUNING_MODE_SINGLE
-    updates = importlib.import_module(PRUNE_SCHEDULE).mask_update_steps(
-        run.GPT2_MAX_ITERS,
-        target=target,
-        warmup=warmup,
-        ramp_end=ramp_end,
-        frequency=every,
-        kind=kind,
-    )
-    steps: list[tuple[int, float]] = []
-    for step, s in updates:
-        if not steps or round(s, 12) != steps[-1][1]:
-            steps.append((step, round(s, 12)))
-    bitter4 = run.PRUNING_METHOD == "state" and run.ADAMWPRUNE_VARIANT == "bitter4"
-    return {
-        "sparsity": target,
-        "prune score": run.ADAMWPRUNE_VARIANT if run.PRUNING_METHOD == "state" else None,
-        "pruned weights": "blocks + head" if run.PRUNING_HEAD else "blocks",
-        "prune threshold": (
-            ("rank budget" if run.ADAMWPRUNE_BITTER4_RANK_BUDGET else "depth ramp")
-            if bitter4
-            else run.PRUNING_SCOPE
-        ),
-        "masks only grow": True,  # lib/prune/pruner.py: pruned entries score -inf
-        "prune steps": tuple(steps),
-    }
-
-
-def our_experiment(run: RunConfig) -> dict[str, Any]:
-    """The same values as this project will run them."""
+def our_experiment(run: RunConfig, planned: list[Any] | None = None) -> dict[str, Any]:
+    """The same values as this project will run them; a test matrix's runs as
+    lib/matrix/grid.py expand plans them (planned)."""
     auto = run.HYPER_PARAM == "auto"
     dtype = {"bf16": "bf16", "fp16": "fp16", "auto": "auto"}.get(run.MIXED_PRECISION_DTYPE or "")
-    exp = {
+    exp: dict[str, Any] = {
         "model": run.MODEL,
         "size": run.GPT2_MODEL,
         "dataset": run.GPT2_DATASET,
@@ -256,17 +233,12 @@ def our_experiment(run: RunConfig) -> dict[str, Any]:
         "grad clip": run.TRAIN_GRAD_CLIP,
         "attention": run.GPT2_ATTENTION,
     }
-    if run.OPTIMIZER in ("adamw", "adamwspam", "adamwprune"):
-        exp |= {
-            "beta1": run.ADAM_BETA1,
-            "beta2": run.ADAM_BETA2,
-            "epsilon": run.ADAM_EPSILON,
-            "weight decay": run.WEIGHT_DECAY,
-            "amsgrad": bool(run.ADAM_AMSGRAD),
-            "spike reset": bool(run.SPAM_SPIKE_RESET),
-            "base": run.ADAMWPRUNE_BASE,
-            "spike threshold": run.SPAM_SPIKE_THRESHOLD,
-        }
+    if planned is None:
+        assert run.OPTIMIZER is not None, "a test matrix is compared run by run"
+        exp |= our_optimizer(run, run.OPTIMIZER)
+    else:  # a test matrix: the grid, and each run's settings
+        exp["optimizer"] = exp["pruning"] = None
+        exp |= our_matrix(run, planned)
     if run.OPTIM_USES_SPAM:
         exp |= {
             "spam rule": run.SPAM_RULE,
@@ -276,10 +248,24 @@ def our_experiment(run: RunConfig) -> dict[str, Any]:
             "spam interval": run.SPAM_INTERVAL or 0,
             "spam warmup": run.SPAM_WARMUP_STEPS or 0,
         }
+    exp |= our_rgsa(run)
     if run.GPT2_ATTENTION in ("ra_gated", "sdpa_gate_ra_gated"):
         exp |= {"ra layers": run.GPT2_RA_GATED_LAYERS, "ra heads": run.GPT2_RA_GATED_HEADS}
-    if run.PRUNING_MODE == "single":
+    if run.PRUNING_MODE == "single" and planned is None:
         exp |= our_pruning(run)
+    seeds = importlib.import_module(MATRIX_GRID).parse_seeds(run.MATRIX_SEEDS)
+    exp["runs per configuration"] = len(seeds) or 1
+    exp["kv circuit"] = (
+        {
+            "sparsity": float(str(run.MECHINT_KV_SPARSITY)),
+            "steps": run.MECHINT_KV_STEPS,
+            "lr": float(str(run.MECHINT_KV_LR)),
+            "temperature": run.MECHINT_KV_TEMP_SCHEDULE,
+            "save masks": bool(run.MECHINT_KV_SAVE_MASKS),
+        }
+        if run.MECHINT_KV
+        else "off"
+    )
     return exp
 
 
@@ -294,6 +280,14 @@ def _differ(key: str, theirs: Any, ours: Any) -> str:
             f"{theirs[at : at + 2]!r}, here {ours[at : at + 2]!r}"
         )
     return f"{key}: knlp {theirs!r}, here {ours!r}"
+
+
+def _planned(kconf: kconfiglib.Kconfig) -> list[Any]:
+    """The runs `make test-matrix` would train from this configuration."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / ".config"
+        path.write_text(config_text(kconf))
+        return importlib.import_module(MATRIX_GRID).expand([], path)[1]
 
 
 def check_file(root: Path, path: Path) -> tuple[str, str]:
@@ -315,8 +309,17 @@ def check_file(root: Path, path: Path) -> tuple[str, str]:
                 )
             )
         ]
-        return "refused", "; ".join(missing) if missing else " | ".join(problems)
-    ours = our_experiment(RunConfig.from_values(typed_values(kconf)))
+        # " | " between reasons: a reason may hold "; " itself; the file by its name, so
+        # the record names no checkout's path
+        return "refused", " | ".join(missing or problems).replace(str(path), path.name)
+    run = RunConfig.from_values(typed_values(kconf))
+    planned = None
+    if run.OPTIMIZER_MODE == "multiple" or run.PRUNING_MODE == "multiple":
+        try:
+            planned = _planned(kconf)
+        except ConfigError as err:
+            return "refused", " | ".join(err.problems)
+    ours = our_experiment(run, planned)
     knlp_tree = open_knlp(root)
     with in_dir(root):
         knlp_tree.load_config(str(path))
@@ -331,14 +334,19 @@ def check_file(root: Path, path: Path) -> tuple[str, str]:
     return ("mismatch", "; ".join(diff)) if diff else ("loaded", "")
 
 
+def check_rows(root: Path) -> list[tuple[str, str, str]]:
+    """(file, status, detail) for every GPT-2 defconfig of the checkout."""
+    return [(p.name, *check_file(root, p)) for p in gpt2_defconfigs(root)]
+
+
 def report(root: Path) -> str:
     """The table for every GPT-2 defconfig of the checkout, then the counts."""
-    rows = [(p.name, *check_file(root, p)) for p in gpt2_defconfigs(root)]
+    rows = check_rows(root)
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{name:<{width}}  {status:<8}  {detail}" for name, status, detail in rows]
     counts = Counter(status for _, status, _ in rows)
     features = Counter(
-        f for _, status, detail in rows if status == "refused" for f in detail.split("; ")
+        f for _, status, detail in rows if status == "refused" for f in detail.split(" | ")
     )
     lines += [
         "",
@@ -357,6 +365,11 @@ def main(argv: list[str]) -> None:
         action="store_true",
         help="regenerate lib/config/knlp/table.py from this checkout instead",
     )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="also write docs/bench-data/knlp/check_<commit>.json and the README's section from it",
+    )
     opts = parser.parse_args(argv)
     root = opts.knlp.resolve()
     if not (root / "Kconfig").is_file():
@@ -366,3 +379,7 @@ def main(argv: list[str]) -> None:
         print("wrote lib/config/knlp/table.py")
         return
     print(report(root))
+    if opts.record:
+        from lib.config.knlp.record import write_record
+
+        print(f"wrote {write_record(root, check_rows(root))} and the README's knlp section")

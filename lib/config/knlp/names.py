@@ -1,124 +1,105 @@
 """What each of the original project's (mcgrof/knlp) GPT-2 symbols means here.
 
-One row per knlp symbol, read by lib/config/knlp/translate.py. Kinds:
-  same      knlp's value goes to our symbol `ours` as it is
-  member    a knlp choice member: when it is y, our choice member `ours` is y
-  values    knlp's value selects one of our choice members (`values` maps it)
-  runtime   tunes knlp's own runtime only: accepted with a notice (`why`)
-  pending   a runtime/records feature this project will get as `ours`: acts
-            like `same` once `ours` is a symbol here; until then a notice
-  feature   changes what is trained or measured and is missing here: the
-            file is refused, one line per feature, when the value is on
-  absent    not a knlp symbol at the table's commit: knlp ignored it, so it
-            is ignored here too, with a notice (`why` says what to set)
-  special   translated by translate.py's special() (a unit change, or a
-            value knlp's runner substitutes); counted as translated
-A knlp symbol with no prompt (OPTIMIZER, PRUNING_METHOD, GPT2_MODEL_NAME...)
-is derived there: a file's value is checked against the selection, no row
-needed. Adding a feature later is one row: `feature` -> `same`, or nothing
+One row per knlp symbol (lib/config/knlp/row.py says what each kind does), read
+by lib/config/knlp/translate.py. A knlp symbol with no prompt (OPTIMIZER,
+PRUNING_METHOD, GPT2_MODEL_NAME...) is derived there: a file's value is checked
+against the selection, no row needed. Adding a feature later is one row: `feature` -> `same`, or nothing
 at all for `pending` (its row already names the symbol it will have).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Row:
-    kind: str
-    ours: str = ""
-    values: tuple[tuple[str, str], ...] = ()
-    why: str = ""
-    when: str = ""  # a knlp expression: the row applies only when it holds
-    file_only: bool = False  # translate only a value the file itself sets
-    trains: bool = False  # pending: changes what is trained (refused until it exists)
-
-
-def same(ours: str, when: str = "") -> Row:
-    return Row("same", ours, when=when)
-
-
-def member(ours: str, file_only: bool = False) -> Row:
-    return Row("member", ours, file_only=file_only)
-
-
-def values(**pairs: str) -> Row:
-    return Row("values", values=tuple(pairs.items()))
-
-
-def runtime(why: str) -> Row:
-    return Row("runtime", why=why)
-
-
-def pending(ours: str, feature: str, trains: bool = False) -> Row:
-    return Row("pending", ours, why=feature, trains=trains)
-
-
-def feature(name: str) -> Row:
-    return Row("feature", why=name)
-
-
-def absent(why: str) -> Row:
-    return Row("absent", why=why)
-
-
-def special() -> Row:
-    return Row("special")
-
+from lib.config.knlp.code import (
+    ADAM_UNREAD,
+    AMSGRAD_UNREAD,
+    CLIP_ALWAYS,
+    DECAY_UNREAD,
+    FREQUENCY_UNREAD,
+    RAMP_UNREAD,
+    RESET_ALWAYS,
+    UNREAD,
+    USES_SPAM,
+)
+from lib.config.knlp.row import (
+    Row,
+    absent,
+    feature,
+    member,
+    pending,
+    runtime,
+    same,
+    special,
+    values,
+)
 
 _WORKERS = "knlp's DataLoader workers; this project reads token files in the training process"
 _ITERS = "GPT-2 runs end at GPT2_MAX_ITERS or GPT2_MAX_TIME; epochs do not govern them"
 _LOGS = "knlp's own console and file logging"
-# Which optimizer's hyper-parameters knlp uses (one optimizer per run)
-_ADAMW = "OPTIMIZER_ENABLED_ADAMW && OPTIMIZER_MODE_SINGLE"
-_SPAM = "OPTIMIZER_ENABLED_ADAMWSPAM && OPTIMIZER_MODE_SINGLE"
-_PRUNE = "OPTIMIZER_ENABLED_ADAMWPRUNE && OPTIMIZER_MODE_SINGLE"
-_USES_SPAM = "OPTIMIZER_ENABLED_ADAMWSPAM"
-# knlp's GPT-2 runs (Makefile -> scripts/run_test_matrix.py -> gpt2/train.py ->
-# lib/optimizers.py create_optimizer) read none of these: gpt2/train.py has no
-# argument for them, and the optimizer is built from hard-coded values (CODE_VALUES).
-_UNREAD = "knlp's GPT-2 training does not read it: "
-_ADAM_UNREAD = _UNREAD + "its optimizers use betas (0.9, 0.999) and eps 1e-8 in code"
-_AMSGRAD_UNREAD = _UNREAD + "its AdamWSPAM always uses AMSGrad, its AdamW and AdamWPrune never"
-_DECAY_UNREAD = _UNREAD + (
-    "AdamW and AdamWSPAM decay 0.1 (gpt2/train.py's --weight-decay default), AdamWPrune 0"
+# knlp's RGSA (gpt2/rgsa.py, built by gpt2/trainers/vanilla.py): GPT2_ATTENTION_RGSA
+# here (gpt2/rgsa.py). knlp's trainer checks ENABLE_RGSA before GPT2_KNLP, so RGSA wins
+# over the gated choices; RA+MLA wins over RGSA (check.py orders them so).
+_IN_RGSA = "ENABLE_RGSA && !ENABLE_RA_MLA"
+_RGSA_UNREAD = (
+    "not in knlp's Kconfig, so its .config drops it and its trainer's getattr() default applies"
 )
-# knlp's AdamWSPAM is its own rule (lib/optimizers.py, gpt2/trainers/vanilla.py):
-# SPAM_RULE_KNLP here (lib/optim/knlp_spam.py). Its runner (scripts/run_test_matrix.py
-# -> gpt2/train.py) always clips (--spam-enable-clip is on by default) and passes
-# SPAM_INTERVAL / SPAM_WARMUP_STEPS only when they are in the .config, else
-# gpt2/train.py's defaults apply: 1000 and 1000. Its counter moves twice per step.
-KNLP_SPAM_RUNNER_DEFAULT = 1000
-_CLIP_ALWAYS = (
-    "knlp's runner always clips (gpt2/train.py's --spam-enable-clip is on by default): "
-    "SPAM_ENABLE_CLIP=y here"
-)
-_RESET_ALWAYS = (
-    "knlp's runner resets anyway (without SPAM_INTERVAL it passes none and gpt2/train.py's "
-    "default 1000 applies): SPAM_ENABLE_RESET=y here"
-)
-
-# knlp's AdamWPrune on GPT-2, as its runner runs it (scripts/run_test_matrix.py ->
-# gpt2/train.py -> gpt2/trainers/vanilla.py -> lib/optimizers.py update_adamprune_masks):
-# the runner passes --target-sparsity (TARGET_SPARSITY, else "0.9"), --pruning-warmup
-# (PRUNING_WARMUP, else gpt2/train.py's 1000) and --adamwprune-variant, nothing else;
-# gpt2/train.py's --adamwprune-ramp-end-step stays 3000 and no argument sets the
-# mask-update frequency, so update_adamprune_masks uses its own 50. After the 0-based
-# iteration i's optimizer step it re-chooses every nn.Linear's mask (the tied lm_head's
-# among them) when i > warmup and i % 50 == 0, at target * min(1, (i - warmup) /
-# (3000 - warmup))^3. The trainer raises max_iters 10000 for some variants.
-KNLP_PRUNE_FREQUENCY = 50
-KNLP_PRUNE_RAMP_END = 3000
-KNLP_PRUNE_WARMUP = 1000  # gpt2/train.py's --pruning-warmup default
-KNLP_PRUNE_SPARSITY = "0.9"  # the runner's when no TARGET_SPARSITY is in the .config
-KNLP_VARIANT_ITERS = {"bitter2": 12100} | {
-    f"bitter{n}": 13000 for n in (3, 4, 5, 6, 8, 9)
-}  # gpt2/trainers/vanilla.py: only when max_iters is 10000
-_UNREAD_PRUNE = "knlp's GPT-2 runner does not pass it: "
-_FREQUENCY_UNREAD = _UNREAD_PRUNE + "AdamWPrune re-chooses its masks every 50 steps in code"
-_RAMP_UNREAD = _UNREAD_PRUNE + "AdamWPrune's ramp ends at step 3000 (gpt2/train.py's default)"
-_MASK_PRUNERS = "knlp's magnitude and movement pruning (lib/pruning.py's own schedules)"
+RGSA_ROWS: dict[str, Row] = {
+    "ENABLE_RGSA": Row("member", "GPT2_ATTENTION_RGSA", when="!ENABLE_RA_MLA"),
+    **{
+        f"RGSA_{n}": same(f"GPT2_RGSA_{n}", _IN_RGSA)
+        for n in (
+            "CHUNK_SIZE",
+            "ROUTING_DIM",
+            "TOP_B",
+            "LOCAL_WINDOW",
+            "ROUTE_STRIDE",
+            "CACHE_ROUTING_LAYERS",
+            "DYNAMIC_CHUNKING",
+            "CHUNK_SIZE_MIN",
+            "CHUNK_SIZE_MAX",
+            "CHUNK_SIZE_ALPHA",
+        )
+    },
+    "RGSA_CHUNK_SIZE_PIECEWISE": same("GPT2_RGSA_CHUNK_PIECEWISE", _IN_RGSA),
+    # dense_mode skips routing, so it wins over random routing (its forward)
+    "RGSA_DENSE_MODE": Row("member", "GPT2_RGSA_ROUTING_DENSE", when=_IN_RGSA),
+    "RGSA_RANDOM_ROUTING": Row(
+        "member", "GPT2_RGSA_ROUTING_RANDOM", when=_IN_RGSA + " && !RGSA_DENSE_MODE"
+    ),
+    "RGSA_CHUNK_SIZE_SCHEDULE": Row(
+        "values",
+        values=(
+            ("power", "GPT2_RGSA_CHUNK_SCHEDULE_POWER"),
+            ("piecewise", "GPT2_RGSA_CHUNK_SCHEDULE_PIECEWISE"),
+        ),
+        when=_IN_RGSA,
+    ),
+    "RGSA_CHUNK_SIZE_ROUNDING": Row(
+        "values",
+        values=tuple(
+            (v, "GPT2_RGSA_CHUNK_ROUNDING_" + v.upper())
+            for v in ("pow2", "multiple_of_8", "nearest")
+        ),
+        when=_IN_RGSA,
+    ),
+    "RGSA_ROUTING_LOSS_WEIGHT": runtime(
+        "knlp never adds a routing loss: its trainer does not pass the weight to RGSAConfig "
+        "and GPT2_RGSA.compute_routing_loss returns 0, uncalled"
+    ),
+    "RGSA_CHUNK_SIZE_DEBUG_LOG": runtime(
+        "knlp's console print of the chunk size; the rgsa_chunk metric here"
+    ),
+    **{
+        f"RGSA_{n}": absent(_RGSA_UNREAD)
+        for n in (
+            "ROUTER_UPDATE_STRIDE",  # router gradient gating: the router gets none anyway
+            "ROUTER_FREEZE_STEPS",
+            "VARIANCE_ALPHA",
+            "SENSITIVITY_PATH",
+            "TOP_B_MIN",
+            "TOP_B_MAX",
+        )
+    },
+}
 
 ROWS: dict[str, Row] = {
     # model and size (GPT2_MODEL_124M... and GPT2_DATASET_* have the same names here)
@@ -158,7 +139,10 @@ ROWS: dict[str, Row] = {
         bfloat16="MIXED_PRECISION_DTYPE_BF16", float16="MIXED_PRECISION_DTYPE_FP16"
     ),
     "GPT2_TF32_ALLOWED": same("TF32"),
-    "GPT2_FLASH_ATTENTION": values(y="SDPA_BACKEND_AUTO", n="SDPA_BACKEND_MATH"),
+    "GPT2_FLASH_ATTENTION": runtime(
+        "knlp's gpt2/train.py parses --flash-attention but never reads it: its attention "
+        "always leaves the SDPA kernel to PyTorch, as SDPA_BACKEND_AUTO does here"
+    ),
     "COMPILE_AUTO": runtime(
         "knlp compiles on any GPU under HYPER_PARAM_AUTO: COMPILE_MODEL is set from that"
     ),
@@ -197,57 +181,61 @@ ROWS: dict[str, Row] = {
     "OPTIMIZER_SELECT_ADAMWSPAM": member("OPTIMIZER_ADAMWSPAM"),
     "OPTIMIZER_ENABLE_ADAMWSPAM": same("OPTIMIZER_ENABLE_ADAMWSPAM"),
     "OPTIMIZER_SELECT_ADAMWPRUNE": member("OPTIMIZER_ADAMWPRUNE"),
-    "OPTIMIZER_SELECT_SGD": feature("SGD, Adam and AdamWAdv optimizers"),
-    "OPTIMIZER_SELECT_ADAM": feature("SGD, Adam and AdamWAdv optimizers"),
-    "OPTIMIZER_SELECT_ADAMWADV": feature("SGD, Adam and AdamWAdv optimizers"),
+    "OPTIMIZER_SELECT_SGD": member("OPTIMIZER_SGD"),
+    "OPTIMIZER_SELECT_ADAM": member("OPTIMIZER_ADAM"),
+    # knlp's gpt2/train.py offers no adamwadv (its --optimizer choices), so its runner
+    # stops there; what lib/optimizers.py would build is run here (code.py CODE_VALUES)
+    "OPTIMIZER_SELECT_ADAMWADV": member("OPTIMIZER_ADAMWADV"),
     "OPTIMIZER_MODE_NONE": feature("training without an optimizer (OPTIMIZER_MODE_NONE)"),
-    "OPTIMIZER_ENABLE_SGD": feature("SGD, Adam and AdamWAdv optimizers"),
-    "OPTIMIZER_ENABLE_ADAM": feature("SGD, Adam and AdamWAdv optimizers"),
-    "OPTIMIZER_ENABLE_ADAMWADV": feature("SGD, Adam and AdamWAdv optimizers"),
-    "ADAMW_BETA1": runtime(_ADAM_UNREAD),
-    "ADAMW_BETA2": runtime(_ADAM_UNREAD),
-    "ADAMW_EPSILON": runtime(_ADAM_UNREAD),
-    "ADAMW_WEIGHT_DECAY": runtime(_DECAY_UNREAD),
+    "OPTIMIZER_ENABLE_SGD": same("OPTIMIZER_ENABLE_SGD"),
+    "OPTIMIZER_ENABLE_ADAM": same("OPTIMIZER_ENABLE_ADAM"),
+    "OPTIMIZER_ENABLE_ADAMWADV": same("OPTIMIZER_ENABLE_ADAMWADV"),
+    "ADAMW_BETA1": runtime(ADAM_UNREAD),
+    "ADAMW_BETA2": runtime(ADAM_UNREAD),
+    "ADAMW_EPSILON": runtime(ADAM_UNREAD),
+    "ADAMW_WEIGHT_DECAY": runtime(DECAY_UNREAD),
     "WEIGHT_DECAY": absent(
         "knlp reads ADAMW_WEIGHT_DECAY, ADV_WEIGHT_DECAY or ADAMWPRUNE_WEIGHT_DECAY"
     ),
-    "ADV_WEIGHT_DECAY": runtime(_DECAY_UNREAD),
-    "ADV_USE_AMSGRAD": runtime(_AMSGRAD_UNREAD),
-    "ADAMWPRUNE_AMSGRAD": runtime(_AMSGRAD_UNREAD),
+    "ADV_WEIGHT_DECAY": runtime(DECAY_UNREAD),
+    "ADV_USE_AMSGRAD": runtime(AMSGRAD_UNREAD),
+    "ADAMWPRUNE_AMSGRAD": runtime(AMSGRAD_UNREAD),
     "ADV_USE_COSINE_ANNEALING": runtime("knlp's GPT-2 trainer schedules the LR by GPT2_DECAY_LR"),
     "ADV_COSINE_ETA_MIN": runtime("knlp's GPT-2 trainer schedules the LR by GPT2_DECAY_LR"),
-    "SPAM_PERIODIC_RESET": runtime(_RESET_ALWAYS),
-    "SPAM_ENABLE_CLIP": runtime(_CLIP_ALWAYS),
-    "SPAM_THETA": same("SPAM_THETA", _USES_SPAM),
+    "SPAM_PERIODIC_RESET": runtime(RESET_ALWAYS),
+    "SPAM_ENABLE_CLIP": runtime(CLIP_ALWAYS),
+    "SPAM_THETA": same("SPAM_THETA", USES_SPAM),
     "SPAM_INTERVAL": special(),  # halved: knlp's counter moves twice per step
     "SPAM_WARMUP_STEPS": special(),
     "SPAM_WARMUP": special(),  # off: gpt2/train.py's default warmup applies
-    "SPAM_SPIKE_THRESHOLD": runtime(_UNREAD + "its AdamWSPAM's spike test uses 2.0 in code"),
-    "ADAMWPRUNE_BETA1": runtime(_ADAM_UNREAD),
-    "ADAMWPRUNE_BETA2": runtime(_ADAM_UNREAD),
-    "ADAMWPRUNE_WEIGHT_DECAY": runtime(_DECAY_UNREAD),
-    "ADAMWPRUNE_BASE_ADAMW": runtime(_UNREAD + "it builds AdamWPrune on AdamW"),
-    "ADAMWPRUNE_BASE_ADAMWSPAM": runtime(_UNREAD + "it builds AdamWPrune on AdamW"),
-    "ADAMWPRUNE_TARGET_SPARSITY": runtime(_UNREAD + "its sparsity is TARGET_SPARSITY"),
-    "ADAMWPRUNE_WARMUP_STEPS": runtime(_UNREAD + "its pruning warmup is PRUNING_WARMUP"),
-    "ADAMWPRUNE_FREQUENCY": runtime(_FREQUENCY_UNREAD),
+    "SPAM_SPIKE_THRESHOLD": runtime(UNREAD + "its AdamWSPAM's spike test uses 2.0 in code"),
+    "ADAMWPRUNE_BETA1": runtime(ADAM_UNREAD),
+    "ADAMWPRUNE_BETA2": runtime(ADAM_UNREAD),
+    "ADAMWPRUNE_WEIGHT_DECAY": runtime(DECAY_UNREAD),
+    "ADAMWPRUNE_BASE_ADAMW": runtime(UNREAD + "it builds AdamWPrune on AdamW"),
+    "ADAMWPRUNE_BASE_ADAMWSPAM": runtime(UNREAD + "it builds AdamWPrune on AdamW"),
+    "ADAMWPRUNE_TARGET_SPARSITY": runtime(UNREAD + "its sparsity is TARGET_SPARSITY"),
+    "ADAMWPRUNE_WARMUP_STEPS": runtime(UNREAD + "its pruning warmup is PRUNING_WARMUP"),
+    "ADAMWPRUNE_FREQUENCY": runtime(FREQUENCY_UNREAD),
     "ADAMWPRUNE_ENABLE_PRUNING": runtime(
-        _UNREAD + "its runner prunes when PRUNING_SELECT_STATE is chosen"
+        UNREAD + "its runner prunes when PRUNING_SELECT_STATE is chosen"
     ),
-    "ADAMWPRUNE_RAMP_END_EPOCH": runtime(_RAMP_UNREAD),
-    "PRUNING_RAMP_END_EPOCH": runtime(_RAMP_UNREAD),
+    "ADAMWPRUNE_RAMP_END_EPOCH": runtime(RAMP_UNREAD),
+    "PRUNING_RAMP_END_EPOCH": runtime(RAMP_UNREAD),
     "ADAMWPRUNE_RAMP_END_STEP": absent("the ramp's end here is PRUNING_RAMP_END"),
-    "ADAMWPRUNE_BASE_ADAM": feature("SGD, Adam and AdamWAdv optimizers"),
-    "ADAMWPRUNE_BASE_ADAMWADV": feature("SGD, Adam and AdamWAdv optimizers"),
+    "ADAMWPRUNE_BASE_ADAM": runtime(UNREAD + "it builds AdamWPrune on AdamW"),
+    "ADAMWPRUNE_BASE_ADAMWADV": runtime(UNREAD + "it builds AdamWPrune on AdamW"),
     # pruning
-    # knlp's magnitude and movement pruners (lib/pruning.py) keep their own schedules,
-    # not transcribed here: refused rather than run on ours
-    "PRUNING_SELECT_MAGNITUDE": feature(_MASK_PRUNERS),
-    "PRUNING_SELECT_MOVEMENT": feature(_MASK_PRUNERS),
+    # knlp's magnitude and movement pruners keep their own schedules and movement its
+    # own rule (code.py, translate_optim.py mask_schedule: PRUNING_MOVEMENT_KNLP)
+    "PRUNING_SELECT_MAGNITUDE": member("PRUNING_METHOD_MAGNITUDE"),
+    "PRUNING_SELECT_MOVEMENT": member("PRUNING_METHOD_MOVEMENT"),
+    "PRUNING_ENABLE_MAGNITUDE": same("PRUNING_ENABLE_MAGNITUDE"),  # in a test matrix
+    "PRUNING_ENABLE_MOVEMENT": same("PRUNING_ENABLE_MOVEMENT"),
     "PRUNING_SELECT_STATE": member("PRUNING_METHOD_STATE"),
     "TARGET_SPARSITY": special(),  # AdamWPrune's sparsity (prune_schedule)
     "PRUNING_WARMUP": special(),  # AdamWPrune's warmup, counted from step 0 (prune_schedule)
-    "PRUNING_FREQUENCY": runtime(_FREQUENCY_UNREAD),
+    "PRUNING_FREQUENCY": runtime(FREQUENCY_UNREAD),
     **{f"SPARSITY_ENABLE_{n}": same(f"PRUNING_SPARSITY_{n}") for n in (50, 70, 90, 95, 99)},
     # the runner's variant list (prune_schedule): every one that is y, else bitter0
     **{f"GPT2_ADAMWPRUNE_VARIANT_BITTER{n}": special() for n in range(10)},
@@ -257,14 +245,63 @@ ROWS: dict[str, Row] = {
     "GPT2_KNLP_RA_LAYERS": same("GPT2_RA_GATED_LAYERS"),
     "GPT2_KNLP_RA_HEADS": same("GPT2_RA_GATED_HEADS"),
     "KNLP_VARIANT": runtime("a label knlp adds to its run names"),
-    "ENABLE_RGSA": feature("RGSA, retrieval-gated sparse attention (ENABLE_RGSA)"),
-    "ENABLE_MLA": feature("knlp's MLA/KVSplice attention (ENABLE_MLA)"),
-    "GPT2_VANILLA_ABLATION_MODE": feature(
-        "knlp's vanilla ablation steps (GPT2_VANILLA_ABLATION_MODE)"
+    # knlp's runner (scripts/run_test_matrix.py get_test_matrix) builds its grid from
+    # OPTIMIZER_ENABLED_*, PRUNING_ENABLED_* and TEST_SPARSITY_* (SPARSITY_ENABLE_*),
+    # whatever TEST_MATRIX_MODE says; the TEST_* lists are read only when those are
+    # empty, which a GPT-2 file's choices never leave them
+    "TEST_MATRIX_MODE": runtime(
+        "knlp's grid is its OPTIMIZER_MODE_MULTIPLE / PRUNING_MODE_MULTIPLE enables "
+        "(OPTIMIZER_ENABLE_*, PRUNING_ENABLE_*, SPARSITY_ENABLE_* here, run by "
+        "`make test-matrix`); its TEST_* lists are fallbacks its runner does not reach"
     ),
-    "KNLP_MECHINT": feature("mechanistic-interpretability analysis (KNLP_MECHINT)"),
-    "ENABLE_HIERARCHICAL_TIERING": feature(
-        "Adam-state memory tiering (ENABLE_HIERARCHICAL_TIERING)"
+    **RGSA_ROWS,
+    "ENABLE_MLA": feature("knlp's MLA/KVSplice attention (ENABLE_MLA)"),
+    # knlp's vanilla ablation steps: one run each (translate.py's vanilla_steps)
+    "GPT2_VANILLA_ABLATION_MODE": special(),
+    "GPT2_VANILLA_ABLATION_STEPS": special(),
+    # knlp's KV feature-circuit analysis after training (lib/eval/kv_circuit.py here)
+    "KNLP_MECHINT": same("MECHINT_KV"),
+    "KNLP_MECHINT_KV_POSTTRAIN": runtime(
+        "the analysis runs after training, as knlp's `make` runs it"
+    ),
+    "KNLP_MECHINT_KV_FROM_RUNS": feature(
+        "knlp's re-plotting of an earlier analysis folder (KNLP_MECHINT_KV_FROM_RUNS)"
+    ),
+    "KNLP_MECHINT_KV_RUN_DIR": runtime("knlp's folder of an earlier analysis"),
+    "KNLP_MECHINT_KV_CHECKPOINT": runtime(
+        "knlp's path to the .pt files it analyses; here each run analyses the model it "
+        "trained (a knlp pickle is never loaded)"
+    ),
+    "KNLP_MECHINT_KV_TARGET_SPARSITY": same("MECHINT_KV_SPARSITY"),
+    "KNLP_MECHINT_KV_STEPS": same("MECHINT_KV_STEPS"),
+    "KNLP_MECHINT_KV_LR": same("MECHINT_KV_LR"),
+    "KNLP_MECHINT_KV_TEMP_SCHEDULE": same("MECHINT_KV_TEMP_SCHEDULE"),
+    "KNLP_MECHINT_KV_TARGET_METRIC": runtime(
+        UNREAD + "its analysis always minimises the model's loss (so does this project's)"
+    ),
+    "KNLP_MECHINT_SAVE_MASKS": same("MECHINT_KV_SAVE_MASKS"),
+    "KNLP_MECHINT_VISUALIZE_WANDB": runtime(
+        "knlp's W&B copy of its figures; here they are in the run's kv_circuit/ folder"
+    ),
+    "KNLP_MECHINT_OUTPUT_DIR": runtime("knlp's output folder; here the run's kv_circuit/"),
+    # written in knlp's mechint defconfigs but not symbols of its Kconfig
+    **{
+        f"KNLP_MECHINT_{n}": absent("not in knlp's Kconfig.mechint; its analysis has no such knob")
+        for n in (
+            "KV_SPARSITY_SCHEDULE",
+            "KV_L1_LAMBDA",
+            "KV_HARD_MASKS",
+            "VISUALIZE_HEATMAPS",
+            "VISUALIZE_CURVES",
+            "VISUALIZE_FAITHFULNESS",
+        )
+    },
+    # lib/tiering.py is used by scripts/benchmark_tiered_inference.py only, a separate
+    # script no make target runs; its tier-hints JSON came from gpt2/trainers/ra.py
+    # until knlp's 85a1465f removed that. Training is the same with it on or off.
+    "ENABLE_HIERARCHICAL_TIERING": runtime(
+        "knlp's GPT-2 training reads no TIERING_* symbol (gpt2/train.py, its trainers, "
+        "scripts/run_test_matrix.py): the run trains and measures the same with it on"
     ),
     # evaluation
     "INFERENCE_BENCHMARK": values(y="INFERENCE_BENCH_Y", n="INFERENCE_BENCH_N"),
@@ -286,45 +323,6 @@ ROWS: dict[str, Row] = {
     "BASELINE_RUN_ID": pending("RESULTS_BASELINE_RUN_ID", "a baseline run id for make results"),
     "TRACKIO_PORT": runtime("the Trackio dashboard's port"),
 }
-
-# What knlp's GPT-2 runs use, fixed in its code whatever its Kconfig says
-# (its GPT-2 MLP's activation; lib/optimizers.py create_optimizer; gpt2/train.py's --weight-decay default 0.1;
-# AdamWPrune's getattr() defaults, as gpt2/train.py sets no adamwprune_* argument):
-# (knlp expression, label for the report, our symbol values).
-_TORCH_ADAM = (("ADAM_BETA1", "0.9"), ("ADAM_BETA2", "0.999"), ("ADAM_EPSILON", "1e-8"))
-CODE_VALUES: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
-    (
-        _ADAMW,
-        "knlp's AdamW (torch defaults, decay 0.1)",
-        _TORCH_ADAM + (("WEIGHT_DECAY", "0.1"), ("ADAM_AMSGRAD", "n")),
-    ),
-    (
-        _SPAM,
-        "knlp's AdamWSPAM (lib/optimizers.py)",
-        _TORCH_ADAM + (("WEIGHT_DECAY", "0.1"), ("ADAM_AMSGRAD", "y")),
-    ),
-    (
-        _USES_SPAM,
-        "knlp's AdamWSPAM rule (lib/optimizers.py, gpt2/train.py)",
-        (
-            ("SPAM_RULE_KNLP", "y"),
-            ("SPAM_ENABLE_CLIP", "y"),
-            ("SPAM_ENABLE_RESET", "y"),
-            ("SPAM_SPIKE_RESET", "y"),
-            ("SPAM_SPIKE_THRESHOLD", "2.0"),
-        ),
-    ),
-    (
-        _PRUNE,
-        "knlp's AdamWPrune (AdamW, decay 0, no AMSGrad)",
-        _TORCH_ADAM
-        + (("WEIGHT_DECAY", "0"), ("ADAM_AMSGRAD", "n"), ("ADAMWPRUNE_BASE_ADAMW", "y")),
-    ),
-    # gpt2/model.py's MLP: nn.GELU(), the exact erf form (OpenAI's weights: tanh)
-    ("MODEL_GPT2", "knlp's GPT-2 MLP (exact GELU)", (("GPT2_GELU_EXACT", "y"),)),
-    # gpt2/trainers/vanilla.py: clip_grad_norm_(..., 1.0) on every step, whatever the file says
-    ("MODEL_GPT2", "knlp's GPT-2 trainer (norm clip 1.0)", (("TRAIN_GRAD_CLIP", "1.0"),)),
-)
 
 # Settings of a knlp feature: refused with their gate, ignored while it is off.
 FEATURE_PREFIXES: dict[str, str] = {

@@ -14,26 +14,22 @@ knlp's own runtime is accepted with a notice.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import kconfiglib
 
 from lib.config.knlp.names import (
-    CODE_VALUES,
     GATED_ATTENTION,
-    KNLP_PRUNE_FREQUENCY,
-    KNLP_PRUNE_RAMP_END,
-    KNLP_PRUNE_SPARSITY,
-    KNLP_PRUNE_WARMUP,
-    KNLP_SPAM_RUNNER_DEFAULT,
-    KNLP_VARIANT_ITERS,
     MARKERS,
     ROWS,
-    Row,
     gate_of,
 )
+from lib.config.knlp.row import Row
 from lib.config.knlp.table import COMMIT, SYMBOLS
+from lib.config.knlp.translate_optim import OptimizerRules
+from lib.config.knlp.translate_optim import knlp_value as _value
 from lib.config.knlp.tree import resolve
 from lib.config.renames import parse_lines
 
@@ -62,18 +58,11 @@ def is_knlp(text: str) -> bool:
     return False
 
 
-def _value(sym: kconfiglib.Symbol) -> str | None:
-    """knlp's resolved value as .config text; None when the symbol is inactive."""
-    if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
-        return kconfiglib.TRI_TO_STR[sym.tri_value]
-    return sym.str_value if sym.config_string else None
-
-
 def _unquote(value: str) -> str:
     return value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
 
 
-class _Translation:
+class _Translation(OptimizerRules):
     def __init__(self, ours: kconfiglib.Kconfig, shown: str, text: str):
         self.ours, self.shown = ours, shown
         self.out = Imported()
@@ -187,124 +176,75 @@ class _Translation:
                 "HYPER_PARAM_AUTO",
                 "knlp's AUTO batch (256 sequences per GPU)",
             )
-        if knlp["ENABLE_RA_MLA"].tri_value != 2:
+        # knlp's trainer builds RGSA before looking at GPT2_KNLP (names.py's RGSA_ROWS)
+        if knlp["ENABLE_RA_MLA"].tri_value != 2 and knlp["ENABLE_RGSA"].tri_value != 2:
             gated = knlp["GPT2_KNLP"].tri_value == 2
             pair = (
                 gated and knlp["GPT2_KNLP_SDPA_GATE"].tri_value == 2,
                 gated and knlp["GPT2_KNLP_RA"].tri_value == 2,
             )
             self.assign(GATED_ATTENTION[pair], "y", "GPT2_KNLP_SDPA_GATE/GPT2_KNLP_RA")
-        if knlp["OPTIMIZER_ENABLED_ADAMWSPAM"].tri_value == 2:
-            self.spam_schedule()
-        if self.knlp.eval_string("OPTIMIZER_ENABLED_ADAMWPRUNE && OPTIMIZER_MODE_SINGLE") == 2:
-            if self.knlp.eval_string("PRUNING_MODE_SINGLE && PRUNING_SELECT_STATE") == 2:
-                self.prune_schedule()
-            elif knlp["PRUNING_MODE_NONE"].tri_value == 2:
+        if knlp["GPT2_VANILLA_ABLATION_MODE"].tri_value == 2:
+            self.vanilla_steps()
+        self.optimizer_rules()
+
+    def vanilla_steps(self) -> None:
+        """knlp's vanilla ablation steps: its runner (scripts/run_test_matrix.py) trains
+        one run per step of GPT2_VANILLA_ABLATION_STEPS, for each unpruned combination,
+        and skips a baseline step ("0", "V0") when BASELINE_RUN_ID names a run. At its
+        commit every step trains the same GPT-2 (gpt2/trainers/vanilla.py configures no
+        step since KV tying left), and its GPT-2 runs set no seed: N steps are N runs of
+        one configuration from N random starts, which MATRIX_SEEDS gives here, one seed
+        per step (its number where every step has a distinct one)."""
+        knlp = self.knlp.syms
+        steps = [
+            s.strip()
+            for s in _unquote(_value(knlp["GPT2_VANILLA_ABLATION_STEPS"]) or "").split(",")
+        ]
+        if steps == [""]:  # an empty list: knlp trains its plain runs
+            return
+        origin = self._origin("GPT2_VANILLA_ABLATION_STEPS")
+        if knlp["PRUNING_MODE_NONE"].tri_value != 2:
+            if knlp["PRUNING_MODE_MULTIPLE"].tri_value == 2:
                 self.features[
-                    "AdamWPrune without pruning (knlp's runner then trains it dense; "
-                    "AdamWPrune here always prunes: use AdamW with WEIGHT_DECAY=0)"
-                ].append("PRUNING_MODE_NONE")
-        for when, label, pairs in CODE_VALUES:  # what knlp's code uses, not its Kconfig
-            if self.knlp.eval_string(when) == 2:
-                for ours_name, value in pairs:
-                    self.assign(ours_name, value, label, "knlp code")
-
-    def spam_schedule(self) -> None:
-        """knlp's reset interval and LR re-warmup, in steps. Its counter moves twice per
-        step: it resets at step k when 2k is a multiple of SPAM_INTERVAL, and re-warms
-        the LR over the steps j with 2j < SPAM_WARMUP_STEPS, by (1 - cos(pi 2j / W)) / 2
-        (lib/optim/knlp_spam.py uses pi j / N): exact when W is even."""
-        knlp = self.knlp.syms
-        value = {}
-        for name in ("SPAM_INTERVAL", "SPAM_WARMUP_STEPS"):  # absent from its .config:
-            raw = _value(knlp[name])  # gpt2/train.py's default
-            value[name] = int(raw) if raw else KNLP_SPAM_RUNNER_DEFAULT
-        interval, warmup = value["SPAM_INTERVAL"], value["SPAM_WARMUP_STEPS"]
-        if interval % 2:  # reset when 2k is a multiple of an odd interval: every interval
-            self.assign(
-                "SPAM_INTERVAL", str(interval), "SPAM_INTERVAL", self._origin("SPAM_INTERVAL")
-            )
-        else:
-            self.assign(
-                "SPAM_INTERVAL",
-                str(interval // 2),
-                "SPAM_INTERVAL/2",
-                self._origin("SPAM_INTERVAL"),
-            )
-        if warmup % 2:
-            self.features[
-                "knlp's LR re-warmup over an odd SPAM_WARMUP_STEPS (it ends mid-step in "
-                "knlp's half-step count; this project's is whole steps)"
-            ].append(f"SPAM_WARMUP_STEPS={warmup}")
-        else:
-            self.assign(
-                "SPAM_WARMUP_STEPS",
-                str(warmup // 2),
-                "SPAM_WARMUP_STEPS/2",
-                self._origin("SPAM_WARMUP_STEPS"),
-            )
-
-    def prune_schedule(self) -> None:
-        """AdamWPrune's pruning as knlp's runner runs it (names.py, above KNLP_PRUNE_*).
-        Its update after 0-based iteration i is ours after step i + 1, so our warmup
-        and ramp end are knlp's + 1 and our progress equals its; our updates fall at
-        warmup + 1 + k*50, its at multiples of 50: the same steps when its warmup is a
-        multiple of 50. After the ramp it re-chooses masks at the target; a pruned
-        weight scores 0 there, below every live score (bitter5 aside), so that keeps
-        every mask: this project's stop at the ramp end is the same run."""
-        knlp = self.knlp.syms
-        variants = [
-            f"bitter{n}"
-            for n in range(10)
-            if knlp[f"GPT2_ADAMWPRUNE_VARIANT_BITTER{n}"].tri_value == 2
-        ] or ["bitter0"]
-        names = [f"GPT2_ADAMWPRUNE_VARIANT_{v.upper()}" for v in variants]
-        if len(variants) > 1:
-            self.features[
-                "several AdamWPrune variants in one file (knlp's runner trains one run each)"
-            ] += names
+                    "knlp's vanilla ablation steps in a matrix with pruning (its runner "
+                    "repeats only the unpruned runs)"
+                ].append("GPT2_VANILLA_ABLATION_STEPS")
+            else:
+                self.notes["knlp's runner repeats only unpruned runs: ignored"].append(
+                    "GPT2_VANILLA_ABLATION_STEPS"
+                )
             return
-        variant = variants[0]
-        if variant == "bitter5":
+        baseline = _unquote(_value(knlp["BASELINE_RUN_ID"]) or "").strip()
+        skipped = [s for s in steps if baseline and re.fullmatch(r"[A-Za-z]?0", s)]
+        steps = [s for s in steps if s not in skipped]
+        if skipped:
+            self.notes[
+                f"knlp's baseline step, replaced by BASELINE_RUN_ID {baseline!r}: not trained"
+            ] += skipped
+        if not steps:
             self.features[
-                "knlp's bitter5 masks, chosen afresh at each update (its scores go negative, "
-                "so pruned weights can return; masks here only grow)"
-            ] += names
+                "knlp's vanilla ablation with only a skipped baseline step (nothing to train)"
+            ].append("GPT2_VANILLA_ABLATION_STEPS")
             return
-        warmup = int(_value(knlp["PRUNING_WARMUP"]) or KNLP_PRUNE_WARMUP)
-        if warmup % KNLP_PRUNE_FREQUENCY or warmup >= KNLP_PRUNE_RAMP_END:
-            self.features[
-                f"knlp's AdamWPrune updates at multiples of {KNLP_PRUNE_FREQUENCY} with a "
-                f"PRUNING_WARMUP that is not one below {KNLP_PRUNE_RAMP_END}"
-            ].append(f"PRUNING_WARMUP={warmup}")
-            return
-        iters = int(_value(knlp["GPT2_MAX_ITERS"]) or 0)
-        if iters == 10000 and variant in KNLP_VARIANT_ITERS:  # knlp's trainer lengthens it
-            iters = KNLP_VARIANT_ITERS[variant]
-            self.assigned["GPT2_MAX_ITERS"] = (str(iters), "knlp code", f"{variant} max_iters")
-        if iters <= KNLP_PRUNE_RAMP_END:
-            self.features[
-                f"knlp's AdamWPrune ramp to step {KNLP_PRUNE_RAMP_END} in a run that ends "
-                "before it (below the target sparsity)"
-            ].append(f"GPT2_MAX_ITERS={iters}")
-            return
-        sparsity = _value(knlp["TARGET_SPARSITY"]) or KNLP_PRUNE_SPARSITY
-        self.assign(
-            "PRUNING_TARGET_SPARSITY", sparsity, "TARGET_SPARSITY", self._origin("TARGET_SPARSITY")
+        numbers = [m.group(1) for s in steps if (m := re.fullmatch(r"[A-Za-z]*(\d{1,9})", s))]
+        seeds = (
+            numbers
+            if len(numbers) == len(steps) and len(set(map(int, numbers))) == len(steps)
+            else [str(n) for n in range(1, len(steps) + 1)]
         )
-        self.assign(
-            "PRUNING_WARMUP", str(warmup + 1), "PRUNING_WARMUP+1", self._origin("PRUNING_WARMUP")
-        )
-        self.assign(f"ADAMWPRUNE_VARIANT_{variant.upper()}", "y", names[0], "knlp runner")
-        label = "knlp's AdamWPrune schedule (lib/optimizers.py, gpt2/train.py)"
-        for ours, value in (
-            ("PRUNING_RAMP_END", str(KNLP_PRUNE_RAMP_END + 1)),
-            ("PRUNING_FREQUENCY", str(KNLP_PRUNE_FREQUENCY)),
-            ("PRUNING_SCHEDULE_CUBIC_LATE", "y"),
-            ("PRUNING_SCOPE_GLOBAL", "y"),
-            ("PRUNING_HEAD", "y"),
-        ):
-            self.assign(ours, value, label, "knlp code")
+        if len(steps) > 1:
+            self.assign(
+                "MATRIX_SEEDS",
+                " ".join(str(int(n)) for n in seeds),
+                "GPT2_VANILLA_ABLATION_STEPS",
+                origin,
+            )
+        else:  # one step: no MATRIX_SEEDS (several: `make test-matrix` runs them)
+            self.notes[
+                f"knlp's one vanilla ablation step ({steps[0]}) trains the plain GPT-2 at "
+                f"{COMMIT[:8]}: the run itself"
+            ].append("GPT2_VANILLA_ABLATION_MODE")
 
     def file_lines(self, suggest) -> None:
         """Each assignment in the file: translated, derived and checked, noted, or refused."""
@@ -336,10 +276,12 @@ class _Translation:
                     "them; ignored here too"
                 ].append(f"{name}={value} (line {no}: {row.why})")
             elif (gate := gate_of(name)) is not None and gate in self.knlp.syms:
+                gate_row = ROWS.get(gate)
                 if self.knlp.syms[gate].tri_value != 2:
                     self.notes["settings of knlp features that are off"].append(name)
+                elif gate_row is not None and gate_row.kind == "runtime":
+                    self.notes[gate_row.why].append(name)  # the feature's knobs, no effect
                 else:
-                    gate_row = ROWS.get(gate)
                     self.features[
                         gate_row.why
                         if gate_row and gate_row.kind == "feature"

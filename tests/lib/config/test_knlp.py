@@ -59,7 +59,8 @@ def test_knlp_names_are_translated_and_every_value_kept(write_config):
         "fp16",
         False,
     )
-    assert (run.GPT2_TIE_HEAD, run.SDPA_BACKEND, run.GPT2_MAX_ITERS) == (False, "math", 500)
+    # knlp never reads GPT2_FLASH_ATTENTION (its own test below): SDPA keeps its choice.
+    assert (run.GPT2_TIE_HEAD, run.SDPA_BACKEND, run.GPT2_MAX_ITERS) == (False, "auto", 500)
     assert "knlp format" in notes[0] and "names translated" in notes[0]
 
 
@@ -83,7 +84,23 @@ def test_a_derived_string_that_agrees_loads_and_one_that_contradicts_is_refused(
     assert "test.config:7" in problem and 'knlp derives OPTIMIZER="adamw"' in problem
 
 
-def test_a_missing_feature_is_refused_in_one_line_naming_it(write_config):
+@pytest.fixture
+def rgsa_lacking(monkeypatch):
+    """RGSA as a feature this project lacks (as it did before gpt2/rgsa.py): its gate
+    a `feature` row, its settings unknown to the table. Keeps these tests about the
+    mechanism whichever knlp features land here."""
+    from lib.config.knlp import names, translate
+
+    gate = names.feature("RGSA, retrieval-gated sparse attention (ENABLE_RGSA)")
+    monkeypatch.setitem(names.ROWS, "ENABLE_RGSA", gate)
+    for name in names.RGSA_ROWS:
+        if name != "ENABLE_RGSA":
+            monkeypatch.delitem(names.ROWS, name, raising=False)
+    kept = {n: v for n, v in translate.SYMBOLS.items() if not n.startswith("RGSA_")}
+    monkeypatch.setattr(translate, "SYMBOLS", kept)
+
+
+def test_a_missing_feature_is_refused_in_one_line_naming_it(write_config, rgsa_lacking):
     with pytest.raises(ConfigError) as info:
         loaded(
             write_config,
@@ -96,7 +113,7 @@ def test_a_missing_feature_is_refused_in_one_line_naming_it(write_config):
     assert "RGSA" in problem and "does not have" in problem and "RGSA_TOP_B" in problem
 
 
-def test_a_missing_feature_that_is_off_is_ignored(write_config):
+def test_a_missing_feature_that_is_off_is_ignored(write_config, rgsa_lacking):
     run, notes = loaded(write_config, "# CONFIG_ENABLE_RGSA is not set", "CONFIG_RGSA_TOP_B=8")
     assert run.GPT2_ATTENTION == "vanilla"
     assert any("RGSA_TOP_B" in n and "features that are off" in n for n in notes)
@@ -203,7 +220,8 @@ def knlp_checkout(tmp_path):
     (root / "gpt2/defconfigs").mkdir(parents=True)
     (root / "Kconfig").write_text(render())
     (root / "gpt2/defconfigs/plain").write_text("\n".join(HEAD + ['CONFIG_DEVICE="cpu"']) + "\n")
-    (root / "gpt2/defconfigs/rgsa").write_text("\n".join(HEAD + ["CONFIG_ENABLE_RGSA=y"]) + "\n")
+    several = ["CONFIG_MODEL_MODE_MULTIPLE=y", *HEAD[2:]]  # knlp's several model families
+    (root / "gpt2/defconfigs/several-families").write_text("\n".join(several) + "\n")
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(git + ["add", "."], check=True)
@@ -222,7 +240,7 @@ def test_check_script_counts_loaded_and_refused_files(knlp_checkout):
         check=True,
     ).stdout
     assert "2 GPT-2 defconfigs: 1 loaded, 1 refused, 0 mismatch" in out
-    assert "RGSA" in out.splitlines()[1] and "loaded" in out.splitlines()[0]
+    assert "MODEL_MODE_MULTIPLE" in out.splitlines()[1] and "loaded" in out.splitlines()[0]
 
 
 def test_check_compares_knlps_adamwspam_schedule_in_steps(knlp_checkout, monkeypatch):
@@ -239,13 +257,13 @@ def test_check_compares_knlps_adamwspam_schedule_in_steps(knlp_checkout, monkeyp
 
 
 def test_check_compares_knlps_adamwprune_schedule_step_by_step(knlp_checkout, monkeypatch):
-    from lib.config.knlp import check, translate
+    from lib.config.knlp import check, translate, translate_optim
 
     (knlp_checkout / "gpt2/defconfigs/prune").write_text("\n".join(PRUNE_HEAD) + "\n")
     out = check.report(knlp_checkout)
     assert "3 GPT-2 defconfigs: 2 loaded, 1 refused, 0 mismatch" in out
     # a translation that took ADAMWPRUNE_FREQUENCY's meaning (every 100 steps) ...
-    monkeypatch.setattr(translate, "KNLP_PRUNE_FREQUENCY", 100)
+    monkeypatch.setattr(translate_optim, "KNLP_PRUNE_FREQUENCY", 100)
     out = check.report(knlp_checkout)
     assert "1 mismatch" in out and "prune steps: knlp 58, here 29; from #1: knlp ((151, " in out
     # ... or left the tied head unpruned shows too
@@ -274,3 +292,14 @@ def test_a_knlp_gpt2_file_gets_its_exact_gelu(write_config):
     run, notes = loaded(write_config, 'CONFIG_DEVICE="cpu"')
     assert run.GPT2_GELU == "exact"
     assert any("knlp's GPT-2 MLP (exact GELU)=y (as GPT2_GELU_EXACT)" in n for n in notes)
+
+
+def test_a_knlp_gpt2_file_gets_its_padded_vocabulary_and_its_sdpa_kernel(write_config):
+    """knlp's GPTConfig pads GPT-2's vocabulary to 50304 in code, and its
+    trainer never reads GPT2_FLASH_ATTENTION: SDPA picks its kernel there."""
+    run, notes = loaded(
+        write_config, 'CONFIG_DEVICE="cpu"', "# CONFIG_GPT2_FLASH_ATTENTION is not set"
+    )
+    assert run.GPT2_PAD_VOCAB and run.SDPA_BACKEND == "auto"
+    assert any("padded to 50304" in n for n in notes)
+    assert any("GPT2_FLASH_ATTENTION" in n and "never reads it" in n for n in notes)

@@ -50,7 +50,7 @@ def alias(settings: dict[str, str]) -> dict[str, str]:
 # (settings, symbols the one problem names): one per schedule length
 CONFLICTS = [
     ({"GPT2_MAX_ITERS": "20"}, ["GPT2_WARMUP_STEPS=30", "GPT2_MAX_ITERS=20"]),
-    ({"GPT2_MAX_ITERS": "30"}, ["GPT2_WARMUP_STEPS=30", "GPT2_MAX_ITERS=30"]),
+    ({"GPT2_MAX_ITERS": "29"}, ["GPT2_WARMUP_STEPS=30", "GPT2_MAX_ITERS=29"]),
     (
         {**WSD, "GPT2_MAX_ITERS": "100", "LR_DECAY_FRACTION": "0.8"},
         ["GPT2_WARMUP_STEPS=30", "LR_DECAY_FRACTION=0.8", "GPT2_MAX_ITERS=100"],
@@ -87,7 +87,7 @@ def test_the_issue_case_names_the_lr_warmup_and_a_working_value(defaults):
     with pytest.raises(ConfigError) as info:
         load_run_config(["MAX_ITERS=20"], defaults)
     [problem] = info.value.problems
-    assert problem.startswith("CONFIG_GPT2_WARMUP_STEPS=30 is not below CONFIG_GPT2_MAX_ITERS=20")
+    assert problem.startswith("CONFIG_GPT2_WARMUP_STEPS=30 is past CONFIG_GPT2_MAX_ITERS=20")
     assert "0.00067 of the 0.001 peak" in problem  # 1e-3 x 20 / 30, the LR of the last step
     assert "GPT2_WARMUP_STEPS=2" in problem
     assert (
@@ -117,7 +117,7 @@ def test_early_stopping_that_can_fire_is_accepted(defaults):
 def test_two_conflicts_are_reported_in_one_error(defaults):
     found = problems(defaults, {**PRUNED, "GPT2_MAX_ITERS": "20"})
     assert len(found) == 2
-    assert found[0].startswith("CONFIG_GPT2_WARMUP_STEPS=30 is not below")
+    assert found[0].startswith("CONFIG_GPT2_WARMUP_STEPS=30 is past")
     assert found[1].startswith("CONFIG_PRUNING_RAMP_END=250 is past CONFIG_GPT2_MAX_ITERS=20")
 
 
@@ -128,7 +128,7 @@ def test_rules_are_reported_beside_a_file_problem(write_config):
         load_valid(path)
     [range_problem, warmup] = info.value.problems
     assert "CONFIG_BATCH_SIZE=0" in range_problem and "allowed: 1 to 2048" in range_problem
-    assert warmup.startswith("CONFIG_GPT2_WARMUP_STEPS=30 is not below CONFIG_GPT2_MAX_ITERS=20")
+    assert warmup.startswith("CONFIG_GPT2_WARMUP_STEPS=30 is past CONFIG_GPT2_MAX_ITERS=20")
 
 
 def test_a_rule_on_a_refused_value_is_left_out(defaults):
@@ -141,7 +141,7 @@ def test_matrix_runs_are_checked_and_each_conflict_named(defaults):
     with pytest.raises(ConfigError) as info:
         expand([], defaults, [[("MAX_ITERS", "20")], [("MAX_ITERS", "100")]])
     [problem] = info.value.problems
-    assert "CONFIG_GPT2_WARMUP_STEPS=30 is not below CONFIG_GPT2_MAX_ITERS=20" in problem
+    assert "CONFIG_GPT2_WARMUP_STEPS=30 is past CONFIG_GPT2_MAX_ITERS=20" in problem
     assert "(in 1 run, e.g." in problem and problem.endswith(" MAX_ITERS=20)")
 
 
@@ -152,6 +152,14 @@ def test_a_run_record_loads_as_it_ran_and_is_checked_when_continued(defaults, tm
         run.config_text.replace("CONFIG_GPT2_WARMUP_STEPS=2", "CONFIG_GPT2_WARMUP_STEPS=30")
     )
     assert load_run_config([], record).GPT2_WARMUP_STEPS == 30
-    with pytest.raises(ConfigError, match="CONFIG_GPT2_WARMUP_STEPS=30 is not below"):
+    with pytest.raises(ConfigError, match="CONFIG_GPT2_WARMUP_STEPS=30 is past"):
         load_run_config(["RUN_NAME=again"], record)
     assert load_run_config(["MAX_ITERS=300"], record).GPT2_MAX_ITERS == 300
+
+
+def test_a_warmup_of_the_whole_run_is_accepted_and_wsd_still_needs_room(defaults):
+    # The last step reaches the peak: an LR range test, or knlp's 100-step debugging files.
+    run = load(defaults, {"GPT2_MAX_ITERS": "30"})
+    assert run.GPT2_WARMUP_STEPS == run.GPT2_MAX_ITERS == 30
+    found = problems(defaults, {**WSD, "GPT2_MAX_ITERS": "30", "LR_DECAY_FRACTION": "0.5"})
+    assert len(found) == 1 and "CONFIG_LR_DECAY_FRACTION=0.5" in found[0]

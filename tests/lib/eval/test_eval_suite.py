@@ -60,6 +60,8 @@ def test_eval_scores_val_and_text_file_and_results_can_read_it(trained, tiny_run
     val, txt = record["sets"]["val"], record["sets"]["text"]
     assert val["tokens"] == load_meta(data_dir(run))["val_tokens"] - 1
     assert (val["context"], val["stride"], val["truncated"]) == (BLOCK, BLOCK, False)
+    # char: a character per token, so the split's loss per character is its loss per token
+    assert val["chars"] == val["tokens"] + 1 and val["loss_per_char"] == pytest.approx(val["loss"])
     model, tok = checkpoint_model(run_dir)
     ids = tok.encode(text.read_text())  # characters: no end-of-text token to prepend
     expected = disjoint_nll(lambda x: model(x, x)[0], ids)

@@ -105,7 +105,53 @@ def test_menuconfig_never_offers_an_invalid_pair():
     kconf.syms["OPTIMIZER_ENABLE_ADAMWPRUNE"].set_value(2)
     assert kconf.syms["PRUNING_ENABLE_STATE"].visibility == 2
     assert kconf.syms["PRUNING_ENABLE_MAGNITUDE"].visibility == 0
-    assert kconf.syms["PRUNING_MODE_NONE"].visibility == 0  # AdamWPrune always prunes
+    # AdamWPrune dense (its base optimizer) is offered, but its default stays pruned
+    kconf.named_choices["PRUNING_MODE"].unset_value()
+    assert kconf.syms["PRUNING_MODE_NONE"].visibility == 2
+    assert kconf.named_choices["PRUNING_MODE"].selection.name == "PRUNING_MODE_SINGLE"
+
+
+def test_adamwprune_dense_cell_only_when_asked(matrix_config):
+    path = matrix_config(**OPT3, PRUNING_MODE="multiple", PRUNING_ENABLE_NONE_ADAMWPRUNE="y")
+    base, planned = expand([], path)
+    assert [p.run_id for p in planned] == [
+        "gpt2_adamw_none",
+        "gpt2_adamw_magnitude_50",
+        "gpt2_adamwspam_none",
+        "gpt2_adamwspam_magnitude_50",
+        "gpt2_adamwprune_none",
+        "gpt2_adamwprune_bitter7_state_50",
+    ]
+    dense = planned[4].config
+    assert (dense.OPTIMIZER, dense.PRUNING_MODE, dense.ADAMWPRUNE_BASE) == (
+        "adamwprune",
+        "none",
+        "adamw",
+    )
+    # PRUNING_MODE_NONE in a matrix asks for AdamWPrune dense too
+    path = matrix_config(**OPT3, PRUNING_MODE="none")
+    assert ids(path) == ["gpt2_adamw_none", "gpt2_adamwspam_none", "gpt2_adamwprune_none"]
+
+
+def test_pruning_settings_apply_to_their_method_only(matrix_config):
+    path = matrix_config(
+        **OPT3,
+        PRUNING_MODE="multiple",
+        PRUNING_ENABLE_MOVEMENT="y",
+        MATRIX_PRUNING_SETTINGS="movement:PRUNING_SCHEDULE_LINEAR=y,PRUNING_MOVEMENT_KNLP=y",
+    )
+    runs = {p.run_id: p.config for p in expand([], path)[1]}
+    assert runs["gpt2_adamw_movement_50"].PRUNING_SCHEDULE == "linear"
+    assert runs["gpt2_adamw_movement_50"].PRUNING_MOVEMENT_KNLP
+    assert runs["gpt2_adamw_magnitude_50"].PRUNING_SCHEDULE == "cubic"
+    assert not runs["gpt2_adamw_magnitude_50"].PRUNING_MOVEMENT_KNLP
+    path = matrix_config(
+        **OPT3,
+        PRUNING_MODE="multiple",
+        MATRIX_PRUNING_SETTINGS="movement:PRUNING_SCHEDULE_LINEAR=y",
+    )
+    with pytest.raises(ConfigError, match="'movement' is not an enabled pruning method"):
+        expand([], path)
 
 
 def test_one_run_commands_refuse_a_multiple_selection(matrix_config):
@@ -117,3 +163,20 @@ def test_one_run_commands_refuse_a_multiple_selection(matrix_config):
         one_run(load_run_config([], path), "make estimate")
     single = matrix_config(OPTIMIZER_MODE="single")
     assert one_run(load_run_config([], single), "make").OPTIMIZER == "adamw"
+
+
+def test_sgd_adam_and_adamwadv_are_matrix_optimizers_with_mask_pruning(matrix_config):
+    path = matrix_config(
+        OPTIMIZER_MODE="multiple",
+        OPTIMIZER_ENABLE_ADAMW="n",
+        OPTIMIZER_ENABLE_SGD="y",
+        OPTIMIZER_ENABLE_ADAM="y",
+        OPTIMIZER_ENABLE_ADAMWADV="y",
+        PRUNING_MODE="multiple",
+    )
+    planned = expand([], path)[1]
+    assert [p.run_id for p in planned] == [
+        f"gpt2_{o}_{m}" for o in ("sgd", "adam", "adamwadv") for m in ("none", "magnitude_50")
+    ]
+    sgd = planned[0].config
+    assert (sgd.OPTIMIZER, sgd.SGD_MOMENTUM, sgd.ADAM_AMSGRAD) == ("sgd", 0.9, None)

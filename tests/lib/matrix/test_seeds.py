@@ -11,7 +11,8 @@ import pytest
 from lib.config.kconfig import ConfigError
 from lib.config.run_config import load_run_config
 from lib.matrix import launch, plan, sweep
-from lib.matrix.grid import MAX_SEEDS, expand, is_multiple, one_run, parse_seeds
+from lib.matrix.grid import expand, is_multiple, one_run
+from lib.matrix.seeds import MAX_SEEDS, parse_seeds
 from lib.train.trainer import Trainer
 
 TWO_OPTIMIZERS = {

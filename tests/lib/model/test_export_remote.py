@@ -68,7 +68,13 @@ HAMT_CONFIG = dict(
     chunk_size=8,
 )
 # the attention variants' modules, which gpt2/model.py imports by name (gpt2/variants.py)
-VARIANT_CODE = ["gpt2_mla.py", "gpt2_ra.py", "gpt2_ra_gated.py", "gpt2_sdpa_gate.py"]
+VARIANT_CODE = [
+    "gpt2_mla.py",
+    "gpt2_ra.py",
+    "gpt2_ra_gated.py",
+    "gpt2_rgsa.py",
+    "gpt2_sdpa_gate.py",
+]
 SHARED_CODE = [
     "gpt2_attention.py",
     "gpt2_config.py",

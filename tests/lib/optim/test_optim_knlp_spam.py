@@ -37,7 +37,7 @@ class Tiny(nn.Module):
         out = self.fc2(torch.tanh(self.fc1(x)))
         return out, ((out - y) ** 2).mean()
 
-    def param_groups(self, weight_decay: float) -> list[dict]:  # what build_optimizer calls
+    def param_groups(self, weight_decay: float, rule: str = "") -> list[dict]:  # build_optimizer
         decay, rest = groups(self)
         return [decay | {"weight_decay": weight_decay}, rest]
 

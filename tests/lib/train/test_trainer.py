@@ -50,6 +50,10 @@ def test_short_cpu_run_validation_loss_falls(tiny_run):
     ):
         assert key in on_disk, key
     assert on_disk["best_val_perplexity"] == pytest.approx(math.exp(on_disk["best_val_loss"]))
+    # char: one token per character, so per character is per token (lib/data/valchars.py)
+    assert on_disk["val_tokens_per_char"] == 1.0 and on_disk["val_chars"] > 0
+    assert on_disk["best_val_loss_per_char"] == on_disk["best_val_loss"]
+    assert on_disk["val_loss_per_char"] == on_disk["val_loss"]
     assert on_disk["tokens_seen"] == 60 * 8 * 32 and on_disk["compiled"] is False
     assert on_disk["peak_memory_mb"] > 0 and on_disk["tokens_per_sec"] > 0
 

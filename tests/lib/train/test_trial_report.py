@@ -12,7 +12,7 @@ from lib.train.trial import FILE, TrialReport, build_pruner, storage
 
 def test_a_run_without_trial_json_reports_nothing(tmp_path):
     report = TrialReport.from_run_dir(tmp_path, is_main=True)
-    assert not report.active and report.report(4, 1.0) is None and report.record() == {}
+    assert not report.active and report.report(4, 1.0, 0.3) is None and report.record() == {}
 
 
 def test_a_trial_reports_to_its_study_and_is_pruned_when_worse(tmp_path):
@@ -29,14 +29,14 @@ def test_a_trial_reports_to_its_study_and_is_pruned_when_worse(tmp_path):
     (tmp_path / FILE).write_text(json.dumps(spec))
 
     report = TrialReport.from_run_dir(tmp_path, is_main=True)
-    assert report.report(0, 9.0) is None  # step 0: before training, not an evaluation
-    reason = report.report(4, 3.0)
+    assert report.report(0, 9.0, 3.0) is None  # step 0: before training, not an evaluation
+    reason = report.report(4, 3.0, 1.0)
     assert reason is not None and "pruned by the tuning study's successive_halving" in reason
     assert report.record() == {"pruned": True, "pruned_at": 4}
     (frozen,) = [t for t in study.get_trials() if t.number == 1]
     assert frozen.intermediate_values == {4: 3.0}  # what the run reported, in the study
     other_rank = TrialReport.from_run_dir(tmp_path, is_main=False)
-    assert other_rank.active and other_rank.report(4, 3.0) is None  # rank 0 alone asks
+    assert other_rank.active and other_rank.report(4, 3.0, 1.0) is None  # rank 0 alone asks
 
 
 class _Pruning:
@@ -57,6 +57,21 @@ def test_the_last_evaluation_never_prunes():
     spec = {"pruner": "hyperband", "min_resource": 4, "max_resource": 8, "number": 2}
     report = TrialReport(spec)
     report._trial = trial = _Pruning()
-    assert report.report(8, 3.0) is None and report.record()["pruned"] is False
-    assert "pruned by the tuning study's hyperband pruner at step 4" in str(report.report(4, 3.0))
+    assert report.report(8, 3.0, 1.0) is None and report.record()["pruned"] is False
+    assert "pruned by the tuning study's hyperband pruner at step 4" in str(
+        report.report(4, 3.0, 1.0)
+    )
     assert trial.reported == {8: 3.0, 4: 3.0}  # both reported to the study
+
+
+def test_a_per_character_study_is_told_the_loss_per_character():
+    """Trials of different tokenizers compare only per character (TUNE_METRIC)."""
+    spec = {"pruner": "none", "min_resource": 4, "max_resource": 8, "number": 0}
+    per_token, per_char = (
+        TrialReport(dict(spec)),
+        TrialReport({**spec, "metric": "val_loss_per_char"}),
+    )
+    per_token._trial, per_char._trial = _Pruning(), _Pruning()
+    for report in (per_token, per_char):
+        report.report(8, 4.5, 1.5)
+    assert per_token._trial.reported == {8: 4.5} and per_char._trial.reported == {8: 1.5}

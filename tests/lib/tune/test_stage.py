@@ -96,3 +96,23 @@ def test_record_matches_the_study_and_flags_a_best_value_at_the_edge(tmp_path):
         ("complete", 1.5),
     ]
     assert rec["budget"]["trials"] == 3 and json.loads(json.dumps(rec)) == rec
+
+
+@pytest.mark.parametrize("metric", ["val_loss", "val_loss_per_char"])
+def test_a_trial_is_told_its_best_value_of_the_chosen_metric(tmp_path, metric):
+    """TUNE_METRIC: a reused run's evaluations and its best, per token or per character."""
+    from lib.tune import trial as trial_io
+
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="c")
+    trial = study.ask()
+    per_token = {"iters": [4, 8], "values": [6.0, 5.0]}
+    per_char = {"iters": [4, 8], "values": [2.0, 1.6]}
+    metrics = {"status": "completed", "best_val_loss": 5.0, "best_val_loss_per_char": 1.6}
+    metrics |= {"val_loss": per_token, "val_loss_per_char": per_char}
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    assert trial_io.tell(study, trial, tmp_path, {"state": "completed"}, metric) == "complete"
+    (told,) = study.get_trials()
+    series = per_char if metric == "val_loss_per_char" else per_token
+    assert told.value == series["values"][-1]
+    assert told.intermediate_values == dict(zip(series["iters"], series["values"]))
+    assert Budget(3, 8, 0.5, "tpe", "none", 0, 4, metric).record()["metric"] == metric

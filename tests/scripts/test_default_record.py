@@ -1,0 +1,69 @@
+"""The embedded default's figures in the docs come from its recorded run and studies
+(scripts/default_record.py), never typed by hand."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.scripts.conftest import ROOT, make
+
+TINY = (
+    "SET=GPT2_DATASET_CUSTOM=y DATA_CUSTOM_PATH=corpus.txt DATA_TOKENIZER_CHAR=y "
+    "GPT2_N_LAYER=1 GPT2_N_HEAD=2 GPT2_N_EMBD=32 GPT2_BLOCK_SIZE=32 BATCH_SIZE=4 "
+    "GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=1 GPT2_WARMUP_STEPS=1"
+)
+
+
+def record(cwd, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "scripts/default_record.py", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_docs_show_what_the_recorded_run_and_studies_give():
+    out = record(ROOT, "render", "--check")
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = json.loads((ROOT / "docs/bench-data/default/run.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert f"{run['best_val_loss_per_char']:.3f} nats per character" in readme
+    assert run["sample"].splitlines()[0] in readme and run["sample"].startswith("ROMEO:")
+    settings = (ROOT / "defconfigs/gpt2-tiny-shakespeare").read_text().splitlines()
+    # the recorded run trained the defconfig as it is
+    assert all(line in run["settings"] for line in settings if line.startswith("CONFIG_"))
+
+
+@pytest.mark.slow
+def test_record_run_keeps_a_runs_figures_and_sample_and_renders_them(project):
+    for doc in ("README.md", "docs"):
+        src = ROOT / doc
+        copy = shutil.copytree if src.is_dir() else shutil.copy2
+        copy(src, project / doc)
+    (project / "corpus.txt").write_text("ROMEO: the moon is bright tonight.\n" * 400)
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    trained = make(project, "MAX_ITERS=4", "RUN_NAME=dflt", TINY)
+    assert trained.returncode == 0, trained.stdout + trained.stderr
+    out = record(project, "record-run", "results/dflt")
+    assert out.returncode == 0, out.stdout + out.stderr
+    kept = json.loads((project / "docs/bench-data/default/run.json").read_text())
+    metrics = json.loads((project / "results/dflt/metrics.json").read_text())
+    for key in ("best_val_loss", "best_val_loss_per_char", "iterations", "params"):
+        assert kept[key] == metrics[key], key
+    assert kept["best_val_loss_per_char"] == kept["best_val_loss"]  # char: one per token
+    sampled = make(project, "sample", "RUN=results/dflt", "PROMPT=ROMEO:")
+    assert sampled.stdout.split("\n", 1)[1].rstrip("\n") == kept["sample"]
+    readme = (project / "README.md").read_text()
+    assert kept["sample"].splitlines()[0] in readme
+    assert f"{kept['best_val_loss_per_char']:.3f} nats per character" in readme
+    assert record(project, "render", "--check").returncode == 0  # rendered: nothing left
+    missing = record(project, "record-run", "results/none")
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    assert "error:" in missing.stderr
