@@ -172,15 +172,12 @@ def replace_once(path: Path, old: str, new: str) -> None:
 def add_variant(root: Path) -> None:
     """The module, the record, the choice member and the matrix switch."""
     (root / "gpt2" / "headscale.py").write_text(MODULE)
-    replace_once(
-        root / "gpt2" / "variants.py",
-        "        gated_ra=True,\n    ),\n)",
-        "        gated_ra=True,\n    ),\n" + RECORD + ")",
-    )
+    # Appended last: the end of the variants' tuple, the end of the attention choice.
+    replace_once(root / "gpt2" / "variants.py", "\n)\nBY_NAME", "\n" + RECORD + ")\nBY_NAME")
     replace_once(
         root / "gpt2" / "Kconfig",
-        "starts as SDPA_GATE at g = 0.\n\nendchoice\n",
-        "starts as SDPA_GATE at g = 0.\n\n" + CHOICE_ENTRY + "endchoice\n",
+        "\nendchoice\n\nconfig ENABLE_RA_MLA\n",
+        "\n" + CHOICE_ENTRY + "endchoice\n\nconfig ENABLE_RA_MLA\n",
     )
     replace_once(
         root / "gpt2" / "Kconfig",
@@ -210,7 +207,7 @@ def test_a_new_variant_is_a_module_a_record_and_two_kconfig_entries(project):
     add_variant(project)
     ok(make(project, "schema"))
     symbols = (project / "lib/config/symbols.py").read_text()
-    assert '"sdpa_gate_ra_gated", "headscale"]' in symbols
+    assert '"rgsa", "headscale"]' in symbols
     assert "GPT2_ATTENTION_ENABLE_HEADSCALE: bool" in symbols
 
     (project / "defconfigs" / "gpt2-tiny-headscale").write_text(DEFCONFIG)
