@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import torch
+
 from lib.config.knlp.table import SYMBOLS
 from lib.config.run_config import RunConfig, load_valid, typed_values
+from lib.prune.pruner import Pruner
 
 HEAD = [
     "# a knlp GPT-2 experiment",
@@ -35,3 +38,18 @@ PRUNE_HEAD = [
     "CONFIG_PRUNING_SELECT_STATE=y",
     'CONFIG_DEVICE="cpu"',
 ]
+
+
+def magnitude_pruner(run: RunConfig) -> Pruner:
+    """The run's PRUNING_* schedule on one 4x4 tensor: which steps update the
+    masks, at what sparsity (what the knlp schedule tests compare step by step)."""
+    return Pruner(
+        [("w", torch.nn.Parameter(torch.ones(4, 4)))],
+        method="magnitude",
+        target=run.PRUNING_TARGET_SPARSITY,
+        warmup=run.PRUNING_WARMUP,
+        ramp_end=run.PRUNING_RAMP_END,
+        frequency=run.PRUNING_FREQUENCY,
+        schedule=run.PRUNING_SCHEDULE,
+        scope=run.PRUNING_SCOPE,
+    )

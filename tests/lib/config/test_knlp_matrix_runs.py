@@ -6,15 +6,13 @@ The knlp-format files are written for these tests."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from lib.config.kconfig import ConfigError
 from lib.config.knlp.check_optim import knlp_optimizer, our_matrix
 from lib.config.knlp.check_prune import knlp_magnitude, knlp_state_steps
 from lib.config.run_config import RunConfig, config_text, load_valid, typed_values
 from lib.matrix.grid import expand
-from lib.prune.pruner import Pruner
-from tests.lib.config.knlp_files import HEAD
+from tests.lib.config.knlp_files import HEAD, magnitude_pruner
 
 GRID = [
     *HEAD[:3],
@@ -144,16 +142,7 @@ def test_knlps_magnitude_pruning_updates_on_its_own_schedule(write_config, targe
     run = RunConfig.from_values(typed_values(load_valid(write_config(*lines), [])))
     assert (run.PRUNING_METHOD, run.PRUNING_TARGET_SPARSITY) == ("magnitude", target)
     assert (run.PRUNING_SCOPE, run.PRUNING_HEAD) == ("global", True)
-    pruner = Pruner(
-        [("w", torch.nn.Parameter(torch.ones(4, 4)))],
-        method="magnitude",
-        target=run.PRUNING_TARGET_SPARSITY,
-        warmup=run.PRUNING_WARMUP,
-        ramp_end=run.PRUNING_RAMP_END,
-        frequency=run.PRUNING_FREQUENCY,
-        schedule=run.PRUNING_SCHEDULE,
-        scope=run.PRUNING_SCOPE,
-    )
+    pruner = magnitude_pruner(run)
     ours = [(s, pruner.target_at(s)) for s in range(1, iters + 1) if pruner.is_update_step(s)]
     theirs = knlp_magnitude_updates(target, warmup, iters)
     # every step of the ramp, at the same sparsity, to its end (step 3001 here) ...

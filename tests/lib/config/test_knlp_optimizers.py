@@ -4,11 +4,17 @@ its AdamWSPAM rule counted in steps, AdamWPrune on its runner's schedule."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 from lib.config.kconfig import ConfigError
 from lib.config.run_config import RunConfig, load_valid, typed_values
-from tests.lib.config.knlp_files import HEAD, PRUNE_HEAD, SPAM_HEAD, knlp_default, loaded
+from tests.lib.config.knlp_files import (
+    HEAD,
+    PRUNE_HEAD,
+    SPAM_HEAD,
+    knlp_default,
+    loaded,
+    magnitude_pruner,
+)
 
 
 def spam_loaded(write_config, *lines: str) -> tuple[RunConfig, list[str]]:
@@ -122,7 +128,6 @@ def knlp_mask_updates(target: float, warmup: int, iters: int) -> list[tuple[int,
 def test_knlps_adamwprune_prunes_on_its_runners_schedule(write_config):
     """What its runner passes, not its ADAMWPRUNE_* values: TARGET_SPARSITY, PRUNING_WARMUP,
     the ramp to step 3000, updates every 50 steps; the tied head pruned too."""
-    from lib.prune.pruner import Pruner
 
     notes: list[str] = []
     lines = [
@@ -152,16 +157,7 @@ def test_knlps_adamwprune_prunes_on_its_runners_schedule(write_config):
     assert "ADAMWPRUNE_FREQUENCY" in text and "every 50 steps in code" in text
     assert "ADAMWPRUNE_RAMP_END_EPOCH" in text and "ends at step 3000" in text
 
-    pruner = Pruner(
-        [("w", torch.nn.Parameter(torch.ones(4, 4)))],
-        method="magnitude",
-        target=run.PRUNING_TARGET_SPARSITY,
-        warmup=run.PRUNING_WARMUP,
-        ramp_end=run.PRUNING_RAMP_END,
-        frequency=run.PRUNING_FREQUENCY,
-        schedule=run.PRUNING_SCHEDULE,
-        scope=run.PRUNING_SCOPE,
-    )
+    pruner = magnitude_pruner(run)
     ours = [
         (step, pruner.target_at(step))
         for step in range(1, run.GPT2_MAX_ITERS + 1)
