@@ -32,6 +32,8 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
     """Saved bytes of one attention layer (from its input LayerNorm's output)."""
     n, c, a, d, h = s.tokens, cfg.n_embd, s.act, cfg.head_dim, cfg.n_head
     kind = variant(cfg.attention)  # its traits decide what it keeps
+    if kind.kvsplice:
+        return _knlp_latent(cfg, s)
     reciprocal = kind.reciprocal and (cfg.ra_alpha > 0 or cfg.ra_alpha_learned)
     parts: dict[str, int] = {}
     if kind.latent:
@@ -93,6 +95,61 @@ def gpt2_attention(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
     return parts, fused
 
 
+def _knlp_latent(cfg: Any, s: Shape) -> tuple[dict[str, int], bool]:
+    """knlp's MLA family (gpt2/kvsplice.py), one average layer: each MLA
+    layer keeps ln_1's output (per reader under autocast: W_q and
+    to_kv_latent), the latent, from_kv_latent's output (v is a view of it),
+    the rotated q and k and the heads' output; each KVSplice layer ln_1's
+    output, the latent, the compress output and its LayerNorm's statistics
+    (fp32 under autocast, which also keeps an fp32 copy of the input), the
+    normalised c (per reader: q_proj_compressed and kv_proj_compressed),
+    kv_proj_compressed's output, the rotated q and k, the one head's output
+    and z (read by the tied map and out_residual). Both keep their RoPE
+    tables (cos and sin for q and for k). Within 0.1 % of the CPU's measured
+    peak in fp32 and bf16, 0.1 % with dropout (the math path)."""
+    from gpt2.config import kvsplice_width
+
+    n, c, a, d = s.tokens, cfg.n_embd, s.act, cfg.head_dim
+    latent, dc = cfg.knlp_mla_latent, kvsplice_width(cfg)
+    spliced = {
+        "knlp_mla": 0,
+        "knlp_mla_kv": cfg.n_layer,
+        "knlp_mla_kv_fim": cfg.kvsplice_layers,
+    }[cfg.attention]
+    fused = fused_possible(s, d, d)
+    two_readers = 2 if a < 4 else 1
+    mla = {
+        "ln_1_out": two_readers * a * n * c,
+        "latent": a * n * latent,
+        "kv": 2 * a * n * c,
+        "q_k_rotated": 2 * a * n * c,
+        "rope_tables": 2 * s.seq * d * a,
+        **attention_core(cfg, s, d, d, fused),
+    }
+    # CUDA's autocast runs LayerNorm in fp32 (it keeps an fp32 copy of its
+    # input, and each reader casts the output); the CPU's keeps it in 16 bits.
+    cuda_autocast = a < 4 and s.device == "cuda"
+    splice = {
+        "ln_1_out": a * n * c,
+        "latent": a * n * latent,
+        "compressed": (4 if cuda_autocast else a) * n * dc + 8 * n,
+        "c": (2 if cuda_autocast else 1) * a * n * dc,
+        "kv": 2 * a * n * dc,
+        "q_k_rotated": 2 * a * n * dc,
+        "rope_tables": 2 * s.seq * dc * a,
+        "z": a * n * latent,
+        **attention_core(cfg, s, dc, dc, fused, heads=1),
+    }
+    if not fused:  # the math path keeps its own scaled q, k and copy of v instead
+        del mla["kv"], mla["q_k_rotated"], splice["q_k_rotated"]
+        splice["kv"] //= 2  # as measured on the CPU: the one head's v stays
+    plain = cfg.n_layer - spliced
+    parts = {f"knlp_mla_{k}": v * plain // cfg.n_layer for k, v in mla.items() if plain} | {
+        f"kvsplice_{k}": v * spliced // cfg.n_layer for k, v in splice.items() if spliced
+    }
+    return parts, fused
+
+
 def _qk_extras(cfg: Any, s: Shape) -> dict[str, int]:
     """What QK-norm and RoPE keep for q and k over c_attn (module docstring)."""
     n, a, w = s.tokens, s.act, cfg.n_embd + cfg.kv_dim
@@ -142,8 +199,8 @@ def activations(cfg: Any, s: Shape) -> Activations:
         parts.update(rmsnorm_stats=2 * 4 * n, rmsnorm_scaled=2 * R * n * c)
     else:
         parts["layernorm_stats"] = 16 * n
-    if s.mask:
-        parts["dropout_masks"] = 2 * s.mask * n * c
+    if s.mask:  # after attention and after the MLP; knlp's latent layers drop only the latter
+        parts["dropout_masks"] = (1 if variant(cfg.attention).kvsplice else 2) * s.mask * n * c
     # ln_f's input, statistics (and x * rstd), the head's input, the ids
     ln_f = 4 * n + R * n * c if rms else 8 * n
     base = R * n * c + a * n * c + ln_f + 16 * n + s.mask * n * c

@@ -103,6 +103,13 @@ class GPT2Config:
     rgsa_chunk_schedule: str = "power"
     rgsa_chunk_piecewise: str = ""
     rgsa_chunk_rounding: str = "pow2"
+    # knlp's own MLA family (gpt2/kvsplice.py; defaults are knlp's): the
+    # latent width (its MLA_D_LATENT), the KVSplice compression ratio (its
+    # MLA_COMPRESSION_RATIO: d_comp = int(latent * ratio)), and how many of
+    # the last layers knlp_mla_kv_fim makes KVSplice layers.
+    knlp_mla_latent: int = 256
+    kvsplice_ratio: float = 0.5
+    kvsplice_layers: int = 4
     # Architecture options after GPT-2 (gpt2/Kconfig "Architecture"); each
     # default is GPT-2's, so a config or checkpoint written before they
     # existed loads unchanged.
@@ -151,6 +158,7 @@ class GPT2Config:
         _check_heads_divide_width(self.n_embd, self.n_head)
         self._check_attention()
         self._check_rgsa()
+        self._check_kvsplice()
         self._check_architecture()
 
     def _check_attention(self) -> None:
@@ -213,6 +221,41 @@ class GPT2Config:
             raise ValueError(
                 f"rgsa_chunk_piecewise={self.rgsa_chunk_piecewise!r} is invalid: it must be "
                 f'"threshold:size" pairs separated by commas, e.g. "512:32,2048:64"'
+            )
+
+    def _check_kvsplice(self) -> None:
+        """knlp's MLA family: ranges always, the shape where it applies."""
+        kind = variant(self.attention)
+        _check_int_range("knlp_mla_latent", self.knlp_mla_latent, 16, 1024)
+        ratio = self.kvsplice_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+            raise ValueError(
+                f"kvsplice_ratio={ratio!r} is invalid: it must be a number above 0 and at "
+                f"most 1 (the compressed width is int(knlp_mla_latent * ratio))"
+            )
+        # Checked against the depth only where it applies, as ra_gated_layers.
+        top = self.n_layer if self.attention == "knlp_mla_kv_fim" else 128
+        _check_int_range("kvsplice_layers", self.kvsplice_layers, 1, top)
+        if not kind.kvsplice:
+            return
+        d_comp = kvsplice_width(self)
+        if self.attention != "knlp_mla" and (d_comp < 2 or d_comp % 2):
+            raise ValueError(
+                f"kvsplice_ratio={ratio!r} is invalid with knlp_mla_latent="
+                f"{self.knlp_mla_latent}: the compressed width int(latent * ratio) = "
+                f"{d_comp} must be even and at least 2, since RoPE rotates pairs; "
+                f"pick a ratio giving an even width, e.g. 0.5"
+            )
+        if self.head_dim % 2:
+            raise ValueError(
+                f"attention={self.attention!r} is invalid with head_dim={self.head_dim}: "
+                f"its RoPE rotates pairs, so n_embd / n_head must be even"
+            )
+        if self.n_kv_head not in (0, self.n_head) or self.qk_norm:
+            raise ValueError(
+                f"attention={self.attention!r} is invalid with grouped-query attention "
+                f"or QK-norm: knlp's latent layers have neither; set n_kv_head=0 and "
+                f"qk_norm=False"
             )
 
     def _check_architecture(self) -> None:
@@ -296,6 +339,11 @@ class GPT2Config:
         fields = asdict(PRESETS[key])
         fields.update(overrides)
         return cls(**fields)
+
+
+def kvsplice_width(config: GPT2Config) -> int:
+    """KVSplice's compressed width d_comp, knlp's int(d_latent * ratio)."""
+    return int(config.knlp_mla_latent * config.kvsplice_ratio)
 
 
 def _check_positive_int(name: str, value: object) -> None:

@@ -27,7 +27,7 @@ from gpt2.config import GPT2Config
 from gpt2.mlp import MLP as MLP
 from gpt2.mlp import make_mlp
 from gpt2.norm import make_norm
-from gpt2.variants import layers
+from gpt2.variants import layers, variant
 from lib.model.interface import LanguageModel, init_weights
 from lib.model.sampling import check_sampling, sample_token
 
@@ -77,7 +77,10 @@ class GPT2(LanguageModel):
         self.tie_head()
         if not config.tie_head:  # its own matrix, initialised with the rest below
             self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        init_weights(self, [(b.attn.c_proj, b.mlp.c_proj) for b in self.transformer.h])
+        if variant(config.attention).plain_init:  # knlp's init (gpt2/kvsplice.py)
+            init_weights(self, [])
+        else:
+            init_weights(self, [(b.attn.c_proj, b.mlp.c_proj) for b in self.transformer.h])
 
     # ----------------------------------------------------------- forward
 
@@ -192,7 +195,9 @@ class GPT2(LanguageModel):
           [q, sqrt(alpha) k] and [k, sqrt(alpha) q] (the banded path scores
           the same vectors); a fixed alpha = 0 runs the base attention;
           ra_gated, sdpa_gate_ra_gated: each reverse head of a reverse
-          layer is one more head (w_qk = w_v = Q), 12 T Q per reverse head.
+          layer is one more head (w_qk = w_v = Q), 12 T Q per reverse head;
+          knlp_mla layers: vanilla's; knlp_mla_kv layers: one head of d_comp
+          (w_qk = w_v = d_comp, gpt2/kvsplice.py), 12 T d_comp per layer.
         """
         cfg = self.config
         width = layers(cfg.attention).pair_width

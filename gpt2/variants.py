@@ -34,6 +34,10 @@ class Variant:
     output_gate: bool = False  # a sigmoid gate on the heads' output (gpt2/sdpa_gate.py)
     gated_ra: bool = False  # the gated reverse-SDPA branch (gpt2/ra_gated.py)
     routed: bool = False  # RGSA's chunk routing (gpt2/rgsa.py): the GPT2_RGSA_* settings apply
+    # knlp's own latent family (gpt2/kvsplice.py): GPT2_KNLP_MLA_LATENT, GPT2_KVSPLICE_* apply
+    kvsplice: bool = False
+    # Every Linear N(0, 0.02), no 1/sqrt(2 n_layer) on the output projections (knlp's init)
+    plain_init: bool = False
     aliases: tuple[str, ...] = ()  # names earlier versions wrote into configs and checkpoints
 
     @property
@@ -66,6 +70,26 @@ VARIANTS: tuple[Variant, ...] = (
     ),
     # Dense attention plus a router whose choices only feed metrics (gpt2/rgsa.py).
     Variant("rgsa", "rgsa", "rgsa:RGSA", bench=False, routed=True),
+    # knlp's MLA and KVSplice (gpt2/kvsplice.py), not DeepSeek's MLA above.
+    Variant(
+        "knlp_mla", "knlpmla", "kvsplice:KNLP_MLA", bench=False, kvsplice=True, plain_init=True
+    ),
+    Variant(
+        "knlp_mla_kv",
+        "knlpmlakv",
+        "kvsplice:KNLP_MLA",
+        bench=False,
+        kvsplice=True,
+        plain_init=True,
+    ),
+    Variant(
+        "knlp_mla_kv_fim",
+        "knlpmlakvfim",
+        "kvsplice:KNLP_MLA",
+        bench=False,
+        kvsplice=True,
+        plain_init=True,
+    ),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
 ALIASES = {alias: v.name for v in VARIANTS for alias in v.aliases}

@@ -24,6 +24,7 @@ CONFIG_READERS = {
     "lib/config/knlp/check.py",
     "lib/config/knlp/check_optim.py",
     "lib/config/knlp/translate_optim.py",
+    "lib/config/knlp/translate_mla.py",
     "lib/config/knlp/code.py",
 }
 # Generated: one field per symbol (as long as the Kconfig files); knlp's symbol table.

@@ -146,7 +146,28 @@ class Symbols:
     choices feed routing metrics. Run ids say "rgsa".
     """
 
-    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated", "sdpa_gate_ra_gated", "rgsa"] | None = None
+    GPT2_ATTENTION_ENABLE_KNLP_MLA: bool | None = None
+    """knlp's MLA: a cached latent rebuilt into keys and values.
+
+    Include runs of the original project's own MLA (GPT2_KNLP_MLA_*
+    below; not DeepSeek's MLA above). Run ids say "knlpmla".
+    """
+
+    GPT2_ATTENTION_ENABLE_KNLP_MLA_KV: bool | None = None
+    """knlp's MLA+KVSplice on every layer.
+
+    Include runs with knlp's KVSplice layers throughout
+    (GPT2_KVSPLICE_RATIO below). Run ids say "knlpmlakv".
+    """
+
+    GPT2_ATTENTION_ENABLE_KNLP_MLA_KV_FIM: bool | None = None
+    """knlp's MLA, KVSplice on the last layers only.
+
+    Include runs with knlp's MLA layers and KVSplice on the last
+    GPT2_KVSPLICE_LAYERS layers. Run ids say "knlpmlakvfim".
+    """
+
+    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated", "sdpa_gate_ra_gated", "rgsa", "knlp_mla", "knlp_mla_kv", "knlp_mla_kv_fim"] | None = None
     """Attention.
 
     How each block attends. Vanilla is GPT-2's; the others gate its
@@ -221,6 +242,35 @@ class Symbols:
     outputs, loss and cache are vanilla's; the routing feeds the
     rgsa_* metrics of the training log. Adds one routing matrix per
     layer and one shared (GPT2_RGSA_ROUTING_DIM x n_embd each).
+    """
+
+    GPT2_ATTENTION_KNLP_MLA: bool | None = None
+    """knlp's MLA (its MLA_VARIANT mla; not DeepSeek's).
+
+    The original project's ENABLE_MLA model (knlp gpt2/mla.py): keys
+    and values of all heads rebuilt from one GPT2_KNLP_MLA_LATENT-wide
+    latent per token, which is all the generation cache holds; RoPE
+    on whole heads on top of the learned positions; knlp's plain init.
+    Use it to reproduce knlp's MLA runs; for a latent attention of
+    your own, DeepSeek's MLA above has more options.
+    """
+
+    GPT2_ATTENTION_KNLP_MLA_KV: bool | None = None
+    """knlp's MLA+KVSplice (its mla_kv).
+
+    knlp's KVSplice on every layer: the latent is compressed to
+    int(GPT2_KNLP_MLA_LATENT x GPT2_KVSPLICE_RATIO) numbers, the
+    cache, and attention runs as one head of that width, mapped back
+    through the input projection. The smallest cache of the family
+    (128 numbers per token and layer with the defaults).
+    """
+
+    GPT2_ATTENTION_KNLP_MLA_KV_FIM: bool | None = None
+    """knlp's MLA, KVSplice on the last layers (its mla_kv_fim).
+
+    knlp's MLA on the first layers and KVSplice on the last
+    GPT2_KVSPLICE_LAYERS, which knlp's Fisher-trace analysis found
+    the safest to compress: a cache between the two above.
     """
 
     ENABLE_RA_MLA: bool | None = None
@@ -461,6 +511,36 @@ class Symbols:
 
     GPT2_RGSA_CHUNK_ROUNDING_NEAREST: bool | None = None
     """None: the clamped size as it is."""
+
+    GPT2_KNLP_MLA_LATENT: int | None = None
+    """knlp MLA: latent width per token (knlp's MLA_D_LATENT).
+
+    Width of the latent that keys and values are rebuilt from; an
+    MLA layer caches exactly this many numbers per token. Smaller
+    saves cache and parameters at some quality cost. KVSplice layers
+    compress it further (GPT2_KVSPLICE_RATIO). If unsure, keep 256,
+    knlp's default.
+    """
+
+    GPT2_KVSPLICE_RATIO: float | None = None
+    """KVSplice: compression ratio (knlp's MLA_COMPRESSION_RATIO).
+
+    A KVSplice layer caches int(GPT2_KNLP_MLA_LATENT x this) numbers
+    per token and attends with one head that wide. Allowed 0.01 to 1;
+    the width must come out even and at least 2 (RoPE rotates pairs),
+    checked on load. Lower saves more cache at more quality cost.
+    If unsure, keep 0.5, knlp's default.
+    """
+
+    GPT2_KVSPLICE_LAYERS: int | None = None
+    """KVSplice: last layers compressed (mla_kv_fim only).
+
+    With knlp's MLA_KV_FIM attention, the last this many layers are
+    KVSplice layers and the others MLA layers. At most the number of
+    layers (checked on load); equal to it is the same as MLA+KVSplice.
+    If unsure, keep 4 (knlp
+    always uses 4: its setting is missing from its Kconfig).
+    """
 
     GPT2_DROPOUT: float | None = None
     """Dropout probability.

@@ -58,13 +58,13 @@ def init_weights(model: nn.Module, residual_projections: list[tuple[nn.Linear, .
     """GPT-2 initialisation: N(0, 0.02) for Linear and Embedding weights, zero
     biases, and each block's residual output projections scaled by
     1/sqrt(2 n_layer) so the residual stream's variance does not grow with
-    depth (GPT-2 paper, section 2.3)."""
+    depth (GPT-2 paper, section 2.3); none scaled when the list is empty."""
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
-    residual_std = INIT_STD / math.sqrt(2 * len(residual_projections))
+    residual_std = INIT_STD / math.sqrt(2 * max(1, len(residual_projections)))
     for projections in residual_projections:
         for proj in projections:
             nn.init.normal_(proj.weight, mean=0.0, std=residual_std)

@@ -1,5 +1,5 @@
 """The memory estimate (lib/estimate) for the SDPA gate, gated RA, both
-together and the learned alpha, against the measured CPU peak, as
+together, the learned alpha and knlp's MLA family, against the measured CPU peak, as
 tests/lib/test_estimate.py checks the other variants (measured: within 0.2 %)."""
 
 from __future__ import annotations
@@ -47,6 +47,19 @@ CASES = {
         "GPT2_ATTENTION_RA_LOGIT": "y",
         "RA_MLA_RA_ALPHA_LEARNED": "y",
         "MIXED_PRECISION_DTYPE_BF16": "y",
+    },
+    # knlp's MLA family (gpt2/kvsplice.py): fim is one MLA and one KVSplice layer here
+    "knlp mla": {"GPT2_ATTENTION_KNLP_MLA": "y", "GPT2_KNLP_MLA_LATENT": 32},
+    "knlp mla kv bf16": {
+        "GPT2_ATTENTION_KNLP_MLA_KV": "y",
+        "GPT2_KNLP_MLA_LATENT": 32,
+        "MIXED_PRECISION_DTYPE_BF16": "y",
+    },
+    "knlp mla kv fim dropout": {
+        "GPT2_ATTENTION_KNLP_MLA_KV_FIM": "y",
+        "GPT2_KNLP_MLA_LATENT": 32,
+        "GPT2_KVSPLICE_LAYERS": 1,
+        "GPT2_DROPOUT": "0.1",
     },
 }
 

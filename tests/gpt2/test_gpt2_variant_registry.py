@@ -207,7 +207,7 @@ def test_a_new_variant_is_a_module_a_record_and_two_kconfig_entries(project):
     add_variant(project)
     ok(make(project, "schema"))
     symbols = (project / "lib/config/symbols.py").read_text()
-    assert '"rgsa", "headscale"]' in symbols
+    assert '"knlp_mla_kv_fim", "headscale"]' in symbols
     assert "GPT2_ATTENTION_ENABLE_HEADSCALE: bool" in symbols
 
     (project / "defconfigs" / "gpt2-tiny-headscale").write_text(DEFCONFIG)

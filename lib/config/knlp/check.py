@@ -23,22 +23,27 @@ import kconfiglib
 
 from lib.atomic import write_text_atomic
 from lib.config.kconfig import ConfigError, load_checked
+from lib.config.knlp.check_mla import knlp_mla, our_mla
 from lib.config.knlp.check_optim import knlp_matrix, knlp_optimizer, our_matrix, our_optimizer
 from lib.config.knlp.check_prune import (
+    knlp_adamwprune,
     knlp_magnitude,
     knlp_movement,
-    knlp_state_steps,
-    knlp_variant_iters,
     our_pruning,
 )
 from lib.config.knlp.check_rgsa import knlp_rgsa, our_rgsa
 from lib.config.knlp.source import commit_of, gpt2_defconfigs, in_dir, open_knlp, render_table
+from lib.config.knlp.table import COMMIT as TABLE_COMMIT
 from lib.config.run_config import RunConfig, config_text, rules_beside, typed_values
 from lib.paths import ROOT
 
 MATRIX_GRID = "lib.matrix.grid"  # MATRIX_SEEDS -> the seeds, the same way
 
 SIZES = ("124M", "350M", "774M", "1558M")
+
+
+class MissingInTree(Exception):
+    """A symbol the check reads is not in this knlp checkout's Kconfig."""
 
 
 def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
@@ -51,6 +56,14 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
     def on(name):
         return name in k.syms and k.syms[name].tri_value == 2
 
+    def num(kind, name):
+        """The value as a number; None when inactive. A symbol this knlp tree lacks
+        (an older checkout) stops the check of this file: its code may differ too."""
+        if name not in k.syms:
+            raise MissingInTree(name)
+        value = v(name)
+        return None if value is None else kind(value)
+
     auto, opt = on("HYPER_PARAM_AUTO"), v("OPTIMIZER")
     cuda = v("DEVICE") == "cuda"
     decay = on("GPT2_DECAY_LR")
@@ -58,16 +71,16 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
         "model": v("MODEL"),
         "size": next((s.lower() for s in SIZES if on(f"GPT2_MODEL_{s}")), None),
         "dataset": v("GPT2_DATASET_NAME"),
-        "block": int(v("GPT2_BLOCK_SIZE")),
-        "batch": "auto" if auto else int(v("BATCH_SIZE")),
-        "accumulation": "auto" if auto else int(v("GPT2_GRADIENT_ACCUMULATION")),
+        "block": num(int, "GPT2_BLOCK_SIZE"),
+        "batch": "auto" if auto else num(int, "BATCH_SIZE"),
+        "accumulation": "auto" if auto else num(int, "GPT2_GRADIENT_ACCUMULATION"),
         "effective batch": 256 if auto else None,  # lib/hyperparams.py, one GPU
-        "lr": float(v("LEARNING_RATE")),
+        "lr": num(float, "LEARNING_RATE"),
         "schedule": "cosine" if decay else "constant",
-        "min lr": float(v("GPT2_MIN_LR")) if decay else None,
-        "warmup": int(v("GPT2_WARMUP_STEPS")),
-        "max iters": int(v("GPT2_MAX_ITERS")),
-        "max time": int(v("GPT2_MAX_TIME")),
+        "min lr": num(float, "GPT2_MIN_LR") if decay else None,
+        "warmup": num(int, "GPT2_WARMUP_STEPS"),
+        "max iters": num(int, "GPT2_MAX_ITERS"),
+        "max time": num(int, "GPT2_MAX_TIME"),
         "optimizer": opt,
         "pruning": v("PRUNING_METHOD"),
         "device": v("DEVICE"),
@@ -80,9 +93,9 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
             else "fp32"
         ),
         "tf32": on("GPT2_TF32_ALLOWED"),
-        "eval interval": int(v("GPT2_EVAL_INTERVAL")),
-        "eval iters": int(v("GPT2_EVAL_SAMPLES")),
-        "dropout": float(v("GPT2_DROPOUT")),
+        "eval interval": num(int, "GPT2_EVAL_INTERVAL"),
+        "eval iters": num(int, "GPT2_EVAL_SAMPLES"),
+        "dropout": num(float, "GPT2_DROPOUT"),
         "bias": on("GPT2_BIAS"),
         "tied head": on("GPT2_WEIGHT_TYING"),
         "gelu": "exact",  # its GPT-2 MLP's nn.GELU(), in code (gpt2/model.py)
@@ -97,9 +110,9 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
     exp["runs per configuration"] = knlp_vanilla_runs(v, on)
     exp["kv circuit"] = (
         {
-            "sparsity": float(v("KNLP_MECHINT_KV_TARGET_SPARSITY")),
-            "steps": int(v("KNLP_MECHINT_KV_STEPS")),
-            "lr": float(v("KNLP_MECHINT_KV_LR")),
+            "sparsity": num(float, "KNLP_MECHINT_KV_TARGET_SPARSITY"),
+            "steps": num(int, "KNLP_MECHINT_KV_STEPS"),
+            "lr": num(float, "KNLP_MECHINT_KV_LR"),
             "temperature": v("KNLP_MECHINT_KV_TEMP_SCHEDULE"),
             "save masks": on("KNLP_MECHINT_SAVE_MASKS"),
         }
@@ -122,7 +135,7 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
         interval = int(v("SPAM_INTERVAL") or 1000)
         exp |= {
             "spam rule": "knlp",
-            "spam theta": float(v("SPAM_THETA")),
+            "spam theta": num(float, "SPAM_THETA"),
             "spam clip": True,
             "spam reset": True,
             "spam interval": interval // math.gcd(interval, 2),
@@ -134,8 +147,6 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
         if on("ENABLE_RA_MLA")
         else "rgsa"
         if on("ENABLE_RGSA")
-        else "mla"
-        if on("ENABLE_MLA")
         else {
             (False, False): "vanilla",
             (True, False): "sdpa_gate",
@@ -143,11 +154,12 @@ def knlp_experiment(k: kconfiglib.Kconfig) -> dict[str, Any]:
             (True, True): "sdpa_gate_ra_gated",
         }[(gated and on("GPT2_KNLP_SDPA_GATE"), gated and on("GPT2_KNLP_RA"))]
     )
-    exp |= knlp_rgsa(v, on, exp)
-    if gated and on("GPT2_KNLP_RA"):
+    mla = knlp_mla(v, on)  # its trainer builds MLA before RGSA and the gated forms
+    exp |= mla or knlp_rgsa(v, on, exp)
+    if not mla and gated and on("GPT2_KNLP_RA"):
         exp |= {
-            "ra layers": int(v("GPT2_KNLP_RA_LAYERS")),
-            "ra heads": int(v("GPT2_KNLP_RA_HEADS")),
+            "ra layers": num(int, "GPT2_KNLP_RA_LAYERS"),
+            "ra heads": num(int, "GPT2_KNLP_RA_HEADS"),
         }
     return exp
 
@@ -166,37 +178,6 @@ def knlp_vanilla_runs(v, on) -> int:
             s for s in steps if not (s == "0" or (len(s) == 2 and s[0].isalpha() and s[1] == "0"))
         ]
     return len(steps)
-
-
-def knlp_adamwprune(v, exp: dict[str, Any]) -> dict[str, Any]:
-    """AdamWPrune's pruning as knlp's runner runs it, read from its code at 041ec5f2
-    (written here apart from the translation, so that a wrong one shows):
-    scripts/run_test_matrix.py passes gpt2/train.py the .config's TARGET_SPARSITY (none:
-    "0.9"), PRUNING_WARMUP (none: train.py's 1000) and the variants that are y (none:
-    bitter0), one run each; --adamwprune-ramp-end-step keeps its 3000, and nothing sets
-    the frequency, so lib/optimizers.py's 50 applies. gpt2/trainers/vanilla.py lengthens
-    a 10,000-iteration run for some variants and, after iteration i's optimizer step (i
-    from 0), calls update_adamprune_masks(i): when i > warmup and i % 50 == 0 it re-chooses
-    the mask of every nn.Linear (the tied lm_head's among them) with one global
-    threshold (bitter4: per layer by depth) at target * min(1, (i - warmup) / (3000 -
-    warmup))^3. Steps here count optimizer steps from 1: iteration i ends step i + 1."""
-    variants = [f"bitter{n}" for n in range(10) if v(f"GPT2_ADAMWPRUNE_VARIANT_BITTER{n}") == "y"]
-    variant = variants[0] if len(variants) == 1 else ", ".join(variants) or "bitter0"
-    iters = knlp_variant_iters(variant, exp["max iters"])
-    target, warmup = float(v("TARGET_SPARSITY") or 0.9), int(v("PRUNING_WARMUP") or 1000)
-    # After the ramp it re-chooses at the target: a pruned weight (0) scores 0, below
-    # every live score, so nothing changes there; bitter5's scores go negative, so its
-    # masks can lose pruned weights ("masks only grow" below).
-    steps = knlp_state_steps(target, warmup, iters)
-    return {
-        "max iters": iters,
-        "sparsity": target,
-        "prune score": variant,
-        "pruned weights": "blocks + head",
-        "prune threshold": "depth ramp" if variant == "bitter4" else "global",
-        "masks only grow": variant != "bitter5",
-        "prune steps": tuple(steps),
-    }
 
 
 def our_experiment(run: RunConfig, planned: list[Any] | None = None) -> dict[str, Any]:
@@ -248,7 +229,7 @@ def our_experiment(run: RunConfig, planned: list[Any] | None = None) -> dict[str
             "spam interval": run.SPAM_INTERVAL or 0,
             "spam warmup": run.SPAM_WARMUP_STEPS or 0,
         }
-    exp |= our_rgsa(run)
+    exp |= our_rgsa(run) | our_mla(run)
     if run.GPT2_ATTENTION in ("ra_gated", "sdpa_gate_ra_gated"):
         exp |= {"ra layers": run.GPT2_RA_GATED_LAYERS, "ra heads": run.GPT2_RA_GATED_HEADS}
     if run.PRUNING_MODE == "single" and planned is None:
@@ -323,7 +304,13 @@ def check_file(root: Path, path: Path) -> tuple[str, str]:
     knlp_tree = open_knlp(root)
     with in_dir(root):
         knlp_tree.load_config(str(path))
-    theirs = knlp_experiment(knlp_tree)
+    try:
+        theirs = knlp_experiment(knlp_tree)
+    except MissingInTree as err:
+        return "unchecked", (
+            f"knlp's Kconfig at this checkout has no {err}, which the check reads: the check "
+            f"states knlp's runs from its code at {TABLE_COMMIT[:8]}; compare by hand"
+        )
     if ours.get("precision") == "auto" and theirs["precision"] in ("bf16", "fp16"):
         ours["precision"] = None  # our AUTO picks per device: not the value asked
     diff = [
@@ -341,6 +328,16 @@ def check_rows(root: Path) -> list[tuple[str, str, str]]:
 
 def report(root: Path) -> str:
     """The table for every GPT-2 defconfig of the checkout, then the counts."""
+    try:
+        open_knlp(root)
+    except kconfiglib.KconfigError as err:
+        raise ConfigError(
+            [
+                f"{root}: its Kconfig tree does not parse with kconfiglib "
+                f"({str(err).strip()}); the check resolves files with it, so it needs a "
+                f"knlp checkout kconfiglib reads"
+            ]
+        ) from None
     rows = check_rows(root)
     width = max(len(name) for name, _, _ in rows)
     lines = [f"{name:<{width}}  {status:<8}  {detail}" for name, status, detail in rows]
@@ -351,7 +348,11 @@ def report(root: Path) -> str:
     lines += [
         "",
         f"knlp {commit_of(root)[:8]}: {len(rows)} GPT-2 defconfigs: "
-        + ", ".join(f"{counts[s]} {s}" for s in ("loaded", "refused", "mismatch")),
+        + ", ".join(
+            f"{counts[s]} {s}"
+            for s in ("loaded", "refused", "mismatch", "unchecked")
+            if s != "unchecked" or counts[s]
+        ),
         "refused for (files): " + "; ".join(f"{f} ({n})" for f, n in features.most_common()),
     ]
     return "\n".join(lines)

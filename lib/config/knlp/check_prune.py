@@ -147,3 +147,34 @@ def knlp_magnitude(target: float, warmup: int, iters: int) -> dict[str, Any]:
         "masks only grow": True,
         "prune steps": knlp_magnitude_steps(target, warmup, iters),
     }
+
+
+def knlp_adamwprune(v, exp: dict[str, Any]) -> dict[str, Any]:
+    """AdamWPrune's pruning as knlp's runner runs it, read from its code at 041ec5f2
+    (written here apart from the translation, so that a wrong one shows):
+    scripts/run_test_matrix.py passes gpt2/train.py the .config's TARGET_SPARSITY (none:
+    "0.9"), PRUNING_WARMUP (none: train.py's 1000) and the variants that are y (none:
+    bitter0), one run each; --adamwprune-ramp-end-step keeps its 3000, and nothing sets
+    the frequency, so lib/optimizers.py's 50 applies. gpt2/trainers/vanilla.py lengthens
+    a 10,000-iteration run for some variants and, after iteration i's optimizer step (i
+    from 0), calls update_adamprune_masks(i): when i > warmup and i % 50 == 0 it re-chooses
+    the mask of every nn.Linear (the tied lm_head's among them) with one global
+    threshold (bitter4: per layer by depth) at target * min(1, (i - warmup) / (3000 -
+    warmup))^3. Steps here count optimizer steps from 1: iteration i ends step i + 1."""
+    variants = [f"bitter{n}" for n in range(10) if v(f"GPT2_ADAMWPRUNE_VARIANT_BITTER{n}") == "y"]
+    variant = variants[0] if len(variants) == 1 else ", ".join(variants) or "bitter0"
+    iters = knlp_variant_iters(variant, exp["max iters"])
+    target, warmup = float(v("TARGET_SPARSITY") or 0.9), int(v("PRUNING_WARMUP") or 1000)
+    # After the ramp it re-chooses at the target: a pruned weight (0) scores 0, below
+    # every live score, so nothing changes there; bitter5's scores go negative, so its
+    # masks can lose pruned weights ("masks only grow" below).
+    steps = knlp_state_steps(target, warmup, iters)
+    return {
+        "max iters": iters,
+        "sparsity": target,
+        "prune score": variant,
+        "pruned weights": "blocks + head",
+        "prune threshold": "depth ramp" if variant == "bitter4" else "global",
+        "masks only grow": variant != "bitter5",
+        "prune steps": tuple(steps),
+    }

@@ -12,6 +12,11 @@ import kconfiglib
 KNLP_OPTIMIZERS = ("sgd", "adam", "adamw", "adamwadv", "adamwspam", "adamwprune")
 KNLP_METHODS = ("none", "magnitude", "movement", "state")
 
+# knlp's MLA family (gpt2/mla.py): gpt2/trainers/vanilla.py create_model builds it when
+# ENABLE_MLA is on and MLA_VARIANT is not empty, before it looks at RGSA or GPT2_KNLP
+# (translate.py knlp_mla; a file with RA+MLA as well is refused there)
+IN_MLA = 'ENABLE_MLA && MLA_VARIANT != "" && !ENABLE_RA_MLA'
+
 
 def knlp_methods(k: kconfiglib.Kconfig) -> list[str]:
     """The pruning methods knlp's runner crosses with the optimizers (its
@@ -134,7 +139,18 @@ CODE_VALUES: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     # gpt2/model.py's MLP: nn.GELU(), the exact erf form (OpenAI's weights: tanh)
     ("MODEL_GPT2", "knlp's GPT-2 MLP (exact GELU)", (("GPT2_GELU_EXACT", "y"),)),
     # gpt2/model.py GPTConfig: vocab_size 50304, GPT-2's 50257 padded to a multiple of 64
-    ("MODEL_GPT2", "knlp's GPT-2 vocabulary (padded to 50304)", (("GPT2_PAD_VOCAB", "y"),)),
+    (
+        f"MODEL_GPT2 && !({IN_MLA})",
+        "knlp's GPT-2 vocabulary (padded to 50304)",
+        (("GPT2_PAD_VOCAB", "y"),),
+    ),
+    # gpt2/mla.py GPT2_MLA*: vocab_size 50257 (create_model passes none), biased Linear
+    # layers and a tied head whatever GPT2_BIAS and GPT2_WEIGHT_TYING say
+    (
+        IN_MLA,
+        "knlp's MLA models (vocabulary 50257, biases, tied head)",
+        (("GPT2_PAD_VOCAB", "n"), ("GPT2_BIAS", "y"), ("GPT2_TIE_HEAD", "y")),
+    ),
     # gpt2/trainers/vanilla.py: clip_grad_norm_(..., 1.0) on every step, whatever the file says
     ("MODEL_GPT2", "knlp's GPT-2 trainer (norm clip 1.0)", (("TRAIN_GRAD_CLIP", "1.0"),)),
     # lib/optimizers.py param_groups_for_weight_decay: no decay for names ending in "bias"

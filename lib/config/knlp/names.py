@@ -15,11 +15,13 @@ from lib.config.knlp.code import (
     CLIP_ALWAYS,
     DECAY_UNREAD,
     FREQUENCY_UNREAD,
+    IN_MLA,
     RAMP_UNREAD,
     RESET_ALWAYS,
     UNREAD,
     USES_SPAM,
 )
+from lib.config.knlp.names_attention import GATED_IN_USE, MLA_ROWS, RGSA_ROWS
 from lib.config.knlp.row import (
     Row,
     absent,
@@ -35,72 +37,6 @@ from lib.config.knlp.row import (
 _WORKERS = "knlp's DataLoader workers; this project reads token files in the training process"
 _ITERS = "GPT-2 runs end at GPT2_MAX_ITERS or GPT2_MAX_TIME; epochs do not govern them"
 _LOGS = "knlp's own console and file logging"
-# knlp's RGSA (gpt2/rgsa.py, built by gpt2/trainers/vanilla.py): GPT2_ATTENTION_RGSA
-# here (gpt2/rgsa.py). knlp's trainer checks ENABLE_RGSA before GPT2_KNLP, so RGSA wins
-# over the gated choices; RA+MLA wins over RGSA (check.py orders them so).
-_IN_RGSA = "ENABLE_RGSA && !ENABLE_RA_MLA"
-_RGSA_UNREAD = (
-    "not in knlp's Kconfig, so its .config drops it and its trainer's getattr() default applies"
-)
-RGSA_ROWS: dict[str, Row] = {
-    "ENABLE_RGSA": Row("member", "GPT2_ATTENTION_RGSA", when="!ENABLE_RA_MLA"),
-    **{
-        f"RGSA_{n}": same(f"GPT2_RGSA_{n}", _IN_RGSA)
-        for n in (
-            "CHUNK_SIZE",
-            "ROUTING_DIM",
-            "TOP_B",
-            "LOCAL_WINDOW",
-            "ROUTE_STRIDE",
-            "CACHE_ROUTING_LAYERS",
-            "DYNAMIC_CHUNKING",
-            "CHUNK_SIZE_MIN",
-            "CHUNK_SIZE_MAX",
-            "CHUNK_SIZE_ALPHA",
-        )
-    },
-    "RGSA_CHUNK_SIZE_PIECEWISE": same("GPT2_RGSA_CHUNK_PIECEWISE", _IN_RGSA),
-    # dense_mode skips routing, so it wins over random routing (its forward)
-    "RGSA_DENSE_MODE": Row("member", "GPT2_RGSA_ROUTING_DENSE", when=_IN_RGSA),
-    "RGSA_RANDOM_ROUTING": Row(
-        "member", "GPT2_RGSA_ROUTING_RANDOM", when=_IN_RGSA + " && !RGSA_DENSE_MODE"
-    ),
-    "RGSA_CHUNK_SIZE_SCHEDULE": Row(
-        "values",
-        values=(
-            ("power", "GPT2_RGSA_CHUNK_SCHEDULE_POWER"),
-            ("piecewise", "GPT2_RGSA_CHUNK_SCHEDULE_PIECEWISE"),
-        ),
-        when=_IN_RGSA,
-    ),
-    "RGSA_CHUNK_SIZE_ROUNDING": Row(
-        "values",
-        values=tuple(
-            (v, "GPT2_RGSA_CHUNK_ROUNDING_" + v.upper())
-            for v in ("pow2", "multiple_of_8", "nearest")
-        ),
-        when=_IN_RGSA,
-    ),
-    "RGSA_ROUTING_LOSS_WEIGHT": runtime(
-        "knlp never adds a routing loss: its trainer does not pass the weight to RGSAConfig "
-        "and GPT2_RGSA.compute_routing_loss returns 0, uncalled"
-    ),
-    "RGSA_CHUNK_SIZE_DEBUG_LOG": runtime(
-        "knlp's console print of the chunk size; the rgsa_chunk metric here"
-    ),
-    **{
-        f"RGSA_{n}": absent(_RGSA_UNREAD)
-        for n in (
-            "ROUTER_UPDATE_STRIDE",  # router gradient gating: the router gets none anyway
-            "ROUTER_FREEZE_STEPS",
-            "VARIANCE_ALPHA",
-            "SENSITIVITY_PATH",
-            "TOP_B_MIN",
-            "TOP_B_MAX",
-        )
-    },
-}
-
 ROWS: dict[str, Row] = {
     # model and size (GPT2_MODEL_124M... and GPT2_DATASET_* have the same names here)
     "MODEL_MODE_SINGLE": runtime("one model per run is how this project always trains"),
@@ -112,7 +48,9 @@ ROWS: dict[str, Row] = {
     "MODEL_SELECT_RESNET18": feature("LeNet-5, ResNet and GNN models"),
     "MODEL_SELECT_RESNET50": feature("LeNet-5, ResNet and GNN models"),
     "MODEL_SELECT_GNN": feature("LeNet-5, ResNet and GNN models"),
-    "GPT2_WEIGHT_TYING": same("GPT2_TIE_HEAD"),
+    # knlp's MLA models always tie the head and bias every layer (code.py CODE_VALUES)
+    "GPT2_WEIGHT_TYING": same("GPT2_TIE_HEAD", f"!({IN_MLA})"),
+    "GPT2_BIAS": same("GPT2_BIAS", f"!({IN_MLA})"),
     "GPT2_CUSTOM_DATASET_PATH": same("DATA_CUSTOM_PATH"),
     "GPT2_MODEL_SIZE": absent("knlp's size is its GPT2_MODEL_* choice"),
     "GPT2_N_LAYER": absent(
@@ -242,8 +180,9 @@ ROWS: dict[str, Row] = {
     # attention
     "ENABLE_RA_MLA": member("GPT2_ATTENTION_RA_MLA"),
     "GPT2_KNLP": runtime("GPT2_KNLP_SDPA_GATE and GPT2_KNLP_RA pick the attention here"),
-    "GPT2_KNLP_RA_LAYERS": same("GPT2_RA_GATED_LAYERS"),
-    "GPT2_KNLP_RA_HEADS": same("GPT2_RA_GATED_HEADS"),
+    # read only where knlp's trainer builds the gated forms (after MLA and RGSA)
+    "GPT2_KNLP_RA_LAYERS": same("GPT2_RA_GATED_LAYERS", GATED_IN_USE),
+    "GPT2_KNLP_RA_HEADS": same("GPT2_RA_GATED_HEADS", GATED_IN_USE),
     "KNLP_VARIANT": runtime("a label knlp adds to its run names"),
     # knlp's runner (scripts/run_test_matrix.py get_test_matrix) builds its grid from
     # OPTIMIZER_ENABLED_*, PRUNING_ENABLED_* and TEST_SPARSITY_* (SPARSITY_ENABLE_*),
@@ -255,7 +194,7 @@ ROWS: dict[str, Row] = {
         "`make test-matrix`); its TEST_* lists are fallbacks its runner does not reach"
     ),
     **RGSA_ROWS,
-    "ENABLE_MLA": feature("knlp's MLA/KVSplice attention (ENABLE_MLA)"),
+    **MLA_ROWS,
     # knlp's vanilla ablation steps: one run each (translate.py's vanilla_steps)
     "GPT2_VANILLA_ABLATION_MODE": special(),
     "GPT2_VANILLA_ABLATION_STEPS": special(),
@@ -327,6 +266,7 @@ ROWS: dict[str, Row] = {
 # Settings of a knlp feature: refused with their gate, ignored while it is off.
 FEATURE_PREFIXES: dict[str, str] = {
     "RGSA_": "ENABLE_RGSA",
+    # MLPSPLICE_* and EMBED_D_LATENT: written in some knlp files, symbols of no knlp Kconfig
     "MLA_": "ENABLE_MLA",
     "MLPSPLICE_": "ENABLE_MLA",
     "EMBED_D_LATENT": "ENABLE_MLA",
@@ -336,14 +276,6 @@ FEATURE_PREFIXES: dict[str, str] = {
     "RA_MLA_ABLATION_": "ENABLE_RA_MLA",
     "RA_SEED": "ENABLE_RA_MLA",
     "TEST_": "TEST_MATRIX_MODE",
-}
-
-# knlp's choice (GPT2_KNLP_SDPA_GATE, GPT2_KNLP_RA) -> our attention member
-GATED_ATTENTION = {
-    (False, False): "GPT2_ATTENTION_VANILLA",
-    (True, False): "GPT2_ATTENTION_SDPA_GATE",
-    (False, True): "GPT2_ATTENTION_RA_GATED",
-    (True, True): "GPT2_ATTENTION_SDPA_GATE_RA_GATED",
 }
 
 # knlp's derived symbols (no prompt there) that its defconfigs write out: a

@@ -20,14 +20,11 @@ from dataclasses import dataclass, field
 
 import kconfiglib
 
-from lib.config.knlp.names import (
-    GATED_ATTENTION,
-    MARKERS,
-    ROWS,
-    gate_of,
-)
+from lib.config.knlp.names import MARKERS, ROWS, gate_of
+from lib.config.knlp.names_attention import GATED_ATTENTION
 from lib.config.knlp.row import Row
 from lib.config.knlp.table import COMMIT, SYMBOLS
+from lib.config.knlp.translate_mla import MlaRules
 from lib.config.knlp.translate_optim import OptimizerRules
 from lib.config.knlp.translate_optim import knlp_value as _value
 from lib.config.knlp.tree import resolve
@@ -62,7 +59,7 @@ def _unquote(value: str) -> str:
     return value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
 
 
-class _Translation(OptimizerRules):
+class _Translation(OptimizerRules, MlaRules):
     def __init__(self, ours: kconfiglib.Kconfig, shown: str, text: str):
         self.ours, self.shown = ours, shown
         self.out = Imported()
@@ -74,6 +71,7 @@ class _Translation(OptimizerRules):
         self.notes: dict[str, list[str]] = defaultdict(list)
         self.features: dict[str, list[str]] = defaultdict(list)
         self.translated = 0
+        self.unknown: list[tuple[int, str, str, str | None]] = []  # file_lines: no knlp name
 
     def assign(self, ours: str, value: str, knlp_name: str, where: str = "") -> None:
         sym = self.ours.syms.get(ours)
@@ -176,8 +174,9 @@ class _Translation(OptimizerRules):
                 "HYPER_PARAM_AUTO",
                 "knlp's AUTO batch (256 sequences per GPU)",
             )
-        # knlp's trainer builds RGSA before looking at GPT2_KNLP (names.py's RGSA_ROWS)
-        if knlp["ENABLE_RA_MLA"].tri_value != 2 and knlp["ENABLE_RGSA"].tri_value != 2:
+        # knlp's trainer builds MLA, then RGSA, before looking at GPT2_KNLP (names.py)
+        mla = self.knlp_mla()
+        if not mla and knlp["ENABLE_RA_MLA"].tri_value != 2 and knlp["ENABLE_RGSA"].tri_value != 2:
             gated = knlp["GPT2_KNLP"].tri_value == 2
             pair = (
                 gated and knlp["GPT2_KNLP_SDPA_GATE"].tri_value == 2,
@@ -256,15 +255,27 @@ class _Translation(OptimizerRules):
                 if not any(node.prompt for node in sym.nodes):
                     resolved = _value(sym) or ""
                     if _unquote(value) != resolved:
+                        derivable = {_unquote(v) for v, _ in SYMBOLS[name][3]}
+                        never = (
+                            f" (no selection of knlp's Kconfig derives {value}, so knlp "
+                            f'dropped this line and trained what "{resolved}" names)'
+                            if _unquote(value) not in derivable
+                            else ""
+                        )
                         self.out.problems.append(
                             f"{at}: CONFIG_{name}={value} contradicts the file's selection: "
-                            f'knlp derives {name}="{resolved}" from it; remove the line or fix '
-                            f"the selection"
+                            f'knlp derives {name}="{resolved}" from it{never}; remove the line '
+                            f"to run what knlp ran, or select what the line meant"
                         )
                     continue
                 if not self._applied(name) and (row is None or row.kind != "feature"):
                     self.notes[
                         "ignored, as knlp ignores them (their dependencies are unmet there)"
+                    ].append(f"{name}={value} (line {no})")
+                elif row is not None and row.when and self.knlp.eval_string(row.when) == 0:
+                    self.notes[
+                        "not read by knlp's run with this file's other settings (its code "
+                        f"reads it only when {row.when})"
                     ].append(f"{name}={value} (line {no})")
                 elif row is not None and row.kind == "runtime":
                     self.notes[f"{row.why}"].append(name)
@@ -281,22 +292,56 @@ class _Translation(OptimizerRules):
                     self.notes["settings of knlp features that are off"].append(name)
                 elif gate_row is not None and gate_row.kind == "runtime":
                     self.notes[gate_row.why].append(name)  # the feature's knobs, no effect
+                elif gate_row is not None and gate_row.kind == "special":
+                    self.notes[  # a feature here whose knlp Kconfig lacks this name
+                        "not symbols of knlp at " + COMMIT[:8] + ", so its .config drops "
+                        "them and its run did not use them; ignored here too"
+                    ].append(f"{name}={value} (line {no})")
                 else:
                     self.features[
                         gate_row.why
                         if gate_row and gate_row.kind == "feature"
                         else f"knlp's {gate} settings"
                     ].append(name)
-            else:
-                near = suggest(name)
+            elif name in self.ours.syms and self.ours.syms[name].nodes:
+                theirs = [k for k, r in ROWS.items() if r.ours == name and k in SYMBOLS]
                 self.out.problems.append(
-                    f"{at}: CONFIG_{name}={value}: unknown symbol (neither "
+                    f"{at}: CONFIG_{name}={value} is this project's name, not knlp's: a "
+                    f"knlp-format file takes knlp's names only"
+                    + (f" (knlp's is CONFIG_{theirs[0]})" if theirs else "")
+                    + "; write the file in one format"
+                )
+            else:
+                self.unknown.append((no, name, value, suggest(name)))
+
+    def unknown_problems(self) -> list[str]:
+        """One line per unknown name (with a did-you-mean: most are typos), but one
+        per family of three or more sharing a two-word prefix (RA_MLA_*): the
+        settings of a feature an older knlp had, not typos."""
+        families: dict[str, list[tuple[int, str, str, str | None]]] = defaultdict(list)
+        for entry in self.unknown:
+            families["_".join(entry[1].split("_")[:2])].append(entry)
+        lines = []
+        for family, entries in families.items():
+            if len(entries) >= 3:
+                lines.append(
+                    f"{self.shown}: lines {', '.join(str(e[0]) for e in entries)}: "
+                    f"{len(entries)} {family}_* settings neither knlp at {COMMIT[:8]} nor this "
+                    f"project has ({', '.join(e[1] for e in entries)}): a feature of an "
+                    f"earlier knlp, so what they meant is not known here; refused"
+                )
+                continue
+            for no, name, value, near in entries:
+                lines.append(
+                    f"{self.shown}:{no}: CONFIG_{name}={value}: unknown symbol (neither "
                     f"knlp at {COMMIT[:8]} nor this project has it)"
                     + (f"; did you mean CONFIG_{near}?" if near else "")
                 )
+        return lines
 
     def finish(self) -> Imported:
         out = self.out
+        out.problems += self.unknown_problems()
         out.missing = sorted(self.features)
         for feat, names in self.features.items():
             out.problems.append(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import torch
 
 from lib.config.knlp.table import SYMBOLS
@@ -53,3 +56,19 @@ def magnitude_pruner(run: RunConfig) -> Pruner:
         schedule=run.PRUNING_SCHEDULE,
         scope=run.PRUNING_SCOPE,
     )
+
+
+def stand_in_checkout(root: Path, files: dict[str, str], kconfig: str | None = None) -> Path:
+    """A knlp checkout for scripts/check_knlp.sh: a git repository at root whose
+    Kconfig is our table's tree (or `kconfig`), with these GPT-2 defconfigs."""
+    from lib.config.knlp.tree import render
+
+    (root / "gpt2/defconfigs").mkdir(parents=True)
+    (root / "Kconfig").write_text(render() if kconfig is None else kconfig)
+    for name, text in files.items():
+        (root / "gpt2/defconfigs" / name).write_text(text)
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "x"], check=True)
+    return root

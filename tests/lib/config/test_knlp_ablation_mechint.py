@@ -3,12 +3,10 @@ the runs knlp makes of them (knlp-format files written here, names as facts)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from lib.config.kconfig import ConfigError
-from tests.lib.config.knlp_files import HEAD, loaded
+from tests.lib.config.knlp_files import HEAD, loaded, stand_in_checkout
 
 CPU = 'CONFIG_DEVICE="cpu"'
 STEPS = ["CONFIG_GPT2_VANILLA_ABLATION_MODE=y", 'CONFIG_GPT2_VANILLA_ABLATION_STEPS="V0,V1,V2"']
@@ -68,18 +66,9 @@ def test_re_plotting_an_earlier_analysis_is_refused_as_a_feature(write_config):
 
 @pytest.fixture
 def checkout(tmp_path):
-    """A stand-in knlp checkout (our table's tree as its Kconfig) with one file."""
-    from lib.config.knlp.tree import render
-
-    root = tmp_path / "knlp"
-    (root / "gpt2/defconfigs").mkdir(parents=True)
-    (root / "Kconfig").write_text(render())
-    (root / "gpt2/defconfigs/ablation").write_text("\n".join([*HEAD, CPU, *STEPS, *MECHINT]) + "\n")
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "x"], check=True)
-    return root
+    """A stand-in knlp checkout with the ablation file."""
+    text = "\n".join([*HEAD, CPU, *STEPS, *MECHINT]) + "\n"
+    return stand_in_checkout(tmp_path / "knlp", {"ablation": text})
 
 
 def test_check_compares_the_runs_and_the_analysis(checkout, monkeypatch):

@@ -12,7 +12,7 @@ from lib.config.knlp.check_optim import knlp_optimizer, our_matrix
 from lib.config.knlp.check_prune import knlp_magnitude, knlp_state_steps
 from lib.config.run_config import RunConfig, config_text, load_valid, typed_values
 from lib.matrix.grid import expand
-from tests.lib.config.knlp_files import HEAD, magnitude_pruner
+from tests.lib.config.knlp_files import HEAD, magnitude_pruner, stand_in_checkout
 
 GRID = [
     *HEAD[:3],
@@ -163,20 +163,8 @@ def test_knlp_matrix_features_still_refused_name_themselves(write_config):
 
 @pytest.fixture
 def knlp_matrix_checkout(tmp_path):
-    """A stand-in knlp checkout (our table's tree as its Kconfig) with GRID's file."""
-    import subprocess
-
-    from lib.config.knlp.tree import render
-
-    root = tmp_path / "knlp"
-    (root / "gpt2/defconfigs").mkdir(parents=True)
-    (root / "Kconfig").write_text(render())
-    (root / "gpt2/defconfigs/grid").write_text("\n".join(GRID) + "\n")
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(git + ["add", "."], check=True)
-    subprocess.run(git + ["commit", "-qm", "x"], check=True)
-    return root
+    """A stand-in knlp checkout with GRID's file."""
+    return stand_in_checkout(tmp_path / "knlp", {"grid": "\n".join(GRID) + "\n"})
 
 
 def test_check_compares_a_knlp_matrix_run_by_run(knlp_matrix_checkout, monkeypatch):

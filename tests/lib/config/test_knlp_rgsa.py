@@ -4,11 +4,10 @@ scripts/check_knlp.sh compares those settings (lib/config/knlp/check_rgsa.py).""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from lib.config.run_config import RunConfig, load_valid, typed_values
-from tests.lib.config.knlp_files import loaded
+from tests.lib.config.knlp_files import loaded, stand_in_checkout
 
 ASSET = Path(__file__).resolve().parents[2] / "assets/knlp/gpt2-rgsa-piecewise-random"
 
@@ -101,25 +100,10 @@ def test_rgsa_settings_while_rgsa_is_off_are_ignored_as_knlp_ignores_them(write_
     assert any("RGSA_TOP_B=4" in n and "dependencies are unmet" in n for n in notes)
 
 
-def rgsa_checkout(tmp_path: Path) -> Path:
-    """A stand-in knlp checkout (our table's tree as its Kconfig) with one RGSA file."""
-    from lib.config.knlp.tree import render
-
-    root = tmp_path / "knlp"
-    (root / "gpt2/defconfigs").mkdir(parents=True)
-    (root / "Kconfig").write_text(render())
-    (root / "gpt2/defconfigs/rgsa").write_text(ASSET.read_text())
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(git + ["add", "."], check=True)
-    subprocess.run(git + ["commit", "-qm", "x"], check=True)
-    return root
-
-
 def test_check_compares_every_rgsa_setting(tmp_path, monkeypatch) -> None:
     from lib.config.knlp import check, names
 
-    root = rgsa_checkout(tmp_path)
+    root = stand_in_checkout(tmp_path / "knlp", {"rgsa": ASSET.read_text()})
     assert "1 GPT-2 defconfigs: 1 loaded, 0 refused, 0 mismatch" in check.report(root)
     # a translation that dropped a setting, or read the rounding wrongly, shows
     monkeypatch.setitem(names.ROWS, "RGSA_TOP_B", names.runtime("dropped for the test"))

@@ -298,7 +298,13 @@ FAMILIES = {  # every attention variant of GPT-2 (the reciprocal ones switched o
     **{
         f"gpt2-{a}": (
             "gpt2",
-            {"attention": a, "latent_dim": 16, "ra_alpha": 0.5, "ra_gated_layers": 1},
+            {
+                "attention": a,
+                "latent_dim": 16,
+                "ra_alpha": 0.5,
+                "ra_gated_layers": 1,
+                "kvsplice_layers": 1,
+            },
         )
         for a in ATTENTIONS
     },

@@ -242,7 +242,7 @@ def test_every_attention_variant_either_has_maskable_kv_or_is_excluded_in_kconfi
     depends = str(open_tree().syms["MECHINT_KV"].direct_dep)
     x, _ = previous_token(2)
     for name in ATTENTIONS:
-        model = tiny(attention=name, latent_dim=16, ra_gated_layers=1).eval()
+        model = tiny(attention=name, latent_dim=16, ra_gated_layers=1, kvsplice_layers=1).eval()
         sites = kv_sites(model)
         if not sites:
             assert f"GPT2_ATTENTION_{name.upper()}" in depends, name

@@ -43,6 +43,8 @@ GPT2_VARIANTS = {
         attention="ra_gated", ra_gated_layers=1, ra_gated_heads=1, ra_gated_gate_init=0.8
     ),
     "sdpa_gate": dict(attention="sdpa_gate"),
+    # knlp's MLA on layer 0, a KVSplice layer on layer 1
+    "knlp_mla_kv_fim": dict(attention="knlp_mla_kv_fim", knlp_mla_latent=16, kvsplice_layers=1),
     # vanilla attention, but no GPT2LMHeadModel layout: RoPE, RMSNorm, SwiGLU, GQA, QK-norm,
     # no biases and an untied head, whose own weights must survive the round trip
     "modern": dict(
@@ -69,6 +71,7 @@ HAMT_CONFIG = dict(
 )
 # the attention variants' modules, which gpt2/model.py imports by name (gpt2/variants.py)
 VARIANT_CODE = [
+    "gpt2_kvsplice.py",
     "gpt2_mla.py",
     "gpt2_ra.py",
     "gpt2_ra_gated.py",

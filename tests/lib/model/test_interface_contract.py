@@ -22,6 +22,7 @@ from torch import nn
 
 from gpt2.config import ATTENTIONS, GPT2Config
 from gpt2.model import GPT2
+from gpt2.variants import variant
 from hamt.config import HAMTConfig
 from hamt.model import HAMT
 from lib.paths import ROOT
@@ -42,10 +43,11 @@ def family_models() -> list[nn.Module]:
                 attention=name,
                 latent_dim=16,
                 ra_gated_layers=1,
-                qk_norm=True,
+                qk_norm=not variant(name).kvsplice,  # knlp's latent layers have none
                 ra_alpha=0.5,
                 ra_alpha_learned=True,
                 tie_head=False,
+                kvsplice_layers=1,
             )
         )
         for name in ATTENTIONS
