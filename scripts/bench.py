@@ -162,11 +162,11 @@ def main(argv: list[str]) -> None:
         print_optimizers(result)
     else:
         from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
-        from lib.bench.step import vocab_size
+        from lib.data.vocab import configured_vocab
 
         result = run_seqlen_bench(
             run,
-            args.vocab or vocab_size(run),
+            args.vocab or configured_vocab(run),
             args.lengths,
             steps=args.steps,
             tokens=args.tokens,

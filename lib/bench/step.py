@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from lib.data import is_prepared, load_meta
-from lib.data.prepared import data_dir
+from lib.data.vocab import configured_vocab
 from lib.hardware.devices import describe_device
 from lib.hardware.precision import Precision, compile_model, resolve_device
 from lib.model import registry
@@ -39,16 +38,6 @@ from lib.train.step import RANGES, TrainStep
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
-
-
-def vocab_size(run: RunConfig) -> int:
-    path = data_dir(run)
-    if is_prepared(path):
-        return load_meta(path)["vocab_size"]
-    if run.DATA_TOKENIZER == "bpe":
-        assert run.DATA_BPE_VOCAB_SIZE is not None  # visible whenever DATA_TOKENIZER_BPE
-        return run.DATA_BPE_VOCAB_SIZE
-    return 50257 if run.DATA_TOKENIZER == "gpt2" else 256
 
 
 def _plain_step(
@@ -108,7 +97,7 @@ class BenchSetup:
 def bench_setup(run: RunConfig) -> BenchSetup:
     """Our side as the trainer builds it (lib/train/build.py), on synthetic batches."""
     device = resolve_device(run.DEVICE)
-    training = build_training(run, device, vocab_size(run))
+    training = build_training(run, device, configured_vocab(run))
     config = training.config
     batches = synthetic_batches(config.vocab_size, (run.BATCH_SIZE, config.block_size), device)
     return BenchSetup(device, training, batches)

@@ -2557,9 +2557,10 @@ class Symbols:
 
     FSDP2 (fully_shard) per block: each GPU keeps 1/world of the
     parameters, gradients and optimizer state and gathers one block
-    at a time, for models that do not fit one GPU. Not with pruning
-    (masks would need sharding). Checkpoints hold the full state, as
-    with DDP, so a run may resume under either.
+    at a time, for models that do not fit one GPU. Pruning masks
+    (and movement scores) are sharded too, but chosen from whole
+    gathered scores, so they match one process's. Checkpoints hold
+    the full state, as with DDP, so a run may resume under either.
     """
 
     DIST_BACKEND: Literal["auto", "nccl", "gloo"] | None = None

@@ -14,6 +14,13 @@ step, device by name, precision, processes, compile on or off):
   (matrix.json "seconds", else its "started"/"ended" stamps) less its steps
   and evaluations at that rate, median.
 
+A tuned matrix's completed trials (<matrix>/tune/<configuration>/trial-NNN/,
+each timed by its own matrix.json, lib/tune/stage.py) count as runs: short
+runs of the same shapes, measured the same way. A trial the study pruned
+stopped early but ran steady steps: its ms/iter is a step's time and its
+fixed cost is its process less the steps and evaluations it did run, so it
+calibrates like any run; a failed or diverged trial does not.
+
 Without such runs, the FLOP model plus an assumed start-up (STARTUP_S). The
 optimizer, pruning and seed are not part of the shape: they change a step by
 far less than the machine's load does. A run on a loaded machine calibrates
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
 # GPT-2 defconfigs on an idle 2-core machine; CUDA adds context creation.
 STARTUP_S = {"cpu": 10.0, "cuda": 20.0}
 NEWEST = 12  # completed runs of a shape that count: the latest ones
+TUNE_DIR = "tune"  # a matrix's trials, as lib/tune/stage.py names it (a layer above)
 UNCALIBRATED = "from the FLOP rate, uncalibrated"
 
 
@@ -54,13 +62,14 @@ class Measured:
     evaluations: int
     process_s: float | None  # the whole process, where a matrix timed it
     when: float
+    trial: bool = False  # a tuning stage's trial, not one of a matrix's runs
 
 
 @dataclass(frozen=True)
 class RunEstimate:
     seconds: float
-    basis: str  # UNCALIBRATED, or "calibrated from N runs of this shape ..."
-    calibrated: int  # how many completed runs it rests on
+    basis: str  # UNCALIBRATED, or "calibrated from N runs and M trials of this shape ..."
+    calibrated: int  # how many completed runs and trials it rests on
 
 
 def shape(
@@ -81,7 +90,8 @@ def shape(
 
 def planned_shape(run: RunConfig, info: Any = None) -> str | None:
     """The shape of a run not trained yet (None where the device cannot run it)."""
-    from lib.estimate.memory import configured_device, default_vocab, model_counts, world_size
+    from lib.data.vocab import configured_vocab
+    from lib.estimate.memory import configured_device, model_counts, world_size
     from lib.hardware.precision import choose_dtype
 
     info = info or configured_device(run)
@@ -89,7 +99,7 @@ def planned_shape(run: RunConfig, info: Any = None) -> str | None:
         dtype, _ = choose_dtype(run, info.kind, info.bf16)
     except RuntimeError:
         return None
-    cfg, _ = model_counts(run, default_vocab(run))
+    cfg, _ = model_counts(run, configured_vocab(run))
     world = world_size(run)
     return shape(
         run.MODEL,
@@ -109,7 +119,7 @@ def _compiled(folder: Path) -> bool:
         return False
 
 
-def measured(folder: Path, process_s: float | None = None) -> Measured | None:
+def measured(folder: Path, process_s: float | None = None, trial: bool = False) -> Measured | None:
     """A completed run folder's record, None for anything else."""
     m = read_json_object(folder / "metrics.json")
     try:
@@ -129,7 +139,7 @@ def measured(folder: Path, process_s: float | None = None) -> Measured | None:
         return None
     if m.get("status") != "completed" or not step_s > 0 or steps <= 0:
         return None
-    return Measured(key, step_s, steps, evaluations, process_s, when)
+    return Measured(key, step_s, steps, evaluations, process_s, when, trial)
 
 
 def parse_stamp(text: Any) -> float | None:
@@ -150,29 +160,49 @@ def process_seconds(entry: dict[str, Any]) -> float | None:
     return end - start if start is not None and end is not None and end >= start else None
 
 
-def _folders(results: Path) -> Iterator[tuple[Path, float | None]]:
-    """Run folders under results (single runs and matrix runs) with their process time."""
-    try:
-        tops = [p for p in results.iterdir() if p.is_dir() and not p.is_symlink()]
-    except OSError:
+def _matrix_runs(root: Path, trial: bool) -> Iterator[tuple[Path, float | None, bool]]:
+    """The runs a matrix.json at root lists that ended as completed (a pruned
+    trial too), with their process time; a reused run (a link) is its source's."""
+    matrix = read_json_object(root / "matrix.json")
+    runs = matrix.get("runs")
+    if not isinstance(runs, dict):
         return
-    for top in tops:
-        matrix = read_json_object(top / "matrix.json")
-        if isinstance(matrix.get("runs"), dict):
-            for run_id, entry in matrix["runs"].items():
-                folder = top / run_id
-                if isinstance(entry, dict) and folder.is_dir() and not folder.is_symlink():
-                    yield folder, process_seconds(entry)
+    for run_id, entry in runs.items():
+        folder = root / run_id
+        if (
+            isinstance(entry, dict)
+            and entry.get("state") == "completed"
+            and folder.is_dir()
+            and not folder.is_symlink()
+        ):
+            yield folder, process_seconds(entry), trial
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return []
+
+
+def _folders(results: Path) -> Iterator[tuple[Path, float | None, bool]]:
+    """Run folders under results (single runs, matrix runs and their tuning
+    trials) with their process time and whether each is a trial."""
+    for top in _subfolders(results):
+        if (top / "matrix.json").is_file():
+            yield from _matrix_runs(top, trial=False)
+            for config in _subfolders(top / TUNE_DIR):
+                yield from _matrix_runs(config, trial=True)
         elif (top / "metrics.json").is_file():
-            yield top, None
+            yield top, None, False
 
 
 def completed_runs(results: Path) -> list[Measured]:
-    """Every completed run under results, measured."""
+    """Every completed run and tuning trial under results, measured."""
     return [
         m
-        for folder, seconds in _folders(Path(results))
-        if (m := measured(folder, seconds)) is not None
+        for folder, seconds, trial in _folders(Path(results))
+        if (m := measured(folder, seconds, trial)) is not None
     ]
 
 
@@ -200,7 +230,10 @@ def estimate_run(run: RunConfig, completed: list[Measured], info: Any = None) ->
     ]
     fixed_s = max(0.0, statistics.median(fixed)) if fixed else startup
     seconds = fixed_s + parts.steps * step_s + parts.evaluations * eval_s
-    runs = counted(len(same), "run")
+    trials = sum(m.trial for m in same)
+    runs = " and ".join(
+        counted(n, noun) for n, noun in ((len(same) - trials, "run"), (trials, "trial")) if n
+    )
     basis = (
         f"calibrated from {runs} of this shape on this machine"
         if fixed

@@ -4,7 +4,8 @@ Training memory = parameters + gradients + optimizer states + activations
 + the loss's logits buffers + overhead. Parameters and their gradients are
 fp32 (4 bytes each; autocast computes in 16 bits but keeps the weights in
 fp32); AdamW and AdamWSPAM keep two fp32 moments (8 bytes per parameter);
-pruning adds a bool mask (1 byte per prunable weight) and movement pruning a
+pruning adds a bool mask (1 byte per pruned weight: the block matrices, and
+with PRUNING_HEAD the LM head's, once even when tied) and movement pruning a
 fp32 score. Activations are in lib/model/activations.py.
 
 The peak is the largest of four moments of an optimizer step, each with its
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lib.config.run_config import value_or
+from lib.data.vocab import configured_vocab
 from lib.model.activations import Activations, Shape, activations
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ class ModelCounts:
     tied_embedding: int  # elements of the embedding the LM head shares
     flops_per_token: int  # training FLOPs per token at the block size (model's own count)
     tensors: int = 0  # parameter tensors (each has a 4-byte step counter)
+    head: int = 0  # elements of the LM head's matrix (PRUNING_HEAD prunes it too)
 
 
 @dataclass(frozen=True)
@@ -152,26 +155,9 @@ def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
             tied,
             int(model.flops_per_token(cfg.block_size)),
             len(params),
+            model.lm_head.weight.numel(),
         )
     return cfg, _COUNTS[key]
-
-
-def default_vocab(run: RunConfig) -> int:
-    """The vocabulary the configured tokenizer gives (before any padding):
-    GPT-2 BPE 50257; a trained BPE its configured size; characters: the
-    prepared dataset's, else 256."""
-    if run.DATA_TOKENIZER == "gpt2":
-        return 50257
-    if run.DATA_TOKENIZER == "bpe":
-        assert run.DATA_BPE_VOCAB_SIZE is not None  # visible whenever DATA_TOKENIZER_BPE
-        return run.DATA_BPE_VOCAB_SIZE
-    try:
-        from lib.data.corpus import load_meta
-        from lib.data.prepared import data_dir
-
-        return int(load_meta(data_dir(run))["vocab_size"])
-    except Exception:  # not prepared yet: at most one id per byte value
-        return 256
 
 
 def world_size(run: RunConfig) -> int:
@@ -189,9 +175,19 @@ def optimizer_bytes(run: RunConfig, counts: ModelCounts) -> int:
     total = moments * counts.params + 4 * counts.tensors
     if run.OPTIMIZER == "muon":  # its block matrices (the prunable ones) keep one buffer
         total -= 4 * counts.prunable
-    if run.PRUNING_MODE != "none":
-        total += counts.prunable * (5 if run.PRUNING_METHOD == "movement" else 1)
-    return total
+    return total + pruning_bytes(run, counts)
+
+
+def pruning_bytes(run: RunConfig, counts: ModelCounts) -> int:
+    """The pruner's own buffers (Pruner.state_bytes): per pruned weight a bool
+    mask, and movement pruning's fp32 score (knlp's rule: fp32 w0 instead).
+    lib/prune/build.py prunes the block matrices, and with PRUNING_HEAD the LM
+    head's matrix as one more parameter: a tied head's mask serves the
+    embedding too, so it is counted once."""
+    if run.PRUNING_MODE == "none":
+        return 0
+    pruned = counts.prunable + (counts.head if run.PRUNING_HEAD else 0)
+    return pruned * (5 if run.PRUNING_METHOD == "movement" else 1)
 
 
 def estimate_memory(
@@ -209,7 +205,7 @@ def estimate_memory(
     from lib.hardware.precision import choose_dtype
 
     info = device_info or configured_device(run)
-    vocab = vocab_size or default_vocab(run)
+    vocab = vocab_size or configured_vocab(run)
     cfg, counts = model_counts(run, vocab)
     batch = batch_size or run.BATCH_SIZE
     accum = accumulation or run.GPT2_GRADIENT_ACCUMULATION
@@ -261,6 +257,7 @@ def _phases(
     shard = world if fsdp else 1
     params = 4 * counts.params // shard
     grads = 4 * counts.params // shard
+    # pruning's masks and scores included: the pruner shards them like their weights
     optim = optimizer_bytes(run, counts) // shard
     n, layers = s.tokens, cfg.n_layer
     stored = layers * (acts.checkpointed_layer if ckpt else acts.layer_bytes) + acts.base

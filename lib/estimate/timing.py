@@ -69,11 +69,12 @@ def estimate_seconds(run: RunConfig, device_info: Any = None) -> float | None:
 
 def breakdown(run: RunConfig, device_info: Any = None) -> Breakdown | None:
     """estimate_seconds() in its parts; None where no sustained FLOP/s is known."""
-    from lib.estimate.memory import configured_device, default_vocab, model_counts, world_size
+    from lib.data.vocab import configured_vocab
+    from lib.estimate.memory import configured_device, model_counts, world_size
     from lib.hardware.precision import choose_dtype
 
     info = device_info or configured_device(run)
-    cfg, counts = model_counts(run, default_vocab(run))
+    cfg, counts = model_counts(run, configured_vocab(run))
     world = world_size(run)
     try:
         dtype, _ = choose_dtype(run, info.kind, info.bf16)

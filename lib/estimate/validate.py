@@ -97,13 +97,14 @@ def validate(
     """Estimate and measure every case; one dict per case."""
     import torch
 
+    from lib.data.vocab import configured_vocab
     from lib.estimate.measure import measure_peak
-    from lib.estimate.memory import GIB, MIB, default_vocab, estimate_memory
+    from lib.estimate.memory import GIB, MIB, estimate_memory
 
     rows = []
     for name, settings in cases.items():
         run = make_run(settings)
-        size = vocab or default_vocab(run)
+        size = vocab or configured_vocab(run)
         est = estimate_memory(run, size)
         started = time.perf_counter()
         try:

@@ -3,7 +3,8 @@
 A matrix is a folder holding matrix.json, whose "runs" map run ids to
 {"state": "pending|running|completed|failed|diverged", ...}; running runs are
 shown with their own progress (lib/observe/progress.py), and the whole matrix
-with its runs done and the time the rest still takes (lib/matrix/eta.py).
+with its runs done and the time the rest still takes (lib/matrix/eta.py), a
+tuning stage's trials still to run included; each study below them.
 """
 
 from __future__ import annotations
@@ -31,23 +32,33 @@ _ESTIMATES: dict[Path, Any] = {}  # matrix folder -> its runs' estimates, across
 
 
 def eta_line(folder: Path, matrix: dict[str, Any], now: float | None = None) -> str:
-    """ "3 of 5 runs done; about 4m 10s left (2 at a time; <what the estimates rest on>)"."""
+    """ "3 of 5 runs done; about 4m 10s left (2 at a time; <what the estimates rest on>)";
+    while a tuning stage has trials to run, "tuning: 7 of 20 trials done, 2 running; "
+    first and the time left includes them."""
     folder = Path(folder).resolve()
     estimates = _ESTIMATES.setdefault(folder, Estimates(folder))
     estimates.prepare()
 
-    def progress(run_id: str) -> dict[str, Any] | None:
-        run_dir = _matrix_run_dir(folder, run_id, matrix["runs"][run_id])
+    def progress(path: str) -> dict[str, Any] | None:  # a run's id, or tune/<config>/<trial>
+        run_dir = _matrix_run_dir(folder, path, (matrix.get("runs") or {}).get(path) or {})
         return run_progress(run_dir, now) if run_dir is not None else None
 
-    eta = matrix_eta(matrix, estimates, progress, now)
+    eta = matrix_eta(matrix, estimates, progress, now, estimates.studies(matrix))
     done = f"{eta.done} of {counted(eta.total, 'run')} done"
+    tuning = eta.trials_done < eta.trials_total
+    if tuning:
+        running = f", {eta.trials_running} running" if eta.trials_running else ""
+        trials = f"{eta.trials_done} of {counted(eta.trials_total, 'trial')} done{running}"
+        done = f"tuning: {trials}; {done}"
     if eta.done == eta.total:
         return done
     if eta.remaining_s is None:
-        return f"{done}; time left unknown (no estimate for some runs)"
+        what = "runs or trials" if tuning else "runs"
+        return f"{done}; time left unknown (no estimate for some {what})"
     basis = f"; {eta.basis}" if eta.basis else ""
-    return f"{done}; about {duration(eta.remaining_s)} left ({eta.at_once} at a time{basis})"
+    of_it = f", {duration(eta.tuning_s)} of it tuning" if tuning and eta.tuning_s else ""
+    left = f"about {duration(eta.remaining_s)} left{of_it}"
+    return f"{done}; {left} ({eta.at_once} at a time{basis})"
 
 
 def render_matrix(folder: Path, now: float | None = None) -> str:

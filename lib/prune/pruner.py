@@ -33,6 +33,10 @@ movement_score="knlp" is knlp's movement rule instead (reselect.py): masks
 re-chosen from w (w - w0) at every update, also past the ramp, so pruned
 weights can return; only the weights are zeroed, every step, before and after
 an update, never their gradients or moments.
+
+Under FSDP (DTensor parameters) masks, movement scores and w0 are sharded as
+their parameters; updates choose from whole gathered scores (shards.py), so
+the masks are one process's, and state_dict holds them whole.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ from torch import Tensor, nn
 from lib.prune import layers, reselect
 from lib.prune import scores as score_fns
 from lib.prune.schedule import KINDS, check_schedule, is_update_step, sparsity_at
+from lib.prune.shards import full, like, local
+from lib.prune.state import STATE_VERSION, check_choice, check_int, check_state
 from lib.prune.threshold import smallest_k
 from lib.run.metrics import LogField
 
@@ -58,12 +64,6 @@ SCOPES = ("global", "per_layer")
 MOVEMENT_SCORES = ("accumulated", "knlp")  # Sanh et al.'s sum, or knlp's (reselect.py)
 BITTER4_BUDGETS = ("depth", "rank")  # layers.py: the reference's depth ramp, or ours
 MOMENT_KEYS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
-STATE_VERSION = 1
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name}={value!r} is invalid: it must be an integer >= {minimum}")
 
 
 class Pruner:
@@ -93,34 +93,16 @@ class Pruner:
         names = [n for n, _ in params]
         if len(set(names)) != len(names) or len({id(p) for _, p in params}) != len(params):
             raise ValueError("params is invalid: names and parameters must be unique")
-        if method not in METHODS:
-            raise ValueError(
-                f"method={method!r} is invalid: it must be one of {', '.join(METHODS)}"
-            )
-        if variant not in score_fns.VARIANTS:
-            raise ValueError(
-                f"variant={variant!r} is invalid: it must be one of {', '.join(score_fns.VARIANTS)}"
-            )
-        if bitter4_budget not in BITTER4_BUDGETS:
-            raise ValueError(
-                f"bitter4_budget={bitter4_budget!r} is invalid: it must be one of "
-                f"{', '.join(BITTER4_BUDGETS)}"
-            )
-        if schedule not in KINDS:
-            raise ValueError(
-                f"schedule={schedule!r} is invalid: it must be one of {', '.join(KINDS)}"
-            )
-        if movement_score not in MOVEMENT_SCORES:
-            raise ValueError(
-                f"movement_score={movement_score!r} is invalid: it must be one of "
-                f"{', '.join(MOVEMENT_SCORES)}"
-            )
-        if scope not in SCOPES:
-            raise ValueError(f"scope={scope!r} is invalid: it must be one of {', '.join(SCOPES)}")
+        check_choice("method", method, METHODS)
+        check_choice("variant", variant, score_fns.VARIANTS)
+        check_choice("bitter4_budget", bitter4_budget, BITTER4_BUDGETS)
+        check_choice("schedule", schedule, KINDS)
+        check_choice("movement_score", movement_score, MOVEMENT_SCORES)
+        check_choice("scope", scope, SCOPES)
         check_schedule(target=target, warmup=warmup, ramp_end=ramp_end, kind=schedule)
-        _check_int("frequency", frequency, 1)
-        _check_int("sample_size", sample_size, 1)
-        _check_int("seed", seed, 0)
+        check_int("frequency", frequency, 1)
+        check_int("sample_size", sample_size, 1)
+        check_int("seed", seed, 0)
         if method == "state" and optimizer is None:
             raise ValueError("optimizer is required for method 'state': its moments are the scores")
         if optimizer is not None:
@@ -187,15 +169,16 @@ class Pruner:
         if self.scores is not None and step <= self.ramp_end and live and not skipped:
             # S += score_fns.movement_increment(w, grad), i.e. -(w * grad), without a temporary
             torch._foreach_addcmul_(
-                [self.scores[i] for i in live],
-                [self.params[i].float() for i in live],
-                [self.params[i].grad.float() for i in live],
+                [local(self.scores[i]) for i in live],
+                [local(self.params[i]).float() for i in live],
+                [local(self.params[i].grad).float() for i in live],
                 value=-1.0,
             )
         pruned = [i for i in live if self.pruned[i]]
         if pruned and not self.reselect:  # knlp's rule leaves their gradients
             torch._foreach_mul_(
-                [self.params[i].grad for i in pruned], [self.masks[i] for i in pruned]
+                [local(self.params[i].grad) for i in pruned],
+                [local(self.masks[i]) for i in pruned],
             )
 
     @torch.no_grad()
@@ -239,11 +222,11 @@ class Pruner:
                 else {}
             )
             moments = [
-                state[k]
+                local(state[k])
                 for k in MOMENT_KEYS
                 if torch.is_tensor(state.get(k)) and state[k].shape == p.shape
             ]
-            work.append((self.masks[i], [p] + moments))
+            work.append((local(self.masks[i]), [local(p)] + moments))
         if not work:
             return
         if work[0][0].is_cuda:
@@ -260,13 +243,13 @@ class Pruner:
     # ------------------------------------------------------- mask updates
 
     def _score(self, i: int) -> Tensor:
-        """A fresh float32 score tensor for parameter i (higher = keep)."""
-        p = self.params[i].detach()
+        """A fresh float32 score tensor for parameter i (higher = keep), whole."""
+        p = full(self.params[i].detach())
         if self.method == "magnitude":
             return score_fns.magnitude(p.float())
         if self.method == "movement":
             assert self.scores is not None  # kept exactly for method "movement"
-            return self.scores[i].clone()
+            return full(self.scores[i]).clone()
         assert self.optimizer is not None  # __init__ requires one for method "state"
         state = self.optimizer.state.get(self.params[i], {})
         variant = score_fns.VARIANTS[self.variant]
@@ -274,7 +257,7 @@ class Pruner:
             # Not stepped yet (no moments): |w|, as the reference falls back.
             return score_fns.magnitude(p.float())
         m, v = (
-            state[k].float() if k in state else torch.zeros_like(p, dtype=torch.float32)
+            full(state[k]).float() if k in state else torch.zeros_like(p, dtype=torch.float32)
             for k in ("exp_avg", "exp_avg_sq")
         )
         return variant.fn(p.float(), m, v).contiguous()
@@ -283,7 +266,8 @@ class Pruner:
         if self.reselect:
             self._reselect(sparsity)
             return
-        scores = [self._score(i).masked_fill_(~m, -math.inf) for i, m in enumerate(self.masks)]
+        masks = [full(m) for m in self.masks]
+        scores = [self._score(i).masked_fill_(~m, -math.inf) for i, m in enumerate(masks)]
         sizes = [s.numel() for s in scores]
         pick = dict(sample_size=self.sample_size, generator=self.generator)
         if self.method == "state" and self.variant == "bitter4" and self.bitter4_budget == "rank":
@@ -306,71 +290,73 @@ class Pruner:
         else:
             goal = max(round(sparsity * sum(sizes)), sum(self.pruned))
             chosen = smallest_k(scores, goal, **pick)
-        self.masks = [m & ~c for m, c in zip(self.masks, chosen)]
-        self.pruned = [int((~m).sum()) for m in self.masks]
+        self._set_masks([m & ~c for m, c in zip(masks, chosen)])
+
+    def _set_masks(self, masks: list[Tensor]) -> None:
+        """Keep whole masks, each sharded as its parameter, and count their pruned entries."""
+        self.pruned = [int((~m).sum()) for m in masks]
+        self.masks = [like(m, p) for m, p in zip(masks, self.params)]
 
     def _reselect(self, sparsity: float) -> None:
         """knlp's update: every mask re-chosen from w (w - w0) (reselect.py)."""
         assert self.initial is not None  # kept exactly when self.reselect
-        scores = [reselect.displacement(p.detach(), w0) for p, w0 in zip(self.params, self.initial)]
+        scores = [
+            reselect.displacement(full(p.detach()), full(w0))
+            for p, w0 in zip(self.params, self.initial)
+        ]
         groups = [list(range(len(scores)))]
         if self.scope == "per_layer":
             groups = [[i] for i in range(len(scores))]
+        whole = [full(m) for m in self.masks]
         for group in groups:
             masks = reselect.reselect([scores[i] for i in group], sparsity)
             for i, mask in zip(group, masks or []):
-                self.masks[i] = mask
-        self.pruned = [int((~m).sum()) for m in self.masks]
+                whole[i] = mask
+        self._set_masks(whole)
 
     # ---------------------------------------------------- checkpoints, stats
 
     def state_dict(self) -> dict[str, Any]:
-        """Copies of the masks (and movement scores) in parameter order, with their names."""
+        """Whole copies of the masks (and movement scores) in parameter order, with their
+        names (under FSDP a collective: every rank must call it)."""
         state: dict[str, Any] = {
             "version": STATE_VERSION,
             "method": self.method,
             "step": self.step,
             "names": list(self.names),
-            "masks": [m.clone() for m in self.masks],
+            "masks": [full(m).clone() for m in self.masks],
         }
         if self.scores is not None:
-            state["scores"] = [s.clone() for s in self.scores]
+            state["scores"] = [full(s).clone() for s in self.scores]
         if self.initial is not None:
-            state["initial"] = [w0.clone() for w0 in self.initial]
+            state["initial"] = [full(w0).clone() for w0 in self.initial]
         return state
 
     @torch.no_grad()
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore masks exactly, on the parameters' devices, and re-apply them."""
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"state version {state.get('version')!r} is not {STATE_VERSION}")
-        if list(state["names"]) != self.names:
-            raise ValueError("state is invalid: its masks belong to different parameters")
-        if self.scores is not None and "scores" not in state:
-            raise ValueError(f"state is invalid: method {self.method!r} needs movement scores")
-        if self.initial is not None and "initial" not in state:
-            raise ValueError("state is invalid: knlp's movement score needs the initial weights")
-        for name, p, mask in zip(self.names, self.params, state["masks"]):
-            if tuple(mask.shape) != tuple(p.shape):
-                raise ValueError(
-                    f"state is invalid: mask {name} has shape "
-                    f"{tuple(mask.shape)}, not {tuple(p.shape)}"
-                )
-        self.masks = [
-            m.to(device=p.device, dtype=torch.bool).clone()
-            for m, p in zip(state["masks"], self.params)
-        ]
+        check_state(
+            state,
+            {n: tuple(p.shape) for n, p in zip(self.names, self.params)},
+            self.method if self.scores is not None else None,
+            self.initial is not None,
+        )
+        self._set_masks(
+            [
+                m.to(device=p.device, dtype=torch.bool).clone()
+                for m, p in zip(state["masks"], self.params)
+            ]
+        )
         if self.scores is not None:
             self.scores = [
-                s.to(device=p.device, dtype=torch.float32).clone()
+                like(s.to(device=p.device, dtype=torch.float32).clone(), p)
                 for s, p in zip(state["scores"], self.params)
             ]
         if self.initial is not None:
             self.initial = [
-                reselect.start(w0.to(device=p.device))
+                like(reselect.start(w0.to(device=p.device)), p)
                 for w0, p in zip(state["initial"], self.params)
             ]
-        self.pruned = [int((~m).sum()) for m in self.masks]
         self.step = int(state["step"])
         self.apply_masks()
 

@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from lib.matrix.grid import PlannedRun
 
 
+def trial_config(base: RunConfig, overrides: list[str], base_path: Path) -> tuple[RunConfig, int]:
+    """A configuration's trial at its configured values (the budget's steps), and
+    how many trials its study runs (0: none of MATRIX_TUNE_SYMBOLS applies to it).
+    The dry run and `make watch` (lib/matrix/eta.py) estimate trials by it."""
+    budget = Budget.from_run(base)
+    run = load_run_config(trial_args(base, overrides, budget), base_path)
+    dims = space.parse(base.MATRIX_TUNE_SYMBOLS or "", run.values, skip_hidden=True)
+    return run, trial_count(budget, dims) if dims else 0
+
+
 def lines(
     base: RunConfig, planned: list[PlannedRun], completed: list[Measured]
 ) -> tuple[list[str], float | None]:
@@ -35,9 +45,7 @@ def lines(
         path = Path(tmp) / "base.config"
         path.write_text(base.config_text)
         for cfg in configs.values():
-            run = load_run_config(trial_args(base, cfg["overrides"], budget), path)
-            dims = space.parse(base.MATRIX_TUNE_SYMBOLS or "", run.values, skip_hidden=True)
-            count = trial_count(budget, dims) if dims else 0
+            run, count = trial_config(base, cfg["overrides"], path)
             trials += count
             estimate = estimate_run(run, completed)
             if total_s is not None:

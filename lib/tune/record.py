@@ -1,7 +1,12 @@
 """<matrix>/tune/<config>/tuning.json: a configuration's search, as the study holds it.
 
-Rewritten atomically after every trial (lib/atomic.py), so `make watch`,
-`make results` and a reader of a killed search see every finished trial:
+Rewritten atomically (lib/atomic.py) once per round of trials and when the
+search ends: the stage (lib/tune/stage.py) asks the study for as many trials as
+can train at once, waits for the whole round, tells the study how each ended,
+then writes. `make watch`, `make results` and a reader of a search killed
+mid-round therefore see every trial of the rounds before it; the round under
+way shows in <config>/matrix.json, not here, and a search stopped by a signal
+writes its round with the trials it interrupted as running:
 
   {"config", "storage", "study",
    "symbols": [{"name", "low", "high", "log", "best", "at_edge"}],

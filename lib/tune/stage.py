@@ -158,7 +158,9 @@ class Search:
                     f"console.log under {self.dir} says why); fix the cause, then `make "
                     f"continue`: the search goes on from the trials it finished"
                 )
-            batch = self._ask(min(self._at_once(), self.total - done))
+            at_once = self._at_once()
+            self.trials.data["runs_at_once"] = at_once  # `make watch` lays out the rest by it
+            batch = self._ask(min(at_once, self.total - done))
             interrupted = self._train(batch)
             failures += sum(1 for r in batch if self._tell(r) == "fail")
             self._write()

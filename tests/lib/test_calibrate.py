@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from lib.data.vocab import configured_vocab
 from lib.estimate.calibrate import (
     STARTUP_S,
     UNCALIBRATED,
@@ -19,7 +20,7 @@ from lib.estimate.calibrate import (
     estimate_run,
     process_seconds,
 )
-from lib.estimate.memory import configured_device, default_vocab, model_counts
+from lib.estimate.memory import configured_device, model_counts
 from lib.estimate.timing import breakdown
 from lib.matrix.eta import layout, matrix_eta
 from lib.matrix.watch import render
@@ -29,7 +30,7 @@ NOW = 1_800_000_000.0
 
 def metrics_of(run, ms: float, iterations: int, evaluations: int, **over) -> dict:
     """What the trainer writes for a completed run of `run`'s shape on this machine."""
-    cfg, _ = model_counts(run, default_vocab(run))
+    cfg, _ = model_counts(run, configured_vocab(run))
     info = configured_device(run)
     return {
         "status": "completed",
@@ -199,3 +200,81 @@ def test_watch_shows_the_matrix_eta_from_its_records(tiny_run, tmp_path):
         "  2 of 5 runs done; about 1m 10s left (2 at a time; calibrated "
         "from 2 runs of this shape on this machine)"
     )
+
+
+def test_a_tuned_matrix_calibrates_on_its_completed_and_pruned_trials(tiny_run, tmp_path):
+    """Trials under <matrix>/tune/<configuration>/ are runs of the same shape:
+    completed and pruned ones calibrate at their measured ms/iter and the steps
+    they did run; failed, diverged and reused (linked) ones do not."""
+    from lib.tune.stage import TUNE_DIR
+
+    run = tiny_run(GPT2_MAX_ITERS=40, GPT2_EVAL_INTERVAL=20)
+    trial = tiny_run(GPT2_MAX_ITERS=20, GPT2_EVAL_INTERVAL=10)  # shorter, the same shape
+    root = write_matrix(
+        tmp_path / "results" / "m1", run, {"c_s1": ({"state": "pending", "attempts": 0}, {})}
+    )
+    done = {"state": "completed", "attempts": 1}
+    # (ms/iter, steps run, evaluations, process seconds)
+    timed = {"trial-000": (500.0, 20, 2, 35.0), "trial-002": (600.0, 20, 2, 50.0)}
+    pruned = (700.0, 10, 1, 35.0)  # stopped by the study at its first evaluation
+    write_matrix(
+        root / TUNE_DIR / "c",
+        trial,
+        {
+            **{
+                t: ({**done, "seconds": s}, metrics_of(trial, ms, n, e))
+                for t, (ms, n, e, s) in timed.items()
+            },
+            "trial-001": (
+                {**done, "seconds": pruned[3]},
+                metrics_of(trial, *pruned[:3], pruned=True, pruned_at=10),
+            ),
+            "trial-003": (
+                {**done, "state": "failed", "seconds": 90.0},
+                metrics_of(trial, 5000.0, 20, 2, status="failed"),
+            ),
+            # its run wrote a completed record, then the process failed
+            "trial-004": (
+                {**done, "state": "failed", "seconds": 95.0},
+                metrics_of(trial, 9000.0, 20, 2),
+            ),
+            "trial-005": (
+                {**done, "state": "diverged", "seconds": 20.0},
+                metrics_of(trial, 8000.0, 7, 0, status="diverged"),
+            ),
+        },
+    )
+    (root / TUNE_DIR / "c" / "trial-006").symlink_to("trial-000")  # reused: counted once
+    matrix = json.loads((root / TUNE_DIR / "c" / "matrix.json").read_text())
+    matrix["runs"]["trial-006"] = {**done, "seconds": 1.0, "reused_from": "m1/tune/c/trial-000"}
+    (root / TUNE_DIR / "c" / "matrix.json").write_text(json.dumps(matrix))
+
+    parts = breakdown(run)
+    points = [*timed.values(), pruned]
+
+    def expected(points):
+        step = statistics.median(ms / 1000 for ms, _, _, _ in points)
+        eval_s = parts.eval_s * step / parts.step_s
+        fixed = statistics.median(s - n * ms / 1000 - e * eval_s for ms, n, e, s in points)
+        return fixed + 40 * step + 2 * eval_s
+
+    est = estimate_run(run, completed_runs(tmp_path / "results"))
+    assert est.basis == "calibrated from 3 trials of this shape on this machine"
+    assert est.calibrated == 3
+    # step: the median of 0.5, 0.6 and 0.7 s; fixed cost: the pruned trial's 35 s less
+    # the 10 steps it ran and its one evaluation, the median of 25, 28 and 38 s less theirs
+    assert est.seconds == pytest.approx(expected(points))
+    eval_s = parts.eval_s * 0.6 / parts.step_s
+    assert est.seconds == pytest.approx((35.0 - 7.0 - eval_s) + 40 * 0.6 + 2 * eval_s)
+    assert est.seconds > 2 * estimate_run(run, []).seconds
+
+    # once a final run of the matrix completes, it counts beside the trials
+    final = (800.0, 40, 2, 60.0)
+    write_matrix(
+        tmp_path / "results" / "m2",
+        run,
+        {"r": ({**done, "seconds": final[3]}, metrics_of(run, *final[:3]))},
+    )
+    est = estimate_run(run, completed_runs(tmp_path / "results"))
+    assert est.basis == "calibrated from 1 run and 3 trials of this shape on this machine"
+    assert est.seconds == pytest.approx(expected([*points, final]))

@@ -202,8 +202,9 @@ def test_importing_the_estimate_is_light():
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_trained_bpe_vocabulary_is_the_configured_size_before_preparing(tiny_run):
-    from lib.estimate.memory import default_vocab
-
+def test_the_estimate_sizes_the_vocabulary_the_tokenizer_gives(tiny_run):
+    # lib/data/vocab.py's rule (tested there); a vocabulary passed in wins
     run = tiny_run(DATA_TOKENIZER_BPE="y", DATA_BPE_VOCAB_SIZE="3000")
-    assert default_vocab(run) == 3000
+    assert estimate_memory(run).vocab_size == 3000
+    assert estimate_memory(tiny_run()).vocab_size == 256  # characters, not prepared yet
+    assert estimate_memory(tiny_run(), 100).vocab_size == 100

@@ -134,13 +134,14 @@ def trainer_step(device: str, work: Path, put: Put) -> None:
 def reference_memory(device: str, work: Path, put: Put) -> None:
     """c: the reference configuration's peak over a few trainer steps on
     synthetic tokens, beside `make estimate`'s figure for the same run."""
+    from lib.data.vocab import configured_vocab
     from lib.estimate.measure import measure_peak
-    from lib.estimate.memory import GIB, default_vocab, estimate_memory
+    from lib.estimate.memory import GIB, estimate_memory
 
     g = S.for_device(device)
     batch, accumulation = (32, 4) if device == "cuda" else (2, 2)
     run = run_config(S.REFERENCE, S.overrides(device, batch, accumulation, compile=True))
-    vocab = default_vocab(run)
+    vocab = configured_vocab(run)
     estimate = estimate_memory(run, vocab).total_bytes
     put("estimate_gib", estimate / GIB)
     measured = measure_peak(run, vocab, g["reference_steps"])
@@ -184,13 +185,13 @@ def seqlen(device: str, work: Path, put: Put) -> None:
     """e: bench-seqlen, vanilla against HAMT (the fla kernel when it imports),
     then HAMT on its torch scan; the plot goes to work/seqlen.png."""
     from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
-    from lib.bench.step import vocab_size
+    from lib.data.vocab import configured_vocab
 
     g = S.for_device(device)
     run = run_config(S.BASELINE, S.overrides(device, 1, 1, compile=True))
     r = run_seqlen_bench(
         run,
-        vocab_size(run),
+        configured_vocab(run),
         g["seqlen_lengths"],
         steps=g["seqlen_steps"],
         tokens=g["seqlen_tokens"],
@@ -216,7 +217,7 @@ def seqlen(device: str, work: Path, put: Put) -> None:
     )
     r = run_seqlen_bench(
         run,
-        vocab_size(run),
+        configured_vocab(run),
         g["torch_scan_lengths"],
         steps=g["seqlen_steps"],
         tokens=g["seqlen_tokens"],

@@ -1,16 +1,33 @@
-"""The vocabulary the configuration tells (lib/data/vocab.py), which the
-family's config check uses instead of assuming GPT-2's."""
+"""The vocabulary a run's model is built with (lib/data/vocab.py), the one rule
+the config check, `make estimate` and `make bench` share."""
+
 from __future__ import annotations
 
 from lib.data import load_meta
 from lib.data.prepared import ensure_prepared
-from lib.data.vocab import configured_vocab
+from lib.data.vocab import CHAR_VOCAB_GUESS, GPT2_BPE_VOCAB, configured_vocab
 
 
-def test_vocabulary_from_the_tokenizer_or_the_prepared_data(tiny_run):
-    assert configured_vocab(tiny_run(DATA_TOKENIZER_GPT2="y")) == 50257
-    assert configured_vocab(tiny_run(DATA_TOKENIZER_BPE="y", DATA_BPE_VOCAB_SIZE="3000")) == 3000
-    run = tiny_run()  # characters: unknown until the corpus is prepared
-    assert configured_vocab(run) is None
-    vocab = load_meta(ensure_prepared(run, log=lambda _: None))["vocab_size"]
-    assert configured_vocab(run) == vocab and 2 < vocab < 256
+def prepared_vocab(run) -> int:
+    return int(load_meta(ensure_prepared(run, log=lambda _: None))["vocab_size"])
+
+
+def test_gpt2_bpe_has_50257_tokens(tiny_run):
+    assert configured_vocab(tiny_run(DATA_TOKENIZER_GPT2="y")) == 50257 == GPT2_BPE_VOCAB
+
+
+def test_a_trained_bpe_is_its_configured_size_until_its_corpus_tells(tiny_run):
+    run = tiny_run(DATA_TOKENIZER_BPE="y", DATA_BPE_VOCAB_SIZE="3000")
+    assert configured_vocab(run) == 3000
+    # the tiny corpus runs out of merges: the trainer builds the model with meta.json's size
+    vocab = prepared_vocab(run)
+    assert configured_vocab(run) == vocab and 256 < vocab < 3000
+
+
+def test_characters_are_the_prepared_corpus_else_the_stand_in(tiny_run):
+    run = tiny_run()
+    assert configured_vocab(run) == CHAR_VOCAB_GUESS == 256
+    assert configured_vocab(run, unknown=GPT2_BPE_VOCAB) == 50257  # the config check's
+    vocab = prepared_vocab(run)
+    assert 2 < vocab < 256
+    assert configured_vocab(run) == vocab == configured_vocab(run, unknown=GPT2_BPE_VOCAB)

@@ -148,9 +148,9 @@ def test_torchrun_command_for_one_and_several_machines(tiny_run):
         torchrun_command(tiny_run(GPT2_USE_DDP="y", DIST_NNODES=2), "scripts/train.py", [])
 
 
-@pytest.mark.slow  # about 25 s on 2 cores; DDP above covers the launch path
-def test_fsdp_on_two_processes_matches_one_process(tiny_run):
-    settings = dict(SETTINGS, GPT2_MAX_ITERS=3, GPT2_EVAL_INTERVAL=3)
+def _alone_and_fsdp(tiny_run, settings, **fsdp_only):
+    """One process at batch 8 trained to its end (the trainer and its metrics), and
+    the folder of the same run on 2 FSDP processes at batch 4, not launched yet."""
     run = tiny_run(RUN_NAME="single", BATCH_SIZE=8, **settings)
     single = Trainer(run, create_run_dir(run), log=lambda _: None)
     alone = single.train()
@@ -160,9 +160,15 @@ def test_fsdp_on_two_processes_matches_one_process(tiny_run):
         GPT2_USE_DDP="y",
         GPT2_NUM_GPUS=2,
         DIST_STRATEGY_FSDP="y",
-        **settings,
+        **{**settings, **fsdp_only},
     )
-    run_dir = create_run_dir(fsdp)
+    return single, alone, create_run_dir(fsdp)
+
+
+@pytest.mark.slow  # about 25 s on 2 cores; DDP above covers the launch path
+def test_fsdp_on_two_processes_matches_one_process(tiny_run):
+    settings = dict(SETTINGS, GPT2_MAX_ITERS=3, GPT2_EVAL_INTERVAL=3)
+    single, alone, run_dir = _alone_and_fsdp(tiny_run, settings)
     metrics = launch(run_dir)
     assert metrics["status"] == "completed" and metrics["world_size"] == 2
     assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"], rel=1e-5)
@@ -176,18 +182,7 @@ def test_fsdp_muon_gathers_each_matrix_and_matches_one_process(tiny_run):
     """Under FSDP each rank holds row shards: Newton-Schulz runs on the gathered
     matrix, so the result is one process's (tolerances as for DDP above)."""
     settings = dict(SETTINGS, OPTIMIZER_MUON="y", GPT2_MAX_ITERS=3, GPT2_EVAL_INTERVAL=3)
-    run = tiny_run(RUN_NAME="single", BATCH_SIZE=8, **settings)
-    single = Trainer(run, create_run_dir(run), log=lambda _: None)
-    alone = single.train()
-    fsdp = tiny_run(
-        RUN_NAME="fsdp",
-        BATCH_SIZE=4,
-        GPT2_USE_DDP="y",
-        GPT2_NUM_GPUS=2,
-        DIST_STRATEGY_FSDP="y",
-        **settings,
-    )
-    run_dir = create_run_dir(fsdp)
+    single, alone, run_dir = _alone_and_fsdp(tiny_run, settings)
     metrics = launch(run_dir)
     assert metrics["status"] == "completed" and metrics["world_size"] == 2
     assert metrics["train_loss"]["values"] == pytest.approx(
@@ -212,3 +207,52 @@ def test_fsdp_muon_gathers_each_matrix_and_matches_one_process(tiny_run):
         for p in g["params"]
     ]
     assert sorted(tuple(b.shape) for b in buffers) == sorted(whole)  # not row shards
+
+
+PRUNE_FSDP = dict(
+    SETTINGS,
+    PRUNING_MODE_SINGLE="y",
+    PRUNING_TARGET_SPARSITY="0.5",
+    PRUNING_WARMUP=1,
+    PRUNING_RAMP_END=4,
+    PRUNING_FREQUENCY=1,
+    GPT2_MAX_ITERS=6,
+    GPT2_EVAL_INTERVAL=6,
+)
+
+
+@pytest.mark.slow  # about 13 s each on 2 idle cores (two launches)
+@pytest.mark.parametrize(
+    "method, extra",
+    [
+        ("MAGNITUDE", {"PRUNING_HEAD": "y"}),  # a global threshold; the head tied to wte
+        ("MOVEMENT", {"PRUNING_SCOPE_PER_LAYER": "y"}),
+        ("MOVEMENT", {"PRUNING_MOVEMENT_KNLP": "y"}),  # masks re-chosen from w (w - w0)
+        ("STATE", {"OPTIMIZER_ADAMWPRUNE": "y", "ADAMWPRUNE_VARIANT_BITTER7": "y"}),
+    ],
+)
+def test_fsdp_pruning_on_two_processes_matches_one_process(tiny_run, method, extra):
+    """Each rank holds a row shard of every weight: the masks must still be chosen
+    from the whole tensors' scores (a threshold over one shard would prune each
+    shard to the target on its own), so they, the sparsity and the losses are one
+    process's, also across a resume (masks and movement scores saved whole)."""
+    settings = dict(PRUNE_FSDP, **extra, **{f"PRUNING_METHOD_{method}": "y"})
+    single, alone, run_dir = _alone_and_fsdp(
+        tiny_run, settings, GPT2_MAX_ITERS=4, GPT2_EVAL_INTERVAL=4
+    )
+    launch(run_dir)
+    metrics = launch(run_dir, "MAX_ITERS=6")  # knlp's rule updates again after the resume
+    assert metrics["status"] == "completed" and metrics["world_size"] == 2
+    assert [e["event"] for e in metrics["events"]] == ["resumed"]
+    assert alone["sparsity"] == pytest.approx(0.5, abs=0.01)
+    assert metrics["sparsity"] == alone["sparsity"]
+    assert metrics["train_loss"]["values"] == pytest.approx(alone["train_loss"]["values"], rel=1e-5)
+    state = load_checkpoint(run_dir / "ckpt_latest.pt")  # gathered, unsharded
+    pruner = single.training.pruner
+    assert state["pruner"]["names"] == pruner.names
+    for name, saved, mask in zip(pruner.names, state["pruner"]["masks"], pruner.masks):
+        assert torch.equal(saved, mask), name
+        assert torch.equal(state["model"][name] == 0, ~mask | (state["model"][name] == 0)), name
+    weights = single.training.model.state_dict()
+    for name, value in weights.items():
+        torch.testing.assert_close(state["model"][name], value, rtol=1e-4, atol=1e-5, msg=name)

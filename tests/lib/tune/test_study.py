@@ -14,6 +14,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from lib.matrix.eta import Estimates, matrix_eta
 from tests.lib.conftest import synthetic_corpus
 from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import make, project  # noqa: F401 (fixture)
@@ -107,6 +108,13 @@ def test_trials_report_to_the_study_and_poor_ones_are_pruned(project):
     assert f'CONFIG_LEARNING_RATE="{best["params"]["LR"]:.6g}"' in config
     watch = make(project, "watch", "ONCE=1")
     assert f"tune {rec['config']}: 5 of 5 trials done ({len(pruned)} pruned" in watch.stdout
+    # `make watch`'s ETA reads the same records: every trial done, one at a time on a CPU
+    records = Estimates(root)
+    records.prepare()
+    matrix = json.loads((root / "matrix.json").read_text())
+    eta = matrix_eta(matrix, records, lambda path: None, studies=records.studies(matrix))
+    assert (eta.trials_done, eta.trials_total, eta.tuning_s) == (5, 5, 0.0)
+    assert [s.at_once for s in records.studies(matrix)] == [1]
 
 
 def test_killed_search_continues_without_repeating_finished_trials(project):
