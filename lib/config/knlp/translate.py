@@ -25,7 +25,7 @@ from lib.config.knlp.names_attention import GATED_ATTENTION
 from lib.config.knlp.row import Row
 from lib.config.knlp.table import COMMIT, SYMBOLS
 from lib.config.knlp.translate_mla import MlaRules
-from lib.config.knlp.translate_optim import OptimizerRules
+from lib.config.knlp.translate_optim import OptimizerRules, unquote
 from lib.config.knlp.translate_optim import knlp_value as _value
 from lib.config.knlp.tree import resolve
 from lib.config.renames import parse_lines
@@ -55,10 +55,6 @@ def is_knlp(text: str) -> bool:
     return False
 
 
-def _unquote(value: str) -> str:
-    return value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
-
-
 class _Translation(OptimizerRules, MlaRules):
     def __init__(self, ours: kconfiglib.Kconfig, shown: str, text: str):
         self.ours, self.shown = ours, shown
@@ -82,7 +78,7 @@ class _Translation(OptimizerRules, MlaRules):
             )
             return
         if sym.orig_type == kconfiglib.STRING:
-            value = '"' + _unquote(value).replace('"', '\\"') + '"'
+            value = '"' + unquote(value).replace('"', '\\"') + '"'
         where = where or self._origin(knlp_name)
         earlier = self.assigned.get(ours)
         if earlier is not None and earlier[0] != value:
@@ -106,7 +102,7 @@ class _Translation(OptimizerRules, MlaRules):
         if sym is None or sym.user_value is None:
             return False
         want = [v for _, n, v in self.lines if n == name][-1]
-        return _unquote(want) == (_value(sym) or "")
+        return unquote(want) == (_value(sym) or "")
 
     def row(self, name: str) -> Row | None:
         if name in ROWS:
@@ -140,7 +136,7 @@ class _Translation(OptimizerRules, MlaRules):
         elif row.kind == "member" and value == "y":
             self.assign(row.ours, "y", name)
         elif row.kind == "values":
-            target = dict(row.values).get(_unquote(value))
+            target = dict(row.values).get(unquote(value))
             if target is None:
                 self.out.problems.append(
                     f"{self._origin(name)}: CONFIG_{name}={value} has no counterpart here; "
@@ -197,8 +193,7 @@ class _Translation(OptimizerRules, MlaRules):
         per step (its number where every step has a distinct one)."""
         knlp = self.knlp.syms
         steps = [
-            s.strip()
-            for s in _unquote(_value(knlp["GPT2_VANILLA_ABLATION_STEPS"]) or "").split(",")
+            s.strip() for s in unquote(_value(knlp["GPT2_VANILLA_ABLATION_STEPS"]) or "").split(",")
         ]
         if steps == [""]:  # an empty list: knlp trains its plain runs
             return
@@ -214,7 +209,7 @@ class _Translation(OptimizerRules, MlaRules):
                     "GPT2_VANILLA_ABLATION_STEPS"
                 )
             return
-        baseline = _unquote(_value(knlp["BASELINE_RUN_ID"]) or "").strip()
+        baseline = unquote(_value(knlp["BASELINE_RUN_ID"]) or "").strip()
         skipped = [s for s in steps if baseline and re.fullmatch(r"[A-Za-z]?0", s)]
         steps = [s for s in steps if s not in skipped]
         if skipped:
@@ -254,12 +249,12 @@ class _Translation(OptimizerRules, MlaRules):
                 sym = self.knlp.syms[name]
                 if not any(node.prompt for node in sym.nodes):
                     resolved = _value(sym) or ""
-                    if _unquote(value) != resolved:
-                        derivable = {_unquote(v) for v, _ in SYMBOLS[name][3]}
+                    if unquote(value) != resolved:
+                        derivable = {unquote(v) for v, _ in SYMBOLS[name][3]}
                         never = (
                             f" (no selection of knlp's Kconfig derives {value}, so knlp "
                             f'dropped this line and trained what "{resolved}" names)'
-                            if _unquote(value) not in derivable
+                            if unquote(value) not in derivable
                             else ""
                         )
                         self.out.problems.append(

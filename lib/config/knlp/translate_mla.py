@@ -13,7 +13,7 @@ from __future__ import annotations
 import kconfiglib
 
 from lib.config.knlp.names_attention import MLA_BASE, mla_form
-from lib.config.knlp.translate_optim import knlp_value
+from lib.config.knlp.translate_optim import knlp_value, unquote
 
 # Our variants of knlp's three, in the order menus list them (gpt2/variants.py)
 OURS = (MLA_BASE, "knlp_mla_kv", "knlp_mla_kv_fim")
@@ -21,13 +21,9 @@ OURS = (MLA_BASE, "knlp_mla_kv", "knlp_mla_kv_fim")
 KNLP_KV_LAYERS = "4"
 
 
-def _unquote(value: str) -> str:
-    return value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
-
-
 def mla_entries(raw: str) -> list[str]:
     """MLA_VARIANT's entries as knlp's runner splits them."""
-    return [e.strip() for e in _unquote(raw).split(",") if e.strip()]
+    return [e.strip() for e in unquote(raw).split(",") if e.strip()]
 
 
 class MlaRules:

@@ -28,6 +28,11 @@ from lib.config.knlp.code import (
 )
 
 
+def unquote(value: str) -> str:
+    """A .config string value without its quotes (other values as they are)."""
+    return value[1:-1] if len(value) > 1 and value[0] == value[-1] == '"' else value
+
+
 def knlp_value(sym: kconfiglib.Symbol) -> str | None:
     """knlp's resolved value as .config text; None when the symbol is inactive."""
     if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
