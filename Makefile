@@ -18,11 +18,11 @@ KCONFIGS := Kconfig $(wildcard */Kconfig* */*/Kconfig* */*/*/Kconfig*)
 # (TIME, for one, is also GNU time's format variable).
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
 	PARALLEL_JOBS EXECUTOR SEEDS RUNS_PER_GPU REUSE DRY_RUN YES RETRY_FAILED WARMUP TUNE \
-	TUNE_TRIALS TUNE_FRACTION TUNE_METRIC
+	TUNE_TRIALS TUNE_FRACTION TUNE_METRIC SCALE_ITERS
 OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
 	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS TRUST_CHECKPOINT STAGES GPU_CHECK_BUDGET_S \
-	GPU_WHEELS_PYTHON
+	GPU_WHEELS_PYTHON PLAN
 GIVEN := $(foreach v,$(OVERRIDE_VARS) $(OPTION_VARS),$(if $(filter command line,$(origin $(v))),$(v)))
 
 # Values reach the scripts byte for byte, whatever they hold: quotes, $(...),
@@ -49,12 +49,33 @@ ifeq ($(origin RESUME),command line)
 $(error RESUME is internal: `make continue` resumes results/latest, `make continue RUN_NAME=<id>` a named run)
 endif
 
+# Any other variable typed on the command line is refused: make would export it
+# and go on, so `make LRR=1e-3` would train at the default LR without a word.
+# Known: the lists above, import-knlp's FILE and NAME, TEST_JOBS, the .venv paths,
+# GNU make's own, and the environment variables of the programs make starts
+# (CUDA_VISIBLE_DEVICES=1, HF_HUB_OFFLINE=1...), which reach them as typed.
+OTHER_VARS := FILE NAME TEST_JOBS TEST_ORDER TEST_SEED TEST_THREADS VENV PY DEFCONFIG_NAME
+MAKE_OWN_VARS := SHELL .SHELLFLAGS MAKEFLAGS MFLAGS GNUMAKEFLAGS MAKEFILES VPATH .RECIPEPREFIX
+PROGRAM_ENV := CUDA_% HIP_% ATEN_% ONEDNN_% DNNL_% ROCR_% NCCL_% TORCH% PYTORCH_% TRITON_% OMP_% MKL_% HF_% \
+	HUGGINGFACE_% TRANSFORMERS_% TOKENIZERS_% TIKTOKEN_% WANDB_% TRACKIO_% GPU_CHECK_% \
+	PYTHON% LD_% TMPDIR XDG_%
+UNKNOWN_VARS := $(filter-out $(OVERRIDE_VARS) $(OPTION_VARS) $(OTHER_VARS) $(MAKE_OWN_VARS) \
+	$(PROGRAM_ENV),$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+ifneq ($(UNKNOWN_VARS),)
+# Frozen first, so the $(shell) below never expands what was typed.
+$(foreach v,$(UNKNOWN_VARS),$(eval override $(v) := $$(value $(v))))
+$(error $(if $(wildcard $(VENV)/bin/python),$(shell MAKE_KNOWN_VARS="$(OVERRIDE_VARS) \
+	$(OPTION_VARS) FILE NAME TEST_JOBS TEST_ORDER TEST_SEED TEST_THREADS" $(VENV)/bin/python scripts/kconfig.py make-vars \
+	$(foreach v,$(UNKNOWN_VARS),'$(subst ','\'',$(v))') 2>&1),unknown variable(s) \
+	$(UNKNOWN_VARS): `make help` lists the variables make reads))
+endif
+
 # V=1 shows the commands make runs, as in Kbuild: work recipes start with $(Q),
 # `@` unless V=1 was typed (V is frozen above like every given value). Recipes
 # that only print a message keep a plain `@`.
 Q := $(if $(filter 1,$(if $(filter V,$(GIVEN)),$(V))),,@)
 
-##: kconfig-llm targets (overrides: MAX_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n
+##: kconfig-llm targets (overrides: MAX_ITERS= SCALE_ITERS= TIME= BATCH_SIZE= GRAD_ACCUM= COMPILE=y|n
 ##:   DEVICE=auto|cuda|cpu|mps LR= SEED= SEEDS= RUN_NAME= SET="SYMBOL=value ..." DRY_RUN=1 YES=1
 ##:   TRACKER=tensorboard,wandb,trackio|none REUSE=n; V=1 shows the commands make runs)
 
@@ -143,48 +164,51 @@ show: config.py
 .PHONY: all
 all: train
 
+# Long runs `exec` their script: make passes a SIGTERM it gets on to its command,
+# which is then the script itself, not a shell that would die and orphan it
+# (lib/run/signals.py: follow_make passes on the SIGINT make does not).
 ## prepare the dataset if needed, then train (results/<run-id>/)
 .PHONY: train
 train: config.py prepare
-	$(Q)$(PY) scripts/train.py $(OVERRIDES)
+	$(Q)exec $(PY) scripts/train.py $(OVERRIDES)
 
 ## tokenize the configured dataset into data/ (once)
 .PHONY: prepare
 prepare: config.py
-	$(Q)$(PY) scripts/prepare.py $(OVERRIDES)
+	$(Q)exec $(PY) scripts/prepare.py $(OVERRIDES)
 
 ## resume results/latest (or RUN_NAME=, or RUN=<dir>): a run from its last checkpoint,
 ## a matrix's pending/interrupted runs [RETRY_FAILED=1 retries failed]
 .PHONY: continue
 continue: | $(STAMP)
-	$(Q)$(PY) scripts/continue.py $(call arg,RUN,--run) $(OVERRIDES)
+	$(Q)exec $(PY) scripts/continue.py $(call arg,RUN,--run) $(OVERRIDES)
 
 ## train every run the multiple-selection menus enable [YES=1 PARALLEL_JOBS= REUSE=n]
 .PHONY: test-matrix
 test-matrix: config.py prepare
-	$(Q)$(PY) scripts/matrix.py run $(OVERRIDES)
+	$(Q)exec $(PY) scripts/matrix.py run $(OVERRIDES)
 
 ## tune the configuration in .config (an Optuna study), then train it at the best
 ## values [TUNE="LR WARMUP" TUNE_TRIALS= TUNE_FRACTION= TUNE_METRIC= DRY_RUN=1 YES=1]
 .PHONY: tune
 tune: config.py prepare
-	$(Q)$(PY) scripts/matrix.py tune $(OVERRIDES)
+	$(Q)exec $(PY) scripts/matrix.py tune $(OVERRIDES)
 
-## print the matrix's runs with memory and time estimates; runs nothing
+## print the matrix's runs with memory and time estimates; runs nothing [GPU=H100]
 .PHONY: test-matrix-dry-run
 test-matrix-dry-run: config.py
-	$(Q)$(PY) scripts/matrix.py run DRY_RUN=1 $(OVERRIDES)
+	$(Q)$(PY) scripts/matrix.py run DRY_RUN=1 $(call arg,GPU,--gpu) $(OVERRIDES)
 
 ## train one matrix run again from scratch: TARGET=<run-id> [MATRIX=<dir>]
 .PHONY: test-rerun
 test-rerun: config.py
-	$(Q)$(PY) scripts/matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
+	$(Q)exec $(PY) scripts/matrix.py rerun $(MATRIX_ARGS) $(OVERRIDES)
 
 ## a matrix over SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
 ## [SWEEP_MODE=grid|random SWEEP_TRIALS=N SWEEP_SEED=] (DRY_RUN=1 plans only)
 .PHONY: sweep
 sweep: config.py prepare
-	$(Q)$(PY) scripts/matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
+	$(Q)exec $(PY) scripts/matrix.py sweep $(SWEEP_ARGS) $(OVERRIDES)
 
 ## summary.md/.csv/.tex (seed statistics when runs share a configuration) and plots
 ## for results/latest [RESULTS=<dir> BASELINE=<run>]
@@ -282,11 +306,12 @@ gpu-wheels:
 	$(Q)$(GPU_PY) scripts/gpu_wheels.py
 
 ## test and time everything GPU-side in one time-boxed run -> OUT/gpu_check.json
-## [STAGES=abcdef OUT=<dir> DEVICE=cpu (tiny shapes) GPU_CHECK_BUDGET_S=480]
+## [STAGES=abcdef OUT=<dir> DEVICE=cpu (tiny shapes) GPU_CHECK_BUDGET_S=540
+## PLAN=h200 (print the order and what it expects to reach; run nothing)]
 .PHONY: gpu-check
 gpu-check:
 	$(Q)$(GPU_PY) scripts/gpu_check.py $(call arg,DEVICE,--device) $(call arg,OUT,--out) \
-		$(call arg,STAGES,--stages)
+		$(call arg,STAGES,--stages) $(call arg,PLAN,--plan)
 
 ##@ Maintenance
 
@@ -300,16 +325,25 @@ schema: | $(STAMP)
 	$(Q)$(PY) scripts/kconfig.py schema
 
 # The slow end-to-end tests run in `make test-slow`, a CI step of their own.
-# TEST_JOBS= sets pytest-xdist's workers; a test file stays in one worker.
+# TEST_JOBS= sets pytest-xdist's workers, which take tests one at a time (worksteal).
+# The fast suite runs in a random order (pytest-randomly); TEST_ORDER=<seed> replays one.
 TEST_JOBS ?= auto
+TEST_ORDER_ARG = $(if $(TEST_ORDER),--randomly-seed=$(TEST_ORDER))
 
-## lint and format-check the tree (ruff), type-check (mypy), then run the test suite [TEST_JOBS=]
+## lint and format-check the tree (ruff), type-check (mypy), then run the test suite in a random order [TEST_JOBS= TEST_ORDER=<seed>]
 .PHONY: test
 test: | $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not engine and not slow" tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal $(TEST_ORDER_ARG) \
+		--junitxml=.pytest_cache/junit.xml -m "not engine and not slow" tests
+
+## the flakiness gate: the stochastic tests under another seed, thread count and set
+## of CPU kernels (CI runs it after `make test`) [TEST_SEED=]
+.PHONY: test-flaky
+test-flaky: | $(STAMP)
+	$(Q)PY=$(PY) TEST_JOBS=$(TEST_JOBS) bash scripts/flaky_gate.sh
 
 ## reformat the tree and apply ruff's safe fixes (what `make test` checks)
 .PHONY: format
@@ -321,6 +355,18 @@ format: | $(STAMP)
 .PHONY: test-slow
 test-slow: | $(STAMP)
 	$(PY) -m pytest -q -m "slow and not engine" tests
+
+## record the last `make test`'s slowest tests (docs/bench-data/tests/durations.json)
+## and write them into docs/development.md
+.PHONY: test-durations
+test-durations: | $(STAMP)
+	$(Q)$(PY) scripts/slowest_tests.py record
+
+## the GPU tests, the full HAMT kernel matrix included (`make gpu-check` runs a
+## shorter one); each skips without CUDA
+.PHONY: test-gpu
+test-gpu: | $(STAMP)
+	$(PY) -m pytest -q -p no:randomly -m gpu tests
 
 ## the tests that drive real engines: a one-node Slurm cluster, headless Chromium
 .PHONY: test-engines

@@ -8,8 +8,9 @@ from GPT-2's (RoPE, RMSNorm, SwiGLU, grouped-query attention, QK-norm, an
 untied head, a norm eps other than 1e-5: GPT2Config.gpt2_layout) has none,
 so the folder carries its model code instead
 (lib/model/remote/): AutoModelForCausalLM.from_pretrained(folder,
-trust_remote_code=True) loads it. Both get the GPT-2 BPE tokenizer files
-when the run used them, and README.md (gpt2/card.py).
+trust_remote_code=True) loads it. Both get the run's own tokenizer (GPT-2's
+BPE files, or tokenizer.json for a trained BPE or characters) and README.md
+(gpt2/card.py).
 """
 
 from __future__ import annotations
@@ -61,20 +62,37 @@ def write_card(
     (out / "README.md").write_text(card)
 
 
-def special_tokens(state: dict[str, Any]) -> dict[str, int]:
-    """config.json's bos/eos ids: the tokenizer's end-of-text token, where it has one
-    (generate then stops there, as transformers' GPT-2 does)."""
+def special_tokens(state: dict[str, Any]) -> dict[str, int | None]:
+    """config.json's bos/eos/pad ids: the tokenizer's end-of-text token, or none where
+    it has none (characters); generate then stops there, as transformers' GPT-2 does."""
     eot = state["tokenizer"].get("eot_token")
-    return {} if eot is None else {"bos_token_id": eot, "eos_token_id": eot}
+    return {"bos_token_id": eot, "eos_token_id": eot, "pad_token_id": eot}
 
 
 def save_tokenizer(state: dict[str, Any], out: Path, max_length: int) -> bool:
-    """The GPT-2 BPE files when the run used them; whether it did."""
+    """The run's own tokenizer, as AutoTokenizer loads it: GPT-2's published BPE files,
+    else tokenizer.json (a trained BPE, characters); whether one was written."""
     from gpt2.hf import save_gpt2_tokenizer
+    from lib.data.tokenizers import tokenizer_from_meta
 
-    if state["tokenizer"].get("name") != "gpt2":
+    if state["tokenizer"].get("name") == "gpt2":
+        save_gpt2_tokenizer(out, max_length)
+        return True
+    tokenizer = tokenizer_from_meta(state["tokenizer"])
+    hf = tokenizer.hf_tokenizer()
+    if hf is None:
         return False
-    save_gpt2_tokenizer(out, max_length)
+    from transformers import PreTrainedTokenizerFast
+
+    eot = None if tokenizer.eot_token is None else hf.id_to_token(tokenizer.eot_token)
+    PreTrainedTokenizerFast(
+        tokenizer_object=hf,
+        model_max_length=max_length,
+        bos_token=eot,
+        eos_token=eot,
+        pad_token=eot,
+        clean_up_tokenization_spaces=False,  # would drop the space before "," and "."
+    ).save_pretrained(out)
     return True
 
 
@@ -103,7 +121,7 @@ def export(
             f"model code, for AutoModelForCausalLM.from_pretrained(..., trust_remote_code=True)"
         )
     else:
-        save_pretrained(model, out)
+        save_pretrained(model, out, special_tokens(state))
     has_tokenizer = save_tokenizer(state, out, config.block_size)
     options = architecture_options(config)
     write_card(

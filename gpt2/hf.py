@@ -69,14 +69,34 @@ def read_weights(model_dir: Path) -> tuple[dict[str, Tensor], str]:
             tensors.update(load_file(d / shard))
         return tensors, f"model.safetensors.index.json ({len(shards)} shards)"
     if (d / "pytorch_model.bin").is_file():
-        return torch.load(
-            d / "pytorch_model.bin", map_location="cpu", weights_only=True
-        ), "pytorch_model.bin"
+        return _read_bin(d / "pytorch_model.bin"), "pytorch_model.bin"
     found = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
     raise CheckpointError(
         f"{d} holds no model.safetensors, model.safetensors.index.json or "
         f"pytorch_model.bin (found: {', '.join(found) or 'nothing'})"
     )
+
+
+def _read_bin(path: Path) -> dict[str, Tensor]:
+    """A pytorch_model.bin as plain tensors (weights_only: nothing in it runs). A file
+    that names other objects, or is damaged, is a CheckpointError saying what to do
+    instead, never torch's advice to load it with weights_only=False."""
+    from lib.run.safeload import unsafe_names
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # UnpicklingError, RuntimeError, EOFError...: torch's choice
+        names = unsafe_names(path)
+        what = (
+            f"it names {_names(names)}, which a weights file has no need of; nothing in it was run"
+            if names
+            else f"it is not a readable PyTorch weights file ({type(err).__name__})"
+        )
+        raise CheckpointError(
+            f"{path}: {what}. Use a model.safetensors of the model instead (transformers' "
+            f"save_pretrained writes one, from a copy you trust), or point "
+            f"CONFIG_GPT2_INIT_PATH at a folder that has one"
+        ) from None
 
 
 def _names(names: list[str]) -> str:
@@ -225,13 +245,17 @@ def to_hf_state_dict(model: GPT2) -> dict[str, Tensor]:
     return out
 
 
-def save_pretrained(model: GPT2, out_dir: Path | str) -> Path:
-    """config.json and model.safetensors that transformers loads as GPT2LMHeadModel."""
+def save_pretrained(
+    model: GPT2, out_dir: Path | str, special_ids: dict[str, int | None] | None = None
+) -> Path:
+    """config.json and model.safetensors that transformers loads as GPT2LMHeadModel;
+    special_ids (bos/eos/pad) replace GPT-2's 50256, which another tokenizer lacks."""
     from safetensors.torch import save_file
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(hf_config(model.config), indent=2) + "\n")
+    config = {**hf_config(model.config), **(special_ids or {})}
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     save_file(to_hf_state_dict(model), str(out / "model.safetensors"), metadata={"format": "pt"})
     return out
 
@@ -257,6 +281,7 @@ def save_gpt2_tokenizer(out_dir: Path | str, max_length: int) -> None:
                 "bos_token": eot,
                 "eos_token": eot,
                 "unk_token": eot,
+                "pad_token": eot,
                 "add_prefix_space": False,
             },
             indent=2,

@@ -10,7 +10,7 @@ attention.AttentionLayers), whether `make bench-seqlen` compares it, and the
 traits the config checks and the memory estimate read (gpt2/activations.py).
 
 Adding a variant is one module (its layer and an AttentionLayers) and one
-record here, plus its two Kconfig entries; tests/gpt2/test_gpt2_new_variant.py
+record here, plus its two Kconfig entries; tests/gpt2/test_gpt2_variant_registry.py
 does exactly that in a scratch copy of the project. This file imports no
 torch: configuration checks read it without building a model.
 """

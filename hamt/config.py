@@ -71,6 +71,9 @@ class HAMTConfig:
     # (flash-linear-attention's chunk_gla, CUDA only, hamt/kernel.py) or
     # "auto" (triton on CUDA when fla-core imports, else torch).
     scan_backend: str = "auto"
+    # Each fla kernel the triton backend runs keeps one configuration per
+    # shape class instead of autotuning (hamt/tuning.py).
+    kernel_pin: bool = True
 
     def __post_init__(self) -> None:
         for name in (

@@ -3,7 +3,7 @@
 transformers has no holographic-memory model, so the folder carries HAMT's
 code (lib/model/remote/, template hamt/remote.py) and loads with
 AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True); plus
-the GPT-2 BPE tokenizer files when the run used them and the model card,
+the run's own tokenizer (GPT-2's BPE files or tokenizer.json) and the model card,
 as GPT-2's export writes them (gpt2/export.py).
 """
 

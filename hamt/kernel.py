@@ -34,11 +34,13 @@ at least 16 with tl.dot, so the slot dimension is padded with zero slots to
 a multiple of 16 (a zero gate, read weight and log-decay: a slot that stays
 empty and is never read). V is tiled with masks and needs no padding.
 
-The retrieval loss (hamt/retrieval.py) reads the slots at the end of every
-scan chunk with other weights than the model's readers. The kernel returns
-only reads and the final state, so that read is a second head sharing k, v
-and the gate, whose query is the retrieval weights at those positions and 0
-elsewhere: its output there is exactly the read of the slots as they are.
+The kernel runs as a torch.library custom op (hamt/gla_op.py), so that
+torch.compile keeps the layer one graph. The retrieval loss
+(hamt/retrieval.py) reads the slots at the end of every scan chunk with
+other weights than the model's readers; the kernel returns only reads and
+the final state, and a second query head would run it all again, so those
+reads come from hamt/scan.py's chunk_end_reads instead (a matmul over the
+chunks' writes).
 """
 
 from __future__ import annotations
@@ -105,21 +107,17 @@ def gla_scan(
     gla: GLA,
     state: Tensor | None = None,
     ticks: Tensor | None = None,
-    aux_readers: Tensor | None = None,
-    aux_at: Tensor | None = None,
     final: bool = True,
     dtype: torch.dtype = torch.float32,
-) -> tuple[Tensor, Tensor | None, Tensor | None]:
+) -> tuple[Tensor, Tensor | None]:
     """hamt/scan.py's chunked_scan through a GLA function (chunk_gla or gla_reference).
 
     bound [B, T, P], gates [B, T, S] (already 0 where a slot does not
     tick), readers [B, T, S], log_decay [S], state [B, S, P] (None: empty
     slots), ticks [T, S] bool (None: every slot ticks at every token).
-    aux_readers [B, N, S] and aux_at [N] (positions): also read the slots
-    after token aux_at[n] with weights aux_readers[:, n] (the second head).
     dtype: of q, k, v given to the kernel; the gate, the state and the
     results are float32 (float64 inputs stay float64). Returns (reads
-    [B, T, P], final slots [B, S, P] or None, aux reads [B, N, P] or None).
+    [B, T, P], final slots [B, S, P] or None).
     """
     batch, length, width = bound.shape
     slots = gates.size(-1)
@@ -128,19 +126,14 @@ def gla_scan(
     log_gate = (
         log_decay.to(work).expand(length, slots) if ticks is None else (log_decay.to(work) * ticks)
     )  # [T, S]
-    queries = [readers]
-    if aux_readers is not None:
-        assert aux_at is not None
-        queries.append(readers.new_zeros(batch, length, slots).index_copy(1, aux_at, aux_readers))
-    heads = len(queries)
-    q = torch.stack(queries, 2)  # [B, T, H, S]
-    k = gates.unsqueeze(2).expand(-1, -1, heads, -1)
-    v = bound.unsqueeze(2).expand(-1, -1, heads, -1)
-    g = log_gate.view(1, length, 1, slots).expand(batch, -1, heads, -1)
+    q = readers.unsqueeze(2)  # [B, T, 1, S]: one head
+    k = gates.unsqueeze(2)
+    v = bound.unsqueeze(2)
+    g = log_gate.view(1, length, 1, slots).expand(batch, -1, -1, -1)
     q, k, g = (F.pad(t, (0, pad)) if pad else t for t in (q, k, g))
     first = None
     if state is not None:
-        first = state.to(work).unsqueeze(1).expand(-1, heads, -1, -1)
+        first = state.to(work).unsqueeze(1)
         first = (F.pad(first, (0, 0, 0, pad)) if pad else first).contiguous()
     out, last = gla(
         q.to(dtype).contiguous(),
@@ -152,9 +145,8 @@ def gla_scan(
         output_final_state=final,
     )
     reads = out[:, :, 0].to(work)
-    retrieved = out[:, aux_at, 1].to(work) if aux_readers is not None else None
     slots_after = last[:, 0, :slots].to(work) if final and last is not None else None
-    return reads, slots_after, retrieved
+    return reads, slots_after
 
 
 # ------------------------------------------------------------ backend choice
@@ -213,10 +205,12 @@ def package_version() -> str | None:
         return None
 
 
-def resolve_backend(requested: str, device: torch.device) -> Backend:
+def resolve_backend(requested: str, device: torch.device, record: bool = True) -> Backend:
     """auto: triton on a CUDA device when fla-core imports, else torch.
     triton where it cannot run raises, naming why and how to install: a
-    silent fallback would give figures for the wrong backend."""
+    silent fallback would give figures for the wrong backend. record=False
+    leaves out the package's version (read from its metadata, which
+    torch.compile cannot trace: the layer asks with record=False)."""
     if requested not in BACKENDS:
         raise ValueError(
             f"scan_backend={requested!r} is invalid: it must be one of {', '.join(BACKENDS)}"
@@ -229,15 +223,17 @@ def resolve_backend(requested: str, device: torch.device) -> Backend:
             raise RuntimeError(
                 f"CONFIG_HAMT_SCAN_BACKEND_TRITON=y cannot run: {problem}; {INSTALL_HINT}"
             )
-        return Backend("triton", "requested", package_version())
+        return Backend("triton", "requested", package_version() if record else None)
     if problem is not None:
         return Backend("torch", f"auto: {problem}")
-    return Backend("triton", "auto: CUDA device and fla-core found", package_version())
+    version = package_version() if record else None
+    return Backend("triton", "auto: CUDA device and fla-core found", version)
 
 
-def load_chunk_gla() -> GLA:
-    """fla-core's chunk_gla (imported here, not at module level: CPU
-    installs do not have it)."""
-    from fla.ops.gla import chunk_gla
+def load_chunk_gla(pinned: bool = True) -> GLA:
+    """fla-core's chunk_gla kernels through the custom op of hamt/gla_op.py
+    (imported here, not at module level: CPU installs do not have fla);
+    pinned: one configuration per kernel and shape class (HAMT_KERNEL_PIN)."""
+    from hamt.gla_op import as_gla
 
-    return chunk_gla
+    return as_gla("fla_pinned" if pinned else "fla")

@@ -32,7 +32,7 @@ from hamt.config import HAMTConfig
 from hamt.kernel import Backend, gla_scan, load_chunk_gla, resolve_backend
 from hamt.retrieval import retrieval_cosine_loss, retrieval_loss, retrieval_queries, sample_sources
 from hamt.routing import balance_loss, route
-from hamt.scan import chunk_ends, chunked_scan
+from hamt.scan import chunk_end_reads, chunked_scan
 from hamt.spectral import Unbind, UnitBind, complex_bins, from_spectrum, to_spectrum
 
 _EPS = 1e-12  # keeps a zero coefficient's division finite; far below any real magnitude
@@ -178,7 +178,7 @@ class HolographicMemory(nn.Module):
         self.ticking = config.hierarchical and config.slow_every > 1
         self.register_buffer("periods", slot_periods(config), persistent=False)
         self.dropout = nn.Dropout(config.dropout)
-        self.scan_backend = config.scan_backend
+        self.scan_backend, self.kernel_pin = config.scan_backend, config.kernel_pin
         self.adaptive, self.topk = config.adaptive_slots, config.adaptive_slots_topk
 
     def backend(self, device: torch.device) -> Backend:
@@ -207,13 +207,18 @@ class HolographicMemory(nn.Module):
             return w_in, b_in, w_out
         # c_in's columns are transformed where they lie (along dim 1 of
         # [3, D, C]); c_proj's rows and the bias, D-long rows, in one more call.
-        w_spec = to_spectrum(w_in.float().view(3, self.dim, width), self.binding, dim=1)
+        # Under torch.compile as a real D x D matmul: inductor generates no
+        # code for complex FFTs, and the matmul costs well under 1 % of a step.
+        matrix = torch.compiler.is_compiling()
+        w_spec = to_spectrum(
+            w_in.float().view(3, self.dim, width), self.binding, dim=1, matrix=matrix
+        )
         rows = (
             w_out.float()
             if b_in is None
             else torch.cat((w_out.float(), b_in.float().view(3, self.dim)))
         )
-        spectra = to_spectrum(rows, self.binding)
+        spectra = to_spectrum(rows, self.binding, matrix=matrix)
         w_folded = spectra[:width] * self.parseval
         if b_in is not None:
             b_in = spectra[width:].flatten().to(b_in.dtype)
@@ -266,6 +271,12 @@ class HolographicMemory(nn.Module):
         # and its gradient needs no concatenation (a T x 3D copy).
         spec = F.linear(x, w_spec, b_spec)
         logits = F.linear(x, self.c_in.weight[vec:], None if bias is None else bias[vec:])
+        # The kernel's q, k and v in the run's autocast dtype (bf16 or fp16);
+        # its gates, state and accumulators stay float32.
+        device = x.device.type
+        kernel_dtype = (
+            torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
+        )
         with torch.autocast(device_type=x.device.type, enabled=False):
             bound, read_key, gates, read_w, chosen = self._split(spec, logits)
             balance = {}
@@ -277,7 +288,7 @@ class HolographicMemory(nn.Module):
             if self.ticking:
                 clock, ticks = self.clock(offset, x.size(1))
                 gates = gates * ticks
-            if self.backend(x.device).name == "torch":
+            if resolve_backend(self.scan_backend, x.device, record=False).name == "torch":
                 reads, afters = chunked_scan(
                     bound, gates, read_w, self.log_decay(), self.chunk, state, clock
                 )
@@ -285,7 +296,7 @@ class HolographicMemory(nn.Module):
                 stats = self._aux(afters, bound, gates) if need_aux else {}
             else:
                 reads, final, stats = self._kernel_scan(
-                    bound, gates, read_w, state, ticks, need_state, need_aux
+                    bound, gates, read_w, state, (clock, ticks), need_state, need_aux, kernel_dtype
                 )
             read = Unbind.apply(read_key, reads, self.bins)
         y = self.dropout(F.linear(read.to(w_out.dtype), w_out, self.c_proj.bias))
@@ -297,36 +308,35 @@ class HolographicMemory(nn.Module):
         gates: Tensor,
         read_w: Tensor,
         state: Tensor | None,
-        ticks: Tensor | None,
+        clock_ticks: tuple[Tensor | None, Tensor | None],
         need_state: bool,
         need_aux: bool,
+        dtype: torch.dtype,
     ) -> tuple[Tensor, Tensor | None, dict[str, Tensor]]:
         """The scan as gated linear attention (fla-core's chunk_gla,
-        hamt/kernel.py), the retrieval loss's reads at the chunk ends as its
-        second head. Draws the same lags as the torch path."""
-        batch, length, _ = bound.shape
-        aux_w = aux_at = None
-        if need_aux:
-            sources = sample_sources(
-                length, self.chunk, batch, self.aux_max_lag, self.training, bound.device
-            )
-            target, aux_w, valid = retrieval_queries(bound, gates, sources)
-            aux_at = torch.tensor(chunk_ends(length, self.chunk), device=bound.device)
-        reads, final, retrieved = gla_scan(
+        hamt/kernel.py) with q, k, v in dtype; the retrieval loss's reads at
+        the chunk ends from hamt/scan.py's chunk_end_reads (the kernel keeps
+        no chunk states). Draws the same lags as the torch path."""
+        clock, ticks = clock_ticks
+        reads, final = gla_scan(
             bound,
             gates,
             read_w,
             self.log_decay(),
-            load_chunk_gla(),
+            load_chunk_gla(self.kernel_pin),
             state,
             ticks,
-            aux_w,
-            aux_at,
             final=need_state,
+            dtype=dtype,
         )
         if not need_aux:
             return reads, final, {}
-        assert retrieved is not None
+        batch, length, _ = bound.shape
+        sources = sample_sources(
+            length, self.chunk, batch, self.aux_max_lag, self.training, bound.device
+        )
+        target, aux_w, valid = retrieval_queries(bound, gates, sources)
+        retrieved = chunk_end_reads(bound, gates, aux_w, self.log_decay(), self.chunk, state, clock)
         loss = retrieval_cosine_loss(retrieved, target, valid, self.parseval)
         return reads, final, {"aux_loss": loss, "gate_mean": gates.mean(dim=(0, 1))}
 

@@ -105,6 +105,52 @@ def chunked_scan(
     return (reads[:, :length] if pad else reads), afters
 
 
+def chunk_end_reads(
+    bound: Tensor,
+    gates: Tensor,
+    weights: Tensor,
+    log_decay: Tensor,
+    chunk: int,
+    state: Tensor | None = None,
+    clock: Tensor | None = None,
+) -> Tensor:
+    """The slots after each chunk's last token read with weights [B, N, S]:
+    sum_s weights[:, n, s] M_s(chunk_ends[n]), [B, N, P], as chunked_scan's
+    afters would give them, without the loop over chunks or the states.
+
+    What chunk m leaves in the slots by its end, W_m = its decayed writes
+    [B, N, S, P], reaches the end of chunk n >= m decayed by lambda to the
+    ticks in chunks m+1..n: exp(L_n - L_m) with L_n the cumulative log-decay
+    through chunk n. So the reads are one [N, N x S] x [N x S, P] matmul per
+    row (for the GLA kernel, which returns no intermediate states: a second
+    query head would run the whole kernel again, hamt/kernel.py). Arguments
+    as chunked_scan's.
+    """
+    batch, length, width = bound.shape
+    slots = gates.size(-1)
+    size = min(chunk, length)
+    n_chunks = -(-length // size)
+    pad = n_chunks * size - length
+    if pad:
+        bound, gates = (F.pad(t, (0, 0, 0, pad)) for t in (bound, gates))
+    bound_c = bound.reshape(batch, n_chunks, size, width)
+    gates_c = gates.reshape(batch, n_chunks, size, slots)
+    ticks, ends = chunk_ticks(clock, n_chunks, size, length, log_decay)
+    to_end = gates_c * decay_powers(log_decay, ends.unsqueeze(-2) - ticks)  # [B, N, C, S]
+    written = to_end.transpose(2, 3) @ bound_c  # [B, N, S, P]
+    cumulative = torch.cumsum(ends * log_decay, 0)  # [N, S]
+    lag = cumulative.unsqueeze(1) - cumulative.unsqueeze(0)  # [N (n), N (m), S]
+    later = torch.ones(n_chunks, n_chunks, dtype=torch.bool, device=bound.device).tril()
+    keep = later.unsqueeze(-1) & (lag > _LOG_FLOOR)
+    decay = torch.exp(torch.where(keep, lag, 0.0)) * keep
+    mix = (weights.unsqueeze(2) * decay).flatten(2)  # [B, N, N x S]
+    reads = mix @ written.flatten(1, 2)
+    if state is not None:
+        from_first = torch.exp(cumulative) * (cumulative > _LOG_FLOOR)  # [N, S]
+        reads = reads + (weights * from_first) @ state
+    return reads
+
+
 def chunk_ticks(
     clock: Tensor | None, n_chunks: int, size: int, length: int, like: Tensor
 ) -> tuple[Tensor, Tensor]:
@@ -224,13 +270,14 @@ class ChunkRecurrence(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, written: Tensor, carry: Tensor, first: Tensor) -> tuple[Tensor, Tensor]:
-        afters = torch.empty_like(written)
-        before = first
+        states = [first]
         # Views made once: indexing inside the loop costs more than the maths.
-        steps = zip(written.unbind(1), carry.unsqueeze(-1).unbind(0), afters.unbind(1))
-        for part, decay, after in steps:
-            before = torch.addcmul(part, decay, before, out=after)
-        starts = torch.cat((first.unsqueeze(1), afters[:, :-1]), dim=1)
+        # No out= into afters' slices: torch.compile cannot trace writes into
+        # non-contiguous views (a graph break per layer).
+        for part, decay in zip(written.unbind(1), carry.unsqueeze(-1).unbind(0)):
+            states.append(torch.addcmul(part, decay, states[-1]))
+        afters = torch.stack(states[1:], dim=1)
+        starts = torch.stack(states[:-1], dim=1)
         ctx.save_for_backward(carry, starts)
         return starts, afters
 

@@ -21,6 +21,8 @@ much as a small matmul.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -32,11 +34,29 @@ def complex_bins(binding: str, dim: int) -> int:
     return dim // 2 - 1 if binding == "circular" else dim // 2
 
 
-def to_spectrum(x: Tensor, binding: str, dim: int = -1) -> Tensor:
-    """Real vectors of width D along dim -> packed spectra of width D."""
+def to_spectrum(x: Tensor, binding: str, dim: int = -1, matrix: bool = False) -> Tensor:
+    """Real vectors of width D along dim -> packed spectra of width D.
+    matrix: as a product with packed_dft (real arithmetic only) rather than
+    an FFT; the same to float rounding."""
     if binding != "circular":
         return x
+    if matrix:
+        dft = packed_dft(x.size(dim), x.device).to(x.dtype)
+        return (x.movedim(dim, -1) @ dft).movedim(-1, dim)
     return PackedRfft.apply(x, dim)
+
+
+def packed_dft(dim: int, device: torch.device | None = None) -> Tensor:
+    """F [D, D] (float64) with to_spectrum(x, "circular") = x @ F: per
+    complex bin j the orthonormal cos(2 pi j n / D) and -sin columns, then
+    the DC and Nyquist columns. j n is reduced mod D in integers first, so
+    the angles stay exact for any D."""
+    k = complex_bins("circular", dim)
+    n = torch.arange(dim, device=device)
+    turns = (n.unsqueeze(-1) * torch.arange(1, k + 1, device=device)) % dim
+    angle = turns.double() * (2 * math.pi / dim)
+    edges = torch.stack((torch.ones_like(n), 1 - 2 * (n % 2)), -1).double()  # DC, Nyquist
+    return torch.cat((angle.cos(), -angle.sin(), edges), -1) / math.sqrt(dim)
 
 
 def _packed_rfft(x: Tensor, dim: int) -> Tensor:
@@ -90,19 +110,21 @@ def from_spectrum(p: Tensor, binding: str, dim: int = -1) -> Tensor:
     return torch.fft.irfft(torch.complex(re, im), n=width, dim=dim, norm="ortho")
 
 
-def _pmul_into(out: Tensor, a: Tensor, b: Tensor, k: int, conj_a: bool = False) -> Tensor:
-    """Write a * b (or conj(a) * b) of packed spectra into out: four
-    passes over the complex bins, one over the real ones, no temporaries."""
+def _pmul(a: Tensor, b: Tensor, k: int, conj_a: bool = False, conj_out: bool = False) -> Tensor:
+    """a * b (or conj(a) * b; conj_out: the conjugate of that) of packed
+    spectra: two passes per complex half, one over the real bins, then one
+    concatenation. Fresh tensors rather than out= writes into views: those
+    are non-contiguous, which torch.compile cannot trace (a graph break)."""
     sign = -1 if conj_a else 1
-    torch.mul(a[..., :k], b[..., :k], out=out[..., :k]).addcmul_(
+    re = torch.mul(a[..., :k], b[..., :k]).addcmul_(
         a[..., k : 2 * k], b[..., k : 2 * k], value=-sign
     )
-    torch.mul(a[..., :k], b[..., k : 2 * k], out=out[..., k : 2 * k]).addcmul_(
+    im = torch.mul(a[..., :k], b[..., k : 2 * k]).addcmul_(
         a[..., k : 2 * k], b[..., :k], value=sign
     )
-    if out.size(-1) > 2 * k:
-        torch.mul(a[..., 2 * k :], b[..., 2 * k :], out=out[..., 2 * k :])
-    return out
+    if conj_out:
+        im = im.neg_()
+    return torch.cat((re, im, a[..., 2 * k :] * b[..., 2 * k :]), -1)
 
 
 def _per_bin(squares: Tensor, k: int) -> Tensor:
@@ -126,7 +148,7 @@ class UnitBind(torch.autograd.Function):
         keys = spec[..., 1:, :]
         inv = _per_bin(keys.square(), k).add_(_EPS).rsqrt_()  # 1 / |bin|, per entry
         units = keys * inv
-        bound = _pmul_into(torch.empty_like(spec[..., 0, :]), units[..., 0, :], spec[..., 0, :], k)
+        bound = _pmul(units[..., 0, :], spec[..., 0, :], k)
         ctx.save_for_backward(spec, units, inv)
         ctx.bins = k
         return bound, units[..., 1, :]
@@ -135,20 +157,15 @@ class UnitBind(torch.autograd.Function):
     def backward(ctx, grad_bound: Tensor, grad_read: Tensor | None):
         spec, units, inv = ctx.saved_tensors
         k = ctx.bins
-        grad = torch.empty_like(spec)
-        _pmul_into(grad[..., 0, :], units[..., 0, :], grad_bound, k, conj_a=True)  # conj(u) g
+        grad_value = _pmul(units[..., 0, :], grad_bound, k, conj_a=True)  # conj(u) g
         # Write key: g conj(v) = conj(conj(g) v).
-        _pmul_into(grad[..., 1, :], grad_bound, spec[..., 0, :], k, conj_a=True)
-        grad[..., 1, k : 2 * k].neg_()
-        if grad_read is None:
-            grad[..., 2, :].zero_()
-        else:
-            grad[..., 2, :].copy_(grad_read)
+        grad_write = _pmul(grad_bound, spec[..., 0, :], k, conj_a=True, conj_out=True)
+        grad_read = torch.zeros_like(grad_write) if grad_read is None else grad_read
         # d(k / |k|) = (I - u u^T) dk / |k| per bin: drop the radial part.
-        grad_keys = grad[..., 1:, :]
+        grad_keys = torch.stack((grad_write, grad_read), -2)
         radial = _per_bin(grad_keys * units, k)
         grad_keys.addcmul_(radial, units, value=-1).mul_(inv)
-        return grad, None
+        return torch.cat((grad_value.unsqueeze(-2), grad_keys), -2), None
 
 
 class Unbind(torch.autograd.Function):
@@ -158,12 +175,12 @@ class Unbind(torch.autograd.Function):
     def forward(ctx, units: Tensor, trace: Tensor, k: int) -> Tensor:
         ctx.save_for_backward(units, trace)
         ctx.bins = k
-        return _pmul_into(torch.empty_like(trace), units, trace, k, conj_a=True)
+        return _pmul(units, trace, k, conj_a=True)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         units, trace = ctx.saved_tensors
         k = ctx.bins
-        grad_units = _pmul_into(torch.empty_like(units), grad, trace, k, conj_a=True)  # conj(g) t
-        grad_trace = _pmul_into(torch.empty_like(trace), units, grad, k)  # u g
+        grad_units = _pmul(grad, trace, k, conj_a=True)  # conj(g) t
+        grad_trace = _pmul(units, grad, k)  # u g
         return grad_units, grad_trace, None

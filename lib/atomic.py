@@ -196,6 +196,30 @@ def write_json_atomic(path: Path | str, obj: Any) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
 
 
+def rewrite_in_place(path: Path | str, text: str) -> bool:
+    """Replace a file's bytes without a temporary, only when text fits in the bytes
+    the file already holds (which needs no new blocks on most filesystems): the one
+    record write a full disk may still allow, for a status that must not keep saying
+    "running". Not atomic: a crash mid-write leaves a damaged file, which readers
+    report as such. Whether it was written."""
+    data = text.encode()
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        if len(data) > os.fstat(fd).st_size:
+            return False
+        os.write(fd, data)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def read_json_object(path: Path | str) -> dict[str, Any]:
     """A JSON object file's contents; {} when it is missing, unreadable, malformed or
     not an object (readers that must go on past one damaged record: plans, views)."""

@@ -1,7 +1,10 @@
-"""Every package's rules across its symbols, registered with the configuration
-layer (lib/config/rules.py), which loads this module by name on its first
-check. A package that adds a rules.py lists it here; tests/test_layers.py
-checks that none is left out.
+"""The registry of every package's registrations with the layers below it: its
+rules across symbols (lib/config/rules.py) and, for lib/bench and lib/eval, the
+trainer's analyses (lib/train/hooks.py). lib/config/rules.py imports this module
+by name on the first configuration check and when a trainer starts: an
+import across the layers by name, listed beside the contract in pyproject.toml.
+A package that adds a rules.py lists it here; tests/test_layers.py checks that
+none is left out.
 """
 
 # Imported in the order a configuration's problems are listed: the model, the

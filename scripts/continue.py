@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lib.cli import run_script
 from lib.config.overrides import split_args
-from lib.matrix.state import MatrixError, is_matrix
+from lib.jobs.state import MatrixError, is_matrix
 from lib.run.resume import already_completed, not_resumable
 from lib.run.rundir import (
     RunDirError,
@@ -67,9 +67,10 @@ def main(argv: list[str]) -> int:
     refused = not_resumable(run_dir, rest)  # SAVE_CHECKPOINT off: nothing to resume
     if refused:
         raise RunDirError(refused)
-    from lib.run.signals import STOP
+    from lib.run.signals import STOP, follow_make
 
     STOP.install()  # as train.py does first: a stop signal stops at a step, with a checkpoint
+    follow_make()
     import train  # scripts/train.py
 
     from lib.data import DataError

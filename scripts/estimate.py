@@ -53,8 +53,8 @@ def main(argv: list[str]) -> int:
 def validate(args: argparse.Namespace) -> int:
     import torch
 
-    from lib.estimate.validate import CPU_CASES, CPU_VOCAB, GPU_CASES
-    from lib.estimate.validate import validate as check
+    from lib.bench.memory import CPU_CASES, CPU_VOCAB, GPU_CASES
+    from lib.bench.memory import validate as check
 
     on_gpu = torch.cuda.is_available()
     cases = {k: v for k, v in (GPU_CASES if on_gpu else CPU_CASES).items() if args.cases in k}

@@ -17,8 +17,10 @@ from lib.cli import run_script
 from lib.config import menu
 from lib.config.generate import render_symbols
 from lib.config.kconfig import ConfigError, load_strict, open_tree
+from lib.config.knlp import report as knlp_report
 from lib.config.knlp.table import COMMIT as KNLP_COMMIT
-from lib.config.run_config import load_run_config, load_valid, write_outputs
+from lib.config.overrides import unknown_make_variables
+from lib.config.run_config import load_run_config, load_valid, typed_values, write_outputs
 from lib.paths import DEFCONFIGS, ROOT, SYMBOLS_PY
 from lib.paths import DOT_CONFIG as CONFIG
 
@@ -45,18 +47,23 @@ def defconfig(name: str) -> None:
         list_defconfigs()
         raise SystemExit(2)
     notes: list[str] = []
-    kconf = _reported(lambda: load_valid(path, notes), notes)
+    kconf = _reported(lambda: load_valid(path, notes), notes, path)
     write_outputs(kconf)
     print(f"wrote .config and config.py from defconfigs/{name}")
 
 
-def _reported(load, notes: list[str]):
-    """load(), with a knlp file's report printed whether it loads or not."""
+def _reported(load, notes: list[str], path: Path | None = None):
+    """load(), with a knlp file's report printed whether it loads or not: when it
+    loads, what it loads as comes first (lib/config/knlp/report.py)."""
+    kconf = None
     try:
-        return load()
+        kconf = load()
+        return kconf
     finally:
         if notes:
-            print("\n".join(notes))
+            values = typed_values(kconf) if kconf is not None else None
+            text = path.read_text(errors="replace") if path is not None else None
+            print("\n".join(knlp_report.ordered(notes, text, values)))
 
 
 def import_knlp(file: str, name: str | None) -> None:
@@ -64,7 +71,7 @@ def import_knlp(file: str, name: str | None) -> None:
     defconfigs/<NAME> in this project's names; without, loaded into .config."""
     path = Path(file)
     notes: list[str] = []
-    kconf = _reported(lambda: load_valid(path, notes, knlp=True), notes)
+    kconf = _reported(lambda: load_valid(path, notes, knlp=True), notes, path)
     if name is None:
         write_outputs(kconf)
         print(f"wrote .config and config.py from {file} (knlp format)")
@@ -107,6 +114,15 @@ def menuconfig() -> None:
     print("config.py regenerated from .config")
 
 
+def _has_settings(path: Path) -> bool:
+    """Whether a .config sets anything (an empty one loads as all defaults)."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return True  # a missing file is load_valid's to report
+    return any(line.lstrip().startswith((b"CONFIG_", b"# CONFIG_")) for line in lines)
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -122,6 +138,7 @@ def main(argv: list[str]) -> None:
             "show",
             "schema",
             "import-knlp",
+            "make-vars",
         ],
     )
     parser.add_argument("args", nargs="*", help="defconfig name, or NAME=VALUE overrides")
@@ -130,12 +147,23 @@ def main(argv: list[str]) -> None:
         defconfig(opts.args[0])
     elif opts.command == "import-knlp":
         import_knlp(opts.args[0], opts.args[1] if len(opts.args) > 1 and opts.args[1] else None)
+    elif opts.command == "make-vars":  # the Makefile's refusal of unknown variables
+        known = os.environ.get("MAKE_KNOWN_VARS", "").split()
+        print(unknown_make_variables(opts.args, known, open_tree()))
     elif opts.command == "list":
         list_defconfigs()
     elif opts.command == "menuconfig":
         menuconfig()
     elif opts.command in ("olddefconfig", "genconfig"):
+        empty = not _has_settings(CONFIG)
         write_outputs(load_valid(CONFIG))
+        if empty:
+            print(
+                "note: .config held no settings, so it now holds every option at its Kconfig "
+                "default (`make show` prints them); to start from a named configuration "
+                "instead: `make list-defconfigs`, then `make defconfig-<name>`",
+                file=sys.stderr,
+            )
     elif opts.command == "alldefconfig":
         write_outputs(open_tree())
         print("wrote .config and config.py with every option at its default")

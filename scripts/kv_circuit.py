@@ -26,7 +26,7 @@ def main(argv: list[str]) -> None:
     from lib.bench.inference import load_model
     from lib.data.loader import BatchLoader
     from lib.data.prepared import ensure_prepared
-    from lib.eval.kv_circuit_records import analyse_run
+    from lib.eval.kv_circuit import analyse_run
     from lib.hardware.precision import resolve_device
 
     device = resolve_device(run.DEVICE)

@@ -3,7 +3,7 @@
 `make tune` (the configuration in .config alone: its study, then its run at the
 best values; lib/tune/);
 `outputs RUN_DIR=<matrix>/<run-id> --make=inference|lm-eval`: what a reused run
-lacks, made on its checkpoint (the matrix starts it, lib/matrix/outputs.py).
+lacks, made on its checkpoint (the matrix starts it, lib/jobs/outputs.py).
 
 Arguments are NAME=VALUE overrides applied to every run (MAX_ITERS=, TIME=,
 PARALLEL_JOBS=, DRY_RUN=1, YES=1); `rerun` takes the run id first.
@@ -12,12 +12,15 @@ PARALLEL_JOBS=, DRY_RUN=1, YES=1); `rerun` takes the run id first.
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from lib.cli import run_script
-from lib.matrix import launch, outputs, plan, sweep
-from lib.matrix.state import MatrixError
+from lib.jobs import outputs
+from lib.jobs.state import MatrixError
+from lib.matrix import launch, plan, sweep
 from lib.run.rundir import configured_results_root
+from lib.run.signals import follow_make
 
 
 def main(argv: list[str]) -> int:
@@ -38,12 +41,15 @@ def main(argv: list[str]) -> int:
         choices=list(outputs.LABELS),
         help="outputs: what to make for the reused run",
     )
+    p.add_argument("--gpu", help="a dry run's estimates for a known GPU (GPU=H100)")
     p.add_argument("overrides", nargs="*", help="NAME=VALUE overrides for every run")
     args = p.parse_intermixed_args(argv)
+    follow_make()  # a signal sent to make's pid reaches the matrix (it stops its runs) too
+    show = functools.partial(plan.show, gpu=args.gpu)
     if args.command == "run":
-        return launch.start(args.overrides, launch.ask, plan.show)
+        return launch.start(args.overrides, launch.ask, show)
     if args.command == "tune":  # tuning on unless TUNE=/SET= says otherwise
-        return launch.start(["MATRIX_TUNE=y", *args.overrides], launch.ask, plan.show, one=True)
+        return launch.start(["MATRIX_TUNE=y", *args.overrides], launch.ask, show, one=True)
     if args.command == "sweep":
         if bool(args.sweep) == bool(args.sweep_file):
             p.error('sweep needs SWEEP="SYMBOL=v1,v2 ..." or SWEEP_FILE=<name>, not both')
@@ -52,7 +58,7 @@ def main(argv: list[str]) -> int:
             if args.sweep_file
             else sweep.parse(args.sweep, args.mode, args.trials, args.seed)
         )
-        return launch.start(args.overrides, launch.ask, plan.show, plan_)
+        return launch.start(args.overrides, launch.ask, show, plan_)
     if args.command in ("job", "outputs"):  # RUN_DIR=<run folder>
         run_dirs = [a.partition("=")[2] for a in args.overrides if a.startswith("RUN_DIR=")]
         if not run_dirs:

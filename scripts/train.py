@@ -17,10 +17,11 @@ import sys
 import traceback
 from pathlib import Path
 
-from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned
+from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned, follow_make
 
 if __name__ == "__main__":  # first, before torch loads: from here on a stop signal stops cleanly
     STOP.install()
+    follow_make()  # a signal sent to make's pid reaches this run too
 
 from lib.atomic import DiskFullError
 from lib.cli import run_script
@@ -84,6 +85,13 @@ def main(args: list[str]) -> int:
             run_id(run)  # an invalid RUN_NAME is the same error as in a real run
             print(run.config_text + run.describe())
             return 0
+        if run_dir is None:  # a new run: can it train here at all? (before its folder)
+            from lib.estimate.verdict import refusal
+
+            unfit = refusal(run, anyway=run.flags["YES"])
+            if unfit:
+                print(f"error: {unfit}", file=sys.stderr)
+                return 2
         from lib.distributed import runtime as distributed  # torch import only for real runs
 
         if run.GPT2_USE_DDP:
@@ -117,7 +125,7 @@ def main(args: list[str]) -> int:
                 ),
             )
         return EXIT_RESUMABLE if run.SAVE_CHECKPOINT else EXIT["failed"]
-    except (DiskFullError, DataError) as err:  # one paragraph says it all
+    except (DiskFullError, DataError, CheckpointError) as err:  # one paragraph says it all
         log(f"run failed: {err}")
         if env.is_main:
             _record_failure(run_dir, err)
@@ -162,7 +170,7 @@ def _record(run_dir: Path, **fields: str) -> None:
     """Set fields of metrics.json (made when the run died before writing it)."""
     import json
 
-    from lib.atomic import write_json_atomic
+    from lib.atomic import rewrite_in_place, write_json_atomic
 
     path = run_dir / "metrics.json"
     try:
@@ -172,8 +180,14 @@ def _record(run_dir: Path, **fields: str) -> None:
     metrics.update(fields)
     try:
         write_json_atomic(path, metrics)
+        return
     except OSError as err:  # e.g. the disk is still full: output.log already has the error
-        print(f"could not record the run's status in {path}: {err}", file=sys.stderr)
+        failed = err
+    # No room for the temporary an atomic write needs: the record's own bytes still
+    # hold its status (the fields alone when the whole record no longer fits).
+    if any(rewrite_in_place(path, json.dumps(r, indent=2) + "\n") for r in (metrics, fields)):
+        return
+    print(f"could not record the run's status in {path}: {failed}", file=sys.stderr)
 
 
 def main_or_stop(args: list[str]) -> int:
@@ -196,7 +210,9 @@ def exit_without_teardown(code: int) -> None:
 if __name__ == "__main__":
     try:
         run_script(
-            main_or_stop, (RunDirError, CheckpointError, DataError, AllocConfError), error_code=2
+            main_or_stop,
+            (RunDirError, CheckpointError, DataError, AllocConfError, DiskFullError),
+            error_code=2,
         )
     except SystemExit as done:
         if "LOCAL_RANK" not in os.environ:

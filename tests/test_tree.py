@@ -1,4 +1,6 @@
-"""The shape of the tree: Kconfig discipline, one config reader, size limits."""
+"""The shape of the tree: Kconfig discipline, one config reader, every script named
+by the Makefile, every symbol read. How code is split into files is a review rule
+(docs/development.md, "Files"), not a line count."""
 
 from __future__ import annotations
 
@@ -21,14 +23,12 @@ CONFIG_READERS = {
     "lib/config/knlp/tree.py",
     "lib/config/knlp/translate.py",
     "lib/config/knlp/source.py",
-    "lib/config/knlp/check.py",
-    "lib/config/knlp/check_optim.py",
+    "lib/knlpcheck/check.py",
+    "lib/knlpcheck/optim.py",
     "lib/config/knlp/translate_optim.py",
     "lib/config/knlp/translate_mla.py",
     "lib/config/knlp/code.py",
 }
-# Generated: one field per symbol (as long as the Kconfig files); knlp's symbol table.
-GENERATED = {"lib/config/symbols.py", "lib/config/knlp/table.py"}
 
 
 def test_every_prompted_symbol_and_choice_has_help():
@@ -64,16 +64,6 @@ def test_every_script_a_makefile_recipe_names_exists():
         re.findall(r"((?:scripts|lib)/[\w/.-]+\.(?:py|sh))", (ROOT / "Makefile").read_text())
     )
     assert named and [p for p in named if not (ROOT / p).exists()] == []
-
-
-def test_modules_stay_under_the_line_ceiling():
-    long = {
-        str(p.relative_to(ROOT)): n
-        for p in PY_SOURCES + list((ROOT / "tests").rglob("*.py"))
-        if str(p.relative_to(ROOT)) not in GENERATED
-        and (n := len(p.read_text().splitlines())) > 400
-    }
-    assert long == {}
 
 
 def _read_by_kconfig(kconf) -> set[str]:

@@ -74,15 +74,40 @@ def median_seconds(call: Callable[[], Any], repeats: int, device: torch.device) 
     return statistics.median(times)
 
 
+PINNED_SLOTS = 4  # host buffers in turn: a copy in flight is never overwritten
+
+
 def synthetic_batches(vocab: int, shape: tuple[int, int], device: torch.device) -> Callable:
-    """Random token batches (targets = inputs shifted) from a fixed seed."""
+    """Random token batches (targets = inputs shifted) from a fixed seed. On
+    CUDA they are drawn into pinned host buffers, taken in turn, and copied
+    with non_blocking=True, as the trainer's loader does: a copy from
+    pageable memory would make the host wait for the stream on every batch.
+    A buffer is written again only once its last copy has ended (its event)."""
     gen = torch.Generator().manual_seed(0)
+    if device.type != "cuda":
 
-    def next_batch():
-        x = torch.randint(vocab, shape, generator=gen)
-        return x.to(device), torch.roll(x, -1, dims=1).to(device)
+        def next_batch():
+            x = torch.randint(vocab, shape, generator=gen)
+            return x.to(device), torch.roll(x, -1, dims=1).to(device)
 
-    return next_batch
+        return next_batch
+    slots = [
+        (torch.empty((2, *shape), dtype=torch.long).pin_memory(), torch.cuda.Event())
+        for _ in range(PINNED_SLOTS)
+    ]
+    turn = [0]
+
+    def next_pinned_batch():
+        host, copied = slots[turn[0] % PINNED_SLOTS]
+        turn[0] += 1
+        copied.synchronize()  # (returns at once for an event never recorded)
+        host[0] = torch.randint(vocab, shape, generator=gen)
+        host[1] = torch.roll(host[0], -1, dims=1)
+        both = host.to(device, non_blocking=True)
+        copied.record()
+        return both[0], both[1]
+
+    return next_pinned_batch
 
 
 @dataclass

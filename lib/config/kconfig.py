@@ -50,6 +50,7 @@ class Asked:
 
     value: str
     where: str
+    before: str | None = None  # an override's: the value the configuration gave it
 
 
 @contextlib.contextmanager
@@ -237,7 +238,7 @@ def check_asked(kconf: kconfiglib.Kconfig, asked: dict[str, Asked]) -> list[str]
             continue
         problems.append(
             f"{want.where}: CONFIG_{name}={want.value} was not applied "
-            f"(it would be {_shown(sym)}): {_why(kconf, sym, want.value)}"
+            f"({_kept(sym, want)}): {_why(kconf, sym, want.value)}"
         )
     return problems
 
@@ -267,7 +268,14 @@ def _same(sym: kconfiglib.Symbol, value: str) -> bool:
     return sym.str_value == value
 
 
-def _shown(sym: kconfiglib.Symbol) -> str:
+def _kept(sym: kconfiglib.Symbol, want: Asked) -> str:
+    """What the symbol is instead: an override refused leaves the configuration's value
+    (kconfiglib itself would fall back to the Kconfig default, which nothing runs)."""
+    return f"it would be {want.before if want.before is not None else shown_value(sym)}"
+
+
+def shown_value(sym: kconfiglib.Symbol) -> str:
+    """A symbol's value as messages show it: quoted strings, "unset"."""
     if not sym.config_string:
         return "unset"
     return sym.str_value if sym.orig_type != kconfiglib.STRING else f'"{sym.str_value}"'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import kconfiglib
 
-from lib.config.kconfig import Asked, closest_name
+from lib.config.kconfig import Asked, closest_name, shown_value
 from lib.config.renames import current_name
 
 # Short names researchers type on the make command line -> Kconfig symbol.
@@ -106,8 +106,9 @@ def apply_overrides(
         if sym.orig_type == kconfiglib.BOOL and value not in ("y", "n"):
             problems.append(f"{where}: CONFIG_{sym.name} is a bool; allowed y or n")
             continue
+        before = shown_value(sym)
         sym.set_value(value)
-        asked[sym.name] = Asked(value, where)
+        asked[sym.name] = Asked(value, where, before)
     return asked, problems
 
 
@@ -118,6 +119,7 @@ def _unknown(kconf: kconfiglib.Kconfig, name: str, where: str) -> str:
         *FLAGS,
         "TRACKER",
         "TUNE",
+        "SCALE_ITERS",  # lib/config/lengths.py
         *kconf.named_choices,
         *(s.name for s in kconf.unique_defined_syms),
     ]
@@ -125,6 +127,34 @@ def _unknown(kconf: kconfiglib.Kconfig, name: str, where: str) -> str:
     return (
         f"{where}: unknown name{f' (did you mean {near}?)' if near else ''}; use one of "
         f'{", ".join(sorted(ALIASES))} or a Kconfig symbol name (SET="SYMBOL=value")'
+    )
+
+
+def unknown_make_variables(
+    names: list[str], make_names: list[str], kconf: kconfiglib.Kconfig
+) -> str:
+    """One paragraph for variables typed after `make` that the Makefile does not read.
+
+    make would export them and carry on, so a misspelt override (LRR=1e-3) would
+    train at the default value without a word."""
+    symbols = [*kconf.named_choices, *(s.name for s in kconf.unique_defined_syms)]
+    parts = []
+    for name in names:
+        bare = current_name(name.removeprefix("CONFIG_"))
+        if bare in symbols and bare not in make_names:
+            parts.append(f'{name} is a Kconfig symbol, not a make variable: SET="{bare}=<value>"')
+            continue
+        near = closest_name(bare, make_names)
+        if near is None:
+            symbol = closest_name(bare, symbols)
+            near = f'SET="{symbol}=<value>"' if symbol else None
+        parts.append(
+            f"{name} is not a variable make reads{f' (did you mean {near}?)' if near else ''}"
+        )
+    return (
+        f"{'; '.join(parts)}. make reads its own variables only (`make help` lists them) "
+        'and any Kconfig symbol as SET="SYMBOL=value"; an environment variable meant for '
+        "a program goes before make: `NAME=<value> make ...`"
     )
 
 

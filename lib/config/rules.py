@@ -8,9 +8,11 @@ lib/optim/rules.py, ...) and registers itself with `@rule`; every registered
 rule runs on every configuration, so all conflicts are reported together.
 
 This layer imports nothing above it, so it cannot import the owners' modules.
-They are listed, above it, in lib/rules.py, which the first check loads by
-name (OWNERS): whatever loads a configuration gets every rule, and no entry
-point has to remember to import them. Rule modules stay free of torch, so
+They are listed, above it, in lib/rules.py, which `load_owners` imports by
+name (OWNERS) on the first check: whatever loads a configuration gets every
+rule, and no entry point has to remember to import them. The import by name
+climbs the layers, so pyproject.toml lists it beside the layer contract
+([tool.kconfig-llm.dynamic-imports]). Rule modules stay free of torch, so
 configuration commands stay fast.
 """
 
@@ -36,7 +38,13 @@ def rule(check: Rule) -> Rule:
     return check
 
 
+def load_owners() -> None:
+    """Import lib/rules.py: every package registers its rules (and the trainer's
+    analyses, lib/train/hooks.py) with the layers below it. Idempotent."""
+    importlib.import_module(OWNERS)
+
+
 def broken_rules(run: RunConfig) -> list[str]:
     """Every registered rule's problems with `run`, in registration order."""
-    importlib.import_module(OWNERS)  # registers the owners' rules on first use
+    load_owners()  # registers the owners' rules on first use
     return [problem for check in RULES for problem in check(run)]

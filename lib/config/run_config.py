@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 import kconfiglib
 
 from lib.atomic import write_text_atomic
+from lib.config import lengths
 from lib.config.generate import config_sha256, prompts, render_config_py
 from lib.config.kconfig import (
     ConfigError,
@@ -60,6 +61,7 @@ class RunConfig(Symbols):
     overrides: dict[str, str] = field(default_factory=dict)
     flags: dict[str, bool] = field(default_factory=dict)
     config_text: str = ""  # the .config the run used, overrides applied
+    notes: tuple[str, ...] = ()  # what loading changed for the user (SCALE_ITERS's scaling)
 
     @classmethod
     def from_values(cls, values: dict[str, Any], **extra: Any) -> RunConfig:
@@ -115,7 +117,7 @@ class RunConfig(Symbols):
         ]
         if self.overrides:
             lines.append("overrides: " + " ".join(f"{k}={v}" for k, v in self.overrides.items()))
-        return "\n".join(lines)
+        return "\n".join([*lines, *self.notes])
 
 
 def typed_values(kconf: kconfiglib.Kconfig) -> dict[str, Any]:
@@ -216,7 +218,14 @@ def load_run_config(args: Sequence[str] = (), path: Path = CONFIG) -> RunConfig:
         return run
     kconf, in_file = load_checked(path)
     overrides, flags, problems = split_args(list(args))
+    overrides, scale_to = lengths.split(overrides)
     asked, more = apply_overrides(kconf, overrides)
+    notes: tuple[str, ...] = ()
+    if scale_to is not None:  # after the others: it scales what they leave as configured
+        scaled, note, bad = lengths.scale(kconf, scale_to, overrides)
+        asked_scaled, more_scaled = apply_overrides(kconf, scaled)
+        asked, more = {**asked, **asked_scaled}, more + more_scaled + bad
+        overrides, notes = [(lengths.NAME, scale_to), *overrides, *scaled], (note,)
     problems = in_file + problems + more + check_asked(kconf, asked) + check_floats(kconf, asked)
     # A run's record (config.txt) loads as it ran: the rules decide what may
     # start, and one added since must not make a finished run unreadable.
@@ -237,7 +246,11 @@ def load_run_config(args: Sequence[str] = (), path: Path = CONFIG) -> RunConfig:
     if synced:  # .config was edited by hand and is valid: bring config.py up to date
         write_text_atomic(CONFIG_PY, render_config_py(values, prompts(kconf), text))
     return RunConfig.from_values(
-        values, overrides=applied, flags=flags, config_text=config_text(kconf, header + "\n")
+        values,
+        overrides=applied,
+        flags=flags,
+        config_text=config_text(kconf, header + "\n"),
+        notes=notes,
     )
 
 

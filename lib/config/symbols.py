@@ -929,10 +929,26 @@ class Symbols:
     package: `.venv/bin/pip install -r requirements-gpu.txt` on the
     GPU machine (without network: `pip download fla-core==0.6.0 -d
     wheels/` where there is one, copy wheels/, then `pip install
-    --no-index --find-links wheels/ fla-core`). Kernel inputs are
-    float32 as in the torch scan (its matmuls may run in TF32).
+    --no-index --find-links wheels/ fla-core`). The kernel's q, k and
+    v are in the run's autocast dtype (bf16 under mixed precision,
+    else float32); gates and the carried state stay float32. It runs
+    as a custom op, so torch.compile keeps each block one graph.
     A run that asks for it on a CPU or without the package stops
     with an error saying so rather than silently using torch.
+    """
+
+    HAMT_KERNEL_PIN: bool | None = None
+    """Pin the Triton kernels' configurations (no autotuning).
+
+    With the triton backend, each of fla-core's kernels keeps one
+    configuration per shape class (of those fla allows for the shape,
+    4 warps and 2 pipeline stages, else the nearest) instead of
+    compiling and timing all of them on first use: about 230
+    configurations for one cold forward and backward, minutes of a
+    time-boxed run (hamt/tuning.py). The pinned choice is not
+    measured to be the fastest. Say N for a long run, where a few
+    minutes of autotuning on the first step can pay back. No effect
+    with the torch scan. If unsure, say Y.
     """
 
     GPT2_DATASET_SHAKESPEARE: bool
@@ -1584,11 +1600,13 @@ class Symbols:
     torch's fused kernel wherever torch has one for the device (CUDA
     and, since torch 2.4, CPU: on 2 CPU cores 0.35 against 1.3 ms per
     step for the 0.8M-parameter shakespeare-char model), AdamWSPAM its
-    multi-tensor step. Fused: AdamW's fused kernel; AdamWSPAM's step
-    compiled by torch.compile into one pass per tensor
-    (lib/optim/spam_compiled.py; slower than multi-tensor on an H200,
-    docs/benchmarks.md; tens of seconds to compile on the
-    first step, back to multi-tensor if compiling fails). Foreach:
+    multi-tensor step. Fused: AdamW's fused kernel; AdamWSPAM's
+    one-pass step (lib/optim/spam_fused.py): compiled by
+    torch.compile into one pass per tensor over weight, gradient and
+    both moments, its scalars on the device and never read back
+    (several times faster than multi-tensor on CPU; on GPUs see
+    docs/benchmarks.md; tens of seconds to compile on the first
+    step, back to multi-tensor if compiling fails). Foreach:
     both multi-tensor (torch._foreach_*). Loop: both one parameter at a
     time, the readable reference paths (torch's CPU default for AdamW,
     which nanoGPT uses on CPU); Fused is offered with AdamWSPAM only,
@@ -2879,8 +2897,9 @@ class Symbols:
     MATRIX_TUNE_FRACTION: int | None = None
     """Steps per trial (percent of GPT2_MAX_ITERS).
 
-    Each trial trains this percentage of GPT2_MAX_ITERS, and must
-    reach at least two evaluations (GPT2_EVAL_INTERVAL) so that the
+    Each trial trains this percentage of GPT2_MAX_ITERS, at least two
+    steps, and evaluates every GPT2_EVAL_INTERVAL steps, or four times
+    when that would give fewer than two evaluations, so that the
     pruner has something to compare. Short trials favour settings
     that learn fast early. On the command line: TUNE_FRACTION=.
     If unsure, 20.

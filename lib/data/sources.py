@@ -12,6 +12,7 @@ open_source() checks everything it can before the first document is read
 (the path exists, the hub answers), so a bad choice fails at once with a
 message saying what to do instead.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -28,6 +29,10 @@ _TRUE = {"1", "on", "yes", "true"}
 
 class DataError(RuntimeError):
     """A dataset cannot be read or prepared; the message says what to do."""
+
+
+class HubUnreachable(DataError):
+    """A hub dataset cannot be fetched here (offline, no network, refused)."""
 
 
 @dataclass(frozen=True)
@@ -209,14 +214,14 @@ def offline_reason() -> str:
 
 
 def unset_advice() -> str:
-    """" (and unset HF_DATASETS_OFFLINE)" after "connect to the network": the
+    """ " (and unset HF_DATASETS_OFFLINE)" after "connect to the network": the
     switches actually on, or nothing when the network itself failed."""
     names = offline_variables()
     return f" (and unset {' '.join(names)})" if names else ""
 
 
 def _unreachable(name: str, spec: HubDataset, why: str) -> DataError:
-    return DataError(
+    return HubUnreachable(
         f"Dataset {name!r} comes from the Hugging Face hub ({spec.path}), which "
         f"cannot be used here: {why}. Either connect to the network{unset_advice()}, "
         f"or choose the embedded, offline 'shakespeare' "
@@ -266,7 +271,9 @@ def _hub_rows(name: str, spec: HubDataset, split: str) -> Iterator[str]:
     try:
         ds = load_dataset(spec.path, spec.config, split=hub_split, streaming=spec.streaming)
     except Exception as exc:  # missing, gated, renamed, or no network after all
-        raise _unreachable(name, spec, f"loading it failed with {type(exc).__name__}: {exc}") from exc
+        raise _unreachable(
+            name, spec, f"loading it failed with {type(exc).__name__}: {exc}"
+        ) from exc
     try:
         for row in ds:
             yield row[spec.text_field]

@@ -1,6 +1,7 @@
 """Generation samples during training: a fixed prompt's greedy continuation.
 
-With CONFIG_EVAL_SAMPLES the trainer calls SampleLog after every evaluation;
+With CONFIG_EVAL_SAMPLES the trainer runs SampleLog after every evaluation (an
+analysis lib/eval/rules.py registers, lib/train/hooks.py);
 the continuation goes to output.log and, as one JSON line, to the run's
 samples.jsonl: {"step", "prompt", "text", "tokens"}. Greedy decoding draws
 no random numbers, so samples change neither the run's results nor an exact
@@ -19,6 +20,7 @@ import torch
 from torch import nn
 
 from lib.data.tokenizers import tokenizer_from_meta
+from lib.train.hooks import Analysis
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 SAMPLES_FILE = "samples.jsonl"
 
 
-class SampleLog:
+class SampleLog(Analysis):
     def __init__(
         self,
         run: RunConfig,
@@ -61,7 +63,7 @@ class SampleLog:
         self.log(f"WARNING: generation samples are off for this run: {why}")
 
     @torch.no_grad()
-    def __call__(self, step: int, model: nn.Module, device: torch.device) -> None:
+    def after_eval(self, step: int, model: nn.Module, device: torch.device) -> None:
         if not self.enabled:
             return
         try:

@@ -20,11 +20,11 @@ import itertools
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from lib.config.kconfig import ConfigError
 from lib.config.run_config import RunConfig, load_run_config
+from lib.jobs import Overrides, PlannedRun
 from lib.matrix.seeds import parse_seeds, seeded, sets_seed
 from lib.matrix.settings import parse_settings
 from lib.model import registry
@@ -70,20 +70,6 @@ SCORE_VARIANTS = {
     "ADAMWPRUNE_ENABLE_OBD": "obd",
     "ADAMWPRUNE_ENABLE_TOWARD_ZERO": "toward_zero",
 }
-Overrides = list[tuple[str, str]]
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run of the matrix: its id, overrides on the base config, its config."""
-
-    run_id: str
-    overrides: Overrides
-    config: RunConfig
-
-    @property
-    def args(self) -> list[str]:
-        return [f"{k}={v}" for k, v in self.overrides]
 
 
 def is_multiple(run: RunConfig) -> bool:

@@ -3,7 +3,7 @@
 start(): plan the grid from .config, create results/<matrix-id>/ with
 base.config, matrix.json and one folder per run holding the config.txt it
 trains with, then train them, except runs an earlier completed run makes
-unnecessary (lib/matrix/reuse.py: linked, not trained). resume(): train what
+unnecessary (lib/jobs/reuse.py: linked, not trained). resume(): train what
 is pending or was interrupted. rerun(): train one run again from scratch,
 keeping the old folder beside it, whatever could be reused. Each holds the
 matrix folder's owner lock while it runs (lib/run/owner.py), so a second
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from lib.atomic import write_text_atomic
 from lib.config.overrides import split_args
 from lib.config.run_config import load_run_config
-from lib.matrix import packing, reuse, slurm
-from lib.matrix.grid import PlannedRun, expand
-from lib.matrix.runner import Runner
-from lib.matrix.state import MatrixError, MatrixState, is_matrix
+from lib.jobs import PlannedRun, packing, reuse, slurm
+from lib.jobs.runner import Runner
+from lib.jobs.state import MatrixError, MatrixState, is_matrix
+from lib.matrix.grid import expand
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.plural import counted
 from lib.run.owner import Busy, describe, owner, owning
@@ -49,7 +49,14 @@ def create(
     root = results_root(base) / matrix_id
     if root.exists():
         raise MatrixError(f"{root} already exists; wait a second and start again")
-    root.mkdir(parents=True)
+    try:
+        root.mkdir(parents=True)
+    except OSError as err:  # a file, /proc, a read-only or full disk: one paragraph
+        raise MatrixError(
+            f"CONFIG_RESULTS_DIR={base.RESULTS_DIR}: cannot make the matrix folder {root} "
+            f"({err.strerror or err}). Set RESULTS_DIR to a folder you can write, in "
+            f'.config (`make menuconfig`) or for one command with SET="RESULTS_DIR=<dir>"'
+        ) from None
     write_text_atomic(root / "base.config", base.config_text)  # .config + matrix-wide overrides
     for p in planned:
         (root / p.run_id).mkdir()
@@ -155,7 +162,7 @@ def train(
     reuse_earlier: bool = True,
 ) -> int:
     """Train run_ids here, or submit them as Slurm jobs (MATRIX_EXECUTOR_SLURM);
-    first link in earlier completed runs that make some unnecessary (lib/matrix/reuse.py)."""
+    first link in earlier completed runs that make some unnecessary (lib/jobs/reuse.py)."""
     configs = {r: load_run_config(list(cli_args), state.root / r / "config.txt") for r in run_ids}
     if reuse_earlier:
         run_ids = reuse.apply(state, configs, run_ids)
@@ -296,7 +303,7 @@ def job(run_dir: Path, launcher: list[str], cli_args: list[str]) -> int:
 def outputs(run_dir: Path, what: tuple[str, ...]) -> int:
     """What a reused run lacks, with the settings its matrix asked for
     (base.config and the run's overrides), into the folder its link leads to."""
-    from lib.matrix.outputs import produce
+    from lib.jobs.outputs import produce
 
     root = run_dir.absolute().parent
     entry = MatrixState.load(root).runs.get(run_dir.name)

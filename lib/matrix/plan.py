@@ -2,20 +2,21 @@
 every run with its overrides, estimated peak memory and estimated time (its
 whole process, lib/estimate/calibrate.py, with what the estimate rests on), and
 with MATRIX_SEEDS how many configurations times which seeds. A run an earlier
-completed run makes unnecessary (lib/matrix/reuse.py) shows `reused` and the
+completed run makes unnecessary (lib/jobs/reuse.py) shows `reused` and the
 run it links to, and the total says how much time that saves. Last, how the
-runs share this machine's GPUs (lib/matrix/packing.py): the runs that start
+runs share this machine's GPUs (lib/jobs/packing.py): the runs that start
 at once on each GPU; a run too big for every GPU stops the plan there."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from lib.config.kconfig import ConfigError
 from lib.estimate.calibrate import Measured, RunEstimate, completed_runs, estimate_run
 from lib.estimate.memory import FIT_MARGIN
-from lib.matrix import packing, reuse
-from lib.matrix.grid import PlannedRun
+from lib.estimate.verdict import DAY_S, Verdict
+from lib.jobs import PlannedRun, packing, reuse
 from lib.matrix.seeds import parse_seeds
 from lib.plural import counted
 from lib.run.rundir import results_root
@@ -25,17 +26,73 @@ if TYPE_CHECKING:
 
 
 def _estimates(
-    run: RunConfig, completed: list[Measured]
-) -> tuple[float | None, RunEstimate | None]:
-    """(GiB, time) from lib/estimate; None where it cannot say."""
+    run: RunConfig, completed: list[Measured], info: Any = None
+) -> tuple[float | None, RunEstimate | None, Verdict | None]:
+    """(GiB, time, whether it can train on the device) from lib/estimate, for
+    `info` (a known GPU, GPU=) or the device the run would use; None where it
+    cannot say."""
     from lib.estimate import estimate_memory
+    from lib.estimate.memory import configured_device
 
+    device = info or configured_device(run)
+    estimate = estimate_run(run, completed, device)
     try:
-        gib = estimate_memory(run).total_bytes / 2**30
+        memory = estimate_memory(run, device_info=device)
     except (ValueError, KeyError) as err:  # an estimator gap must not block a plan
         print(f"  (memory estimate unavailable for {run.RUN_NAME or 'a run'}: {err})")
-        gib = None
-    return gib, estimate_run(run, completed)
+        return None, estimate, None
+    verdict = Verdict(
+        "CPU RAM (here)" if device.kind == "cpu" else device.name,
+        device.kind,
+        memory.required_bytes(),
+        device.memory_bytes,
+        estimate.seconds if estimate else None,
+    )
+    return memory.total_bytes / 2**30, estimate, verdict
+
+
+def device_info(name: str | None) -> Any:
+    """GPU=<name>'s DeviceInfo, as `make estimate GPU=` takes it; None: this machine."""
+    if not name:
+        return None
+    from lib.hardware.devices import profile, profile_info
+
+    try:
+        return profile_info(profile(name))
+    except ValueError as err:
+        raise ConfigError([f"GPU={name}: {err}"], "test matrix") from None
+
+
+def _elsewhere(verdicts: list[Verdict], total_s: float, gpu: str | None) -> str | None:
+    """The line saying that the matrix is meant for another device than the one
+    planned for: runs that do not fit in its memory, or days of training."""
+    if not verdicts:
+        return None
+    device = verdicts[0]
+    unfit = sum(not v.fits for v in verdicts)
+    if not unfit and total_s <= DAY_S:
+        return None
+    why = [
+        *(
+            [f"{unfit} of the {counted(len(verdicts), 'run')} need more memory than it has"]
+            if unfit
+            else []
+        ),
+        *(
+            [f"one after another they would take about {_duration(total_s)}"]
+            if total_s > DAY_S
+            else []
+        ),
+    ]
+    where = "this CPU" if device.kind == "cpu" and not gpu else device.device
+    hint = (
+        "GPU=<name> plans it for a known GPU (`make test-matrix-dry-run GPU=H100`)"
+        if device.kind == "cpu"
+        else "GPU=<name> plans it for another GPU, `make estimate` sizes one run"
+    )
+    return (
+        f"device: this matrix is meant for another device than {where}: {' and '.join(why)}; {hint}"
+    )
 
 
 def time_basis(estimates: list[RunEstimate | None]) -> str:
@@ -68,16 +125,19 @@ def _count(base: RunConfig, planned: list[PlannedRun]) -> str:
     )
 
 
-def show(base: RunConfig, planned: list[PlannedRun]) -> None:
-    """Print the grid as a table, the run count and the totals."""
+def show(base: RunConfig, planned: list[PlannedRun], gpu: str | None = None) -> None:
+    """Print the grid as a table, the run count and the totals; gpu: estimate
+    for that known GPU (GPU=H100) instead of the device the runs would use."""
+    info = device_info(gpu)
     matches: dict[str, reuse.Match] = {}
     note: str | None = "reuse: checked after tuning, once the runs' values are known"
     if not base.MATRIX_TUNE:  # tuned runs' values are known after tuning: reuse is decided then
         matches, note = reuse.find({p.run_id: p.config for p in planned}, results_root(base))
     completed = completed_runs(results_root(base))
-    rows, total_s, saved_s, unknown, estimates = [], 0.0, 0.0, False, []
+    rows, total_s, saved_s, unknown, estimates = [], 0.0, 0.0, 0, []
+    verdicts: list[Verdict] = []
     for p in planned:
-        gib, estimate = _estimates(p.config, completed)
+        gib, estimate, verdict = _estimates(p.config, completed, info)
         seconds = estimate.seconds if estimate else None
         what = " ".join(f"{k}={v}" for k, v in p.overrides if k not in ("OPTIMIZER_MODE",))
         match = matches.get(p.run_id)
@@ -86,8 +146,9 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
             gains = f"  {match.owed.describe()}" if match.owed.produce else ""
             rows.append((p.run_id, "-", "reused", f"{what}  <- {match.name}{gains}"))
             continue
-        unknown |= seconds is None
+        unknown += seconds is None
         estimates.append(estimate)
+        verdicts += [verdict] if verdict is not None else []
         total_s += seconds or 0.0
         rows.append((p.run_id, "?" if gib is None else f"{gib:.2f}", _duration(seconds), what))
     width = max([len(r[0]) for r in rows] + [6])
@@ -95,11 +156,25 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     for run_id, mem, time_, what in rows:
         print(f"{run_id:<{width}}  {mem:>8}  {time_:>9}  {what}")
     common = " ".join(f"{k}={v}" for k, v in base.overrides.items())
-    print(
-        f"{_count(base, planned)}, about {_duration(total_s)} one after another"
-        f"{' (some unknown)' if unknown else ''}"
-        f"{'; every run also gets ' + common if common else ''}"
-    )
+    if unknown and unknown == len(planned) - len(matches):
+        when = "time unknown"
+    elif unknown:
+        when = f"about {_duration(total_s)} one after another for the others"
+    else:
+        when = f"about {_duration(total_s)} one after another"
+    print(f"{_count(base, planned)}, {when}{'; every run also gets ' + common if common else ''}")
+    for note_ in base.notes:  # SCALE_ITERS's scaling
+        print(note_)
+    if unknown:
+        where = gpu or base.DEVICE
+        print(
+            f"time: unknown for {counted(unknown, 'run')}: no speed is known for "
+            f"DEVICE={where} on this machine; GPU=<name> estimates for a known GPU "
+            f"(`make test-matrix-dry-run GPU=H100`)"
+        )
+    elsewhere = _elsewhere(verdicts, total_s, gpu)
+    if elsewhere:
+        print(elsewhere)
     if any(estimates):
         print(
             f"time: an estimate of each run's whole process, start-up included, "
@@ -115,7 +190,7 @@ def show(base: RunConfig, planned: list[PlannedRun]) -> None:
     if base.MATRIX_TUNE:  # the tuning stage's budget and time (lib/tune/)
         from lib.tune.forecast import lines
 
-        tune_lines, tune_s = lines(base, planned, completed)
+        tune_lines, tune_s = lines(base, planned, completed, info)
         print("\n".join(tune_lines))
         if tune_s is not None and not unknown:
             print(f"in all, tuning and runs: about {_duration(tune_s + total_s)}")

@@ -46,14 +46,15 @@ builds on torch's AdamW with amsgrad=True), both off by default:
 Three code paths compute this: a per-parameter loop (foreach=False, written
 for reading), a multi-tensor one (foreach=True, lib/optim/spam_foreach.py:
 a few torch._foreach_* kernels per step instead of about a dozen per
-parameter) and a compiled one (fused=True, lib/optim/spam_compiled.py: the
-per-parameter operations compiled by torch.compile into one fused pass per
-tensor; it falls back to the multi-tensor path if compiling fails, and
-`impl` says which path runs).  foreach=None, the default, picks the
+parameter) and a one-pass one (fused=True, lib/optim/spam_fused.py: the
+per-parameter operations compiled by torch.compile into one pass per tensor
+over p, g, m and v, its scalars on the device, never read back; it falls
+back to the multi-tensor path if compiling fails, and `impl` says which path
+runs).  foreach=None, the default, picks the
 multi-tensor path when all parameters are on one device type, as torch's
 optimizers do.  All give the same results and counters; on CPU, the loop and
-the multi-tensor path to the bit (their kernels are the same), the compiled
-path as tests/lib/optim/test_optim_spam_compiled.py states.
+the multi-tensor path to the bit (their kernels are the same), the one-pass
+path as tests/lib/optim/test_optim_spam_fused.py states.
 
 State uses torch's names (exp_avg, exp_avg_sq, step: a float32 0-dim CPU
 tensor).  The call count, the warmup counter j and the counters of stats()
@@ -73,8 +74,8 @@ from typing import Any
 
 import torch
 
-from lib.optim.spam_compiled import step_group_compiled
 from lib.optim.spam_foreach import step_group, step_size
+from lib.optim.spam_fused import FusedSteps
 from lib.optim.spike import EXP_AVG_FACTOR, EXP_AVG_SQ_FACTOR, SpikeDetector, grad_norm
 
 _FLOOR = 0.01  # the warmup starts from 1% of the update (0.99 is decayed away)
@@ -149,6 +150,7 @@ class AdamWSPAM(torch.optim.Optimizer):
         self.foreach = foreach  # None: decided at each step (item 6 of the module doc)
         self.fused = bool(fused)
         self.fused_error: str | None = None  # why the compiled path fell back
+        self._fused_steps = FusedSteps()  # the one-pass step's device scalars
         self._calls = 0  # k of the latest call
         self._warmup_count = self.warmup_steps + 1  # j of the next call (item 5)
         self._resets = 0
@@ -258,7 +260,7 @@ class AdamWSPAM(torch.optim.Optimizer):
     ) -> bool:
         """The compiled step; False (and the multi-tensor path for good) if it fails."""
         try:
-            step_group_compiled(
+            self._fused_steps.step_group(
                 group, params, self.state, scale, clip, self.spare_unseen, self._spikes_dev
             )
             return True

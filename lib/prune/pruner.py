@@ -271,10 +271,7 @@ class Pruner:
         sizes = [s.numel() for s in scores]
         pick = dict(sample_size=self.sample_size, generator=self.generator)
         if self.method == "state" and self.variant == "bitter4" and self.bitter4_budget == "rank":
-            means = [
-                float(s[torch.isfinite(s)].mean()) if n > f else 0.0
-                for s, n, f in zip(scores, sizes, self.pruned)
-            ]
+            means = _finite_means(scores, [n > f for n, f in zip(sizes, self.pruned)])
             counts = layers.allocate(sizes, self.pruned, layers.layer_factors(means), sparsity)
             chosen = [smallest_k([s], k, **pick)[0] for s, k in zip(scores, counts)]
         elif self.method == "state" and self.variant == "bitter4":
@@ -294,7 +291,7 @@ class Pruner:
 
     def _set_masks(self, masks: list[Tensor]) -> None:
         """Keep whole masks, each sharded as its parameter, and count their pruned entries."""
-        self.pruned = [int((~m).sum()) for m in masks]
+        self.pruned = _read_counts([(~m).sum() for m in masks])
         self.masks = [like(m, p) for m, p in zip(masks, self.params)]
 
     def _reselect(self, sparsity: float) -> None:
@@ -379,3 +376,26 @@ class Pruner:
         """Bytes of the pruner's own per-weight buffers: masks, movement scores or w0."""
         buffers = self.masks + (self.scores or []) + (self.initial or [])
         return sum(t.numel() * t.element_size() for t in buffers)
+
+
+def _read_counts(counts: list[Tensor]) -> list[int]:
+    """0-dim count tensors as ints, read back from the device at once (one sync)."""
+    device = counts[0].device
+    return [int(c) for c in torch.stack([c.to(device) for c in counts]).tolist()]
+
+
+def _finite_means(scores: list[Tensor], live: list[bool]) -> list[float]:
+    """Mean of each score tensor's finite entries (0.0 where `live` is False), one sync.
+
+    Summed in float64: the same means as a float32 mean of the finite entries, to rounding.
+    """
+    device = scores[0].device
+    means = []
+    for s, alive in zip(scores, live):
+        if not alive:
+            means.append(torch.zeros((), dtype=torch.float64, device=device))
+            continue
+        finite = torch.isfinite(s)
+        total = torch.where(finite, s, 0).sum(dtype=torch.float64)
+        means.append((total / finite.sum()).to(device))
+    return torch.stack(means).tolist()

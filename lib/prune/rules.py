@@ -31,7 +31,8 @@ def check_pruning_ramp(run: RunConfig) -> list[str]:
         fits = max(1, total * 4 // 5)
         problems.append(
             f"CONFIG_PRUNING_RAMP_END={ramp_end} is past CONFIG_GPT2_MAX_ITERS="
-            f"{total}: the run would end below the target sparsity; use "
+            f"{total}: the run would end below the target sparsity (SCALE_ITERS={total} in "
+            f"place of MAX_ITERS= shortens a run with its ramp, warmup and evaluations); use "
             f"PRUNING_RAMP_END={fits}{f' and PRUNING_WARMUP={fits // 5}' if warmup >= fits else ''} "
             f"or MAX_ITERS={ramp_end}"
         )

@@ -19,12 +19,18 @@ the lowest finite value of the scores' dtype, so every -inf entry is < t
 and counts as pruned even when the requested fraction is smaller than
 the already-pruned one.
 
+kth_smallest is the exact k-th smallest value, which for large inputs it
+finds by bracketing it between two sample quantiles (by the DKW bound
+above, with failure probability BRACKET_DELTA, after which it falls back to
+the full concatenation) and selecting within the entries of that narrow
+band only; it reads values back to the host.
+
 smallest_k is what the pruner uses: a boolean mask of exactly k entries,
 the k smallest (ties broken by position: tensor order, then row-major).
-It needs the exact k-th smallest value, which for large inputs it finds by
-bracketing it between two sample quantiles (by the DKW bound above, with
-failure probability BRACKET_DELTA, after which it falls back to the full
-concatenation) and selecting within the entries of that narrow band only.
+On an accelerator it runs on the scores' device and reads nothing back
+(smallest_k_on_device: torch.kthvalue over the concatenation, which costs
+one copy of the scores); on the CPU, above sample_size entries, it selects
+within kth_smallest's band instead.
 """
 
 from __future__ import annotations
@@ -156,7 +162,12 @@ def smallest_k(
 ) -> list[Tensor]:
     """Boolean masks marking exactly the k smallest entries (ties: earliest position first).
 
-    NaN entries are never marked (then fewer than k are when too few others remain).
+    NaN entries are never marked (then fewer than k are when too few others
+    remain; none when the k-th smallest is NaN, which compares false with
+    everything). On an accelerator, or up to sample_size entries,
+    smallest_k_on_device; on the CPU above that, the banded kth_smallest
+    (reading values back costs nothing there, and selecting within a narrow
+    band is many times faster than over everything).
     """
     total = _check(scores, sample_size)
     scores = [s.contiguous() for s in scores]  # so positions are row-major and masks viewable
@@ -164,6 +175,8 @@ def smallest_k(
         return [torch.zeros_like(s, dtype=torch.bool) for s in scores]
     if k >= total:
         return [torch.ones_like(s, dtype=torch.bool) for s in scores]
+    if scores[0].device.type != "cpu" or total <= sample_size:
+        return smallest_k_on_device(scores, k)
     v = kth_smallest(scores, k, sample_size=sample_size, generator=generator)
     chosen = [s < v for s in scores]
     need = k - sum(int(c.sum()) for c in chosen)
@@ -174,3 +187,23 @@ def smallest_k(
         c.view(-1)[ties] = True
         need -= ties.numel()
     return chosen
+
+
+def smallest_k_on_device(scores: list[Tensor], k: int) -> list[Tensor]:
+    """smallest_k (1 <= k < all entries, contiguous scores) without reading anything back.
+
+    The k-th smallest value v is torch.kthvalue over the concatenation (one
+    copy of the scores), a 0-dim tensor; the entries below v are marked and,
+    of those equal to v, the first k - #(below v) in position order (a
+    running count). The masks are views of one flat buffer.
+    """
+    total = sum(s.numel() for s in scores)
+    flat = _flat_cat(scores)
+    v = torch.kthvalue(flat, k).values
+    chosen = flat < v
+    ties = flat == v
+    need = k - chosen.sum(dtype=torch.int64)
+    # an int32 running count, half the memory of int64, exact below 2**31 entries
+    rank = ties.cumsum(0, dtype=torch.int32 if total < 2**31 else torch.int64)
+    chosen |= ties & (rank <= need)
+    return [c.view(s.shape) for c, s in zip(chosen.split([s.numel() for s in scores]), scores)]

@@ -21,8 +21,8 @@ from typing import Any
 
 from lib.config.kconfig import ConfigError
 from lib.config.run_config import load_run_config, value_or
-from lib.matrix.state import FILE as MATRIX_FILE
-from lib.matrix.state import MatrixError, MatrixState
+from lib.jobs.state import FILE as MATRIX_FILE
+from lib.jobs.state import MatrixError, MatrixState
 from lib.model import registry
 from lib.results.records import (
     check_eval,
@@ -69,7 +69,7 @@ class RunRow:
     word_ppl: dict[str, float] = field(default_factory=dict)  # text set -> word-level perplexity
     measured: dict[str, Any] = field(default_factory=dict)  # eval.json's tokens/s, memory, machine
     overrides: dict[str, str] = field(default_factory=dict)  # a matrix run's, from matrix.json
-    reused_from: str | None = None  # matrix.json: the earlier run it links to (lib/matrix/reuse.py)
+    reused_from: str | None = None  # matrix.json: the earlier run it links to (lib/jobs/reuse.py)
     tuned: dict[str, float] = field(default_factory=dict)  # symbol -> the tuned value it ran at
 
     @property

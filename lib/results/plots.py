@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from lib.results import curves, labels, style
 from lib.results.collect import RunRow
@@ -91,10 +90,12 @@ def ppl_vs_sparsity(rows: list[RunRow], baselines: dict[str, RunRow]) -> Figure 
     pad = max(5.0, step * len(methods))
     ax.set_xlim(targets[0] - pad, targets[-1] + pad)
     seeded = any(p.sd is not None for points in methods.values() for p in points)
+    low = ax.get_ylim()[0]
     style.label_axes(
         ax,
-        "target sparsity (%)",
-        "best validation perplexity",
+        "target sparsity (%)"
+        + ("; methods set side by side at each target" if len(methods) > 1 else ""),
+        "best validation perplexity" + (f" (axis from {low:.3g}, not 0)" if low > 0 else ""),
         "Perplexity vs sparsity" + (" (mean ± sd over seeds)" if seeded else ""),
     )
     style.legend_outside(ax)
@@ -158,46 +159,110 @@ PRUNED = "pruned trial (its last reported loss)"
 
 
 def tuning_curve(tuning: Tuning, names: dict[str, str]) -> Figure | None:
-    """Best validation loss so far against the trial number, a step line per
-    configuration (names: configuration key -> name), each pruned trial an x
-    in its configuration's colour; failed and running trials are left out."""
-    drawn = [(s, c) for s in tuning.studies if (c := s.curve()).best or c.pruned]
-    if not drawn:
+    """Each trial's validation loss against the value it tried, one panel per tuned
+    symbol (a log axis for a log range), a marker colour per configuration (names:
+    configuration key -> name); a pruned trial is an x at the last loss it reported,
+    each configuration's best trial ringed. Failed and running trials are left out."""
+    symbols: dict[str, bool] = {}  # name -> log axis
+    for s in tuning.studies:
+        for sym in s.symbols:
+            symbols.setdefault(sym.name, sym.log)
+    drawn = [
+        s
+        for s in tuning.studies
+        if any(
+            t.params and t.value is not None and t.state in ("complete", "pruned") for t in s.trials
+        )
+    ]
+    if not drawn or not symbols:
         return None
-    fig, ax = style.new_figure()
-    for i, (s, c) in enumerate(drawn):
-        look = style.series(i)
-        if c.best:
-            ax.step(
-                [n for n, _ in c.best],
-                [v for _, v in c.best],
-                where="post",
-                color=look["color"],
-                linestyle=look["linestyle"],
-                marker=look["marker"],
-                markersize=5,
-                label=names.get(s.config, s.config),
-            )
-        if c.pruned:
-            ax.plot(
-                [n for n, _ in c.pruned],
-                [v for _, v in c.pruned],
-                "x",
-                color=look["color"],
-                markersize=7,
-                label="_pruned",
-            )
-    if any(c.pruned for _, c in drawn):
-        ax.plot([], [], "x", color="grey", markersize=7, label=PRUNED)  # the legend's key
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    style.label_axes(
-        ax,
-        "trial",
-        "best validation loss so far (nats/token)",
-        "Tuning: best validation loss so far per configuration",
+    fig, axes = style.new_panels(len(symbols))
+    metric = (
+        "val_loss_per_char"
+        if any(s.budget.get("metric") == "val_loss_per_char" for s in drawn)
+        else "val_loss"
     )
-    style.legend_outside(ax)
+    unit = "nats/char" if metric == "val_loss_per_char" else "nats/token"
+    for ax, (symbol, log) in zip(axes, symbols.items()):
+        for i, s in enumerate(drawn):
+            look = style.series(i)
+            done = [
+                (t.params[symbol], t.value, t.number == s.best_trial)
+                for t in s.trials
+                if t.state == "complete" and symbol in t.params and t.value is not None
+            ]
+            cut = [
+                (t.params[symbol], t.value)
+                for t in s.trials
+                if t.state == "pruned" and symbol in t.params and t.value is not None
+            ]
+            name = names.get(s.config, s.config)
+            if done:
+                ax.plot(
+                    [x for x, _, _ in done],
+                    [y for _, y, _ in done],
+                    look["marker"],
+                    color=look["color"],
+                    markersize=6,
+                    label=name,
+                )
+                best = [(x, y) for x, y, b in done if b]
+                ax.plot(
+                    [x for x, _ in best],
+                    [y for _, y in best],
+                    "o",
+                    markersize=12,
+                    markerfacecolor="none",
+                    markeredgecolor=look["color"],
+                    label="_best",
+                )
+            if cut:
+                ax.plot(
+                    [x for x, _ in cut],
+                    [y for _, y in cut],
+                    "x",
+                    color=look["color"],
+                    markersize=7,
+                    label="_pruned" if done else name,
+                )
+        if log:
+            ax.set_xscale("log")
+        style.label_axes(
+            ax, symbol + (" (log scale)" if log else ""), f"validation loss ({unit})", ""
+        )
+    first = axes[0]
+    if any(t.state == "pruned" for s in drawn for t in s.trials):
+        first.plot([], [], "x", color="grey", markersize=7, label=PRUNED)  # the legend's key
+    first.plot(
+        [],
+        [],
+        "o",
+        markersize=12,
+        markerfacecolor="none",
+        markeredgecolor="grey",
+        label="best trial of its configuration",
+    )
+    fig.suptitle("Tuning: each trial's validation loss against its tuned value", fontsize=11)
+    style.legend_outside(axes[-1] if len(axes) > 1 else first, handles_from=first)
     return fig
+
+
+def _load(rows: list[RunRow]) -> str:
+    """How loaded the CPU was that the CPU runs shared, from their records."""
+    loads = [
+        load
+        for r in rows
+        if r.metrics.get("device") == "cpu"
+        and isinstance(load := r.metrics.get("load_average"), int | float)
+    ]
+    cores = {c for r in rows if isinstance(c := r.metrics.get("cpu_count"), int)}
+    if not loads:
+        return "measured on a shared CPU"
+    where = f" on {next(iter(cores))} cores" if len(cores) == 1 else ""
+    span = (
+        f"{min(loads):.1f}" if min(loads) == max(loads) else f"{min(loads):.1f} to {max(loads):.1f}"
+    )
+    return f"measured on a shared CPU, load average {span}{where}"
 
 
 def figures(
@@ -205,6 +270,7 @@ def figures(
 ) -> dict[str, Figure]:
     """File name -> figure, for each figure the runs (and a tuned matrix's
     studies) have data for."""
+    cpu = any(r.metrics.get("device") == "cpu" for r in rows)
     made = {
         "train_loss.png": curves.loss_curves(
             rows, "train_loss", "training loss (nats/token)", "Training loss"
@@ -217,11 +283,14 @@ def figures(
         "memory.png": bars(
             rows,
             lambda r: r.peak_memory_mb / 1024 if r.peak_memory_mb else None,
-            "peak memory (GiB)",
+            "peak memory (GiB)" + ("; on a CPU: the process's peak RSS" if cpu else ""),
             "Peak memory",
         ),
         "throughput.png": bars(
-            rows, lambda r: r.tokens_per_sec, "training tokens/s", "Training throughput"
+            rows,
+            lambda r: r.tokens_per_sec,
+            "training tokens/s",
+            "Training throughput" + (f" ({_load(rows)})" if cpu else ""),
         ),
     }
     if tuning:

@@ -4,10 +4,12 @@
 A record can be valid JSON and still wrong (edited by hand, written by another
 version): `"status": 5`, `"val_loss": {"iters": "x"}`. Each record is checked
 once, as it is loaded, against the shape lib/run/metrics.py, lib/run/eval_record.py
-and lib/matrix/state.py write; every problem is one line that names the file
+and lib/jobs/state.py write; every problem is one line that names the file
 and the field, e.g. "results/x/metrics.json: val_loss.iters must be a list of
-integers, got 'x'". Absent fields are fine (a run that failed early records
-only its status and error); present ones must have their type.
+integers, got 'x'". Every record has a status, and an ended run's (completed,
+stopped, diverged) its iterations and best_val_loss; other absent fields are fine
+(a run that failed early records only its status and error); present ones must
+have their type.
 """
 
 from __future__ import annotations
@@ -69,6 +71,12 @@ METRICS: dict[str, Check] = {
     "error": _optional(TEXT),
 }
 SERIES = ("train_loss", "val_loss", "val_loss_per_char", "lr")  # and every "<name>_series"
+# Every record has a status; a run that ended through lib/run/metrics.py's summary
+# (completed, stopped, diverged) records these too, null where it has no value.
+REQUIRED = ("status",)
+REQUIRED_AT_END: dict[str, tuple[str, ...]] = {
+    s: ("iterations", "best_val_loss") for s in ("completed", "stopped", "diverged")
+}
 
 
 def shown(path: Path) -> str:
@@ -125,7 +133,9 @@ def check_metrics(path: Path, m: Any) -> list[str]:
     """Problems of a parsed metrics.json (empty when it can be used)."""
     if not isinstance(m, dict):
         return [f"{shown(path)}: must be a JSON object, got {type(m).__name__}"]
-    problems = _fields(path, m, METRICS)
+    required = [*REQUIRED, *REQUIRED_AT_END.get(str(m.get("status")), ())]
+    problems = [f"{shown(path)}: {name} is missing" for name in required if name not in m]
+    problems += _fields(path, m, METRICS)
     for name in [*SERIES, *(k for k in m if k.endswith("_series"))]:
         if name in m:
             problems += _series(path, name, m[name])

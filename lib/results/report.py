@@ -2,7 +2,7 @@
 
 The page holds the summary tables (the columns of lib/results/tables.py, the
 seed table of lib/results/seeds.py where configurations have several seeds,
-and a tuned matrix's tuning table, lib/results/tuning_tables.py), every plot
+and a tuned matrix's tuning table, lib/results/tuning.py), every plot
 (lib/results/plots.py, embedded as base64 data URIs), the runs' software and
 hardware (lib/results/environment.py), each run's configuration against its
 model's baseline run (lib/results/config_diff.py) and relative links to each
@@ -17,17 +17,35 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from lib.plural import counted
-from lib.results import comparison, environment, labels, page, plots, seeds, tables, tuning_tables
+from lib.results import (
+    comparison,
+    environment,
+    labels,
+    page,
+    plots,
+    seeds,
+    style,
+    tables,
+)
 from lib.results.collect import RunRow, load_rows
 from lib.results.config_diff import config_section
 from lib.results.outputs import Staging
-from lib.results.tuning import Tuning, load, stale_runs
+from lib.results.tuning import (
+    EDGE_NOTE,
+    Tuning,
+    load,
+    stale_runs,
+    table_cells,
+    table_header,
+    table_intro,
+)
 
 FILE = "index.html"
 LOGS = ("output.log", "console.log", "metrics.json")
@@ -39,8 +57,9 @@ PLOTS = {
     "several seeds: mean ± sd)",
     "memory.png": "Peak memory per configuration",
     "throughput.png": "Training tokens/s per configuration",
-    "tuning_curve.png": "Tuning: best validation loss so far against the trial, per "
-    "configuration (x: a pruned trial at its last reported loss)",
+    "tuning_curve.png": "Tuning: each trial's validation loss against its tuned value, a "
+    "panel per tuned symbol (x: a pruned trial at its last reported loss; ringed: the "
+    "configuration's best trial)",
 }
 CORE = (
     "run",
@@ -51,6 +70,7 @@ CORE = (
     "variant",
     "best ppl",
     "final ppl",
+    "best nats/char",  # the key figure across tokenizers, where runs recorded it
     "delta %",
     "tokens/s",
     "peak GiB",
@@ -161,28 +181,26 @@ def summary_section(root: Path, rows: list[RunRow], baselines: dict[str, RunRow]
 
 
 def tuning_section(tuning: Tuning | None, rows: list[RunRow]) -> str:
-    """A tuned matrix's tuning table (lib/results/tuning_tables.py), its budget
+    """A tuned matrix's tuning table (lib/results/tuning.py), its budget
     stated once above it and its problems below; "" for an untuned folder."""
     if tuning is None or not (tuning or tuning.problems):
         return ""
     parts = ["<h2>Tuning</h2>"]
     if tuning:
         names = labels.names(seeds.configurations(rows))
-        parts.append(f"<p>{html.escape(tuning_tables.intro(tuning))}</p>")
-        kinds = ["run", "", ""] + ["num"] * (len(tuning_tables.header(tuning)) - 5) + ["", ""]
+        parts.append(f"<p>{html.escape(table_intro(tuning))}</p>")
+        kinds = ["run", "", ""] + ["num"] * (len(table_header(tuning)) - 5) + ["", ""]
         body = [
             [
                 (html.escape(c), k)
-                for c, k in zip(
-                    tuning_tables.cells(tuning, s, names.get(s.config, s.config)), kinds
-                )
+                for c, k in zip(table_cells(tuning, s, names.get(s.config, s.config)), kinds)
             ]
             for s in tuning.studies
         ]
-        table = page.table(tuning_tables.header(tuning), body, "tuning")
+        table = page.table(table_header(tuning), body, "tuning")
         parts += [
             f'<div class="wide">{table}</div>',
-            f"<p>{html.escape(tuning_tables.EDGE_NOTE)}</p>",
+            f"<p>{html.escape(EDGE_NOTE)}</p>",
         ]
     problems = tuning.problems + stale_runs(tuning, rows)
     if problems:
@@ -192,6 +210,44 @@ def tuning_section(tuning: Tuning | None, rows: list[RunRow]) -> str:
     return "\n".join(parts)
 
 
+# The smallest plot text on the page, in CSS pixels: an image is never shown narrower
+# than this allows (the page scrolls sideways instead).
+MIN_TEXT_PX = 10
+
+
+def shown_width(png: bytes) -> int:
+    """The narrowest width a PNG may be shown at so that its smallest text
+    (style.MIN_PT at style.DPI) stays at MIN_TEXT_PX or more."""
+    width = int.from_bytes(png[16:20], "big")  # the IHDR chunk's width
+    natural = style.MIN_PT * style.DPI / 72  # the smallest text's height in image pixels
+    return math.ceil(width * MIN_TEXT_PX / natural)
+
+
+def caption_of(name: str, rows: list[RunRow]) -> str:
+    """A figure's caption, saying "mean" and "band" only where configurations have
+    several seeds, and how CPU measurements were taken where runs ran on a CPU."""
+    seeded = any(len(c.runs) > 1 for c in seeds.configurations(rows))
+    cpu = any(r.metrics.get("device") == "cpu" for r in rows)
+    band = " (several seeds: mean, min-max band)" if seeded else ""
+    captions = {
+        "train_loss.png": f"Training loss of every configuration{band}",
+        "val_loss.png": f"Validation loss of every configuration{band}",
+        "ppl_vs_sparsity.png": "Best perplexity against sparsity (baselines dashed"
+        + ("; several seeds: mean ± sd" if seeded else "")
+        + "; methods at one sparsity are set side by side, not at their exact sparsity)",
+        "memory.png": "Peak memory per configuration"
+        + (" (a CPU run's is its process's peak RSS)" if cpu else ""),
+        "throughput.png": "Training tokens/s per configuration"
+        + (
+            " (CPU runs: measured on a shared CPU, so they move with its load; "
+            "the load average at each run's end is in its metrics.json)"
+            if cpu
+            else ""
+        ),
+    }
+    return captions.get(name) or PLOTS.get(name, name)
+
+
 def plots_section(
     rows: list[RunRow], baselines: dict[str, RunRow], tuning: Tuning | None = None
 ) -> str:
@@ -199,10 +255,12 @@ def plots_section(
     figures = []
     with tempfile.TemporaryDirectory() as tmp:
         for path in plots.write_all(rows, baselines, Path(tmp), tuning):
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
-            caption = html.escape(PLOTS.get(path.name, path.stem))
+            png = path.read_bytes()
+            data = base64.b64encode(png).decode("ascii")
+            caption = html.escape(caption_of(path.name, rows))
             figures.append(
-                f'<figure><img src="data:image/png;base64,{data}" alt="{caption}">'
+                f'<figure><img src="data:image/png;base64,{data}" alt="{caption}" '
+                f'style="min-width: {shown_width(png)}px">'
                 f"<figcaption>{caption}</figcaption></figure>"
             )
     body = "\n".join(figures) or "<p>No plots: no run has recorded metrics yet.</p>"

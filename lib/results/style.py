@@ -1,6 +1,7 @@
 """How every results figure looks: text of at least MIN_PT points at the saved
 size, legends outside the data, and a colour, line style and marker per series
 that stay distinct past ten series (colours alone repeat after ten)."""
+
 from __future__ import annotations
 
 import textwrap
@@ -16,13 +17,31 @@ from matplotlib.figure import Figure  # noqa: E402
 
 MIN_PT = 9  # the smallest text on a figure, at the size it is saved
 STYLE: dict[str, Any] = {
-    "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": MIN_PT,
-    "ytick.labelsize": MIN_PT, "legend.fontsize": MIN_PT, "legend.title_fontsize": MIN_PT,
-    "axes.grid": True, "grid.alpha": 0.3, "lines.linewidth": 1.5}
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "xtick.labelsize": MIN_PT,
+    "ytick.labelsize": MIN_PT,
+    "legend.fontsize": MIN_PT,
+    "legend.title_fontsize": MIN_PT,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.5,
+}
 DPI = 200  # 6.4 in wide: 1280 px
 WIDTH = 6.4  # inches; the legend beside the axes adds to it
-COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf")  # matplotlib's tab10
+COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)  # matplotlib's tab10
 LINESTYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
 RIGHT_MAX = 12  # legends with more entries go below the axes, in columns
@@ -37,29 +56,76 @@ def new_figure(height: float = 4.0) -> tuple[Figure, Axes]:
     return fig, ax
 
 
+def new_panels(count: int, height: float = 3.6) -> tuple[Figure, list[Axes]]:
+    """`count` panels side by side sharing the y axis, each as wide as new_figure's
+    axes allow (at most three in a row, then more rows)."""
+    columns = min(count, 3)
+    rows = -(-count // columns)
+    with plt.rc_context(STYLE):  # type: ignore[arg-type]
+        fig, grid = plt.subplots(
+            rows,
+            columns,
+            figsize=(WIDTH * columns / 1.6, height * rows),
+            sharey=True,
+            squeeze=False,
+        )
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[count:]:
+        ax.set_visible(False)
+    for ax in axes[:count]:
+        ax.tick_params(labelsize=MIN_PT)
+        ax.grid(alpha=0.3)
+    return fig, axes[:count]
+
+
 def series(i: int) -> dict[str, Any]:
     """Colour, line style and marker of the i-th series."""
-    return {"color": COLOURS[i % len(COLOURS)],
-            "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
-            "marker": MARKERS[i % len(MARKERS)]}
+    return {
+        "color": COLOURS[i % len(COLOURS)],
+        "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
+        "marker": MARKERS[i % len(MARKERS)],
+    }
 
 
 def wrap(label: str) -> str:
-    return textwrap.fill(label, LABEL_WIDTH, subsequent_indent="  ")
+    """A label on lines of LABEL_WIDTH, broken at blanks only: a run id or a
+    name with hyphens stays whole on its line, however long."""
+    return textwrap.fill(
+        label,
+        LABEL_WIDTH,
+        subsequent_indent="  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
-def legend_outside(ax: Axes) -> None:
-    """The legend right of the axes, or below them in columns when long."""
-    handles, labels = ax.get_legend_handles_labels()
+def legend_outside(ax: Axes, handles_from: Axes | None = None) -> None:
+    """The legend right of the axes, or below them in columns when long
+    (handles_from: the axes whose series it names, when that is another panel)."""
+    handles, labels = (handles_from or ax).get_legend_handles_labels()
     if not handles:
         return
     labels = [wrap(lb) for lb in labels]
     if len(handles) <= RIGHT_MAX:
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                  borderaxespad=0.0, frameon=False, fontsize=MIN_PT)
+        ax.legend(
+            handles,
+            labels,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+            frameon=False,
+            fontsize=MIN_PT,
+        )
     else:
-        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-                  ncol=2, frameon=False, fontsize=MIN_PT)
+        ax.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            ncol=2,
+            frameon=False,
+            fontsize=MIN_PT,
+        )
 
 
 def label_axes(ax: Axes, xlabel: str, ylabel: str, title: str) -> None:

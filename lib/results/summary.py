@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from lib.plural import counted
-from lib.results import comparison, labels, plots, seeds, sweep, tables, tuning_tables
+from lib.results import comparison, labels, plots, seeds, sweep, tables
 from lib.results.collect import RunRow, apply_baseline, load_rows, pick_baseline, read_run
 from lib.results.outputs import Staging
-from lib.results.tuning import Tuning, load, stale_runs
+from lib.results.tuning import Tuning, load, stale_runs, table_csv, table_latex, table_markdown
 
 
 def write_summary(
@@ -46,10 +46,10 @@ def write_summary(
     if across:
         md, tex = across + "\n" + md, comparison.latex(rows) + "\n" + tex
     if tuning is not None and (tuning or tuning.problems):
-        md = tuning_tables.markdown(tuning, tuning.problems + stale_runs(tuning, rows)) + "\n" + md
+        md = table_markdown(tuning, tuning.problems + stale_runs(tuning, rows)) + "\n" + md
     if tuning:
         names = labels.names(seeds.configurations(rows))
-        tex = tuning_tables.latex(tuning, names) + "\n" + tex
+        tex = table_latex(tuning, names) + "\n" + tex
     with Staging(out) as stage:
         files = [
             stage.text("summary.md", header + md),
@@ -62,7 +62,7 @@ def write_summary(
         if across:
             files.append(stage.text("summary_bpb.csv", comparison.csv_text(rows)))
         if tuning:
-            files.append(stage.text("summary_tuning.csv", tuning_tables.csv_text(tuning)))
+            files.append(stage.text("summary_tuning.csv", table_csv(tuning)))
         if sweep_record:
             files += sweep.plots(
                 rows, sweep_record["params"], sweep_record.get("log", []), stage.dir

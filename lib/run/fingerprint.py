@@ -13,7 +13,7 @@ content_hash() is the SHA-256 of one canonical JSON document holding
   uncommitted changes; outside a git checkout, the package version and a
   SHA-256 of the source files.
 The trainer records fingerprint() in metrics.json; a matrix reuses a completed
-run with the same hash instead of training it again (lib/matrix/reuse.py).
+run with the same hash instead of training it again (lib/jobs/reuse.py).
 A run trained from a dirty tree is never reused: its commit does not say what
 code trained it. A symbol missing from UNHASHED is hashed, so a new symbol
 changes the hash until its entry argues otherwise: a missed entry costs a
@@ -77,7 +77,7 @@ def is_hashed(name: str, run: RunConfig) -> bool:
 
 def world_size(run: RunConfig) -> int:
     """Training processes: a several-node Slurm job starts nodes x GPUs per node
-    (lib/matrix/slurm.py launcher), torchrun GPT2_NUM_GPUS x DIST_NNODES."""
+    (lib/jobs/slurm.py launcher), torchrun GPT2_NUM_GPUS x DIST_NNODES."""
     if not run.GPT2_USE_DDP:
         return 1
     if run.MATRIX_EXECUTOR == "slurm" and (run.SLURM_NODES or 1) > 1:

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from lib.atomic import write_json_atomic
+from lib.atomic import DiskFullError, write_json_atomic
 from lib.run.environment import environment
 
 # Steps after each (re)start whose time is excluded from throughput: every new
@@ -157,8 +157,20 @@ class RunMetrics:
         }
 
     def write(self, summary: dict[str, Any]) -> None:
-        if self.enabled:
+        if not self.enabled:
+            return
+        try:
             write_json_atomic(self.path, summary)
+        except DiskFullError as err:
+            from lib.run.rundir import resume_command
+
+            raise DiskFullError(
+                err.errno,
+                f"{err}. Free space on that disk (`df -h {self.path.parent}`); then "
+                f"`{resume_command(self.path.parent)}` resumes the run from its last "
+                f"checkpoint (from step 0 if it has none yet)",
+                str(self.path),
+            ) from None
 
     def state_dict(self) -> dict[str, Any]:
         keys = (

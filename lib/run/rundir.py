@@ -4,11 +4,12 @@ names the model family's variant, which this layer cannot ask for."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
@@ -25,9 +26,15 @@ class RunDirError(Exception):
     pass
 
 
+# A folder name's limit on common filesystems (NAME_MAX), less room for the "-2"
+# a second timestamped run of the same second gets.
+NAME_MAX = 250
+
+
 def is_name(text: str) -> bool:
-    """A run or matrix folder name: one path part, never '..', a newline or a '/'."""
-    return bool(_NAME_OK.fullmatch(text))
+    """A run or matrix folder name: one path part, never '..', a newline or a '/',
+    short enough for the filesystem."""
+    return bool(_NAME_OK.fullmatch(text)) and len(text.encode()) <= NAME_MAX
 
 
 def results_root(run: RunConfig) -> Path:
@@ -41,12 +48,39 @@ _RESULTS_LINE = re.compile(rb'^CONFIG_RESULTS_DIR="((?:[^"\\]|\\.)*)"[ \t\r]*$',
 def configured_results_root(overrides: Sequence[tuple[str, str]] = ()) -> Path:
     """Where existing runs are: RESULTS_DIR as an override (SET="RESULTS_DIR=..."),
     else .config's RESULTS_DIR, else results/ (its default; commands that read runs
-    work without a .config). Only that one line of .config is read: a run carries
-    its own configuration, so a .config that does not load (a typo, a stray byte,
-    an edit in progress) must not stop `make continue`, sample, eval or export."""
+    work without a .config). .config is read through the checks `make` applies
+    (lib/config/kconfig.py), and a problem of its RESULTS_DIR line (two of them, a
+    malformed one) stops the command as it stops `make`: runs would be looked for
+    where `make` does not put them. Problems elsewhere in the file do not: a run
+    carries its own configuration, so a typo or an edit in progress must not stop
+    `make continue`, sample, eval or export."""
     given = [value for name, value in overrides if name.removeprefix("CONFIG_") == "RESULTS_DIR"]
     if given:
         return from_root(given[-1]) if given[-1] else DEFAULT_RESULTS
+    if not DOT_CONFIG.is_file():
+        return DEFAULT_RESULTS
+    from lib.config.kconfig import ConfigError, load_checked, shown_path
+
+    try:
+        kconf, problems = load_checked(DOT_CONFIG)
+    except (ConfigError, OSError):  # not text at all: its RESULTS_DIR line, if one parses
+        return _results_line()
+    own = [p for p in problems if "CONFIG_RESULTS_DIR" in p]
+    if own:  # a ConfigError, which every script reports as `make` does
+        raise ConfigError(
+            [
+                *own,
+                "`make` refuses this file too, and runs are looked for where `make` puts "
+                "them: fix the line (or `make menuconfig`), or name the folder with "
+                'SET="RESULTS_DIR=<dir>"',
+            ],
+            shown_path(DOT_CONFIG),
+        )
+    value = kconf.syms["RESULTS_DIR"].str_value
+    return from_root(value) if value else DEFAULT_RESULTS
+
+
+def _results_line() -> Path:
     try:
         match = _RESULTS_LINE.search(DOT_CONFIG.read_bytes())
     except OSError:
@@ -59,7 +93,8 @@ def configured_results_root(overrides: Sequence[tuple[str, str]] = ()) -> Path:
 
 NAME_RULE = (
     "a run or a matrix under the results folder, as <id> or <matrix-id>/<run-id>, "
-    "each part letters, digits, '.', '_' and '-' starting with a letter or digit"
+    "each part letters, digits, '.', '_' and '-' starting with a letter or digit, "
+    f"at most {NAME_MAX} of them"
 )
 
 
@@ -210,14 +245,41 @@ def point_latest(path: Path) -> None:
 
 
 class RunLog:
-    """Lines to the terminal (above the progress bar) and to output.log, plain."""
+    """Lines to the terminal (above the progress bar) and to output.log, plain.
+
+    A line output.log has no room for (a full disk, a quota) does not stop the run:
+    the terminal says so once and gets the lines from then on; the next record or
+    checkpoint write then stops the run with what to do, if the disk is still full."""
 
     def __init__(self, path: Path):
-        self.file = open(path, "a", buffering=1)
+        self.path = path
+        self.file: IO[str] | None = open(path, "a", buffering=1)
 
     def __call__(self, message: str = "") -> None:
         tqdm.write(message)
-        self.file.write(message + "\n")
+        if self.file is None:
+            return
+        try:
+            self.file.write(message + "\n")
+        except OSError as err:
+            self._lost(err)
+
+    def _lost(self, err: OSError) -> None:
+        file, self.file = self.file, None
+        if file is not None:
+            with contextlib.suppress(OSError):  # its buffer cannot be written either
+                file.close()
+        tqdm.write(
+            f"warning: cannot append to {self.path} ({err.strerror or err}): its lines go to "
+            f"this terminal only from here. Free space on that disk (`df -h "
+            f"{self.path.parent}`); if it stays full, the run stops at its next record or "
+            f"checkpoint write, and `{resume_command(self.path.parent)}` resumes it from its "
+            f"last checkpoint once there is room"
+        )
 
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError as err:
+                self._lost(err)

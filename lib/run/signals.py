@@ -14,6 +14,12 @@ signals within REPEAT_WINDOW_S of the first count as that one. A signal after
 the window abandons the stop at once (raises Abandoned wherever the process
 is): no new checkpoint, the previous one stays loadable (writes are atomic).
 
+A run started by make hears a signal sent to make's pid too (follow_make):
+GNU make passes SIGTERM on to the command it runs (the recipes `exec` theirs, so
+that is the run itself), but not SIGINT or SIGHUP, which it expects the terminal
+to have sent the whole process group, and waits for a run that never hears of
+them; and a make killed outright leaves its run training unobserved.
+
 Imports nothing heavy: scripts install it before importing torch.
 """
 
@@ -25,6 +31,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 # EX_TEMPFAIL (sysexits.h): "temporary failure, retry later". A stop signal
@@ -113,6 +120,57 @@ TORCHRUN_ENV = {"PET_SIGNALS_TO_HANDLE": "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 
 # The process's one request: train.py installs it first thing, the trainer reads it.
 STOP = StopRequest()
+
+
+# A signal make was sent -> what this run sends itself (it stops on TERM, INT, USR1).
+MAKE_SIGNALS = {signal.SIGINT: signal.SIGINT, signal.SIGHUP: signal.SIGTERM}
+
+
+def _caught(pid: int) -> int | None:
+    """The signals pid handles (Linux /proc: SigCgt), or None when unreadable."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return int(line.split()[1], 16)
+    return None
+
+
+def follow_make(interval_s: float = 0.5) -> threading.Thread | None:
+    """When this process's parent is GNU make: a thread that passes on to it a
+    SIGINT or SIGHUP make was sent (as this process's SIGINT or SIGTERM) and stops
+    it with SIGTERM when make is gone. None elsewhere (no make, no /proc).
+
+    make resets a fatal signal's handler before it waits for its commands, so
+    that handler disappearing from make's SigCgt is the sign it was signalled."""
+    parent = os.getppid()
+    try:
+        name = Path(f"/proc/{parent}/comm").read_text().strip()
+    except OSError:
+        return None
+    caught = _caught(parent)
+    if name not in ("make", "gmake") or caught is None:
+        return None
+
+    def watch() -> None:
+        passed = False
+        while True:
+            time.sleep(interval_s)
+            now = _caught(parent)
+            if os.getppid() != parent or now is None:  # make is gone: nobody waits for this run
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            for sig, sent in MAKE_SIGNALS.items():
+                bit = 1 << (sig - 1)
+                if not passed and caught & bit and not now & bit:
+                    os.kill(os.getpid(), sent)
+                    passed = True
+
+    thread = threading.Thread(target=watch, name="follow-make", daemon=True)
+    thread.start()
+    return thread
 
 
 def _say(message: str) -> None:

@@ -2,7 +2,7 @@
 pruner -> TrainStep.
 
 `make` (the trainer), `make bench` (lib/bench/step.py), `make estimate`'s
-measured peak (lib/estimate/measure.py) and the resolved settings the tests
+measured peak (lib/bench/memory.py) and the resolved settings the tests
 compare (lib/train/resolved.py) all call build_training, so what the bench
 and the estimate measure is what a run trains: the same seed, speed options,
 gradient checkpointing, optimizer, pruner, clip and compiled forward.

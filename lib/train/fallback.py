@@ -4,8 +4,8 @@ torch.compile is lazy, so it compiles (and may fail) on the first step, and
 a configuration too large for the device fails within the first steps. For
 GUARDED_STEPS steps after every start (and until a compiled step has run),
 the trainer catches a failed step, asks FirstSteps.decide for a Decision,
-applies it (lib/train/trainer.py), puts the samplers back where the step began and
-retries. This module only decides; it changes no trainer state.
+applies it (lib/train/trainer.py), puts the samplers back where the step began
+(Rewind) and retries. This module only decides; it changes no trainer state.
 
 * out of memory (TRAIN_OOM_FALLBACK, single process): first CompileOff, then
   SmallerBatch: the micro-batch halved (its largest divisor at most half as
@@ -25,7 +25,6 @@ BATCH_SIZE instead).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -185,24 +184,16 @@ class FirstSteps:
         return SmallerBatch(batch, smaller, plan.accumulation * batch // smaller, _short(err))
 
 
-def retrying(
-    attempt: Callable[[], float],
-    loaders: Callable[[], dict[str, Any]],
-    optimizer: Any,
-    recover: Callable[[Exception], None],
-) -> float:
-    """attempt() until it succeeds. After a failure, recover(err) (which raises
-    to give up, and may replace the loaders), then the samplers of loaders()
-    go back to where the step began."""
-    saved = {k: loader.state_dict() for k, loader in loaders().items()}
-    while True:
-        try:
-            return attempt()
-        except Exception as err:  # any backend failure, by design
-            recover(err)
-        # Retry outside the except block, so the failed step's tensors are freed.
-        for k, loader in loaders().items():
-            loader.load_state_dict(saved[k])
+class Rewind:
+    """Where a guarded step began: before a retry, the samplers go back there and
+    the failed step's gradients and cached device memory are freed."""
+
+    def __init__(self, loaders: dict[str, Any]):
+        self.saved = {k: loader.state_dict() for k, loader in loaders.items()}
+
+    def __call__(self, loaders: dict[str, Any], optimizer: Any) -> None:
+        for k, loader in loaders.items():
+            loader.load_state_dict(self.saved[k])
         optimizer.zero_grad(set_to_none=True)
         gc.collect()
         if torch.cuda.is_available():

@@ -14,6 +14,7 @@ from lib.atomic import write_text_atomic
 from lib.model import registry
 from lib.run import owner
 from lib.run.rundir import (
+    NAME_MAX,
     RunDirError,
     claim_run,
     is_name,
@@ -55,9 +56,12 @@ def run_id(run: RunConfig, now: float | None = None) -> str:
     """RUN_NAME, or the run tag plus a timestamp."""
     if run.RUN_NAME:
         if not is_name(run.RUN_NAME):  # fullmatch: a trailing newline is refused too
+            name = run.RUN_NAME
+            shown = name if len(name) <= 60 else f"{name[:40]}...{name[-10:]}"
             raise RunDirError(
-                f'CONFIG_RUN_NAME="{run.RUN_NAME}": allowed letters, digits, '
-                f"'.', '_' and '-', starting with a letter or digit"
+                f'CONFIG_RUN_NAME="{shown}" ({len(name.encode())} bytes): allowed letters, '
+                f"digits, '.', '_' and '-', starting with a letter or digit, at most "
+                f"{NAME_MAX} of them (a folder name's limit); choose a shorter RUN_NAME"
             )
         return run.RUN_NAME
     return f"{run_tag(run)}_{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
@@ -65,14 +69,42 @@ def run_id(run: RunConfig, now: float | None = None) -> str:
 
 def create_run_dir(run: RunConfig) -> Path:
     """A new run's folder, owned by this process; an existing one is never
-    reused without RESUME=1."""
-    path = results_root(run) / run_id(run)
-    path.mkdir(parents=True, exist_ok=True)
-    took = claim_run(path)  # first: two `make RUN_NAME=x` at once cannot both pass the check
+    reused without RESUME=1. A named run (RUN_NAME) gets that name or an error; a
+    timestamped one whose name is taken (two runs started in the same second) gets
+    the first free <id>-2, <id>-3, ..."""
+    base = results_root(run) / run_id(run)
+    if run.RUN_NAME:
+        return _open_new(base, run)
+    for n in range(1, 100):
+        try:
+            return _open_new(base if n == 1 else base.with_name(f"{base.name}-{n}"), run)
+        except _Taken:
+            continue
+    return _open_new(base.with_name(f"{base.name}-100"), run)
+
+
+class _Taken(RunDirError):
+    """The folder holds a run, or another live process is starting one there."""
+
+
+def _open_new(path: Path, run: RunConfig) -> Path:
+    """path as a new run's folder, claimed by this process; _Taken when taken,
+    RunDirError when the results folder cannot hold it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        took = claim_run(path)  # first: two `make RUN_NAME=x` at once cannot both pass
+    except RunDirError as err:
+        raise _Taken(str(err)) from None
+    except OSError as err:  # a file, /proc, a read-only or full disk: one paragraph
+        raise RunDirError(
+            f"CONFIG_RESULTS_DIR={run.RESULTS_DIR}: cannot make the run folder {path} "
+            f"({err.strerror or err}). Set RESULTS_DIR to a folder you can write, in "
+            f'.config (`make menuconfig`) or for one command with SET="RESULTS_DIR=<dir>"'
+        ) from None
     if any(p.name != owner.LOCK for p in path.iterdir()):
         if took:
             owner.release(path)
-        raise RunDirError(
+        raise _Taken(
             f"{path} already holds a run: resume it with "
             f"`{resume_command(path)}`, or choose another RUN_NAME"
         )

@@ -38,7 +38,8 @@ def check_lr_warmup(run: RunConfig) -> list[str]:
     return [
         f"CONFIG_GPT2_WARMUP_STEPS={warmup} is past CONFIG_GPT2_MAX_ITERS={total}: "
         f"every step would be in the LR warmup (the last at {last:.2g} of the "
-        f"{run.LEARNING_RATE:g} peak){decay}; use {fix} or MAX_ITERS={max(warmup * 10, warmup + 1)}"
+        f"{run.LEARNING_RATE:g} peak){decay} (SCALE_ITERS={total} in place of MAX_ITERS= shortens a run with its warmup); "
+        f"use {fix} or MAX_ITERS={max(warmup * 10, warmup + 1)}"
     ]
 
 

@@ -1,4 +1,5 @@
-"""One optimizer step: accumulate micro-batches, unscale, mask, clip, step.
+"""One optimizer step: accumulate micro-batches (forward_backward), then unscale,
+mask, clip, step (update).
 
 Shared by the trainer and by `make bench`, so the benchmark times exactly
 the step that training runs.
@@ -102,23 +103,38 @@ class TrainStep:
 
     def __call__(self, next_batch: Callable[[], Batch], lr: float, step: int = 0) -> torch.Tensor:
         """Run optimizer step number `step` (1-based) at learning rate lr; returns
-        the mean loss, a detached 0-dim tensor on the model's device (unread)."""
+        the mean loss, a detached 0-dim tensor on the model's device (unread). The
+        trainer makes the same three calls in its loop (lib/train/trainer.py)."""
+        self.set_lr(lr)
+        total = self.forward_backward(next_batch, 0)
+        for i in range(1, self.accumulation):
+            total = total + self.forward_backward(next_batch, i)
+        self.update(step)
+        return total
+
+    def set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
             group["lr"] = lr * group.get("lr_ratio", 1.0)  # Muon's groups: own LR scale
-        total: torch.Tensor | None = None
-        for i in range(self.accumulation):
-            with self.phase("data"):
-                x, y = next_batch()
-            with self.sync(i == self.accumulation - 1):
-                with self.phase("forward"), self.precision.autocast():
-                    # Not binding the logits frees them before backward (B x T x vocab).
-                    loss = self.forward(x, y)[1]
-                # Dividing makes the summed gradient equal one batch accumulation x larger.
-                if self.accumulation > 1:
-                    loss = loss / self.accumulation
-                with self.phase("backward"):
-                    self.scaler.scale(loss).backward()
-            total = loss.detach() if total is None else total + loss.detach()
+
+    def forward_backward(self, next_batch: Callable[[], Batch], i: int) -> torch.Tensor:
+        """Micro-batch i of the step: forward, then backward into the gradients;
+        its share of the step's mean loss, detached and unread."""
+        with self.phase("data"):
+            x, y = next_batch()
+        with self.sync(i == self.accumulation - 1):
+            with self.phase("forward"), self.precision.autocast():
+                # Not binding the logits frees them before backward (B x T x vocab).
+                loss = self.forward(x, y)[1]
+            # Dividing makes the summed gradient equal one batch accumulation x larger.
+            if self.accumulation > 1:
+                loss = loss / self.accumulation
+            with self.phase("backward"):
+                self.scaler.scale(loss).backward()
+        return loss.detach()
+
+    def update(self, step: int) -> None:
+        """Optimizer step number `step` on the accumulated gradients: unscale, the
+        pruner's masks, clip, step, the pruner's update, zero the gradients."""
         if self.grad_clip > 0 or self.pruner is not None or self.before_clip is not None:
             with self.phase("optimizer"):
                 self.scaler.unscale_(
@@ -141,8 +157,6 @@ class TrainStep:
                 self.pruner.after_step(step)
         with self.phase("optimizer"):
             self.optimizer.zero_grad(set_to_none=True)
-        assert total is not None  # accumulation >= 1
-        return total
 
     def rebatched(self, accumulation: int) -> TrainStep:
         """This step running `accumulation` micro-batches per optimizer step (its

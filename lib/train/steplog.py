@@ -1,7 +1,7 @@
 """What the loop does with the losses it reads: the divergence test, and for
 each logged step (every TRAIN_LOG_INTERVAL, the first, the last) the series
 in metrics.json, the log line with each part's own fields (log_fields()),
-the trackers and the progress bar."""
+the trackers and the progress bar; and the run's last line (end_line)."""
 
 from __future__ import annotations
 
@@ -87,3 +87,20 @@ class StepLog:
             f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}"
         )
         self.tracker.log_train(step, self.metrics, self.device)
+
+
+def end_line(summary: dict[str, Any], step: int) -> str:
+    """The run's last log line, from its record: a loss the record holds as null
+    (no finite evaluation, as in a run that diverged first) is said, not printed nan."""
+    status, reason = summary["status"], summary.get("reason")
+    best, per_char = summary.get("best_val_loss"), summary.get("best_val_loss_per_char")
+    if best is None:
+        loss = "no best val loss (no evaluation finished with a finite loss)"
+    else:
+        loss = f"best val loss {best:.4f}" + (
+            f" ({per_char:.4f} nats/char)" if per_char is not None else ""
+        )
+    return (
+        f"{status}{': ' + reason if reason else ''} | step {step} | {loss} | "
+        f"{summary['tokens_per_sec']:,.0f} tok/s"
+    )

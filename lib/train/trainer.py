@@ -1,9 +1,11 @@
 """The training loop every model family uses, nanoGPT's loop over parts that
-answer for themselves: the stack (lib/train/build.py) steps, the evaluator and
-the checkpointer say when they are due, each part reports its log fields and
-record. Stops at MAX_ITERS, at TRAIN_MAX_TIME, on a stop signal (SIGTERM, SIGINT,
-SIGUSR1; lib/run/signals.py), both at a step boundary with a checkpoint (none
-with SAVE_CHECKPOINT off), or on divergence (the last good checkpoint stays).
+answer for themselves (lib/train/parts.py assembles them): each step runs
+forward and backward over its micro-batches, then the optimizer
+(lib/train/step.py); the evaluator and the checkpointer say when they are due;
+each part reports its log fields and record. Stops at MAX_ITERS, at
+TRAIN_MAX_TIME, on a stop signal (SIGTERM, SIGINT, SIGUSR1; lib/run/signals.py),
+both at a step boundary with a checkpoint (none with SAVE_CHECKPOINT off), or on
+divergence (the last good checkpoint stays).
 """
 
 from __future__ import annotations
@@ -16,34 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from lib.bench.inference import inference_at_end
-from lib.data import load_meta
-from lib.data.loader import BatchLoader
-from lib.data.prepared import ensure_prepared
-from lib.data.valchars import per_char_record
 from lib.distributed.runtime import SINGLE, DistEnv
-from lib.estimate.fit import plan_batch
-from lib.eval.kv_circuit_records import kv_circuit_at_end
-from lib.eval.samples import SampleLog
 from lib.hardware.devices import describe_device
-from lib.hardware.precision import resolve_device
-from lib.observe.monitor import CPU_FILE, GPU_FILE, build_monitor
-from lib.observe.tracking import Tracker
+from lib.observe.monitor import CPU_FILE, GPU_FILE
 from lib.run import record
-from lib.run.backup import Backup, remove_run_temps
-from lib.run.checkpoint import restore_rng, rng_state, seed_everything
-from lib.run.checkpointer import Checkpointer
-from lib.run.metrics import RunMetrics
+from lib.run.backup import remove_run_temps
+from lib.run.checkpoint import restore_rng, rng_state
 from lib.run.signals import STOP, Abandoned
-from lib.train.build import build_training
-from lib.train.early_stop import EarlyStop
-from lib.train.evaluator import Evaluator
-from lib.train.fallback import FirstSteps, retrying
-from lib.train.losses import PendingLosses
+from lib.train.fallback import Rewind
+from lib.train.parts import Parts, build_parts
 from lib.train.records import batch_record
-from lib.train.schedule import lr_schedule, schedule_settings
-from lib.train.steplog import StepLog
-from lib.train.trial import TrialReport
+from lib.train.schedule import lr_schedule
+from lib.train.steplog import end_line
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -53,7 +39,9 @@ if TYPE_CHECKING:
 RUN_FILES = ("ckpt_latest.pt", "ckpt_best.pt", "metrics.json", GPU_FILE, CPU_FILE)
 
 
-class Trainer:
+class Trainer(Parts):
+    """The loop over the parts build_parts assembles (module docstring)."""
+
     def __init__(
         self,
         run: RunConfig,
@@ -62,81 +50,10 @@ class Trainer:
         resume: dict[str, Any] | None = None,
         dist: DistEnv = SINGLE,
     ):
-        self.run_dir, self.log, self.dist = Path(run_dir), log, dist
-        seed_everything(run.TRAIN_SEED)
-        self.device = dist.place(resolve_device(run.DEVICE))
-        data_dir = dist.main_first(lambda: ensure_prepared(run, log))
-        self.meta = meta = load_meta(data_dir)
-        info = describe_device(self.device)
-        # Micro-batch and accumulation: as configured, fitted (HYPER_PARAM_AUTO) or resumed.
-        run, self.batch_plan = plan_batch(
-            run, info, dist.world_size, meta["vocab_size"], (resume or {}).get("batch")
-        )
-        # model -> speed options -> optimizer -> pruner -> step (lib/train/build.py)
-        self.run, self.training = (
-            run,
-            build_training(run, self.device, meta["vocab_size"], dist=dist, warm=True),
-        )
-        block, pin = self.training.config.block_size, self.training.speed.pin_memory
-        self.loaders = {
-            split: BatchLoader(
-                data_dir,
-                split,
-                self.batch_plan.batch_size,
-                block,
-                self.device,
-                run.TRAIN_SEED,
-                dist.rank,
-                dist.world_size,
-                pin,
-            )
-            for split in ("train", "val")
-        }
-        self.evaluator, self.checkpoints = Evaluator(run, dist.mean), Checkpointer.from_run(run)
-        self.early_stop = EarlyStop.from_run(run)  # val loss is averaged: ranks agree
-        self.trial = TrialReport.from_run_dir(self.run_dir, dist.is_main)  # a tuning trial
-        self.pruned: str | None = None  # why the study pruned this trial
-        self.metrics = RunMetrics(
-            self.run_dir / "metrics.json",
-            record.static_record(
-                run,
-                self.run_dir,
-                meta,
-                info,
-                dist.world_size,
-                self.training.record(),
-                {
-                    "lr_schedule": schedule_settings(run),
-                    "batch_plan": self.batch_plan.as_dict(),
-                    "checkpoints": self.checkpoints.record(),
-                },
-                batch_record(run, meta["vocab_size"], self.batch_plan, info, log),
-                dist.main_first(lambda: per_char_record(data_dir, meta)),  # counted once
-            ),
-            write=dist.is_main,
-        )
-        self.monitor = build_monitor(run, self.device, self.run_dir, log, dist.is_main)
-        self.backup = Backup.from_run(run, self.run_dir, log, dist.is_main)
-        self.tracker = Tracker(
-            run,
-            self.run_dir,
-            log,
-            dist.is_main,  # off by default
-            resumed=resume is not None,
-        )
-        self.samples = SampleLog(run, self.run_dir, meta["tokenizer"], log, dist.is_main)
-        self.first_steps = FirstSteps(run, dist.active)  # compile and out-of-memory fallbacks
-        self.losses = PendingLosses(dist.mean)  # read in one sync per log step (losses.py)
-        self.steplog = StepLog(
-            run,
-            self.metrics,
-            self.tracker,
-            lambda: self.training.log_fields(),
-            log,
-            self.device,
-            dist.is_main,
-        )
+        fields = lambda: self.training.log_fields()  # noqa: E731 (the stack in use)
+        super().__init__(**vars(build_parts(run, Path(run_dir), log, resume, dist, fields)))
         self.step = 0
+        self.pruned: str | None = None  # why the tuning study pruned this trial
         self.stop_signal: str | None = None  # the signal that stopped the run
         self.abandoned = False  # stopped at once by a repeated signal: nothing saved
         if resume:
@@ -169,7 +86,7 @@ class Trainer:
                     return stop
                 lr = schedule(self.step)
                 t0 = time.perf_counter()
-                self.losses.add(self.step + 1, self._step(lr), lr)
+                self.losses.add(self.step + 1, self._guarded_step(lr), lr)
                 self.step += 1
                 # Losses are read (one device sync) at log and eval steps and at the
                 # last one; the wait then counts in this step's time, so the totals hold.
@@ -200,17 +117,31 @@ class Trainer:
             self.steplog.close()
             self.monitor.stop()
 
-    def _step(self, lr: float) -> torch.Tensor | float:
-        """One optimizer step; the first ones guarded (lib/train/fallback.py).
-        Returns the loss unread (a device tensor), except in a guarded step, which
-        reads it so that an asynchronous device error surfaces inside the guard."""
+    def _optimizer_step(self, lr: float) -> torch.Tensor:
+        """Forward and backward over the step's micro-batches, then the optimizer
+        (clip, prune, step: lib/train/step.py); the mean loss, unread."""
+        step, batches = self.training.step, self.loaders["train"].next_batch
+        step.set_lr(lr)
+        loss = step.forward_backward(batches, 0)
+        for i in range(1, step.accumulation):
+            loss = loss + step.forward_backward(batches, i)
+        step.update(self.step + 1)
+        return loss
+
+    def _guarded_step(self, lr: float) -> torch.Tensor | float:
+        """The optimizer step; the first ones guarded (lib/train/fallback.py): a failed
+        one is retried after FirstSteps' fallback, and its loss is read inside the
+        guard, so that an asynchronous device error surfaces there."""
         if not self.first_steps.guards(self.step, self.training.step.compile_proven):
-            return self.training.step(self.loaders["train"].next_batch, lr, self.step + 1)
-
-        def attempt() -> float:
-            return self.training.step(self.loaders["train"].next_batch, lr, self.step + 1).item()
-
-        loss = retrying(attempt, lambda: self.loaders, self.training.optimizer, self._recover)
+            return self._optimizer_step(lr)
+        rewind = Rewind(self.loaders)
+        while True:
+            try:
+                loss = self._optimizer_step(lr).item()
+                break
+            except Exception as err:  # any backend failure, by design
+                self._recover(err)  # raises to give up
+            rewind(self.loaders, self.training.optimizer)  # outside except: tensors freed
         if self.training.step.compile_ran():
             self.log("torch.compile: compiled model is running")
         return loss
@@ -270,42 +201,21 @@ class Trainer:
                 f"{self.metrics.per_char(val):.4f} nats/char{' (best)' if best else ''}"
             )
             self.tracker.log_eval(self.step, self.metrics)
-            self.samples(self.step, t.model, self.device)
+            for analysis in self.analyses:
+                analysis.after_eval(self.step, t.model, self.device)
         for name in self.checkpoints.due(self.step, best):
             self.save(name)
         self.metrics.write(self._summary("running"))
         self.backup.mirror()
 
     def save(self, name: str) -> None:
-        rngs, plan = (
-            self.dist.gather(rng_state()),
-            self.batch_plan,
-        )  # every rank's RNGs: exact resume
+        rngs = self.dist.gather(rng_state())  # every rank's RNGs: exact resume
         parts = self.training.state_dict(self.dist)  # a collective under FSDP: every rank
-        if not self.dist.is_main:
-            return
-        self.checkpoints.write(
-            self.run_dir / name,
-            {
-                "step": self.step,
-                "family": self.run.MODEL,
-                "tokenizer": self.meta["tokenizer"],
-                **parts,
-                "rng_ranks": rngs,
-                "rng": rngs[0],
-                "batch": {"batch_size": plan.batch_size, "accumulation": plan.accumulation},
-                "loaders": {k: loader.state_dict() for k, loader in self.loaders.items()},
-                "metrics": self.metrics.state_dict(),
-                "early_stop": self.early_stop.state_dict(),
-            },
-        )
+        if self.dist.is_main:
+            self.checkpoints.write(self.run_dir / name, self.state_dict(self.step, rngs, parts))
 
     def _restore(self, state: dict[str, Any]) -> None:
-        self.training.load_state_dict(state, self.dist)
-        for k, loader in self.loaders.items():
-            loader.load_state_dict(state["loaders"][k])
-        self.metrics.load_state_dict(state["metrics"])
-        self.early_stop.load_state_dict(state.get("early_stop"))
+        self.load_state_dict(state)
         restore_rng(state, self.dist.rank, self.dist.world_size)
         self.step = state["step"]
         self.metrics.record_event(step=self.step, event="resumed", overrides=self.run.overrides)
@@ -313,26 +223,13 @@ class Trainer:
             remove_run_temps(self.run_dir, RUN_FILES, self.backup, self.log)
 
     def _summary(self, status: str, reason: str | None = None) -> dict[str, Any]:
-        t, static = self.training, self.metrics.static
-        return self.metrics.summary(
+        return self.summary(
             status,
             self.step,
-            self.step * static["tokens_per_iter"],
+            reason,
             {
-                "reason": reason,
-                **t.summary(self.run),
-                **record.end_figures(
-                    static,
-                    self.device,
-                    t.model.flops_per_token(t.config.block_size),
-                    self.metrics.tokens_per_sec,  # of all ranks
-                    describe_device(self.device).peak_flops_16bit,
-                ),
-                "monitor": self.monitor.write(),
-                "trackers": self.tracker.record(),  # those in effect
                 "stopped_early": status == "completed" and self.step < self.run.GPT2_MAX_ITERS,
                 "stop_signal": self.stop_signal,
-                **self.trial.record(),
             },
         )  # set: resumable (exit code EXIT_RESUMABLE)
 
@@ -341,16 +238,11 @@ class Trainer:
             self.save("ckpt_latest.pt")  # resume point; `make continue` picks it up
         summary = self._summary(status, reason)
         self.metrics.write(summary)
-        inference_at_end(self.run, self.training.model, self.run_dir, self.log)  # INFERENCE_BENCH
-        kv_circuit_at_end(self.run, self.training.model, self.loaders, self.run_dir, self.log)
+        for analysis in self.analyses:  # INFERENCE_BENCH, MECHINT_KV
+            analysis.at_end(self.training.model, self.loaders)
         self.backup.mirror()
         if self.dist.is_main:
             remove_run_temps(self.run_dir, RUN_FILES, self.backup, self.log)
         self.tracker.close()
-        self.log(
-            f"{status}{': ' + reason if reason else ''} | step {self.step} | best val loss "
-            f"{summary['best_val_loss'] or float('nan'):.4f} "
-            f"({summary['best_val_loss_per_char'] or float('nan'):.4f} nats/char) | "
-            f"{summary['tokens_per_sec']:,.0f} tok/s"
-        )
+        self.log(end_line(summary, self.step))
         return summary

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lib.config.run_config import load_run_config
 from lib.plural import counted
@@ -18,7 +18,7 @@ from lib.tune.study import trial_count
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
     from lib.estimate.calibrate import Measured
-    from lib.matrix.grid import PlannedRun
+    from lib.jobs import PlannedRun
 
 
 def trial_config(base: RunConfig, overrides: list[str], base_path: Path) -> tuple[RunConfig, int]:
@@ -27,12 +27,12 @@ def trial_config(base: RunConfig, overrides: list[str], base_path: Path) -> tupl
     The dry run and `make watch` (lib/matrix/eta.py) estimate trials by it."""
     budget = Budget.from_run(base)
     run = load_run_config(trial_args(base, overrides, budget), base_path)
-    dims = space.parse(base.MATRIX_TUNE_SYMBOLS or "", run.values, skip_hidden=True)
+    dims = space.parse(base.MATRIX_TUNE_SYMBOLS or "", run.values, True, budget.steps)
     return run, trial_count(budget, dims) if dims else 0
 
 
 def lines(
-    base: RunConfig, planned: list[PlannedRun], completed: list[Measured]
+    base: RunConfig, planned: list[PlannedRun], completed: list[Measured], info: Any = None
 ) -> tuple[list[str], float | None]:
     """(the lines to print, the stage's estimated seconds or None if unknown)."""
     from lib.estimate.calibrate import estimate_run
@@ -47,7 +47,7 @@ def lines(
         for cfg in configs.values():
             run, count = trial_config(base, cfg["overrides"], path)
             trials += count
-            estimate = estimate_run(run, completed)
+            estimate = estimate_run(run, completed, info)
             if total_s is not None:
                 total_s = None if estimate is None else total_s + estimate.seconds * count
     symbols = base.MATRIX_TUNE_SYMBOLS or ""
@@ -62,4 +62,9 @@ def lines(
         if total_s is None
         else f"at most about {total_s / 60:.1f} min one after another (pruned trials stop sooner)"
     )
-    return [head, f"  {when}; then each configuration's runs at its best values"], total_s
+    note = budget.eval_note(base.GPT2_EVAL_INTERVAL)
+    return [
+        head,
+        *([f"  {note}"] if note else []),
+        f"  {when}; then each configuration's runs at its best values",
+    ], total_s

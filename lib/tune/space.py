@@ -29,6 +29,8 @@ _NOT_TUNED = {
     "TRAIN_SEED": "a seed is not a hyper-parameter (trials share one; MATRIX_SEEDS varies it)",
 }
 BARE_FACTOR = 10.0  # a bare name searches value / 10 .. value x 10
+# Lengths that must fit in a trial (lib/train/rules.py refuses a warmup past the run's end).
+_TRIAL_LENGTHS = ("GPT2_WARMUP_STEPS",)
 EDGE = 0.05  # at_edge: within 5 % of the range's width (log width for log ranges)
 
 
@@ -91,7 +93,9 @@ def _names(numeric: dict[str, Numeric]) -> list[str]:
     return [*(a for a, s in ALIASES.items() if s in syms), *syms]
 
 
-def _dimension(word: str, values: Mapping[str, Any], skip_hidden: bool) -> Dimension | None:
+def _dimension(
+    word: str, values: Mapping[str, Any], skip_hidden: bool, trial_steps: int | None = None
+) -> Dimension | None:
     name, sep, spec = word.partition("=")
     where = f'CONFIG_MATRIX_TUNE_SYMBOLS: "{word}"'
     symbol = ALIASES.get(name, current_name(name.removeprefix("CONFIG_")))
@@ -129,6 +133,8 @@ def _dimension(word: str, values: Mapping[str, Any], skip_hidden: bool) -> Dimen
             )
         low = max(current / BARE_FACTOR, allowed[0])
         high = min(current * BARE_FACTOR, allowed[1])
+        if symbol in _TRIAL_LENGTHS and trial_steps is not None:
+            high = min(high, trial_steps)  # a longer one would be refused in every trial
         if integer:
             low, high = max(math.ceil(low), 1), math.floor(high)
         return Dimension(name, symbol, low, high, True, integer, sym.hex)
@@ -149,17 +155,28 @@ def _dimension(word: str, values: Mapping[str, Any], skip_hidden: bool) -> Dimen
             f"{where}: CONFIG_{symbol} allows {allowed[0]:g} to {allowed[1]:g}; "
             f"keep the range within it"
         )
+    if symbol in _TRIAL_LENGTHS and trial_steps is not None and high > trial_steps:
+        raise ValueError(
+            f"{where}: a trial trains {trial_steps} steps and CONFIG_{symbol} must fit in "
+            f"it; keep the range's high end at {trial_steps} or below (or raise TUNE_FRACTION)"
+        )
     return Dimension(name, symbol, low, high, log, integer, sym.hex)
 
 
-def parse(text: str, values: Mapping[str, Any], skip_hidden: bool = False) -> list[Dimension]:
+def parse(
+    text: str,
+    values: Mapping[str, Any],
+    skip_hidden: bool = False,
+    trial_steps: int | None = None,
+) -> list[Dimension]:
     """MATRIX_TUNE_SYMBOLS -> its dimensions; ConfigError listing every problem.
     values: the configuration's active symbols (RunConfig.values); skip_hidden
-    leaves out the symbols hidden there (one configuration of a matrix)."""
+    leaves out the symbols hidden there (one configuration of a matrix);
+    trial_steps: a trial's length, which a tuned warmup must fit in."""
     dims, problems = [], []
     for word in text.split():
         try:
-            dim = _dimension(word, values, skip_hidden)
+            dim = _dimension(word, values, skip_hidden, trial_steps)
         except ValueError as err:
             problems.append(str(err))
             continue

@@ -5,9 +5,9 @@ A configuration is a grid point without its seed; its trials are short runs
 (MATRIX_TUNE_FRACTION of GPT2_MAX_ITERS, TRAIN_SEED as configured, the
 trial's values as overrides) in <matrix>/tune/<configuration>/trial-NNN/, a
 small matrix of their own (its matrix.json), so they are trained like any
-run: fingerprinted and reused when identical (lib/matrix/reuse.py), several
-at once or several per GPU (lib/matrix/packing.py, runner.py), or as Slurm
-jobs (lib/matrix/slurm.py). Optuna's ask/tell drives them: the stage asks the
+run: fingerprinted and reused when identical (lib/jobs/reuse.py), several
+at once or several per GPU (lib/jobs/packing.py, runner.py), or as Slurm
+jobs (lib/jobs/slurm.py). Optuna's ask/tell drives them: the stage asks the
 study for as many trials as can train at once, each trial process reports its
 validation losses to the study itself (lib/train/trial.py), and the stage
 tells the study how each ended (complete, pruned, or fail), then rewrites
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 from lib.atomic import write_text_atomic
 from lib.config.kconfig import ConfigError
 from lib.config.run_config import load_run_config
-from lib.matrix import packing, reuse, slurm
-from lib.matrix.runner import Runner
-from lib.matrix.state import FILE as MATRIX_FILE
-from lib.matrix.state import MatrixError, MatrixState
+from lib.jobs import packing, reuse, slurm
+from lib.jobs.runner import Runner
+from lib.jobs.state import FILE as MATRIX_FILE
+from lib.jobs.state import MatrixError, MatrixState
 from lib.run.rundir import results_root
 from lib.run.signals import EXIT_RESUMABLE
 from lib.tune import record, space
@@ -42,7 +42,7 @@ from lib.tune.study import open_study, storage_url, study_name, trial_count
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
-    from lib.matrix.grid import PlannedRun
+    from lib.jobs import PlannedRun
 
 TUNE_DIR = "tune"
 SLURM_POLL_S = 30
@@ -65,18 +65,24 @@ def plan(planned: list[PlannedRun]) -> dict[str, Any]:
 def check(base: RunConfig, planned: list[PlannedRun]) -> None:
     """At least one configuration has a symbol to tune (each is hidden in some,
     e.g. MUON_LR in AdamW's); else say why each is hidden, before anything runs."""
-    text = base.MATRIX_TUNE_SYMBOLS or ""
-    if any(space.parse(text, p.config.values, skip_hidden=True) for p in planned):
+    text, steps = base.MATRIX_TUNE_SYMBOLS or "", Budget.from_run(base).steps
+    if any(space.parse(text, p.config.values, True, steps) for p in planned):
         return
-    space.parse(text, planned[0].config.values)  # raises, naming each hidden symbol
+    space.parse(text, planned[0].config.values, trial_steps=steps)  # names each hidden symbol
 
 
 def trial_args(base: RunConfig, config_args: list[str], budget: Budget) -> list[str]:
-    """A trial's overrides before its values: short, one fixed seed, not tuned itself."""
+    """A trial's overrides before its values: short, one fixed seed, not tuned
+    itself, evaluated often enough for the pruner (lib/tune/budget.py)."""
     return [
         *config_args,
         f"TRAIN_SEED={base.TRAIN_SEED}",
         f"GPT2_MAX_ITERS={budget.steps}",
+        *(
+            [f"GPT2_EVAL_INTERVAL={budget.eval_interval}"]
+            if budget.eval_interval != base.GPT2_EVAL_INTERVAL
+            else []
+        ),
         "MATRIX_TUNE=n",
     ]
 
@@ -86,7 +92,8 @@ def run(state: MatrixState, base: RunConfig, log: Callable[[str], None] = print)
     EXIT_RESUMABLE when a stop signal interrupted it (`make continue` goes on)."""
     for config_id, cfg in state.data["tune"]["configs"].items():
         run = load_run_config(list(cfg["overrides"]), state.root / "base.config")
-        dims = space.parse(base.MATRIX_TUNE_SYMBOLS or "", run.values, skip_hidden=True)
+        steps = Budget.from_run(base).steps
+        dims = space.parse(base.MATRIX_TUNE_SYMBOLS or "", run.values, True, steps)
         if not dims:
             log(f"[tune] {config_id}: none of MATRIX_TUNE_SYMBOLS applies to it; not tuned")
             continue

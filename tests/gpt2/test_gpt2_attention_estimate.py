@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from lib.bench.memory import measure_peak
 from lib.config.run_config import run_config_from_defaults
 from lib.estimate import estimate_memory
-from lib.estimate.measure import measure_peak
 from lib.hardware.devices import cpu_info
 
 TINY = dict(

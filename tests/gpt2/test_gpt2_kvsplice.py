@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2, cache_elements_per_token
+from tests.stochastic import observe
 
 VOCAB = 61
 VARIANTS = ("knlp_mla", "knlp_mla_kv", "knlp_mla_kv_fim")
@@ -284,9 +285,10 @@ def test_flops_count_one_head_of_d_comp_for_kvsplice_layers():
 # ------------------------------------------------------------ training
 
 
+@pytest.mark.stochastic
 @pytest.mark.parametrize("attention", VARIANTS)
-def test_loss_falls_on_a_repeating_sequence(attention):
-    torch.manual_seed(0)
+def test_loss_falls_on_a_repeating_sequence(attention, seed):
+    torch.manual_seed(seed)
     m = GPT2(GPT2Config(**{**SMALL, "attention": attention, "n_embd": 32}))
     pattern = torch.arange(8).repeat(5)[:33]
     x, y = pattern[:-1].unsqueeze(0).repeat(4, 1), pattern[1:].unsqueeze(0).repeat(4, 1)
@@ -299,7 +301,7 @@ def test_loss_falls_on_a_repeating_sequence(attention):
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    assert losses[-1] < 0.3 * losses[0], losses
+    assert observe("last / first loss", losses[-1] / losses[0]) < 0.3, losses
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ import torch
 
 from gpt2.config import GPT2Config, swiglu_hidden
 from gpt2.model import GPT2
+from tests.stochastic import observe
 
 VOCAB, BLOCK, C, H, L = 101, 32, 64, 4, 2
 MODERN: dict[str, Any] = dict(
@@ -243,7 +244,8 @@ def test_an_old_config_without_the_new_fields_is_gpt2() -> None:
     assert not GPT2Config(vocab_size=VOCAB, **MODERN).gpt2_layout
 
 
-def test_tiny_modern_defconfig_trains_and_its_loss_falls() -> None:
+@pytest.mark.stochastic
+def test_tiny_modern_defconfig_trains_and_its_loss_falls(seed: int) -> None:
     """gpt2-tiny-modern's model (4 x 128, RoPE, RMSNorm, SwiGLU, 2 KV heads,
     QK-norm, untied head, no biases), through the project's config path,
     learns a repeating sequence in 40 AdamW steps."""
@@ -262,7 +264,7 @@ def test_tiny_modern_defconfig_trains_and_its_loss_falls() -> None:
         cfg.tie_head,
         cfg.bias,
     ) == ("rope", "rmsnorm", "swiglu", 2, True, False, False)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = GPT2(cfg).train()
     data = torch.arange(33).repeat(4, 1) % 64
     data = (data + torch.arange(4).unsqueeze(1) * 7) % 64
@@ -275,8 +277,8 @@ def test_tiny_modern_defconfig_trains_and_its_loss_falls() -> None:
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    assert losses[0] == pytest.approx(math.log(64), abs=0.3)
-    assert losses[-1] < losses[0] / 4
+    assert observe("first loss - ln 64", losses[0] - math.log(64)) == pytest.approx(0, abs=0.3)
+    assert observe("last / first loss", losses[-1] / losses[0]) < 0.25
 
 
 MODERN_SYMBOLS: dict[str, Any] = {
@@ -307,9 +309,9 @@ def test_memory_estimate_is_close_to_the_measured_cpu_peak(case: str) -> None:
     """Each option's activations (gpt2/activations.py) and the untied head's
     parameters against the measured peak, as tests/lib/test_estimate.py
     does for the other variants (measured: within 0.15 %, MLA 1 %)."""
+    from lib.bench.memory import measure_peak
     from lib.config.run_config import run_config_from_defaults
     from lib.estimate import estimate_memory
-    from lib.estimate.measure import measure_peak
     from lib.hardware.devices import cpu_info
 
     tiny = dict(

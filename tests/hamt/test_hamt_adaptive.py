@@ -16,11 +16,12 @@ from hamt.model import HAMT
 from hamt.routing import balance_loss, route, utilisation
 from lib.config.kconfig import ConfigError
 from lib.config.run_config import run_config_from_defaults
+from tests.stochastic import observe
 
 VOCAB = 101
 
 
-def _model(**overrides) -> HAMT:
+def _model(seed: int = 0, **overrides) -> HAMT:
     fields = dict(
         vocab_size=VOCAB,
         block_size=64,
@@ -31,7 +32,7 @@ def _model(**overrides) -> HAMT:
         chunk_size=8,
         adaptive_slots=True,
     )
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     return HAMT(HAMTConfig(**fields | overrides)).eval()
 
 
@@ -250,20 +251,13 @@ def test_adaptive_writes_one_unit_per_token():
 # ---------------------------------------------------------------- training
 
 
-@pytest.fixture
-def one_thread():
-    """Training 40 steps amplifies float rounding (top-k picks follow it), so
-    the sums are pinned to one order; the thread count is restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def _train(balance: float, topk: int, steps: int = 40) -> tuple[dict[str, float], dict[str, float]]:
+def _train(
+    balance: float, topk: int, seed: int = 0, steps: int = 40
+) -> tuple[dict[str, float], dict[str, float]]:
     """AdamW on a fixed batch of random tokens, 8 slots, no retrieval loss:
     the router's metrics after the first and the last step's forward."""
     model = _model(
+        seed,
         vocab_size=64,
         num_slots=8,
         chunk_size=16,
@@ -271,7 +265,7 @@ def _train(balance: float, topk: int, steps: int = 40) -> tuple[dict[str, float]
         adaptive_slots_topk=topk,
         adaptive_slots_balance=balance,
     ).train()
-    data = torch.randint(64, (8, 65), generator=torch.Generator().manual_seed(1))
+    data = torch.randint(64, (8, 65), generator=torch.Generator().manual_seed(seed + 1))
     optimizer = torch.optim.AdamW(model.param_groups(0.0), lr=1e-2)
     first: dict[str, float] = {}
     for _ in range(steps):
@@ -283,17 +277,33 @@ def _train(balance: float, topk: int, steps: int = 40) -> tuple[dict[str, float]
     return first, model.aux_metrics()
 
 
+@pytest.mark.stochastic
 @pytest.mark.parametrize("topk", [0, 2])
-def test_balance_term_keeps_the_slots_in_use(topk, one_thread):
+def test_balance_term_keeps_the_slots_in_use(topk, seed):
     """Without the balance term the router concentrates on fewer slots within
-    40 steps; with weight 0.5 every slot stays in use. Measured (this seed,
-    one thread): utilisation 0.960 free vs 0.999 balanced dense, 0.914 vs
-    0.991 top-2; over 4 seeds and 1 or 2 threads the gap was 0.012 to 0.153."""
-    start, free = _train(0.0, topk)
-    _, balanced = _train(0.5, topk)
-    assert start["slot_utilisation"] > 0.99  # a small random router starts near uniform
-    assert balanced["slot_utilisation"] > 0.985 and balanced["slots_used"] == 1.0
-    assert balanced["slot_utilisation"] > free["slot_utilisation"] + 0.01
-    assert balanced["balance_loss"] < free["balance_loss"]
-    if topk:  # top-k collapses faster: whole slots fall below half a fair share
-        assert free["slots_used"] < 1.0
+    40 steps; with weight 0.5 the slots stay in use. Each claim compares the two
+    runs of one process. Margins measured over seeds 0-7, one thread, AVX-512
+    and AVX2 kernels (16 runs each, AMD EPYC, 2026-11-28): the starting
+    utilisation 0.9999 dense, 0.980 top-2 at the least; the balanced run's
+    balance loss at most 0.093 (dense) and 0.887 (top-2) of the free run's;
+    its utilisation above the free run's by 0.0096 (dense) and 0.091 (top-2) at
+    the least; top-2 free runs use at most 0.75 of the slots, balanced ones at
+    least 0.25 more."""
+    start, free = _train(0.0, topk, seed)
+    _, balanced = _train(0.5, topk, seed)
+    # a small random router starts near uniform
+    assert observe("start utilisation", start["slot_utilisation"]) > 0.95
+    ratio = observe(
+        "balance loss, balanced / free", balanced["balance_loss"] / free["balance_loss"]
+    )
+    gap = observe(
+        "utilisation, balanced - free", balanced["slot_utilisation"] - free["slot_utilisation"]
+    )
+    if not topk:
+        assert ratio < 0.3 and gap > 0, (balanced, free)
+    else:  # top-k collapses faster: whole slots fall below half a fair share
+        assert ratio < 1 and gap > 0.03, (balanced, free)
+        assert observe("top-k free slots used", free["slots_used"]) < 1.0
+        assert (
+            observe("slots used, balanced - free", balanced["slots_used"] - free["slots_used"]) > 0
+        )

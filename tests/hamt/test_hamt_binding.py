@@ -125,3 +125,14 @@ def test_fused_ops_gradients(bins):
     unit_key = _vectors(2, 3, width, seed=8).double().requires_grad_()
     trace = _vectors(2, 3, width, seed=9).double().requires_grad_()
     assert torch.autograd.gradcheck(lambda u, t: Unbind.apply(u, t, bins), (unit_key, trace))
+
+
+def test_the_matrix_spectrum_equals_the_fft():
+    """Under torch.compile the layer folds with packed_dft (real arithmetic,
+    inductor has no complex FFT): the same packed spectra, along either dim."""
+    x = _vectors(3, DIM, 10, seed=6).double()
+    for dim in (1, -1):
+        torch.testing.assert_close(
+            to_spectrum(x, "circular", dim, matrix=True), to_spectrum(x, "circular", dim)
+        )
+    assert to_spectrum(x, "elementwise", matrix=True) is x

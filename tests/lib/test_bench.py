@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
-from lib.bench.step import run_bench
+from lib.bench.step import PINNED_SLOTS, run_bench, synthetic_batches
 
 
 def test_bench_times_our_step_and_the_plain_loop(tiny_run):
@@ -110,3 +111,20 @@ def test_bench_breakdown_counts_the_pruners_time(tiny_run):
     result = run_bench(run, steps=2, warmup=1, rounds=1, profile_steps=4)
     assert result["ours"]["pruning"] == "magnitude" and result["plain"]["pruning"] is None
     assert result["breakdown"]["parts_ms"]["pruning"] > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_batches_through_pinned_buffers_match_the_cpu_ones():
+    """The plain loop's and ours' batches on CUDA: copied without blocking from
+    host buffers taken in turn; more batches than buffers, none waited on,
+    and each still holds what the CPU path draws (no buffer rewritten while
+    its copy was in flight)."""
+    shape = (8, 4096)
+    cpu = synthetic_batches(50257, shape, torch.device("cpu"))
+    cuda = synthetic_batches(50257, shape, torch.device("cuda"))
+    got = [cuda() for _ in range(3 * PINNED_SLOTS)]
+    torch.cuda.synchronize()
+    for x, y in got:
+        want_x, want_y = cpu()
+        assert torch.equal(x.cpu(), want_x) and torch.equal(y.cpu(), want_y)

@@ -1,4 +1,4 @@
-"""make bench-seqlen's settings: small and eager on a CPU, issue 19's regime on CUDA."""
+"""make bench-seqlen's settings: small and eager on a CPU, long contexts on CUDA."""
 
 from __future__ import annotations
 

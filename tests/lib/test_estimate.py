@@ -9,12 +9,11 @@ import sys
 import pytest
 import torch
 
+from lib.bench.memory import GPU_CASES, measure_peak
 from lib.config.run_config import run_config_from_defaults
 from lib.estimate import estimate_memory, estimate_seconds
-from lib.estimate.measure import measure_peak
 from lib.estimate.memory import CUDA_WORKSPACE, GIB
 from lib.estimate.report import report, with_checkpointing
-from lib.estimate.validate import GPU_CASES
 from lib.hardware.devices import cpu_info, profile, profile_info
 from tests.conftest import ROOT
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.matrix.state import MatrixState
+from lib.jobs.state import MatrixState
 from lib.run.owner import owner
 from tests.lib.conftest import synthetic_corpus
 from tests.lib.matrix.conftest import TINY, write_config

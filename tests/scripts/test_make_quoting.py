@@ -1,4 +1,4 @@
-"""Values typed on the make command line reach the scripts byte for byte (issue 14, item 1).
+"""Values typed on the make command line reach the scripts byte for byte.
 
 PY= on the command line points the recipes at a stub interpreter that records the argv each
 script would get, so every target's arguments are compared with what was typed, and a

@@ -26,12 +26,22 @@ def gpu_tests(r: dict[str, Any]) -> Judgement:
     if not counts:
         return goal, "not measured", ""
     figure = f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
-    return goal, _verdict(counts["failed"] == 0 and counts["passed"] > 0), figure
+    unrun = counts.get("not_reached", 0), counts.get("not_collected", 0)
+    if unrun[0]:
+        figure += f", {unrun[0]} not reached"
+    if unrun[1]:
+        figure += f", {unrun[1]} files not collected"
+    ok = counts["failed"] == 0 and counts["passed"] > 0 and not any(unrun)
+    return goal, _verdict(ok), figure
 
 
 def mfu(r: dict[str, Any]) -> Judgement:
     goal = "trainer step >= 50 % MFU at its best micro-batch"
-    rows = {k: v for k, v in _stage(r, "b").items() if v.get("mfu") is not None}
+    rows = {
+        k: v
+        for k, v in _stage(r, "b").items()
+        if k != "best" and isinstance(v, dict) and v.get("mfu") is not None
+    }
     if not rows:
         return goal, "not measured", ""
     best = max(rows, key=lambda k: rows[k]["mfu"])

@@ -1,16 +1,12 @@
 """What a gpu_check.json says about where it ran, and the records kept in
-docs/bench-data/<gpu>/ by earlier checks.
-
-A stage counts as measured at this code when a filed record from a CUDA
-device ran it to the end (done or failed; not cut short by its cap) at a commit whose tree differs from the
-working tree only under docs/ (filing the record and regenerating
-docs/benchmarks.md changes nothing measured). Without git (a tree copied to
-a GPU node, or one whose git metadata is stale), only the same commit,
-from GPU_CHECK_COMMIT, counts.
-"""
+docs/bench-data/<gpu>/ by earlier checks: per stage, its newest finished run
+and a newer one cut short (history), and which files changed since a
+record's commit (changed_since), for plan.order_stages. Without git (a tree
+copied to a GPU node without it), every finished figure counts as stale."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -20,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lib.bench.gpucheck.plan import History
 from lib.bench.gpucheck.settings import ROOT
 
 BENCH_DATA = ROOT / "docs" / "bench-data"
@@ -105,36 +102,61 @@ def slug(device_name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def same_code(recorded: str, current: str) -> bool:
-    if recorded == current:
-        return True
-    if recorded == "unknown" or current == "unknown":
+def finished(stage: dict[str, Any]) -> bool | None:
+    """True: the stage ran to its end (done or failed); False: its cap cut it
+    short; None: it did not run. Records from before `partial` existed said
+    failed with "stopped at its time cap"."""
+    status = stage.get("status")
+    if status == "failed" and "stopped at its time cap" in (stage.get("error") or ""):
         return False
-    try:
-        return _git("diff", "--quiet", recorded, "--", ".", ":(exclude)docs").returncode == 0
-    except OSError:
-        return False
+    return {"done": True, "failed": True, "partial": False}.get(status or "")
 
 
-def measured_stages(bench_data: Path = BENCH_DATA, current: str | None = None) -> set[str]:
-    """Stages some filed CUDA record ran (done or failed) at this code."""
-    current = current or commit()["commit"]
-    measured: set[str] = set()
-    for path in sorted(bench_data.glob(f"*/{PREFIX}*.json")):
+def history(kind: str, bench_data: Path = BENCH_DATA) -> dict[str, History]:
+    """Per stage, the newest finished run in the CUDA records filed under
+    bench_data/<kind>/, and a newer run cut short."""
+    runs: dict[str, History] = {}
+    for path in sorted((bench_data / kind).glob(f"{PREFIX}*.json")):
         try:
             record = json.loads(path.read_text())
-        except (OSError, ValueError):
+            env = record["environment"]
+        except (OSError, ValueError, KeyError):
             continue
-        if record.get("environment", {}).get("device") != "cuda":
+        if env.get("device") != "cuda":
             continue
-        ran = {
-            name
-            for name, s in record.get("stages", {}).items()
-            if s.get("status") in ("done", "failed")
-        }
-        if ran - measured and same_code(record["environment"].get("commit", "unknown"), current):
-            measured |= ran
-    return measured
+        for name, stage in record.get("stages", {}).items():
+            ended = finished(stage)
+            if ended is None:
+                continue
+            run = {"commit": env.get("commit", "unknown"), "date": env["date"], "stage": stage}
+            h = runs.setdefault(name, History())
+            if ended and (h.finished is None or run["date"] >= h.finished["date"]):
+                h.finished = run
+            elif not ended and (h.partial is None or run["date"] >= h.partial["date"]):
+                h.partial = run
+    for h in runs.values():
+        if h.partial and h.finished and h.partial["date"] <= h.finished["date"]:
+            h.partial = None  # finished since: nothing to resume
+    return runs
+
+
+@functools.lru_cache(maxsize=64)
+def changed_since(recorded: str, root: Path = ROOT) -> set[str] | None:
+    """The files of the working tree that differ from commit `recorded`
+    (tracked files, uncommitted changes included), or None when git cannot
+    tell (no git, an unknown commit). The working tree, not HEAD: a tree
+    copied to a GPU node may carry stale git metadata."""
+    if not recorded or recorded == "unknown":
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "diff", "--name-only", recorded, "--"],
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return None
+    return set(done.stdout.split("\n")) - {""} if done.returncode == 0 else None
 
 
 def filed_path(record: dict[str, Any], bench_data: Path = BENCH_DATA) -> Path:
@@ -155,12 +177,12 @@ def combine(records: list[dict[str, Any]]) -> dict[str, Any]:
     if len(devices) > 1:
         raise ValueError(f"records of different devices cannot be combined: {sorted(devices)}")
     newest = sorted(records, key=lambda r: r["environment"]["date"], reverse=True)
-    rank = {"done": 0, "failed": 0, "partial": 1, "skipped": 2}
+    rank = {True: 0, False: 1, None: 2}  # finished, cut short, did not run
     stages: dict[str, Any] = {}
     names = dict.fromkeys(n for r in newest for n in r.get("stages", {}))
     for name in sorted(names):
         tries = [(r, r["stages"][name]) for r in newest if name in r.get("stages", {})]
-        r, stage = min(tries, key=lambda t: rank.get(t[1].get("status", "skipped"), 3))
+        r, stage = min(tries, key=lambda t: rank[finished(t[1])])
         env = r["environment"]
         stages[name] = {**stage, "record": {"date": env["date"], "commit": env["commit"]}}
     return {**newest[0], "stages": stages, "combined": len(records)}

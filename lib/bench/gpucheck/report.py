@@ -23,6 +23,10 @@ def _percent(share: Any, digits: int = 1) -> str:
     return "" if share is None else f"{100 * share:.{digits}f} %"
 
 
+def _ratio(value: Any) -> str:
+    return "" if value is None else f"{value:.3f}x"
+
+
 def _last_line(text: str | None) -> str:
     lines = (text or "").strip().splitlines()
     return lines[-1].replace("|", "/") if lines else ""
@@ -48,20 +52,44 @@ def _stage_rows(record: dict[str, Any]) -> list[str]:
 def _figures(record: dict[str, Any]) -> list[str]:
     out: list[str] = []
     fig = {n: s.get("figures") or {} for n, s in record["stages"].items()}
-    if fig.get("b"):
+    a = fig.get("a", {})
+    unrun = {t: "not reached (time cap)" for t in a.get("not_reached", [])}
+    unrun.update(a.get("not_collected", {}))
+    details = {**a.get("failures", {}), **a.get("details", {})}  # (failures: older records)
+    noted = {
+        t: details.get(t, "") for t, outcome in a.get("tests", {}).items() if outcome != "passed"
+    }
+    if noted or unrun:
         out += [
             "",
-            "Trainer step (stage b; the plain loop beside it):",
+            "GPU tests not passed (stage a; failures' last line, skips' reason):",
             "",
-            "| micro-batch | ms/iter | MFU | plain ms/iter | vs plain | peak MiB |",
-            "|---|---|---|---|---|---|",
+            "| test | result | why |",
+            "|---|---|---|",
         ]
         out += [
-            f"| {k} | {_num(v['ms_per_iter'])} | "
-            f"{_percent(v['mfu'])} | "
-            f"{_num(v['plain_ms_per_iter'])} | {v['speed_vs_plain']:.3f}x | "
-            f"{_num(v['peak_memory_mb'], 0)} |"
-            for k, v in fig["b"].items()
+            f"| `{t}` | {a['tests'][t]} | {_last_line(why)} |" for t, why in sorted(noted.items())
+        ]
+        out += [f"| `{t}` | not run | {_last_line(why)} |" for t, why in sorted(unrun.items())]
+    steps = {k: v for k, v in fig.get("b", {}).items() if k != "best" and isinstance(v, dict)}
+    if steps:
+        best = fig["b"].get("best", {}).get("name")
+        out += [
+            "",
+            "Trainer step (stage b; the plain loop beside it, then each option alone"
+            + (f"; best: {best}" if best else "")
+            + "):",
+            "",
+            "| run | micro-batch | ms/iter | MFU | plain ms/iter | vs plain | peak MiB | error |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        out += [
+            f"| {k}{' (' + ' + '.join(v['options']) + ')' if v.get('options') else ''} | "
+            f"{v.get('batch_size', '')} | {_num(v.get('ms_per_iter'))} | "
+            f"{_percent(v.get('mfu'))} | {_num(v.get('plain_ms_per_iter'))} | "
+            f"{_ratio(v.get('speed_vs_plain'))} | {_num(v.get('peak_memory_mb'), 0)} | "
+            f"{_last_line(v.get('error'))} |"
+            for k, v in steps.items()
         ]
     if fig.get("c", {}).get("measured_gib") is not None:
         c = fig["c"]
@@ -105,6 +133,21 @@ def _figures(record: dict[str, Any]) -> list[str]:
             f"{_num(r.get('peak_memory_mb'), 0)} | {_num(r.get('gen_ms_per_token'), 2)} | "
             f"{_last_line(r.get('error'))} |"
             for r in rows
+        ]
+    ratios = fig.get("e", {}).get("ratios", {})
+    if ratios:
+        out += [
+            "",
+            "HAMT over vanilla (stage e; tokens/s above 1: HAMT faster; memory and decode "
+            "below 1: HAMT smaller):",
+            "",
+            "| T | train tokens/s | peak memory | decode ms/token |",
+            "|---|---|---|---|",
+        ]
+        out += [
+            f"| {t} | {_ratio(v.get('train_tokens_per_sec'))} | "
+            f"{_ratio(v.get('peak_memory_mb'))} | {_ratio(v.get('gen_ms_per_token'))} |"
+            for t, v in ratios.items()
         ]
     inference = fig.get("f", {}).get("inference", {})
     if inference.get("lengths"):

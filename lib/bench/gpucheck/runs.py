@@ -1,6 +1,7 @@
 """Stage f of `make gpu-check`, as the budget allows: `make bench-inference`
 on a tiny trained run, a tiny matrix packed several to a GPU against one per
-GPU (scripts/bench_packing.sh), then each speed option's trainer step.
+GPU (scripts/bench_packing.sh), then the speed options stage b does not
+measure, each one's trainer step.
 
 The tiny run trains in a scratch copy of the project (work/project), so the
 user's .config and results/ stay as they are; every command is the same
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.bench.gpucheck import settings as S
+from lib.bench.gpucheck.figures import reached
 from lib.bench.gpucheck.stages import Put, run_config
 
 SOURCES = (
@@ -135,7 +137,8 @@ def speed_option(device: str, symbols: str) -> dict[str, Any]:
 
 def speed_and_runs(device: str, work: Path, put: Put) -> None:
     """f: every item in turn; an item that fails is recorded with its error
-    and the next one runs. Items the time cap cuts off are absent."""
+    and the next one runs. Items the time cap cuts off are absent; a resumed
+    run measures only those its earlier run lacks."""
     options = S.SPEED_OPTIONS_GPU if device == "cuda" else S.SPEED_OPTIONS_CPU
     items: list[tuple[str, Any]] = [
         ("inference", lambda: inference(device, work)),
@@ -146,7 +149,11 @@ def speed_and_runs(device: str, work: Path, put: Put) -> None:
         for name, symbols in options.items()
     ]
     failed = []
+    done = reached(put)
     for name, call in items:
+        value = done.get(name)
+        if isinstance(value, dict) and "error" not in value:
+            continue
         try:
             put(name, call())
         except Exception as err:  # one option failing must not hide the others' figures

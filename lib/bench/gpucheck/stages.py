@@ -1,22 +1,18 @@
-"""Stages a to e of `make gpu-check`: each calls the project's own bench code
+"""Stages b to e of `make gpu-check`: each calls the project's own bench code
 (lib/bench/step.py, optimizers.py, seqlen.py; lib/estimate) with the shapes
 of settings.py and hands its figures to `put` as they come, so a stage cut
-short by its time cap keeps what it measured. Stage f is in runs.py.
+short by its time cap keeps what it measured, and a resumed run (figures.py)
+measures only what those lack. Stage a is in gputests.py, f in runs.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lib.bench.gpucheck import settings as S
-from lib.bench.gpucheck import testlog
+from lib.bench.gpucheck.figures import reached
 
 Put = Callable[[str, Any], None]
 
@@ -27,83 +23,47 @@ def run_config(defconfig: str, words: list[str]) -> Any:
     return load_run_config(words, path=S.DEFCONFIGS / defconfig)
 
 
-def gpu_tests(device: str, work: Path, put: Put) -> None:
-    """a: `pytest -m gpu`, one status per test as each ends (testlog.py), so a
-    run cut short by the time cap keeps what it reached and names the test
-    that was running. Only the files that hold GPU tests are collected: a GPU
-    node lacks the dev and evaluation packages (import-linter, lm-eval) other
-    test files import, and one import error at collection would stop the
-    whole run. On a CPU they all skip."""
-    log = work / "gpu-tests.jsonl"
-    log.unlink(missing_ok=True)
-    paths = sorted(
-        str(p.relative_to(S.ROOT))
-        for p in (S.ROOT / "tests").rglob("test_*.py")
-        if "mark.gpu" in p.read_text()
-    )
-    command = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
-    command += ["-p", "lib.bench.gpucheck.testlog", "--continue-on-collection-errors", *paths]
-    env = {**os.environ, testlog.ENV: str(log)}
-    out = work / "gpu-tests.out"  # a file, not a pipe: long tracebacks would fill a pipe
-    with out.open("w") as sink:
-        proc = subprocess.Popen(
-            command, cwd=S.ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True
+def _step_figures(r: dict[str, Any], plain: bool) -> dict[str, Any]:
+    figures = {
+        "ms_per_iter": r["ours"]["ms_per_iter"],
+        "mfu": r["ours"]["mfu"],
+        "tokens_per_sec": r["ours"]["tokens_per_sec"],
+        "batch_size": r["batch_size"],
+        "peak_memory_mb": r["peak_memory_mb"],
+        "params": r["params"],
+        "dtype": r["dtype"],
+        "compiled": r["compiled"],
+        "speed": r["ours"].get("speed"),
+    }
+    if plain:
+        figures.update(
+            plain_ms_per_iter=r["plain"]["ms_per_iter"],
+            plain_mfu=r["plain"]["mfu"],
+            speed_vs_plain=r["speed_vs_plain"],
+            peak_memory_measure=r["peak_memory_measure"] + " (ours and the plain loop resident)",
         )
-    seen = -1
-    while True:
-        ended = proc.poll() is not None
-        events = _events(log)
-        if len(events) != seen:
-            seen = len(events)
-            counts = _put_tests(events, put)
-        if ended:
-            break
-        time.sleep(1.0)
-    output = out.read_text()
-    if proc.returncode not in (0, 5) or counts["failed"]:  # 5: nothing collected
-        raise RuntimeError(
-            f"{counts['failed']} GPU tests failed (pytest exit {proc.returncode}):\n"
-            + "\n".join(output.strip().splitlines()[-8:])
-        )
-
-
-def _events(log: Path) -> list[dict[str, Any]]:
-    """The complete lines testlog.py has written so far (the last may be half written)."""
-    text = log.read_text() if log.exists() else ""
-    return [json.loads(line) for line in text.split("\n")[:-1] if line]
-
-
-def _put_tests(events: list[dict[str, Any]], put: Put) -> dict[str, int]:
-    """The outcome, seconds and error of every test that ended, and the one running."""
-    tests: dict[str, str] = {}
-    seconds: dict[str, float] = {}
-    failures: dict[str, str] = {}
-    running = None
-    for e in events:
-        if e["event"] == "start":
-            running = e["test"]
-            continue
-        tests[e["test"]] = e["outcome"]
-        seconds[e["test"]] = e.get("seconds", 0.0)
-        if e["outcome"] == "failed":
-            failures[e["test"]] = e.get("error", "")
-        if running == e["test"]:
-            running = None
-    counts = {s: sum(v == s for v in tests.values()) for s in ("passed", "failed", "skipped")}
-    put("counts", counts)
-    put("tests", tests)
-    put("seconds", seconds)
-    put("failures", failures)
-    put("running", running)
-    return counts
+    return figures
 
 
 def trainer_step(device: str, work: Path, put: Put) -> None:
-    """b: the trainer's step against the plain loop, GPT-2 124M at each micro-batch."""
+    """b: the trainer's step against the plain loop, GPT-2 124M at each
+    micro-batch; then each option that could reach 50 % MFU (settings.py
+    MFU_OPTIONS_*), ours alone, one short run each; then the best of each
+    choice that beat the plain setting, combined; the best run is named. An
+    option that fails is recorded with its error and the next one runs; a
+    resumed run measures only what its earlier run lacks."""
     from lib.bench.step import run_bench
 
     g = S.for_device(device)
+    done = reached(put)
+
+    def has(key: str) -> bool:
+        value = done.get(key)
+        return isinstance(value, dict) and "error" not in value
+
     for batch in g["micro_batches"]:
+        if has(f"batch {batch}"):
+            continue
         run = run_config(S.BASELINE, S.overrides(device, batch, 1, compile=True))
         r = run_bench(
             run,
@@ -112,30 +72,66 @@ def trainer_step(device: str, work: Path, put: Put) -> None:
             rounds=g["bench_rounds"],
             profile_steps=0,
         )
-        put(
-            f"batch {batch}",
-            {
-                "ms_per_iter": r["ours"]["ms_per_iter"],
-                "mfu": r["ours"]["mfu"],
-                "tokens_per_sec": r["ours"]["tokens_per_sec"],
-                "plain_ms_per_iter": r["plain"]["ms_per_iter"],
-                "plain_mfu": r["plain"]["mfu"],
-                "speed_vs_plain": r["speed_vs_plain"],
-                "peak_memory_mb": r["peak_memory_mb"],
-                "peak_memory_measure": r["peak_memory_measure"]
-                + " (ours and the plain loop resident)",
-                "params": r["params"],
-                "dtype": r["dtype"],
-                "compiled": r["compiled"],
-            },
+        put(f"batch {batch}", _step_figures(r, plain=True))
+
+    def short_run(batch: int, symbols: str) -> dict[str, Any]:
+        run = run_config(S.BASELINE, S.overrides(device, batch, 1, compile=True, extra=symbols))
+        r = run_bench(
+            run, steps=g["options_steps"], warmup=2, rounds=1, profile_steps=0, plain=False
         )
+        return {**_step_figures(r, plain=False), "set": symbols}
+
+    options = S.MFU_OPTIONS_GPU if device == "cuda" else S.MFU_OPTIONS_CPU
+    failed = []
+    for name, (batch, symbols) in options.items():
+        if has(name):
+            continue
+        try:
+            put(name, short_run(batch or g["options_batch"], symbols))
+        except Exception as err:  # one option failing must not hide the others' figures
+            put(name, {"error": "\n".join(f"{type(err).__name__}: {err}".splitlines()[-8:])})
+            failed.append(name)
+    # Ranked by tokens/s: the same model's MFU in proportion (and a CPU has no peak).
+    base = done.get(f"batch {g['options_batch']}", {}).get("tokens_per_sec")
+    combined = combination(done, options, base)
+    if len(combined) > 1 and not has("combined"):
+        batch = max((options[n][0] or g["options_batch"]) for n in combined)
+        symbols = " ".join(options[n][1] for n in combined if options[n][1])
+        try:
+            put("combined", {**short_run(batch, symbols), "options": combined})
+        except Exception as err:
+            put("combined", {"error": f"{type(err).__name__}: {err}", "options": combined})
+            failed.append("combined")
+    runs = {k: v for k, v in done.items() if isinstance(v, dict) and v.get("tokens_per_sec")}
+    if runs:
+        best = max(runs, key=lambda k: runs[k]["tokens_per_sec"])
+        put("best", {"name": best, **{k: runs[best].get(k) for k in ("mfu", "batch_size")}})
+    if failed:
+        raise RuntimeError(f"{len(failed)} runs failed: {', '.join(failed)}")
+
+
+def combination(
+    done: dict[str, Any], options: dict[str, tuple[int | None, str]], base: float | None
+) -> list[str]:
+    """Of each choice (an option name's first word), the option with the most
+    tokens/s, if it beats `base` (the plain setting's)."""
+    if base is None:
+        return []
+    best: dict[str, str] = {}
+    for name in options:
+        speed = (done.get(name) or {}).get("tokens_per_sec")
+        choice = name.split()[0]
+        if speed is not None and speed > base:
+            if choice not in best or speed > done[best[choice]]["tokens_per_sec"]:
+                best[choice] = name
+    return list(best.values())
 
 
 def reference_memory(device: str, work: Path, put: Put) -> None:
     """c: the reference configuration's peak over a few trainer steps on
     synthetic tokens, beside `make estimate`'s figure for the same run."""
+    from lib.bench.memory import measure_peak
     from lib.data.vocab import configured_vocab
-    from lib.estimate.measure import measure_peak
     from lib.estimate.memory import GIB, estimate_memory
 
     g = S.for_device(device)
@@ -165,7 +161,10 @@ def optimizer_cost(device: str, work: Path, put: Put) -> None:
     from lib.bench.optimizers import run_optimizer_bench
 
     g = S.for_device(device)
+    done = reached(put)
     for batch, accumulation, steps in g["optim_shapes"]:
+        if f"{batch}x{accumulation}" in done:
+            continue
         run = run_config(
             S.REFERENCE,
             S.overrides(device, batch, accumulation, compile=False, extra=g["optim_symbols"]),
@@ -181,26 +180,66 @@ def optimizer_cost(device: str, work: Path, put: Put) -> None:
         )
 
 
+def hamt_ratios(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per length, HAMT's figure over vanilla's: training tokens/s (above 1:
+    HAMT faster), peak memory and decode ms/token (below 1: HAMT smaller)."""
+    by = {(r["variant"], r["seq_len"]): r for r in rows if "error" not in r}
+    ratios: dict[str, dict[str, float]] = {}
+    for (variant, length), h in sorted(by.items(), key=lambda kv: kv[0][1]):
+        v = by.get(("vanilla", length))
+        if variant != "hamt" or v is None:
+            continue
+        ratios[str(length)] = {
+            key: h[key] / v[key]
+            for key in ("train_tokens_per_sec", "peak_memory_mb", "gen_ms_per_token")
+            if h.get(key) and v.get(key)
+        }
+    return ratios
+
+
 def seqlen(device: str, work: Path, put: Put) -> None:
-    """e: bench-seqlen, vanilla against HAMT (the fla kernel when it imports),
-    then HAMT on its torch scan; the plot goes to work/seqlen.png."""
+    """e: bench-seqlen, vanilla against HAMT (the fla kernel when it imports)
+    at each length, compiled once per length with static shapes, and HAMT's
+    ratio to vanilla; on a CPU also HAMT on its torch scan. The plot goes to
+    work/seqlen.png. A resumed run measures only the lengths it lacks."""
     from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
     from lib.data.vocab import configured_vocab
 
     g = S.for_device(device)
-    run = run_config(S.BASELINE, S.overrides(device, 1, 1, compile=True))
-    r = run_seqlen_bench(
-        run,
-        configured_vocab(run),
-        g["seqlen_lengths"],
-        steps=g["seqlen_steps"],
-        tokens=g["seqlen_tokens"],
-        variants=("vanilla", "hamt"),
-        on_row=lambda rows: put("rows", rows),
-    )
-    put("rows", r["rows"])
-    put("kernels", r["kernels"])
-    plot_seqlen(r, str(work / "seqlen.png"))
+    done = reached(put)
+    variants = ("vanilla", "hamt")
+    kept = [r for r in done.get("rows", []) if "error" not in r]
+    have = {(r["variant"], r["seq_len"]) for r in kept}
+    lengths = tuple(t for t in g["seqlen_lengths"] if any((v, t) not in have for v in variants))
+    kept = [r for r in kept if r["seq_len"] not in lengths]
+
+    def rows_so_far(rows: list[dict[str, Any]]) -> None:
+        put("rows", kept + rows)
+        put("ratios", hamt_ratios(kept + rows))
+
+    if lengths:
+        run = run_config(S.BASELINE, S.overrides(device, 1, 1, compile=True))
+        r = run_seqlen_bench(
+            run,
+            configured_vocab(run),
+            lengths,
+            steps=g["seqlen_steps"],
+            tokens=g["seqlen_tokens"],
+            variants=variants,
+            on_row=rows_so_far,
+        )
+        rows_so_far(r["rows"])
+        put("kernels", r["kernels"])
+        put("compiled", r["compiled"])
+        put("settings", r["settings"])
+        put("model", {k: r[k] for k in ("n_layer", "n_embd", "vocab_size", "device")})
+    if "model" in done:
+        plot_seqlen(
+            {**done["model"], "variants": list(variants), "rows": done["rows"]},
+            str(work / "seqlen.png"),
+        )
+    if not g["torch_scan_lengths"] or "torch_scan_rows" in done:
+        return
     run = run_config(
         S.HAMT,
         S.overrides(
@@ -209,10 +248,7 @@ def seqlen(device: str, work: Path, put: Put) -> None:
             1,
             compile=True,
             tiny=S.TINY_HAMT,
-            extra=(
-                "HAMT_SCAN_BACKEND_TORCH=y"
-                + (" HAMT_N_LAYER=12 HAMT_N_EMBD=768" if device == "cuda" else "")
-            ),
+            extra="HAMT_SCAN_BACKEND_TORCH=y",
         ),
     )
     r = run_seqlen_bench(

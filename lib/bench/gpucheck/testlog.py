@@ -1,6 +1,8 @@
-"""A pytest plugin for stage a: one JSON line per test as it starts and as
-it ends, so a run its time cap cuts short still says which tests passed and
-which one was running (JUnit XML is written only when pytest finishes).
+"""A pytest plugin for stage a: the tests collected, then one JSON line per
+test as it starts and as it ends (passed; failed with its last lines;
+skipped with the reason), so a run its time cap cuts short still says which
+tests ended, which one was running and which were not reached (JUnit XML is
+written only when pytest finishes).
 
     pytest -p lib.bench.gpucheck.testlog ...   (GPU_CHECK_TESTLOG=<file>)
 """
@@ -12,6 +14,7 @@ import os
 from typing import Any
 
 ENV = "GPU_CHECK_TESTLOG"
+LINES = 8  # of a failure kept
 
 
 def _write(line: dict[str, Any]) -> None:
@@ -29,7 +32,11 @@ def pytest_runtest_logreport(report: Any) -> None:
     # A test's outcome is its call phase's, or its setup's when that failed or skipped.
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
         outcome = {"passed": "passed", "skipped": "skipped"}.get(report.outcome, "failed")
-        text = "\n".join(str(report.longrepr or "").splitlines()[-6:]) if report.failed else ""
+        text = ""
+        if report.failed:
+            text = "\n".join(str(report.longrepr or "").splitlines()[-LINES:])
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            text = str(report.longrepr[2]).removeprefix("Skipped: ")  # (file, line, reason)
         _write(
             {
                 "test": report.nodeid,
@@ -43,6 +50,10 @@ def pytest_runtest_logreport(report: Any) -> None:
         _write({"test": report.nodeid, "event": "end", "outcome": "failed", "error": "teardown"})
 
 
+def pytest_collection_finish(session: Any) -> None:
+    _write({"event": "collected", "tests": [item.nodeid for item in session.items]})
+
+
 def pytest_collectreport(report: Any) -> None:
     if report.failed:  # an import error: the file's tests never run
         _write(
@@ -51,6 +62,6 @@ def pytest_collectreport(report: Any) -> None:
                 "event": "end",
                 "outcome": "failed",
                 "seconds": 0.0,
-                "error": "\n".join(str(report.longrepr).splitlines()[-6:]),
+                "error": "\n".join(str(report.longrepr).splitlines()[-LINES:]),
             }
         )

@@ -3,41 +3,29 @@
     python -m lib.bench.gpucheck.worker STAGE DEVICE WORK_DIR
 
 The stage's figures go to WORK_DIR/<stage>.json as each is measured
-(atomically), so the driver keeps them even when it ends the stage at its
-time cap. The exit status says done (0) or failed; the error's last lines
-go to stderr, which the driver keeps in the log and the record.
+(figures.py), so the driver keeps them even when it ends the stage at its
+time cap. The exit status says done (0), failed (1) or skipped (3, the
+reason on the last line of stderr); the error's last lines go to stderr,
+which the driver keeps in the log and the record.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from lib.bench.gpucheck.figures import Figures, StageSkipped
+
+SKIPPED = 3
 STAGE_FUNCTIONS = {
-    "a": "stages:gpu_tests",
+    "a": "gputests:gpu_tests",
     "b": "stages:trainer_step",
     "c": "stages:reference_memory",
     "d": "stages:optimizer_cost",
     "e": "stages:seqlen",
     "f": "runs:speed_and_runs",
 }
-
-
-def figures_writer(path: Path) -> Callable[[str, Any], None]:
-    figures: dict[str, Any] = {}
-
-    def put(key: str, value: Any) -> None:
-        figures[key] = value
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(figures, indent=1, default=str) + "\n")
-        os.replace(tmp, path)
-
-    return put
 
 
 def main(argv: list[str]) -> int:
@@ -48,7 +36,10 @@ def main(argv: list[str]) -> int:
     call = getattr(importlib.import_module(f"lib.bench.gpucheck.{module}"), function)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        call(device, work, figures_writer(work / f"{stage}.json"))
+        call(device, work, Figures(work / f"{stage}.json"))
+    except StageSkipped as why:
+        print(why, file=sys.stderr, flush=True)
+        return SKIPPED
     except Exception:
         traceback.print_exc()
         return 1

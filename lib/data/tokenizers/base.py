@@ -37,3 +37,8 @@ class Tokenizer(abc.ABC):
 
     def save_files(self, folder: Path) -> None:
         """Write files the tokenizer needs beside the prepared data (BPE: tokenizer.json)."""
+
+    def hf_tokenizer(self) -> Any:
+        """The same ids as a Hugging Face `tokenizers.Tokenizer`, which `make export`
+        writes as tokenizer.json; None where published files serve instead (GPT-2's)."""
+        return None

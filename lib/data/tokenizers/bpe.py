@@ -76,6 +76,9 @@ class BPETokenizer(Tokenizer):
     def decode(self, ids: Sequence[int]) -> str:
         return self.hf.decode([int(i) for i in ids], skip_special_tokens=False)
 
+    def hf_tokenizer(self) -> HFTokenizer:
+        return HFTokenizer.from_str(self.hf.to_str())
+
     def to_meta(self) -> dict[str, Any]:
         text = self.hf.to_str()
         return {"name": self.name, "vocab_size": self.vocab_size, "eot_token": self.eot_token,

@@ -52,5 +52,16 @@ class CharTokenizer(Tokenizer):
             raise ValueError(f"id {bad[0]} is outside the vocabulary (0..{self.vocab_size - 1})")
         return "".join(self.chars[i] for i in ids)
 
+    def hf_tokenizer(self) -> Any:
+        """Each character one token (a character outside the vocabulary is an error,
+        as in encode), decoded by joining them."""
+        from tokenizers import Regex, decoders, models, pre_tokenizers
+        from tokenizers import Tokenizer as HFTokenizer
+
+        hf = HFTokenizer(models.WordLevel(self._stoi, unk_token=None))
+        hf.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), "isolated")
+        hf.decoder = decoders.Fuse()
+        return hf
+
     def to_meta(self) -> dict[str, Any]:
         return {"name": self.name, "vocab_size": self.vocab_size, "chars": self.chars}

@@ -244,7 +244,8 @@ def test_check_script_counts_loaded_and_refused_files(knlp_checkout):
 
 
 def test_check_compares_knlps_adamwspam_schedule_in_steps(knlp_checkout, monkeypatch):
-    from lib.config.knlp import check, translate
+    from lib.config.knlp import translate
+    from lib.knlpcheck import check
 
     spam = knlp_checkout / "gpt2/defconfigs/spam"
     spam.write_text("\n".join(SPAM_HEAD + ["CONFIG_SPAM_INTERVAL=400"]) + "\n")
@@ -257,7 +258,8 @@ def test_check_compares_knlps_adamwspam_schedule_in_steps(knlp_checkout, monkeyp
 
 
 def test_check_compares_knlps_adamwprune_schedule_step_by_step(knlp_checkout, monkeypatch):
-    from lib.config.knlp import check, translate, translate_optim
+    from lib.config.knlp import translate, translate_optim
+    from lib.knlpcheck import check
 
     (knlp_checkout / "gpt2/defconfigs/prune").write_text("\n".join(PRUNE_HEAD) + "\n")
     out = check.report(knlp_checkout)
@@ -279,7 +281,8 @@ def test_check_compares_knlps_adamwprune_schedule_step_by_step(knlp_checkout, mo
 
 
 def test_check_reports_a_value_the_translation_drops(knlp_checkout, monkeypatch):
-    from lib.config.knlp import check, names
+    from lib.config.knlp import names
+    from lib.knlpcheck import check
 
     monkeypatch.setitem(names.ROWS, "GPT2_EVAL_SAMPLES", names.runtime("dropped for the test"))
     out = check.report(knlp_checkout)

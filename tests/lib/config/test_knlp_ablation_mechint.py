@@ -72,7 +72,8 @@ def checkout(tmp_path):
 
 
 def test_check_compares_the_runs_and_the_analysis(checkout, monkeypatch):
-    from lib.config.knlp import check, names, translate
+    from lib.config.knlp import names, translate
+    from lib.knlpcheck import check
 
     assert "1 GPT-2 defconfigs: 1 loaded, 0 refused, 0 mismatch" in check.report(checkout)
     # one run where knlp trains three ...

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from lib.config.kconfig import ConfigError
-from lib.config.knlp.check_optim import knlp_optimizer, our_matrix
-from lib.config.knlp.check_prune import knlp_magnitude, knlp_state_steps
 from lib.config.run_config import RunConfig, config_text, load_valid, typed_values
+from lib.knlpcheck.optim import knlp_optimizer, our_matrix
+from lib.knlpcheck.prune import knlp_magnitude, knlp_state_steps
 from lib.matrix.grid import expand
 from tests.lib.config.knlp_files import HEAD, magnitude_pruner, stand_in_checkout
 
@@ -84,7 +84,7 @@ def test_each_optimizer_of_a_knlp_matrix_runs_with_knlps_own_values(write_config
 def test_the_per_run_comparison_agrees_and_shows_a_changed_run(write_config, tmp_path):
     base, planned, _ = planned_runs(write_config, tmp_path)
     ours = our_matrix(base, planned)
-    # knlp's side of three runs, from check_optim / check_prune's transcriptions
+    # knlp's side of three runs, from lib/knlpcheck/optim.py and prune.py
     spam, prune = "run adamwspam magnitude 0.5", "run adamwprune/bitter7 state 0.9"
     for key, value in knlp_optimizer("adamwspam").items():
         assert ours[f"{spam}: {key}"] == value, key
@@ -168,7 +168,8 @@ def knlp_matrix_checkout(tmp_path):
 
 
 def test_check_compares_a_knlp_matrix_run_by_run(knlp_matrix_checkout, monkeypatch):
-    from lib.config.knlp import check, code, translate_optim
+    from lib.config.knlp import code, translate_optim
+    from lib.knlpcheck import check
 
     assert check.check_file(
         knlp_matrix_checkout, knlp_matrix_checkout / "gpt2/defconfigs/grid"

@@ -1,7 +1,7 @@
 """knlp's MLA family (ENABLE_MLA with MLA_VARIANT) loads as gpt2/kvsplice.py's
 variants, one run per MLA_VARIANT entry, with the values knlp's code fixes
 (lib/config/knlp/translate_mla.py), and scripts/check_knlp.sh compares them
-(lib/config/knlp/check_mla.py)."""
+(lib/knlpcheck/mla.py)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,8 @@ def test_a_model_name_no_knlp_selection_derives_is_refused_with_what_knlp_ran(
 
 
 def test_check_compares_the_mla_settings(tmp_path, monkeypatch) -> None:
-    from lib.config.knlp import check, names
+    from lib.config.knlp import names
+    from lib.knlpcheck import check
 
     root = stand_in_checkout(tmp_path / "knlp", {"mla": ASSET.read_text()})
     assert "1 GPT-2 defconfigs: 1 loaded, 0 refused, 0 mismatch" in check.report(root)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from lib.config.knlp.check_optim import knlp_optimizer, our_matrix
-from lib.config.knlp.check_prune import knlp_movement, our_pruning
 from lib.config.run_config import RunConfig, typed_values
+from lib.knlpcheck.optim import knlp_optimizer, our_matrix
+from lib.knlpcheck.prune import knlp_movement, our_pruning
 from lib.optim import base_optimizer
 from lib.train.naming import run_tag
 from tests.lib.config.knlp_files import HEAD
@@ -65,7 +65,7 @@ def test_knlp_matrix_with_movement_and_dense_cells(write_config, tmp_path):
     assert magnitude.PRUNING_SCHEDULE == "cubic_late"
     dense = runs["gpt2_adamwprune_none"]
     assert (dense.PRUNING_MODE, dense.WEIGHT_DECAY, dense.ADAM_AMSGRAD) == ("none", 0.0, False)
-    # the per-run comparison: knlp's side from check_prune / check_optim's transcriptions
+    # the per-run comparison: knlp's side from lib/knlpcheck/prune.py and optim.py
     ours = our_matrix(base, planned)
     for key, value in knlp_movement(0.5, 200, 4000).items():
         assert ours[f"run adamw movement 0.5: {key}"] == value, key

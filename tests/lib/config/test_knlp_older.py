@@ -39,8 +39,8 @@ def _checkout(tmp_path: Path, kconfig: str | None = None) -> Path:
 
 
 def test_a_checkout_lacking_a_symbol_the_check_reads_marks_the_file_unchecked(tmp_path) -> None:
-    from lib.config.knlp import check
     from lib.config.knlp.tree import render
+    from lib.knlpcheck import check
 
     full = render()
     assert "1 loaded, 0 refused, 0 mismatch" in check.report(_checkout(tmp_path / "a", full))
@@ -51,7 +51,7 @@ def test_a_checkout_lacking_a_symbol_the_check_reads_marks_the_file_unchecked(tm
 
 
 def test_a_tree_kconfiglib_cannot_parse_is_a_clear_error(tmp_path) -> None:
-    from lib.config.knlp import check
+    from lib.knlpcheck import check
 
     root = _checkout(tmp_path, "config X\n\tbool\n\toutput yaml\n")
     with pytest.raises(ConfigError) as err:

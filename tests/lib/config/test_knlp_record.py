@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lib.config.knlp.record import BEGIN, END, make_record, render_section, replace_section
+from lib.knlpcheck.record import BEGIN, END, make_record, render_section, replace_section
 
 
 def test_record_counts_and_features_come_from_the_rows():

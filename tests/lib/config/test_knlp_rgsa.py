@@ -1,6 +1,6 @@
 """knlp's RGSA files (ENABLE_RGSA and its RGSA_* settings) load as GPT2_ATTENTION_RGSA
 with every setting carried (lib/config/knlp/names.py RGSA_ROWS), and
-scripts/check_knlp.sh compares those settings (lib/config/knlp/check_rgsa.py)."""
+scripts/check_knlp.sh compares those settings (lib/knlpcheck/rgsa.py)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,8 @@ def test_rgsa_settings_while_rgsa_is_off_are_ignored_as_knlp_ignores_them(write_
 
 
 def test_check_compares_every_rgsa_setting(tmp_path, monkeypatch) -> None:
-    from lib.config.knlp import check, names
+    from lib.config.knlp import names
+    from lib.knlpcheck import check
 
     root = stand_in_checkout(tmp_path / "knlp", {"rgsa": ASSET.read_text()})
     assert "1 GPT-2 defconfigs: 1 loaded, 0 refused, 0 mismatch" in check.report(root)

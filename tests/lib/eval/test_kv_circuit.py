@@ -15,8 +15,7 @@ from gpt2.config import GPT2Config
 from gpt2.kv_probe import kv_sites, transformed_kv
 from gpt2.model import GPT2
 from lib.config.kconfig import ConfigError
-from lib.eval.kv_circuit import analyse, hard_mask
-from lib.eval.kv_circuit_records import kv_circuit_at_end, write_records
+from lib.eval.kv_circuit import analyse, hard_mask, kv_circuit_at_end, write_records
 from lib.eval.kv_circuit_settings import Settings, kept_count, parse_temperature, progress
 from lib.hardware.precision import Precision
 

@@ -1,4 +1,4 @@
-"""The matrix defconfigs of issue 17: each expands, as `make test-matrix-dry-run`
+"""The matrix defconfigs: each expands, as `make test-matrix-dry-run`
 does, to the runs its description promises. The smoke matrix covers every
 optimizer, pruning method and attention family, HAMT included; the GPU
 matrices are GPT-2 124M on FineWebEdu with the grid's pairs, and the HAMT of

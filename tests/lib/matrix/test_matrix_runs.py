@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.matrix.runner import outcome
+from lib.jobs.runner import outcome
 from tests.lib.conftest import synthetic_corpus
 from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import make, project  # noqa: F401 (fixture)

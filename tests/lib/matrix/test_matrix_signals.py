@@ -16,8 +16,8 @@ import pytest
 
 from lib.config.kconfig import ROOT
 from lib.config.run_config import load_run_config
-from lib.matrix import slurm
-from lib.matrix.runner import outcome
+from lib.jobs import slurm
+from lib.jobs.runner import outcome
 from lib.run.signals import EXIT_RESUMABLE
 from lib.train.trainer import Trainer
 

@@ -1,4 +1,4 @@
-"""Several runs per GPU (MATRIX_RUNS_PER_GPU, lib/matrix/packing.py): which runs
+"""Several runs per GPU (MATRIX_RUNS_PER_GPU, lib/jobs/packing.py): which runs
 start where, never over a GPU's memory by the estimates, the N cap, auto, DDP
 runs on whole GPUs, too-big runs refused before anything starts, and the
 CUDA_VISIBLE_DEVICES each started process gets. Fake GPU inventories: no GPU needed."""
@@ -15,11 +15,12 @@ import pytest
 
 from lib.config.run_config import load_run_config
 from lib.estimate import estimate_memory
-from lib.matrix import launch, packing, plan, runner
+from lib.jobs import packing, runner
+from lib.jobs.packing import GIB, Gpu, Need, Packer, build, need, parse_runs_per_gpu
+from lib.jobs.runner import Runner
+from lib.jobs.state import MatrixError, MatrixState
+from lib.matrix import launch, plan
 from lib.matrix.grid import expand
-from lib.matrix.packing import GIB, Gpu, Need, Packer, build, need, parse_runs_per_gpu
-from lib.matrix.runner import Runner
-from lib.matrix.state import MatrixError, MatrixState
 
 TWO_80 = [Gpu("0", 80 * GIB, "Fake 80GB"), Gpu("1", 80 * GIB, "Fake 80GB")]
 USABLE = 0.9 * 80 * GIB

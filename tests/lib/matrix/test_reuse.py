@@ -1,5 +1,5 @@
 """Runs never trained twice: a matrix links an earlier completed run with the same
-fingerprint instead of training it (lib/matrix/reuse.py), unless told not to.
+fingerprint instead of training it (lib/jobs/reuse.py), unless told not to.
 
 In-process tests replace the training process by a stand-in that writes the
 metrics.json the trainer writes (its status and fingerprint) and counts the
@@ -17,10 +17,11 @@ import pytest
 
 from lib.config.run_config import load_run_config
 from lib.data.prepared import data_dir, ensure_prepared
-from lib.matrix import launch, plan, reuse
+from lib.jobs import reuse
+from lib.jobs.runner import Runner
+from lib.jobs.state import MatrixState
+from lib.matrix import launch, plan
 from lib.matrix.grid import expand
-from lib.matrix.runner import Runner
-from lib.matrix.state import MatrixState
 from lib.results.collect import load_rows
 from lib.results.tables import markdown
 from lib.run import fingerprint as fp

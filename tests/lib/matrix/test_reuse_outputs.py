@@ -1,5 +1,5 @@
 """A reused run still gets what the new request asks for beyond the fingerprint
-(lib/matrix/outputs.py): inference figures and lm-eval scores made on the
+(lib/jobs/outputs.py): inference figures and lm-eval scores made on the
 earlier run's checkpoint, or the run trained again where only training makes
 them (samples during training, no checkpoint)."""
 
@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 
 from lib.config.run_config import load_run_config
-from lib.matrix import launch, outputs, plan
+from lib.jobs import outputs
+from lib.jobs.state import MatrixState
+from lib.matrix import launch, plan
 from lib.matrix.grid import expand
-from lib.matrix.state import MatrixState
 from lib.train.trainer import Trainer
 from tests.lib.matrix.test_reuse import standin  # noqa: F401 (fixture)
 

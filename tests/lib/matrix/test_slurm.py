@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from lib.config.kconfig import ROOT
-from lib.matrix import launch, slurm
-from lib.matrix.state import MatrixError, MatrixState
+from lib.jobs import slurm
+from lib.jobs.state import MatrixError, MatrixState
+from lib.matrix import launch
 
 SLURM = {
     "MATRIX_EXECUTOR": "slurm",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.matrix import slurm
+from lib.jobs import slurm
 from tests.lib.conftest import synthetic_corpus
 from tests.lib.matrix.conftest import TINY, write_config
 from tests.scripts.conftest import ROOT, make, project  # noqa: F401 (fixture)

@@ -63,16 +63,44 @@ def test_pruned_gpt2_bpe_run_round_trips_through_transformers(tiny_run):
     assert "library_name: transformers" in card and "dataset: custom, tokenizer: gpt2" in card
 
 
-def test_char_run_exports_without_tokenizer_files(tiny_run, tmp_path):
-    _, _, run_dir = train(tiny_run(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, RUN_NAME="chars"))
-    out = export_run(run_dir, "best", tmp_path / "elsewhere", log=lambda _: None)
-    assert sorted(p.name for p in out.iterdir()) == [
-        "README.md",
-        "config.json",
-        "model.safetensors",
-    ]
-    assert "the run used characters" in (out / "README.md").read_text()
-    assert json.loads((out / "config.json").read_text())["n_positions"] == 32
+@pytest.mark.parametrize(
+    "kind",
+    [
+        dict(DATA_TOKENIZER_GPT2="y"),
+        dict(DATA_TOKENIZER_BPE="y", DATA_BPE_VOCAB_SIZE=300),
+        dict(DATA_TOKENIZER_CHAR="y"),
+    ],
+    ids=["gpt2", "bpe", "char"],
+)
+def test_export_carries_the_runs_own_tokenizer(tiny_run, tmp_path, kind):
+    """AutoTokenizer and AutoModelForCausalLM load the export; encode, generate and decode
+    agree with the run's own tokenizer; the special ids are the tokenizer's."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lib.data.tokenizers import tokenizer_from_meta
+
+    trainer, _, run_dir = train(
+        tiny_run(**kind, GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, RUN_NAME="tok")
+    )
+    out = export_run(run_dir, "best", tmp_path / "hf", log=lambda _: None)
+    ours = tokenizer_from_meta(trainer.meta["tokenizer"])
+    tok = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(out).eval()
+    config = json.loads((out / "config.json").read_text())
+    eot = ours.eot_token  # GPT-2 50256, the trained BPE's <|endoftext|>, characters none
+    assert (config["bos_token_id"], config["eos_token_id"], config["pad_token_id"]) == (eot,) * 3
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (eot,) * 3
+    assert len(tok) == ours.vocab_size <= config["vocab_size"]
+    text = "Citizen:\nWe proceed, hear."
+    text = "".join(c for c in text if kind != dict(DATA_TOKENIZER_CHAR="y") or c in ours.chars)
+    ids = tok(text, return_tensors="pt").input_ids
+    assert ids[0].tolist() == ours.encode(text) and tok.decode(ids[0]) == text
+    with torch.no_grad():
+        new = model.generate(ids, max_new_tokens=6, do_sample=False)[0, ids.shape[1] :]
+    assert new.numel() > 0
+    assert tok.decode(new) == ours.decode(new.tolist())
+    if eot is not None and eot in new.tolist():
+        assert new.tolist()[-1] == eot  # generate stops at the end-of-text token
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664)])
@@ -88,4 +116,5 @@ def test_exported_files_have_the_users_umask(tiny_run, tmp_path, umask, mode):
     finally:
         os.umask(old)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
-    assert modes == dict.fromkeys(["README.md", "config.json", "model.safetensors"], mode)
+    names = ["README.md", "config.json", "model.safetensors", "tokenizer.json"]
+    assert modes == dict.fromkeys([*names, "tokenizer_config.json"], mode)

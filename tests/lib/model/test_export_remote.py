@@ -96,6 +96,7 @@ GPT2_CODE = SHARED_CODE + VARIANT_CODE
 HAMT_CODE = [
     "hamt_block.py",
     "hamt_config.py",
+    "hamt_gla_op.py",
     "hamt_kernel.py",
     "hamt_memory.py",
     "hamt_model.py",
@@ -103,6 +104,7 @@ HAMT_CODE = [
     "hamt_routing.py",
     "hamt_scan.py",
     "hamt_spectral.py",
+    "hamt_tuning.py",
 ]
 
 # Run in a fresh interpreter, elsewhere, with no PYTHONPATH: only the folders' code.

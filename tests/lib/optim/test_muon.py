@@ -18,6 +18,7 @@ from lib.run.checkpoint import load_checkpoint
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
+from tests.stochastic import observe
 
 
 def quintic(x: torch.Tensor, steps: int = 5) -> torch.Tensor:
@@ -42,9 +43,10 @@ def test_quintic_band_of_the_reference_coefficients():
     assert q.max().item() == pytest.approx(1.1344, abs=1e-4)
 
 
+@pytest.mark.stochastic
 @pytest.mark.parametrize("shape", [(64, 16), (16, 64), (384, 128), (128, 384), (96, 256), (7, 5)])
-def test_newton_schulz_orthogonalises_like_the_svd(shape):
-    g = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape)))
+def test_newton_schulz_orthogonalises_like_the_svd(shape, seed):
+    g = torch.randn(*shape, generator=torch.Generator().manual_seed(sum(shape) + seed))
     u, _, vh = torch.linalg.svd(g.double(), full_matrices=False)
     polar = u @ vh  # the orthogonalisation NS approximates
     # float32: the iteration is exactly U q(S) V^T (tall inputs transposed and back)
@@ -56,8 +58,9 @@ def test_newton_schulz_orthogonalises_like_the_svd(shape):
     out = newton_schulz(g).double()
     assert out.dtype == torch.float64 and out.shape == g.shape
     sv = torch.linalg.svdvals(out)
-    assert sv.min() > 0.66 and sv.max() < 1.15, (sv.min(), sv.max())
-    assert torch.linalg.matrix_norm(out - polar, ord=2) < 0.35
+    assert observe("bf16 smallest singular value", sv.min()) > 0.66, sv.min()
+    assert observe("bf16 largest singular value", sv.max()) < 1.15, sv.max()
+    assert observe("bf16 distance to U V^T", torch.linalg.matrix_norm(out - polar, ord=2)) < 0.35
 
 
 def test_update_scale_rules():

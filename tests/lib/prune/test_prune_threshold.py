@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from lib.prune.schedule import sparsity_at
-from lib.prune.threshold import dkw_bound, kth_smallest, kth_threshold, sample_entries, smallest_k
+from lib.prune.threshold import (
+    dkw_bound,
+    kth_smallest,
+    kth_threshold,
+    sample_entries,
+    smallest_k,
+    smallest_k_on_device,
+)
 
 
 @pytest.mark.parametrize(
@@ -144,3 +151,54 @@ def test_smallest_k_selects_exactly_k_with_ties_by_position():
     big = [torch.randint(0, 3, (50_000,)).float(), torch.randint(0, 3, (70_000,)).float()]
     for k in (0, 1, 33_333, 119_999, 120_000):
         assert sum(int(c.sum()) for c in smallest_k(big, k, sample_size=1_000)) == k
+
+
+def host_smallest_k(scores, k):
+    """The selection before it ran on the device: the k-th value read back, then the
+    entries below it, then ties by position, one tensor at a time."""
+    v = float(torch.kthvalue(torch.cat([s.reshape(-1) for s in scores]).float(), k).values)
+    chosen = [s < v for s in scores]
+    need = k - sum(int(c.sum()) for c in chosen)
+    for s, c in zip(scores, chosen):
+        ties = torch.nonzero((s == v).reshape(-1)).squeeze(1)[: max(need, 0)]
+        c.view(-1)[ties] = True
+        need -= ties.numel()
+    return chosen
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties", "pruned"])
+def test_device_selection_matches_the_host_one(kind):
+    g = torch.Generator().manual_seed(7)
+    for trial in range(4):
+        scores = [
+            torch.randn(40, 30, generator=g),
+            torch.randn(500, generator=g),
+            torch.randn(3, 7, 11, generator=g),
+        ]
+        if kind == "ties":  # few distinct values: many ties at the k-th one
+            scores = [torch.randint(0, 5, s.shape, generator=g).float() for s in scores]
+        if kind == "pruned":  # already-pruned entries score -inf
+            scores = [
+                s.masked_fill(torch.rand(s.shape, generator=g) < 0.3, -math.inf) for s in scores
+            ]
+        total = sum(s.numel() for s in scores)
+        for k in (1, 17, total // 3, total // 2 + trial, total - 1):
+            want = host_smallest_k(scores, k)
+            got = smallest_k_on_device(scores, k)
+            assert sum(int(c.sum()) for c in got) == k
+            for a, b in zip(got, want):
+                assert a.shape == b.shape and torch.equal(a, b)
+            # what the pruner calls: the same masks, below and above sample_size
+            for size in (total, 100):
+                again = smallest_k(
+                    scores, k, sample_size=size, generator=torch.Generator().manual_seed(k)
+                )
+                assert all(torch.equal(a, b) for a, b in zip(again, want))
+
+
+def test_device_selection_with_nan_marks_what_the_host_one_marks():
+    scores = [torch.tensor([3.0, math.nan, 1.0, 2.0]), torch.tensor([math.nan, 0.5])]
+    for k in range(1, 6):
+        assert [c.tolist() for c in smallest_k_on_device(scores, k)] == [
+            c.tolist() for c in host_smallest_k(scores, k)
+        ]

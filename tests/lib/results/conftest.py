@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lib.config.run_config import write_outputs
 from lib.config.kconfig import open_tree
-from lib.matrix.state import MatrixState
+from lib.config.run_config import write_outputs
+from lib.jobs.state import MatrixState
 
 
 def write_run_config(folder: Path, optimizer: str = "adamw", method: str | None = None,
@@ -39,7 +39,8 @@ def make_run(root: Path, name: str, best: float | None, *, optimizer="adamw", me
     elif best is not None:
         loss = math.log(best)
         (folder / "metrics.json").write_text(json.dumps({
-            "status": "completed", "best_val_loss": loss, "best_val_perplexity": best,
+            "status": "completed", "iterations": 20, "best_val_loss": loss,
+            "best_val_perplexity": best,
             "final_val_perplexity": best + 1,
             "tokens_per_sec": 1000.0, "peak_memory_mb": 512.0, "params": 2**25,
             "wall_time_s": 120.0, "val_loss": {"iters": [10, 20], "values": [loss + 1, loss]},

@@ -1,4 +1,4 @@
-"""Records that parse but have wrong types (issue 14, item 9): each becomes an
+"""Records that parse but have wrong types: each becomes an
 "invalid" row naming the file and the field while the other runs are summarised;
 and a summary that fails part way leaves the previous outputs byte-identical."""
 from __future__ import annotations
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from lib.matrix.state import MatrixState
+from lib.jobs.state import MatrixState
 from lib.results import plots
-from lib.results.report import FILE as REPORT, build_report
+from lib.results.report import FILE as REPORT
+from lib.results.report import build_report
 from lib.results.summary import compare_runs, summarize
 from tests.lib.results.conftest import make_run
 
@@ -178,7 +179,8 @@ def test_failure_mid_summary_leaves_previous_outputs_untouched(matrix, monkeypat
     assert {"summary.md", "summary.csv", "summary.tex", "val_loss.png", REPORT} <= set(before)
     # New numbers, so a summary that got through would change every file.
     (matrix / "gpt2_adamw_none" / "metrics.json").write_text(json.dumps(
-        {"status": "completed", "best_val_perplexity": 70.0, "peak_memory_mb": 64.0,
+        {"status": "completed", "iterations": 5, "best_val_loss": 4.25,
+         "best_val_perplexity": 70.0, "peak_memory_mb": 64.0,
          "tokens_per_sec": 5.0, "val_loss": {"iters": [5], "values": [4.2]}}))
 
     def broken(*args, **kwargs):  # the last plot write_all draws, after the tables
@@ -195,3 +197,35 @@ def test_failure_mid_summary_leaves_previous_outputs_untouched(matrix, monkeypat
     monkeypatch.undo()
     md, _, _ = summarize(matrix)
     assert "| 70.00 |" in md and (matrix / "summary.md").read_bytes() != before["summary.md"]
+
+
+@pytest.mark.parametrize(
+    "record, missing",
+    [
+        ({}, "status"),
+        ({"status": "completed", "best_val_loss": 4.0}, "iterations"),
+        ({"status": "completed", "iterations": 20}, "best_val_loss"),
+        ({"status": "stopped", "best_val_loss": None}, "iterations"),
+    ],
+)
+def test_a_record_without_what_every_run_records_is_invalid(tmp_path, record, missing):
+    """{} or a completed record without iterations or best_val_loss is no completed run:
+    an invalid row, warned about on stderr, not a completed row without figures."""
+    root = tmp_path / "runs"
+    make_run(root, "good", 100.0)
+    make_run(root, "hollow", None, metrics=json.dumps(record))
+    md, _, rows = summarize(root)
+    by = {r.run_id: r for r in rows}
+    reason = f"{root / 'hollow' / 'metrics.json'}: {missing} is missing"
+    assert (by["hollow"].status, by["hollow"].problems[0]) == ("invalid", reason)
+    assert by["good"].status == "completed"
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "results.py"), "summary",
+                          "--dir", str(root)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and f"warning: hollow is invalid: {reason}" in out.stderr
+
+
+def test_a_failed_run_may_record_only_its_status_and_error(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "early", None, metrics=json.dumps({"status": "failed", "error": "no data"}))
+    _, _, rows = summarize(root)
+    assert (rows[0].status, rows[0].problems) == ("failed", ["no data"])

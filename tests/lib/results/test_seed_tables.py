@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from matplotlib.axes import Axes
 
-from lib.matrix.state import MatrixState
+from lib.jobs.state import MatrixState
 from lib.results import curves, plots, seeds
 from lib.results.collect import RunRow, read_run
 from lib.results.report import build_report

@@ -6,9 +6,21 @@ import math
 import pytest
 from scipy import stats as st
 
-from lib.results.stats import (MARKER, WILCOXON_MIN_N, Paired, format_mean_sd, format_p,
-                               format_paired, format_spread, group_by_config, marker, paired,
-                               seed_values, spread, spread_decimals)
+from lib.results.stats import (
+    MARKER,
+    WILCOXON_MIN_N,
+    Paired,
+    format_mean_sd,
+    format_p,
+    format_paired,
+    format_spread,
+    group_by_config,
+    marker,
+    paired,
+    seed_values,
+    spread,
+    spread_decimals,
+)
 
 T_975_2DOF = 4.302652729749464  # Student's t table: t_{0.975} with 2 degrees of freedom
 EXACT = 1e-12

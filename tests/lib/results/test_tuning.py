@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from lib.matrix.state import MatrixState
+from lib.jobs.state import MatrixState
 from lib.results import plots, style, tables, tuning
 from lib.results.collect import collect, load_rows
 from lib.results.report import build_report
@@ -130,30 +130,40 @@ def test_tuning_curve_is_the_best_so_far_with_pruned_trials_marked(tuned):
     for c in curves.values():
         values = [v for _, v in c.best]
         assert values == sorted(values, reverse=True)  # never rises
+
+
+def test_tuning_curve_plots_loss_against_each_tuned_value_with_pruned_trials_marked(tuned):
+    found = tuning.read(tuned)
     rows, _, _ = load_rows(tuned)
     made = plots.figures(rows, {}, found)
     fig = made["tuning_curve.png"]
     try:
-        (ax,) = fig.axes
-        lines = {line.get_label(): line for line in ax.get_lines()}
+        lr, warmup = fig.axes[:2]  # one panel per tuned symbol, in the records' order
+        assert [a.get_visible() for a in fig.axes] == [True, True]
+        assert lr.get_xlabel() == "LEARNING_RATE (log scale)" and lr.get_xscale() == "log"
+        assert warmup.get_xlabel() == "GPT2_WARMUP_STEPS" and warmup.get_xscale() == "linear"
+        assert fig._suptitle.get_text() == (
+            "Tuning: each trial's validation loss against its tuned value"
+        )
+        lines = {line.get_label(): line for line in lr.get_lines()}
         assert [n for n in lines if not n.startswith("_")] == [
             "AdamW dense",
             "AdamW-SPAM dense",
             "Muon dense",
             plots.PRUNED,
+            "best trial of its configuration",
         ]
-        muon = lines["Muon dense"]
-        assert list(muon.get_xdata()) == [0, 2] and list(muon.get_ydata()) == [2.5, 2.2]
-        assert muon.get_drawstyle() == "steps-post"
-        marks = [line for line in ax.get_lines() if line.get_label() == "_pruned"]
+        muon = lines["Muon dense"]  # complete trials: at their learning rates, not numbers
+        assert list(muon.get_xdata()) == [5e-3, 9.5e-3] and list(muon.get_ydata()) == [2.5, 2.2]
+        marks = [line for line in lr.get_lines() if line.get_label() == "_pruned"]
         assert [(list(m.get_xdata()), list(m.get_ydata()), m.get_color()) for m in marks] == [
-            ([2], [3.5], lines["AdamW dense"].get_color()),
-            ([1, 3], [3.1, 2.9], muon.get_color()),
+            ([5e-4], [3.5], lines["AdamW dense"].get_color()),
+            ([2e-4, 1e-3], [3.1, 2.9], muon.get_color()),
         ]
         assert all(m.get_marker() == "x" for m in marks)
+        spam = [line for line in warmup.get_lines() if line.get_label() == "AdamW-SPAM dense"]
+        assert [list(line.get_xdata()) for line in spam] == [[5]]  # only SPAM tuned the warmup
         fig.canvas.draw()
-        legend, data = ax.get_legend().get_window_extent(), ax.get_window_extent()
-        assert legend.x0 >= data.x1 or legend.y1 <= data.y0  # outside the data
         sizes = [t.get_fontsize() for t in fig.findobj(plt.Text) if t.get_text().strip()]
         assert min(sizes) >= style.MIN_PT
     finally:
@@ -243,7 +253,7 @@ def test_report_of_a_tuned_matrix(tuned):
         "LEARNING_RATE at the high end",
     ]
     assert "outer 5 % of its search range" in part
-    assert "Tuning: best validation loss so far against the trial" in page  # the figure's caption
+    assert "Tuning: each trial&#x27;s validation loss against its tuned value" in page  # caption
     assert "trial-000" not in page
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.matrix.state import MatrixState
+from lib.jobs.state import MatrixState
 from tests.lib.results.conftest import make_run
 
 BUDGET = {

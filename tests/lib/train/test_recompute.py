@@ -8,7 +8,7 @@ from gpt2.config import GPT2Config
 from gpt2.model import GPT2
 from hamt.config import HAMTConfig
 from hamt.model import HAMT
-from lib.estimate.measure import cpu_peak_bytes
+from lib.bench.memory import cpu_peak_bytes
 from lib.train.recompute import enable_checkpointing
 
 

@@ -100,14 +100,15 @@ def test_tune_shorthand_turns_tuning_on_with_those_symbols():
     assert split_args(["TUNE=n"])[0] == [("MATRIX_TUNE", "n")]
 
 
-def test_config_rules_check_the_space_and_two_evaluations_per_trial(tiny):
-    # TINY: 12 steps, an evaluation every 4; 20 % gives 2 steps, 70 % gives 8.
+def test_config_rules_check_the_space_and_two_steps_per_trial(tiny):
+    # TINY: 12 steps; 10 % gives 1 step (no two evaluations), 17 % the 2 steps needed.
     with pytest.raises(ConfigError) as err:
-        load_run_config(["TUNE=LR SPAM_THETAA", "TUNE_FRACTION=20"], tiny)
+        load_run_config(["TUNE=LR SPAM_THETAA", "TUNE_FRACTION=10"], tiny)
     text = str(err.value)
     assert "did you mean SPAM_THETA?" in text
-    assert "gives each trial 2 of CONFIG_GPT2_MAX_ITERS=12 steps" in text
-    assert "raise the fraction to 67 or more" in text
+    assert "gives each trial 1 of CONFIG_GPT2_MAX_ITERS=12 steps" in text
+    assert "raise it to 17 (TUNE_FRACTION=17)" in text
+    assert Budget.from_run(load_run_config(["TUNE=LR", "TUNE_FRACTION=17"], tiny)).steps == 2
     run = load_run_config(["TUNE=LR", "TUNE_FRACTION=70", "TUNE_TRIALS=3"], tiny)
     budget = Budget.from_run(run)
     assert (budget.trials, budget.steps, budget.sampler, budget.pruner) == (
@@ -127,3 +128,37 @@ def test_a_plan_whose_configurations_have_nothing_to_tune_is_refused(tiny):
         check(base, planned)
     base, planned = expand(["TUNE=MUON_LR LR", "TUNE_FRACTION=70"], tiny)
     check(base, planned)  # LR applies
+
+
+def test_a_run_too_short_for_any_fraction_is_told_to_train_longer_not_to_raise_it(tiny):
+    # 1 step: even 100 % gives one step; the advice is a length, never "raise to 100 or more"
+    with pytest.raises(ConfigError) as err:
+        load_run_config(["TUNE=LR", "TUNE_FRACTION=100", "MAX_ITERS=1", "WARMUP=0"], tiny)
+    text = str(err.value)
+    assert "train longer: MAX_ITERS=2 or more" in text and "raise it" not in text
+    with pytest.raises(ConfigError, match="MAX_ITERS=10 or more"):  # 20 % of 10 is 2 steps
+        load_run_config(["TUNE=LR", "MAX_ITERS=1", "WARMUP=0"], tiny)
+
+
+@pytest.mark.parametrize(
+    "steps, configured, expected",
+    [(400, 250, 100), (500, 250, 250), (8, 4, 4), (7, 4, 1), (2, 4, 1), (1000, 100, 100)],
+)
+def test_trials_too_short_for_two_evaluations_evaluate_four_times(steps, configured, expected):
+    from lib.tune.budget import trial_eval_interval
+
+    assert trial_eval_interval(steps, configured) == expected
+
+
+def test_a_tuned_warmup_fits_in_a_trial(tiny):
+    run = load_run_config([], tiny)  # WARMUP 2 of 12 steps: the bare range is 1..20
+    (warm,) = space.parse("WARMUP", run.values, trial_steps=8)
+    assert (warm.low, warm.high) == (1, 8)
+    [problem] = _problems_with("WARMUP=1..10", run.values, 8)
+    assert "a trial trains 8 steps" in problem and "high end at 8 or below" in problem
+
+
+def _problems_with(text: str, values: dict, steps: int) -> list[str]:
+    with pytest.raises(ConfigError) as err:
+        space.parse(text, values, trial_steps=steps)
+    return err.value.problems

@@ -8,9 +8,9 @@ import json
 import optuna
 import pytest
 
+from lib.jobs.state import MatrixError
 from lib.matrix import launch, plan
 from lib.matrix.grid import expand
-from lib.matrix.state import MatrixError
 from lib.train.trial import build_pruner
 from lib.tune import record, space, stage
 from lib.tune.budget import Budget
@@ -50,6 +50,19 @@ def test_dry_run_states_the_tuning_budget_and_trains_nothing(matrix, tmp_path, c
     )
     assert "at most about" in out and "in all, tuning and runs: about" in out
     assert not (tmp_path / "r").exists()
+
+
+def test_trials_too_short_for_two_evaluations_evaluate_more_often(tmp_path, capsys):
+    # the docs' example on the default's shape: 20 % of 12 steps is 2, fewer than 2 x 4
+    path = write_config(tmp_path / ".config", {**TINY, "RESULTS_DIR": str(tmp_path / "r")})
+    args = ["TUNE=LR WARMUP", "TUNE_TRIALS=8", "DRY_RUN=1"]
+    assert launch.start(args, launch.ask, plan.show, one=True, path=path) == 0
+    out = capsys.readouterr().out
+    assert "8 trials of 2 steps" in out
+    assert "trials evaluate every 1 step (GPT2_EVAL_INTERVAL=4 would give a 2-step trial" in out
+    base, _ = expand(["TUNE=LR WARMUP"], path)
+    budget = Budget.from_run(base)
+    assert "GPT2_EVAL_INTERVAL=1" in stage.trial_args(base, [], budget)
 
 
 def test_make_tune_takes_one_configuration(matrix):

@@ -1,18 +1,14 @@
-"""The pruning half of scripts/check_knlp.sh's comparison (lib/config/knlp/check.py):
+"""The pruning half of scripts/check_knlp.sh's comparison (lib/knlpcheck/check.py):
 the mask updates of one run, as knlp's code makes them and as lib/prune/schedule.py
 makes them here. The knlp side is transcribed from knlp's code on its own, apart
 from the translation (translate_optim.py), so that a wrong translation shows."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from lib.config.run_config import RunConfig
 
-# lib.prune sits above this layer: loaded by name, as lib/config/rules.py loads the
-# owners' rules
-PRUNE_SCHEDULE = "lib.prune.schedule"
 _RAMP_END = 3000  # gpt2/train.py's --adamwprune-ramp-end-step; MagnitudePruning's ramp_end_step
 
 
@@ -104,7 +100,9 @@ def our_pruning(run: RunConfig) -> dict[str, Any]:
     warmup, ramp_end, every = run.PRUNING_WARMUP, run.PRUNING_RAMP_END, run.PRUNING_FREQUENCY
     target, kind = run.PRUNING_TARGET_SPARSITY, run.PRUNING_SCHEDULE
     assert warmup and ramp_end and every and target is not None and kind  # PRUNING_MODE_SINGLE
-    updates = importlib.import_module(PRUNE_SCHEDULE).mask_update_steps(
+    from lib.prune.schedule import mask_update_steps
+
+    updates = mask_update_steps(
         run.GPT2_MAX_ITERS,
         target=target,
         warmup=warmup,

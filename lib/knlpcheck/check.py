@@ -11,7 +11,6 @@ or "mismatch" with the values that differ.
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import re
 import tempfile
@@ -23,21 +22,20 @@ import kconfiglib
 
 from lib.atomic import write_text_atomic
 from lib.config.kconfig import ConfigError, load_checked
-from lib.config.knlp.check_mla import knlp_mla, our_mla
-from lib.config.knlp.check_optim import knlp_matrix, knlp_optimizer, our_matrix, our_optimizer
-from lib.config.knlp.check_prune import (
+from lib.config.knlp.source import commit_of, gpt2_defconfigs, in_dir, open_knlp, render_table
+from lib.config.knlp.table import COMMIT as TABLE_COMMIT
+from lib.config.run_config import RunConfig, config_text, rules_beside, typed_values
+from lib.knlpcheck.mla import knlp_mla, our_mla
+from lib.knlpcheck.optim import knlp_matrix, knlp_optimizer, our_matrix, our_optimizer
+from lib.knlpcheck.prune import (
     knlp_adamwprune,
     knlp_magnitude,
     knlp_movement,
     our_pruning,
 )
-from lib.config.knlp.check_rgsa import knlp_rgsa, our_rgsa
-from lib.config.knlp.source import commit_of, gpt2_defconfigs, in_dir, open_knlp, render_table
-from lib.config.knlp.table import COMMIT as TABLE_COMMIT
-from lib.config.run_config import RunConfig, config_text, rules_beside, typed_values
+from lib.knlpcheck.rgsa import knlp_rgsa, our_rgsa
+from lib.matrix import grid  # MATRIX_SEEDS -> the seeds, as the matrix reads them
 from lib.paths import ROOT
-
-MATRIX_GRID = "lib.matrix.grid"  # MATRIX_SEEDS -> the seeds, the same way
 
 SIZES = ("124M", "350M", "774M", "1558M")
 
@@ -234,7 +232,7 @@ def our_experiment(run: RunConfig, planned: list[Any] | None = None) -> dict[str
         exp |= {"ra layers": run.GPT2_RA_GATED_LAYERS, "ra heads": run.GPT2_RA_GATED_HEADS}
     if run.PRUNING_MODE == "single" and planned is None:
         exp |= our_pruning(run)
-    seeds = importlib.import_module(MATRIX_GRID).parse_seeds(run.MATRIX_SEEDS)
+    seeds = grid.parse_seeds(run.MATRIX_SEEDS)
     exp["runs per configuration"] = len(seeds) or 1
     exp["kv circuit"] = (
         {
@@ -268,7 +266,7 @@ def _planned(kconf: kconfiglib.Kconfig) -> list[Any]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / ".config"
         path.write_text(config_text(kconf))
-        return importlib.import_module(MATRIX_GRID).expand([], path)[1]
+        return grid.expand([], path)[1]
 
 
 def check_file(root: Path, path: Path) -> tuple[str, str]:
@@ -381,6 +379,6 @@ def main(argv: list[str]) -> None:
         return
     print(report(root))
     if opts.record:
-        from lib.config.knlp.record import write_record
+        from lib.knlpcheck.record import write_record
 
         print(f"wrote {write_record(root, check_rows(root))} and the README's knlp section")

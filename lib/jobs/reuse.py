@@ -14,7 +14,7 @@ changes, a folder `make test-rerun` set aside (<id>.prev-<time>) and a link
 tree has uncommitted changes, nor into a folder where training has begun
 (it is resumed instead). REUSE=n (MATRIX_REUSE) turns it off;
 `make test-rerun` always trains. A run whose match lacks outputs the request
-asks for beyond the fingerprint (lib/matrix/outputs.py) gains them from the
+asks for beyond the fingerprint (lib/jobs/outputs.py) gains them from the
 match's checkpoint, or is trained again where only training makes them.
 """
 
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lib.atomic import read_json_object
-from lib.matrix import outputs
-from lib.matrix.state import FILE as MATRIX_FILE
-from lib.matrix.state import MatrixState
+from lib.jobs import outputs
+from lib.jobs.state import FILE as MATRIX_FILE
+from lib.jobs.state import MatrixState
 from lib.run import fingerprint as fp
 
 if TYPE_CHECKING:

@@ -10,15 +10,11 @@ the file's block size is compared too: ours comes from gpt2/rgsa.py itself.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from lib.config.run_config import RunConfig
-
-# gpt2 sits above lib/config: loaded by name, as check.py loads lib.prune.schedule.
-RGSA_MODULE = "gpt2.rgsa"
 
 
 def knlp_chunk(block: int, dynamic: bool, fixed: int, v: Callable[[str], Any]) -> int:
@@ -99,7 +95,8 @@ def our_rgsa(run: RunConfig) -> dict[str, Any]:
         "rgsa_chunk_piecewise": run.GPT2_RGSA_CHUNK_PIECEWISE,
         "rgsa_chunk_rounding": run.GPT2_RGSA_CHUNK_ROUNDING,
     }
-    chunk = importlib.import_module(RGSA_MODULE).chunk_size
+    from gpt2.rgsa import chunk_size as chunk
+
     return {
         "rgsa chunk": run.GPT2_RGSA_CHUNK_SIZE,
         "rgsa routing dim": run.GPT2_RGSA_ROUTING_DIM,
@@ -111,5 +108,6 @@ def our_rgsa(run: RunConfig) -> dict[str, Any]:
         "rgsa dynamic": (
             tuple(fields[k] for k in list(fields)[2:]) if dynamic else False  # min ... rounding
         ),
-        "rgsa chunk at block": chunk(run.GPT2_BLOCK_SIZE, SimpleNamespace(**fields)),
+        # chunk_size reads only these fields of a GPT2Config
+        "rgsa chunk at block": chunk(run.GPT2_BLOCK_SIZE, cast(Any, SimpleNamespace(**fields))),
     }

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lib.config.run_config import value_or
-from lib.matrix.state import MatrixError
+from lib.jobs.state import MatrixError
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig

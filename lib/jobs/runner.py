@@ -1,7 +1,7 @@
 """Run a matrix's runs, each in its own process, as many at a time as fit.
 
 Which GPU a run gets, through CUDA_VISIBLE_DEVICES, and when it may start
-is lib/matrix/packing.py's decision (MATRIX_RUNS_PER_GPU: one run per GPU,
+is lib/jobs/packing.py's decision (MATRIX_RUNS_PER_GPU: one run per GPU,
 or several sharing one within their memory estimates); the runner starts
 each run in the matrix's order as soon as the packer places it.
 
@@ -36,8 +36,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lib.matrix.packing import Packer
-from lib.matrix.state import MatrixState
+from lib.jobs.packing import Packer
+from lib.jobs.state import MatrixState
 from lib.paths import ROOT, SCRIPTS
 from lib.run.signals import EXIT_RESUMABLE, STOP_SIGNALS, TORCHRUN_ENV, WHY
 

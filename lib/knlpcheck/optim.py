@@ -1,4 +1,4 @@
-"""The optimizer half of scripts/check_knlp.sh's comparison (lib/config/knlp/check.py):
+"""The optimizer half of scripts/check_knlp.sh's comparison (lib/knlpcheck/check.py):
 each optimizer's settings as knlp's code builds them and as lib/optim builds them here,
 and a test matrix's runs as knlp's runner and lib/matrix/grid.py expand it. The knlp
 side is written from knlp's code on its own, apart from the translation, so that a
@@ -6,23 +6,19 @@ wrong translation shows as a mismatch."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import kconfiglib
 
-from lib.config.knlp.check_prune import (
+from lib.config.knlp.code import KNLP_OPTIMIZERS, knlp_methods
+from lib.config.run_config import RunConfig
+from lib.knlpcheck.prune import (
     knlp_magnitude,
     knlp_movement,
     knlp_state_steps,
     knlp_variant_iters,
     our_pruning,
 )
-from lib.config.knlp.code import KNLP_OPTIMIZERS, knlp_methods
-from lib.config.run_config import RunConfig
-
-# lib/matrix sits above this layer: loaded by name, as check.py loads lib.prune
-MATRIX_GRID = "lib.matrix.grid"
 
 KNLP_SPARSITIES = ("50", "70", "90")  # its runner reads TEST_SPARSITY_50/70/90 only
 
@@ -178,9 +174,10 @@ def our_optimizer(run: RunConfig, name: str) -> dict[str, Any]:
 
 
 def our_matrix(run: RunConfig, planned: list[Any]) -> dict[str, Any]:
-    """A test matrix here: the runs lib/matrix/grid.py expands (loaded by name: it sits
-    above this layer), each with the settings it trains with."""
-    grid = importlib.import_module(MATRIX_GRID)
+    """A test matrix here: the runs lib/matrix/grid.py expands, each with the
+    settings it trains with."""
+    from lib.matrix import grid
+
     cells = []
     for overrides, _ in grid.combinations(run):
         o = dict(overrides)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lib.matrix.state import MatrixError, MatrixState
+from lib.jobs.state import MatrixError, MatrixState
 from lib.paths import ROOT, SCRIPTS
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def render(run: RunConfig, run_dir: Path, job_name: str) -> str:
         f"#SBATCH --time={job.time_limit}",
         f"#SBATCH --output={run_dir}/slurm-%j.out",
         # B: signals the batch shell alone, which `exec` below makes the job
-        # process (lib/matrix/runner.py): it forwards a stop to its child as
+        # process (lib/jobs/runner.py): it forwards a stop to its child as
         # SIGTERM, which srun and torchrun pass on to every rank. Without B:
         # Slurm would signal srun's tasks directly: torchrun agents die of
         # SIGUSR1 unless told to handle it, and a one-node run, started
@@ -267,7 +267,7 @@ def reconcile(state: MatrixState) -> dict[str, str]:
 
 def job_log_tail(run_dir: Path, job_id: str, lines: int = 30) -> str:
     """The end of the job's output (slurm-<job>.out), else the run's own log."""
-    from lib.matrix.runner import log_tail
+    from lib.jobs.runner import log_tail
 
     path = run_dir / f"slurm-{job_id}.out"
     if path.is_file():

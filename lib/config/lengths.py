@@ -1,0 +1,76 @@
+"""SCALE_ITERS=N: a shorter (or longer) run of the same shape.
+
+GPT2_MAX_ITERS becomes N and every length counted in steps that is tied to
+the run's length is multiplied by N / GPT2_MAX_ITERS, so a 150-step try of a
+2000-step configuration warms up, evaluates, checkpoints and ramps its
+pruning over the same fractions of the run, with as many evaluations (points
+of the validation curve). The LR decay needs nothing: cosine decays to the
+run's end and WSD's LR_DECAY_FRACTION is a fraction of the run. A length also
+given on the command line (or by a matrix axis) is kept as given. MAX_ITERS=
+sets the iterations alone, as typed. Torch-free, like all of lib/config.
+"""
+
+from __future__ import annotations
+
+import kconfiglib
+
+NAME = "SCALE_ITERS"
+
+# Lengths in steps that follow the run's length; 0 (none, or "at each
+# evaluation") stays 0. SPAM_INTERVAL is the method's own constant (the
+# paper's 500), not a share of the run, so it is not scaled.
+TIED = (
+    "GPT2_WARMUP_STEPS",
+    "GPT2_EVAL_INTERVAL",
+    "TRAIN_LOG_INTERVAL",
+    "CHECKPOINT_INTERVAL",
+    "PRUNING_WARMUP",
+    "PRUNING_RAMP_END",
+    "PRUNING_FREQUENCY",
+)
+ALIASED = {"MAX_ITERS": "GPT2_MAX_ITERS", "WARMUP": "GPT2_WARMUP_STEPS"}
+
+
+def split(overrides: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], str | None]:
+    """(the other overrides, SCALE_ITERS's value or None; the last one given wins)."""
+    rest = [(k, v) for k, v in overrides if k != NAME]
+    given = [v for k, v in overrides if k == NAME]
+    return rest, given[-1] if given else None
+
+
+def scale(
+    kconf: kconfiglib.Kconfig, value: str, given: list[tuple[str, str]]
+) -> tuple[list[tuple[str, str]], str, list[str]]:
+    """(the overrides SCALE_ITERS=value stands for, the line saying what was
+    scaled, problems), from kconf's values after the `given` overrides."""
+    named = {ALIASED.get(k, k.removeprefix("CONFIG_")) for k, _ in given}
+    if "GPT2_MAX_ITERS" in named:
+        return [], "", [f"{NAME}={value} and MAX_ITERS= both set the run's length: give one"]
+    try:
+        steps = int(value)
+    except ValueError:
+        steps = 0
+    if steps < 1:
+        return [], "", [f"{NAME}={value}: give the run's new length in steps, 1 or more"]
+    total = int(kconf.syms["GPT2_MAX_ITERS"].str_value)
+    out = [("GPT2_MAX_ITERS", str(steps))]
+    changes, kept = [], []
+    for name in TIED:
+        sym = kconf.syms.get(name)
+        if sym is None or not sym.config_string:
+            continue  # hidden here (no pruning, no checkpoints)
+        if name in named:
+            kept.append(name)
+            continue
+        old = int(sym.str_value)
+        new = 0 if old == 0 else max(1, round(old * steps / total))
+        out.append((name, str(new)))
+        if new != old:
+            changes.append(f"{name} {old} -> {new}")
+    note = (
+        f"{NAME}={steps}: GPT2_MAX_ITERS {total} -> {steps} (x{steps / total:.3g}), scaled "
+        f"with it: {', '.join(changes) or 'nothing else'}"
+        f"{'; kept as given: ' + ', '.join(kept) if kept else ''}; the LR decay follows "
+        f"the run's end"
+    )
+    return out, note, []

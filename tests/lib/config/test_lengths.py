@@ -1,0 +1,95 @@
+"""SCALE_ITERS=N: the run's length and every length tied to it, scaled together."""
+
+from __future__ import annotations
+
+import pytest
+
+from lib.config.kconfig import ConfigError
+from lib.config.run_config import load_run_config
+from lib.matrix.grid import expand
+from tests.lib.matrix.conftest import write_config
+
+# The default's schedule (2000 steps, warmup 100, evaluations every 250) with a pruning ramp.
+LONG = {
+    "GPT2_DATASET_CUSTOM": "y",
+    "DATA_TOKENIZER_CHAR": "y",
+    "GPT2_N_LAYER": "1",
+    "GPT2_N_HEAD": "2",
+    "GPT2_N_EMBD": "32",
+    "GPT2_BLOCK_SIZE": "32",
+    "GPT2_MAX_ITERS": "2000",
+    "GPT2_WARMUP_STEPS": "100",
+    "GPT2_EVAL_INTERVAL": "250",
+    "TRAIN_LOG_INTERVAL": "10",
+    "DEVICE_CPU": "y",
+}
+PRUNED = {
+    **LONG,
+    "PRUNING_MODE_SINGLE": "y",
+    "PRUNING_METHOD": "magnitude",
+    "PRUNING_WARMUP": "400",
+    "PRUNING_RAMP_END": "1600",
+    "PRUNING_FREQUENCY": "20",
+}
+
+
+@pytest.fixture
+def long(tmp_path):
+    return write_config(tmp_path / ".config", LONG)
+
+
+def test_scale_iters_scales_warmup_and_evaluations_and_says_so(long):
+    run = load_run_config(["SCALE_ITERS=150"], long)
+    assert (run.GPT2_MAX_ITERS, run.GPT2_WARMUP_STEPS, run.GPT2_EVAL_INTERVAL) == (150, 8, 19)
+    assert run.TRAIN_LOG_INTERVAL == 1  # 10 x 0.075 rounds to 1, never to 0
+    assert run.derived()["evaluations"] == 8  # as many points as the 2000-step run's 8
+    [note] = run.notes
+    assert note.startswith("SCALE_ITERS=150: GPT2_MAX_ITERS 2000 -> 150 (x0.075)")
+    assert "GPT2_WARMUP_STEPS 100 -> 8" in note and "GPT2_EVAL_INTERVAL 250 -> 19" in note
+    assert note in run.describe()
+    # recorded: the run's config.txt names the override and holds the scaled values
+    assert "SCALE_ITERS=150" in run.config_text
+    assert "CONFIG_GPT2_WARMUP_STEPS=8\n" in run.config_text
+
+
+def test_a_length_given_beside_it_is_kept(long):
+    run = load_run_config(["SCALE_ITERS=150", "WARMUP=30"], long)
+    assert (run.GPT2_WARMUP_STEPS, run.GPT2_EVAL_INTERVAL) == (30, 19)
+    assert "kept as given: GPT2_WARMUP_STEPS" in run.notes[0]
+
+
+def test_plain_max_iters_scales_nothing(long):
+    run = load_run_config(["MAX_ITERS=150", "WARMUP=10"], long)
+    assert (run.GPT2_EVAL_INTERVAL, run.notes) == (250, ())
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["SCALE_ITERS=150", "MAX_ITERS=100"], "both set the run's length: give one"),
+        (["SCALE_ITERS=0"], "SCALE_ITERS=0: give the run's new length in steps, 1 or more"),
+        (["SCALE_ITERS=abc"], "SCALE_ITERS=abc: give the run's new length"),
+    ],
+)
+def test_bad_scale_iters_is_refused(long, args, message):
+    with pytest.raises(ConfigError, match=message):
+        load_run_config(args, long)
+
+
+def test_pruning_ramp_scales_and_a_pruned_matrix_cut_short_is_not_refused(tmp_path):
+    path = write_config(tmp_path / ".config", PRUNED)
+    run = load_run_config(["SCALE_ITERS=150"], path)
+    assert (run.PRUNING_WARMUP, run.PRUNING_RAMP_END, run.PRUNING_FREQUENCY) == (30, 120, 2)
+    # MAX_ITERS=150 alone leaves the ramp at 1600: refused, and the refusal names SCALE_ITERS
+    with pytest.raises(ConfigError, match="SCALE_ITERS=150 in place of MAX_ITERS="):
+        load_run_config(["MAX_ITERS=150"], path)
+    ramp = {k: PRUNED[k] for k in ("PRUNING_WARMUP", "PRUNING_RAMP_END", "PRUNING_FREQUENCY")}
+    matrix = write_config(
+        tmp_path / "matrix.config",
+        {**LONG, "PRUNING_MODE_MULTIPLE": "y", "PRUNING_ENABLE_MAGNITUDE": "y", **ramp},
+    )
+    with pytest.raises(ConfigError, match="PRUNING_RAMP_END=1600 is past"):
+        expand(["MAX_ITERS=150"], matrix)
+    _, planned = expand(["SCALE_ITERS=150"], matrix)
+    pruned = [p.config for p in planned if p.config.PRUNING_RAMP_END is not None]
+    assert pruned and {(c.GPT2_MAX_ITERS, c.PRUNING_RAMP_END) for c in pruned} == {(150, 120)}
