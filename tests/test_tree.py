@@ -19,6 +19,7 @@ CONFIG_READERS = {
     "lib/config/overrides.py",
     "lib/config/menu.py",
     "lib/config/generate.py",
+    "lib/config/lengths.py",  # SCALE_ITERS reads the lengths it scales from the tree
     # the original project's configurations (lib/config/knlp/)
     "lib/config/knlp/tree.py",
     "lib/config/knlp/translate.py",

@@ -57,11 +57,14 @@ def run_id(run: RunConfig, now: float | None = None) -> str:
     if run.RUN_NAME:
         if not is_name(run.RUN_NAME):  # fullmatch: a trailing newline is refused too
             name = run.RUN_NAME
+            too_long = len(name.encode()) > NAME_MAX
             shown = name if len(name) <= 60 else f"{name[:40]}...{name[-10:]}"
+            size = f" ({len(name.encode())} bytes)" if too_long else ""
+            advice = "choose a shorter RUN_NAME" if too_long else "choose another RUN_NAME"
             raise RunDirError(
-                f'CONFIG_RUN_NAME="{shown}" ({len(name.encode())} bytes): allowed letters, '
+                f'CONFIG_RUN_NAME="{shown}"{size}: allowed letters, '
                 f"digits, '.', '_' and '-', starting with a letter or digit, at most "
-                f"{NAME_MAX} of them (a folder name's limit); choose a shorter RUN_NAME"
+                f"{NAME_MAX} of them (a folder name's limit); {advice}"
             )
         return run.RUN_NAME
     return f"{run_tag(run)}_{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"

@@ -303,6 +303,8 @@ def test_twenty_adamw_steps_memorise_one_batch(name: str, seed: int) -> None:
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    # Spread over seeds 0-7 at one thread (AVX-512, AVX2 kernels) and 0-2 at 2 and 4: 0.30-0.32 for
+    # every variant but the gated ones (ra_gated 0.56-0.63, sdpa_gate_ra_gated 0.41-0.44).
     assert observe("last / first loss", losses[-1] / losses[0]) < 0.7
 
 

@@ -301,6 +301,7 @@ def test_loss_falls_on_a_repeating_sequence(attention, seed):
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    # Spread over seeds 0-7 at one thread (AVX-512, AVX2 kernels) and 0-2 at 2 and 4: 0.005-0.012.
     assert observe("last / first loss", losses[-1] / losses[0]) < 0.3, losses
 
 

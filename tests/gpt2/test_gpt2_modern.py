@@ -277,6 +277,8 @@ def test_tiny_modern_defconfig_trains_and_its_loss_falls(seed: int) -> None:
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    # Spread over seeds 0-7 at one thread (AVX-512, AVX2 kernels) and 0-2 at 2 and 4: first loss
+    # ln 64 - 0.001 to + 0.042, last / first 0.0018-0.0020.
     assert observe("first loss - ln 64", losses[0] - math.log(64)) == pytest.approx(0, abs=0.3)
     assert observe("last / first loss", losses[-1] / losses[0]) < 0.25
 

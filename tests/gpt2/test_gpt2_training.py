@@ -25,6 +25,8 @@ def test_thirty_adamw_steps_memorise_one_batch(seed: int) -> None:
         loss.backward()
         opt.step()
         losses.append(loss.item())
+    # Spread over seeds 0-7 at one thread (AVX-512, AVX2 kernels) and 0-2 at 2 and 4: first loss
+    # 4.605-4.648, last / first 0.103-0.114.
     assert observe("first loss", losses[0]) > 4.3  # ~ln(101) = 4.62 before training
     assert observe("last / first loss", losses[-1] / losses[0]) < 0.5
 

@@ -282,8 +282,8 @@ def _train(
 def test_balance_term_keeps_the_slots_in_use(topk, seed):
     """Without the balance term the router concentrates on fewer slots within
     40 steps; with weight 0.5 the slots stay in use. Each claim compares the two
-    runs of one process. Margins measured over seeds 0-7, one thread, AVX-512
-    and AVX2 kernels (16 runs each, AMD EPYC, 2026-11-28): the starting
+    runs of one process. Margins measured over seeds 0-7 at one thread (AVX-512,
+    AVX2 kernels) and 0-2 at 2 and 4 (22 runs each, AMD EPYC, 2026-11-28): the starting
     utilisation 0.9999 dense, 0.980 top-2 at the least; the balanced run's
     balance loss at most 0.093 (dense) and 0.887 (top-2) of the free run's;
     its utilisation above the free run's by 0.0096 (dense) and 0.091 (top-2) at

@@ -36,6 +36,7 @@ SETTINGS = {
     "HAMT_BIAS": "n",
     "HAMT_CHUNK_SIZE": "16",
     "HAMT_SCAN_BACKEND_TORCH": "y",
+    "HAMT_KERNEL_PIN": "n",
 }
 EXPECTED = {
     "vocab_size": 101,
@@ -58,6 +59,7 @@ EXPECTED = {
     "bias": False,
     "chunk_size": 16,
     "scan_backend": "torch",
+    "kernel_pin": False,
 }
 # "num_slots=3": how HAMTConfig names a value; Kconfig users know only the symbols.
 FIELD_STYLE = re.compile(r"\b(" + "|".join(f.name for f in fields(HAMTConfig)) + r")=")

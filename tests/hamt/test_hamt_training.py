@@ -39,6 +39,7 @@ def test_thirty_adamw_steps_reduce_loss(seed):
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+    # Spread over seeds 0-7 at one thread (AVX-512, AVX2 kernels) and 0-2 at 2 and 4: 0.081-0.223.
     assert observe("last / first loss", losses[-1] / losses[0]) < 0.7, losses
 
 

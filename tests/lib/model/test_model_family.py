@@ -95,6 +95,8 @@ def test_toy_family_trains_through_trainer_matrix_and_results(toy_family, tiny_r
     val = summary["val_loss"]["values"]
     assert summary["status"] == "completed" and summary["iterations"] == 40
     # A bigram model of the characters learns (uniform: log 31 = 3.43; seen 2.44, 2.19).
+    # Spread over seeds 0-7 at one thread (AVX-512, AVX2 kernels) and 0-2 at 2 and 4: 0.712-0.726
+    # of ln V at step 20, the last 0.876-0.897 of the first.
     assert observe("val loss at 20 / ln V", val[0] / math.log(vocab)) < 0.8, val
     assert observe("last / first val loss", val[-1] / val[0]) < 0.95, val
     # Everything the trainer reports comes from the interface: params, FLOPs, estimate.

@@ -53,13 +53,16 @@ def test_newton_schulz_orthogonalises_like_the_svd(shape, seed):
     torch.testing.assert_close(
         newton_schulz(g, dtype=torch.float32).double(), exact_ns(g), atol=2e-4, rtol=0
     )
-    # bfloat16, as training runs it: singular values in the band (measured on
-    # these shapes: 0.672 to 1.144), the result within the band's distance of U V^T
+    # bfloat16, as training runs it: singular values near the band, the result
+    # within the band's distance of U V^T. Spread over seeds 0-7 at one thread
+    # (AVX-512, AVX2 kernels) and 0-2 at 2 and 4 (scripts/stochastic_margins.py):
+    # smallest 0.654 (7 x 5) to 0.718, largest 1.025 to 1.144, distance 0.282
+    # to 0.329; the bounds sit 0.024 below and 0.026 above the extremes.
     out = newton_schulz(g).double()
     assert out.dtype == torch.float64 and out.shape == g.shape
     sv = torch.linalg.svdvals(out)
-    assert observe("bf16 smallest singular value", sv.min()) > 0.66, sv.min()
-    assert observe("bf16 largest singular value", sv.max()) < 1.15, sv.max()
+    assert observe("bf16 smallest singular value", sv.min()) > 0.63, sv.min()
+    assert observe("bf16 largest singular value", sv.max()) < 1.17, sv.max()
     assert observe("bf16 distance to U V^T", torch.linalg.matrix_norm(out - polar, ord=2)) < 0.35
 
 

@@ -29,14 +29,16 @@ def test_short_cpu_run_validation_loss_falls(tiny_run, seed):
     _, summary, run_dir = train(run)
     val = summary["val_loss"]["values"]
     assert summary["status"] == "completed" and summary["iterations"] == 60
-    # learnt something by step 20
+    # learnt something by step 20, and more by 60. Spread over seeds 0-7 at one
+    # thread (AVX-512, AVX2 kernels) and 0-2 at 2 and 4: 0.696-0.719 of ln V at
+    # step 20, the last loss 0.737-0.786 of the first.
     assert (
         observe("val loss at 20 / ln V", val[0] / math.log(summary["model_config"]["vocab_size"]))
         < 1
     )
-    assert observe("last / first val loss", val[-1] / val[0]) < 0.8 and val[-1] < val[1] < val[0], (
-        val
-    )
+    assert (
+        observe("last / first val loss", val[-1] / val[0]) < 0.85 and val[-1] < val[1] < val[0]
+    ), val
     on_disk = json.loads((run_dir / "metrics.json").read_text())
     for key in (
         "status",
