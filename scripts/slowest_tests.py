@@ -75,6 +75,7 @@ def record(junit: Path) -> dict:
 def render(data: dict) -> str:
     lines = [
         BEGIN,
+        "",
         f"The {len(data['slowest'])} slowest of the {data['tests']} fast tests that ran, "
         f"measured by `make test` on {data['date']} at `{data['commit']}`: {data['cpu']}, "
         f"{data['cores']} cores, load {data['load_1min']} at the end; the suite took "
@@ -84,7 +85,7 @@ def render(data: dict) -> str:
         "|---|---:|",
     ]
     lines += [f"| `{name}` | {seconds:.1f} |" for name, seconds in data["slowest"]]
-    lines.append(END)
+    lines += ["", END]
     return "\n".join(lines)
 
 

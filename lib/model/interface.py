@@ -59,6 +59,8 @@ def init_weights(model: nn.Module, residual_projections: list[tuple[nn.Linear, .
     biases, and each block's residual output projections scaled by
     1/sqrt(2 n_layer) so the residual stream's variance does not grow with
     depth (GPT-2 paper, section 2.3); none scaled when the list is empty."""
+    if any(p.is_meta for p in model.parameters()):
+        return  # a description on the meta device holds no values to draw
     for module in model.modules():
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)

@@ -6,9 +6,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.scripts.conftest import ROOT, make
 
 
+@pytest.mark.slow
 def test_make_estimate_prints_the_table_for_the_configuration(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     out = make(project, "estimate")

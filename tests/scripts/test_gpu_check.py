@@ -69,6 +69,7 @@ def report(record_path: Path, tmp_path: Path) -> str:
     return page.read_text()
 
 
+@pytest.mark.slow
 def test_a_stage_that_would_overrun_the_budget_is_skipped_and_the_report_renders(project, tmp_path):
     # a's cap fits the budget; once a has taken any time, b's cap no longer does.
     budget = STAGES["b"].cpu_cap_s - 1

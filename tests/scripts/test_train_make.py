@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.scripts.conftest import make
 
 QUICK = ["SET=GPT2_EVAL_INTERVAL=2 TRAIN_EVAL_ITERS=2 BATCH_SIZE=4 GPT2_WARMUP_STEPS=1"]
@@ -14,6 +16,7 @@ def metrics(project) -> dict:
     return json.loads((project / "results" / "latest" / "metrics.json").read_text())
 
 
+@pytest.mark.slow
 def test_make_trains_continues_and_samples(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     first = make(project, "MAX_ITERS=4", "RUN_NAME=e2e", *QUICK)
@@ -62,6 +65,7 @@ def test_unreachable_hub_dataset_fails_at_once_and_leaves_nothing(project):
     assert not any((project / "data").glob("*")) if (project / "data").exists() else True
 
 
+@pytest.mark.slow
 def test_existing_run_name_is_never_overwritten(project):
     assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
     assert make(project, "MAX_ITERS=2", "RUN_NAME=once", *QUICK).returncode == 0

@@ -88,6 +88,7 @@ def test_ddp_on_two_processes_matches_one_process_with_the_same_effective_batch(
         torch.testing.assert_close(weights[name], value, rtol=1e-4, atol=1e-5, msg=name)
 
 
+@pytest.mark.slow
 def test_ddp_muon_matches_one_process(tiny_run):
     """Every rank orthogonalises the same averaged gradient, so Muon under DDP
     is one process's Muon. The averaged gradient equals one process's up to

@@ -89,6 +89,7 @@ def test_a_run_without_eval_json_gets_one_with_no_sets(run_dir, tiny_run):
     assert read_run(run_dir).status == "completed"  # the results table reads the file
 
 
+@pytest.mark.slow
 def test_lm_eval_at_end_scores_the_run_and_a_failure_does_not_raise(run_dir, tiny_run):
     train.lm_eval_at_end(
         run_dir, tiny_run(LM_EVAL_TASKS="kconfig_llm_mc", LM_EVAL_INCLUDE_PATH=str(TASKS))
