@@ -30,11 +30,7 @@ def check_lr_warmup(run: RunConfig) -> list[str]:
         return []
     last = run.LEARNING_RATE * total / warmup  # the LR of the last step, still warming up
     decay = "" if run.LR_SCHEDULE == "constant" else " and never decay"
-    fix = (
-        f"GPT2_WARMUP_STEPS={total // 10} (a tenth of the run)"
-        if total >= 10
-        else "GPT2_WARMUP_STEPS=0 (no warmup)"
-    )
+    fix = f"WARMUP={total // 10} (a tenth of the run)" if total >= 10 else "WARMUP=0 (no warmup)"
     return [
         f"CONFIG_GPT2_WARMUP_STEPS={warmup} is past CONFIG_GPT2_MAX_ITERS={total}: "
         f"every step would be in the LR warmup (the last at {last:.2g} of the "
@@ -56,8 +52,8 @@ def check_wsd_decay(run: RunConfig) -> list[str]:
         return [
             f"CONFIG_LR_DECAY_FRACTION={fraction:g} of CONFIG_GPT2_MAX_ITERS={total} "
             f"rounds to no decay step: the run would never decay; use "
-            f"LR_DECAY_FRACTION={_fraction_up(1, total):g} (one step) or "
-            f"LR_DECAY_FRACTION=0 (no decay, said outright)"
+            f'SET="LR_DECAY_FRACTION={_fraction_up(1, total):g}" (one step) or '
+            f'SET="LR_DECAY_FRACTION=0" (no decay, said outright)'
         ]
     if decay <= room:
         return []
@@ -65,8 +61,8 @@ def check_wsd_decay(run: RunConfig) -> list[str]:
         f"CONFIG_GPT2_WARMUP_STEPS={warmup} and the WSD decay of {counted(decay, 'step')} "
         f"(CONFIG_LR_DECAY_FRACTION={fraction:g} of CONFIG_GPT2_MAX_ITERS={total}) "
         f"overlap: the decay would be cut to {counted(room, 'step')}; use "
-        f"LR_DECAY_FRACTION={_fraction_down(room, total):g} or "
-        f"GPT2_WARMUP_STEPS={total - decay}"
+        f'SET="LR_DECAY_FRACTION={_fraction_down(room, total):g}" or '
+        f"WARMUP={total - decay}"
     ]
 
 
