@@ -29,7 +29,7 @@ from lib.matrix.grid import expand
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.plural import counted
 from lib.run.owner import Busy, describe, owner, owning
-from lib.run.rundir import is_name, point_latest, results_root
+from lib.run.rundir import is_name, point_latest, results_root, unusable_results_dir
 from lib.run.signals import EXIT_RESUMABLE
 
 if TYPE_CHECKING:
@@ -53,9 +53,7 @@ def create(
         root.mkdir(parents=True)
     except OSError as err:  # a file, /proc, a read-only or full disk: one paragraph
         raise MatrixError(
-            f"CONFIG_RESULTS_DIR={base.RESULTS_DIR}: cannot make the matrix folder {root} "
-            f"({err.strerror or err}). Set RESULTS_DIR to a folder you can write, in "
-            f'.config (`make menuconfig`) or for one command with SET="RESULTS_DIR=<dir>"'
+            unusable_results_dir(base.RESULTS_DIR, root, "matrix folder", err)
         ) from None
     write_text_atomic(root / "base.config", base.config_text)  # .config + matrix-wide overrides
     for p in planned:

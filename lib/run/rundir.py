@@ -31,6 +31,16 @@ class RunDirError(Exception):
 NAME_MAX = 250
 
 
+def unusable_results_dir(results_dir: str | None, folder: Path, what: str, err: OSError) -> str:
+    """One paragraph for a folder under RESULTS_DIR that cannot be made (a file
+    in the way, /proc, a read-only or full disk), naming the way out."""
+    return (
+        f"CONFIG_RESULTS_DIR={results_dir}: cannot make the {what} {folder} "
+        f"({err.strerror or err}). Set RESULTS_DIR to a folder you can write, in "
+        f'.config (`make menuconfig`) or for one command with SET="RESULTS_DIR=<dir>"'
+    )
+
+
 def is_name(text: str) -> bool:
     """A run or matrix folder name: one path part, never '..', a newline or a '/',
     short enough for the filesystem."""

@@ -21,6 +21,7 @@ from lib.run.rundir import (
     point_latest,
     results_root,
     resume_command,
+    unusable_results_dir,
 )
 
 if TYPE_CHECKING:
@@ -99,11 +100,7 @@ def _open_new(path: Path, run: RunConfig) -> Path:
     except RunDirError as err:
         raise _Taken(str(err)) from None
     except OSError as err:  # a file, /proc, a read-only or full disk: one paragraph
-        raise RunDirError(
-            f"CONFIG_RESULTS_DIR={run.RESULTS_DIR}: cannot make the run folder {path} "
-            f"({err.strerror or err}). Set RESULTS_DIR to a folder you can write, in "
-            f'.config (`make menuconfig`) or for one command with SET="RESULTS_DIR=<dir>"'
-        ) from None
+        raise RunDirError(unusable_results_dir(run.RESULTS_DIR, path, "run folder", err)) from None
     if any(p.name != owner.LOCK for p in path.iterdir()):
         if took:
             owner.release(path)
