@@ -354,7 +354,7 @@ format: | $(STAMP)
 ## the slow tests: torch.compile, runs stopped and resumed, end-to-end make runs
 .PHONY: test-slow
 test-slow: | $(STAMP)
-	$(PY) -m pytest -q -m "slow and not engine" tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "slow and not engine" tests
 
 ## record the last `make test`'s slowest tests (docs/bench-data/tests/durations.json)
 ## and write them into docs/development.md

@@ -128,9 +128,14 @@ def test_bad_stages_and_budget_are_refused_before_anything_runs(project, tmp_pat
 @pytest.mark.slow
 def test_every_stage_runs_its_code_path_on_a_cpu(project, tmp_path):
     done, record = check(project, tmp_path / "out")
-    failed = {n: s.get("error") for n, s in record["stages"].items() if s["status"] != "done"}
+    # on a CPU every GPU test skips, so stage a is recorded as skipped, never done
+    stage_a = record["stages"]["a"]
+    assert stage_a["status"] == "skipped", stage_a
+    failed = {
+        n: s.get("error") for n, s in record["stages"].items() if s["status"] != "done" and n != "a"
+    }
     assert not failed, failed
-    assert record["order"] == list(STAGES)
+    assert sorted(record["order"]) == sorted(STAGES)
     fig = {n: s["figures"] for n, s in record["stages"].items()}
     c = fig["c"]
     assert 0 < c["measured_gib"] < 1 and c["estimate_gib"] > 0 and c["published_gib"] == 25.3
@@ -140,6 +145,7 @@ def test_every_stage_runs_its_code_path_on_a_cpu(project, tmp_path):
     assert fig["e"]["torch_scan_rows"][0]["train_tokens_per_sec"] > 0
     assert record["plots"] == ["seqlen.png"] and (tmp_path / "out" / "seqlen.png").exists()
     assert fig["f"]["packing"]["modes"]["auto"]["completed"] == 1
-    assert "speed loss chunked" in fig["f"] and "inference" in fig["f"]
+    assert "speed loss plain" in fig["f"] and "inference" in fig["f"]
+    assert fig["b"]["loss chunked"]["tokens_per_sec"] > 0  # an MFU candidate, in stage b
     assert fig["e"]["ratios"]["64"]["train_tokens_per_sec"] > 0
     assert "best" in fig["b"] and "micro-batch 4" in fig["b"]
