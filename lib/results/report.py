@@ -258,9 +258,11 @@ def plots_section(
             png = path.read_bytes()
             data = base64.b64encode(png).decode("ascii")
             caption = html.escape(caption_of(path.name, rows))
+            # The figure, not the image, holds the width that keeps its text at
+            # 10 px: it takes a row of its own when it needs one, never more than the page.
             figures.append(
-                f'<figure><img src="data:image/png;base64,{data}" alt="{caption}" '
-                f'style="min-width: {shown_width(png)}px">'
+                f'<figure style="min-width: min({shown_width(png)}px, 100%)">'
+                f'<img src="data:image/png;base64,{data}" alt="{caption}">'
                 f"<figcaption>{caption}</figcaption></figure>"
             )
     body = "\n".join(figures) or "<p>No plots: no run has recorded metrics yet.</p>"
