@@ -7,12 +7,6 @@
 # internal and stays out of the list. README.md's "Make targets" table lists the
 # same targets; test_make_help.py checks the rules, the list and the table agree.
 
-PYTHON ?= python3
-VENV := .venv
-PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
-KCONFIGS := Kconfig $(wildcard */Kconfig* */*/Kconfig* */*/*/Kconfig*)
-
 # Every value a target hands to a script. Only values typed on the make
 # command line count, never the same names inherited from the environment
 # (TIME, for one, is also GNU time's format variable).
@@ -24,6 +18,10 @@ OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_
 	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS TRUST_CHECKPOINT STAGES GPU_CHECK_BUDGET_S \
 	GPU_WHEELS_PYTHON PLAN
 GIVEN := $(foreach v,$(OVERRIDE_VARS) $(OPTION_VARS),$(if $(filter command line,$(origin $(v))),$(v)))
+# The others the recipes read, typed or from the environment: import-knlp's FILE and
+# NAME, the test targets' settings, the .venv paths, defconfig-<name>'s name.
+OTHER_VARS := FILE NAME TEST_JOBS TEST_ORDER TEST_SEED TEST_THREADS VENV PY DEFCONFIG_NAME
+MAKE_OWN_VARS := SHELL .SHELLFLAGS MAKEFLAGS MFLAGS GNUMAKEFLAGS MAKEFILES VPATH .RECIPEPREFIX
 
 # Values reach the scripts byte for byte, whatever they hold: quotes, $(...),
 # backticks, newlines, `;`, `#`, make syntax. Quoting them into the recipe
@@ -34,8 +32,48 @@ GIVEN := $(foreach v,$(OVERRIDE_VARS) $(OPTION_VARS),$(if $(filter command line,
 # that do not use it), exported, and named in the recipe as "$${NAME}": the
 # shell substitutes it as one word and never parses its bytes. Keep this block
 # above any $(shell ...), which would export (so expand) the originals first.
-$(foreach v,$(GIVEN),$(eval override $(v) := $$(value $(v)))$(eval export $(v)))
+# Frozen so: every variable typed (CUDA_VISIBLE_DEVICES=$(shell ...) would run at
+# the export too), and OTHER_VARS and PYTHON from the environment as well, since
+# the recipes read them from there too. A typed value takes `override`, so the
+# defaults below cannot replace it; an environment one does not, so VENV := .venv
+# still wins over an exported VENV, as before.
+LETTERS := a b c d e f g h i j k l m n o p q r s t u v w x y z A B C D E F G H I J K L M N O P Q R S T U V W X Y Z
+DIGITS := 0 1 2 3 4 5 6 7 8 9
+# $(call without,TEXT,CHARS): TEXT less each character listed in CHARS (never expanded).
+without = $(if $(2),$(call without,$(subst $(firstword $(2)),,$(1)),$(wordlist 2,99,$(2))),$(1))
+TYPED := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
+LISTED := $(OVERRIDE_VARS) $(OPTION_VARS) $(OTHER_VARS)
+# make exports only names of letters, digits and _, and only those can be frozen
+# (a $ in a name would run in the $(eval)); any other name is refused below.
+PLAIN_TYPED := $(filter $(LISTED),$(TYPED)) $(foreach v,$(filter-out $(LISTED) $(MAKE_OWN_VARS),$(TYPED)),$(if \
+	$(call without,$(v),$(LETTERS) $(DIGITS) _),,$(v)))
+FROM_ENV := $(foreach v,$(OTHER_VARS) PYTHON,$(if $(filter environment%,$(origin $(v))),$(v)))
+freeze = $(eval $(if $(filter environment,$(origin $(1))),,override )$(1) := $$(value $(1)))$(eval export $(1))
+$(foreach v,$(PLAIN_TYPED) $(FROM_ENV),$(call freeze,$(v)))
+
+PYTHON ?= python3
 export PYTHON
+VENV := .venv
+PY := $(VENV)/bin/python
+# VENV and PY are make targets, prerequisites and commands, which no quoting
+# reaches: a value with another character than a plain path's is refused, read
+# from its frozen text so that nothing in it runs.
+PATH_CHARS := $(LETTERS) $(DIGITS) _ . / + - @
+$(foreach v,VENV PY,$(if $(value $(v)),,$(error $(v) is empty: leave it out for the default \
+	($(v)=.venv$(if $(filter PY,$(v)),/bin/python)))))
+$(foreach v,VENV PY,$(if $(call without,$(value $(v)),$(PATH_CHARS))$(filter-out 1,$(words \
+	x$(value $(v))x)),$(error $(v) may hold only letters, digits and _ . / + - @ (no spaces, \
+	quotes or $$): it names a file make builds and runs, where it cannot be quoted. Give a \
+	plain path, or a symbolic link with a plain name to the real one)))
+STAMP := $(VENV)/.installed
+KCONFIGS := Kconfig $(wildcard */Kconfig* */*/Kconfig* */*/*/Kconfig*)
+
+# The scripts import lib/, gpt2/ and hamt/ from this checkout, not from the one
+# .venv's editable install names: a .venv linked from another checkout would
+# run that checkout's code on its own .config (lib/paths.py places the root
+# where the code is).
+override PYTHONPATH := $(CURDIR)$(if $(value PYTHONPATH),:$(value PYTHONPATH))
+export PYTHONPATH
 
 # $(call arg,NAME,--flag): --flag "$${NAME}" when NAME was given non-empty.
 arg = $(if $(filter $(1),$(GIVEN)),$(if $(value $(1)),$(2) "$${$(1)}"))
@@ -45,26 +83,21 @@ OVERRIDES := $(foreach v,$(OVERRIDE_VARS),$(if $(filter $(v),$(GIVEN)),"$(v)=$${
 # RESUME=1 is how `make continue` tells train.py to resume; typed here it would
 # bypass continue's checks, so it is refused rather than ignored (ignored, `make`
 # would start a new run instead of resuming the old one).
-ifeq ($(origin RESUME),command line)
+ifneq ($(filter RESUME,$(TYPED)),)
 $(error RESUME is internal: `make continue` resumes results/latest, `make continue RUN_NAME=<id>` a named run)
 endif
 
 # Any other variable typed on the command line is refused: make would export it
 # and go on, so `make LRR=1e-3` would train at the default LR without a word.
-# Known: the lists above, import-knlp's FILE and NAME, TEST_JOBS, the .venv paths,
-# GNU make's own, and the environment variables of the programs make starts
-# (CUDA_VISIBLE_DEVICES=1, HF_HUB_OFFLINE=1...), which reach them as typed.
-OTHER_VARS := FILE NAME TEST_JOBS TEST_ORDER TEST_SEED TEST_THREADS VENV PY DEFCONFIG_NAME
-MAKE_OWN_VARS := SHELL .SHELLFLAGS MAKEFLAGS MFLAGS GNUMAKEFLAGS MAKEFILES VPATH .RECIPEPREFIX
+# Known: the lists above, GNU make's own, and the environment variables of the
+# programs make starts (CUDA_VISIBLE_DEVICES=1, HF_HUB_OFFLINE=1...), which reach
+# them as typed.
 PROGRAM_ENV := CUDA_% HIP_% ATEN_% ONEDNN_% DNNL_% ROCR_% NCCL_% TORCH% PYTORCH_% TRITON_% OMP_% MKL_% HF_% \
 	HUGGINGFACE_% TRANSFORMERS_% TOKENIZERS_% TIKTOKEN_% WANDB_% TRACKIO_% GPU_CHECK_% \
 	PYTHON% LD_% TMPDIR XDG_%
-UNKNOWN_VARS := $(filter-out $(OVERRIDE_VARS) $(OPTION_VARS) $(OTHER_VARS) $(MAKE_OWN_VARS) \
-	$(PROGRAM_ENV),$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+UNKNOWN_VARS := $(filter-out $(LISTED) $(MAKE_OWN_VARS) $(PROGRAM_ENV),$(TYPED))
 ifneq ($(UNKNOWN_VARS),)
-# Frozen first, so the $(shell) below never expands what was typed.
-$(foreach v,$(UNKNOWN_VARS),$(eval override $(v) := $$(value $(v))))
-$(error $(if $(wildcard $(VENV)/bin/python),$(shell MAKE_KNOWN_VARS="$(OVERRIDE_VARS) \
+$(error $(if $(realpath $(VENV)/bin/python),$(shell MAKE_KNOWN_VARS="$(OVERRIDE_VARS) \
 	$(OPTION_VARS) FILE NAME TEST_JOBS TEST_ORDER TEST_SEED TEST_THREADS" $(VENV)/bin/python scripts/kconfig.py make-vars \
 	$(foreach v,$(UNKNOWN_VARS),'$(subst ','\'',$(v))') 2>&1),unknown variable(s) \
 	$(UNKNOWN_VARS): `make help` lists the variables make reads))
@@ -95,8 +128,14 @@ RESULTS_ARGS := $(call arg,RESULTS,--dir) $(call arg,BASELINE,--baseline)
 RUN_ARGS := $(call arg,RUN,--run) $(call arg,CHECKPOINT,--checkpoint)
 
 # Internal rules: the virtual environment, the configuration files.
-$(STAMP): requirements.txt requirements-dev.txt requirements-lock.txt
+# An interpreter gone under an intact stamp (its base Python removed or upgraded)
+# makes the stamp out of date too: bootstrap.sh rebuilds .venv rather than every
+# target failing with "Error 127". realpath, unlike wildcard, drops a dangling link.
+$(STAMP): requirements.txt requirements-dev.txt requirements-lock.txt \
+	$(if $(realpath $(VENV)/bin/python),,$(VENV)/bin/python)
 	$(Q)bash scripts/bootstrap.sh $(VENV)
+
+$(VENV)/bin/python: ;
 
 .config:
 	@echo "No .config yet: start from a defconfig, for example"
@@ -109,8 +148,8 @@ config.py: .config lib/config/symbols.py | $(STAMP)
 	$(Q)$(PY) scripts/kconfig.py genconfig
 
 # The typed schema every script reads (one field per symbol), rebuilt when a
-# Kconfig file changes, as Kbuild rebuilds its generated headers.
-lib/config/symbols.py: $(KCONFIGS) | $(STAMP)
+# Kconfig file or a package's off values change, as Kbuild rebuilds its generated headers.
+lib/config/symbols.py: $(KCONFIGS) $(wildcard */off_values.toml */*/off_values.toml */*/*/off_values.toml) | $(STAMP)
 	$(Q)$(PY) scripts/kconfig.py schema
 
 ##@ Configuration
@@ -146,7 +185,7 @@ alldefconfig: | $(STAMP) lib/config/symbols.py
 ## of .config], with knlp's defaults for what it leaves unset and a report
 .PHONY: import-knlp
 import-knlp: | $(STAMP) lib/config/symbols.py
-	$(Q)$(if $(FILE),,$(error FILE=<knlp defconfig> is required))$(PY) scripts/kconfig.py import-knlp "$(FILE)" "$(NAME)"
+	$(Q)$(if $(FILE),,$(error FILE=<knlp defconfig> is required))$(PY) scripts/kconfig.py import-knlp "$${FILE}" "$${NAME}"
 
 ## write a minimal ./defconfig that reproduces .config
 .PHONY: savedefconfig
@@ -295,9 +334,9 @@ estimate: config.py
 	$(Q)$(PY) scripts/estimate.py $(call arg,GPU,--device) $(OVERRIDES)
 
 # The GPU node's own Python (its torch) when there is no .venv: both targets
-# run without bootstrapping one, which a node without network could not do, so
-# the project goes on PYTHONPATH there in place of the .venv's editable install.
-GPU_PY = $(if $(wildcard $(PY)),$(PY),PYTHONPATH=$(CURDIR) $(PYTHON))
+# run without bootstrapping one, which a node without network could not do (the
+# project is on PYTHONPATH, above, in place of the .venv's editable install).
+GPU_PY = $(if $(realpath $(PY)),$(PY),"$${PYTHON}")
 
 ## download into .whl/ the wheels a GPU node without network lacks (cp312 by
 ## default: GPU_WHEELS_PYTHON=311); copy .whl/ along with the tree
@@ -328,7 +367,8 @@ schema: | $(STAMP)
 # TEST_JOBS= sets pytest-xdist's workers, which take tests one at a time (worksteal).
 # The fast suite runs in a random order (pytest-randomly); TEST_ORDER=<seed> replays one.
 TEST_JOBS ?= auto
-TEST_ORDER_ARG = $(if $(TEST_ORDER),--randomly-seed=$(TEST_ORDER))
+export TEST_JOBS
+TEST_ORDER_ARG = $(if $(TEST_ORDER),"--randomly-seed=$${TEST_ORDER}")
 
 ## lint and format-check the tree (ruff), type-check (mypy), then run the test suite in a random order [TEST_JOBS= TEST_ORDER=<seed>]
 .PHONY: test
@@ -336,14 +376,14 @@ test: | $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal $(TEST_ORDER_ARG) \
+	$(PY) -m pytest -q -n "$${TEST_JOBS}" --dist worksteal $(TEST_ORDER_ARG) \
 		--junitxml=.pytest_cache/junit.xml -m "not engine and not slow" tests
 
 ## the flakiness gate: the stochastic tests under another seed, thread count and set
 ## of CPU kernels (CI runs it after `make test`) [TEST_SEED=]
 .PHONY: test-flaky
 test-flaky: | $(STAMP)
-	$(Q)PY=$(PY) TEST_JOBS=$(TEST_JOBS) bash scripts/flaky_gate.sh
+	$(Q)PY=$(PY) bash scripts/flaky_gate.sh
 
 ## reformat the tree and apply ruff's safe fixes (what `make test` checks)
 .PHONY: format
@@ -354,7 +394,7 @@ format: | $(STAMP)
 ## the slow tests: torch.compile, runs stopped and resumed, end-to-end make runs
 .PHONY: test-slow
 test-slow: | $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal -m "slow and not engine" tests
+	$(PY) -m pytest -q -n "$${TEST_JOBS}" --dist worksteal -m "slow and not engine" tests
 
 ## record the last `make test`'s slowest tests (docs/bench-data/tests/durations.json)
 ## and write them into docs/development.md

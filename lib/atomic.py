@@ -12,7 +12,8 @@ A write that runs out of room (ENOSPC, EDQUOT, or EFBIG from a file size limit)
 raises DiskFullError naming the file and the bytes free once its temporary is
 removed; the file it would have replaced is untouched. A process killed mid-write
 leaves its temporary behind: remove_stale_temps() clears those when the file's
-owner resumes or finishes.
+owner resumes or finishes. A JSON record may be written with a reserve of
+trailing spaces, room that rewrite_in_place() can use when no temporary fits.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ class DiskFullError(OSError):
     An OSError with the failed write's errno and file; its text is the message alone.
     free: the bytes free once the partial temporary was removed (None: unknown);
     written: the bytes the write got through; cause: what the errno adds to "no
-    space left" ("" for a full disk)."""
+    space left" ("" for a full disk); recorded: the run's record already holds
+    the failure as the message says (lib/run/full_disk.py), so nothing may be
+    written over it."""
 
     free: int | None = None
     written: int = 0
     cause: str = ""
+    recorded: bool = False
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -148,6 +152,31 @@ def _disk_full(path: Path, cause: OSError, written: int) -> DiskFullError:
     return err
 
 
+def shortfall(err: DiskFullError, what: str, needed: int) -> tuple[str, str]:
+    """(the shortfall, what to do) for a write of `needed` bytes that raised err:
+    what needs how much against the bytes free (where the write stopped, for a
+    quota or the file size limit, whose limit free bytes do not lift)."""
+    if err.free is None:
+        return (
+            f"{what} needs {needed:,} bytes; the free space could not be measured",
+            f"Free at least {needed:,} bytes on that disk",
+        )
+    if err.cause:
+        return (
+            f"{what} needs {needed:,} bytes and the write stopped after {err.written:,}",
+            "Raise the file size limit (ulimit -f unlimited)"
+            if "ulimit" in err.cause
+            else "Free space within your quota",
+        )
+    return (
+        f"{what} needs {needed:,} bytes and the disk has {err.free:,} free "
+        f"with the partial file removed",
+        f"Free at least {needed - err.free:,} more bytes there"
+        if needed > err.free
+        else "The space is free again (something freed it meanwhile)",
+    )
+
+
 def _sync_folder(folder: Path) -> None:
     """Make the rename durable; some systems and filesystems cannot sync a folder."""
     try:
@@ -192,30 +221,39 @@ def write_text_atomic(path: Path | str, text: str) -> None:
     write_atomic(path, lambda f: f.write(text.encode()))
 
 
-def write_json_atomic(path: Path | str, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+def json_text(obj: Any, reserve: int = 0) -> str:
+    """obj as a record file holds it: indented JSON and a newline, then `reserve`
+    spaces and a newline when reserve > 0 (JSON allows trailing whitespace)."""
+    text = json.dumps(obj, indent=2, sort_keys=False) + "\n"
+    return text + " " * (reserve - 1) + "\n" if reserve > 0 else text
+
+
+def write_json_atomic(path: Path | str, obj: Any, reserve: int = 0) -> None:
+    write_text_atomic(path, json_text(obj, reserve))
 
 
 def rewrite_in_place(path: Path | str, text: str) -> bool:
     """Replace a file's bytes without a temporary, only when text fits in the bytes
-    the file already holds (which needs no new blocks on most filesystems): the one
-    record write a full disk may still allow, for a status that must not keep saying
-    "running". Not atomic: a crash mid-write leaves a damaged file, which readers
-    report as such. Whether it was written."""
+    the file already holds (which needs no new blocks on most filesystems; not on
+    copy-on-write ones such as btrfs or ZFS): the one record write a full disk may
+    still allow. False when it was not written and the file is untouched (none
+    there, unopenable, text too long); True when written. Not atomic: an OSError
+    once the write has begun is raised, and the file may then be damaged, which
+    readers report as such."""
     data = text.encode()
     try:
-        fd = os.open(path, os.O_WRONLY)
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)  # never through a planted link
     except OSError:
         return False
     try:
         if len(data) > os.fstat(fd).st_size:
             return False
-        os.write(fd, data)
+        written = 0
+        while written < len(data):  # os.write may write less than it is given
+            written += os.write(fd, data[written:])
         os.ftruncate(fd, len(data))
         os.fsync(fd)
         return True
-    except OSError:
-        return False
     finally:
         os.close(fd)
 

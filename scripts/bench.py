@@ -13,7 +13,7 @@ from lib.atomic import write_json_atomic
 from lib.cli import run_script
 from lib.config.run_config import load_run_config
 from lib.run.checkpoint import CheckpointError
-from lib.run.rundir import RunDirError, claim_run, configured_results_root, results_root, run_folder
+from lib.run.rundir import RunDirError, claim_run, results_root, run_folder
 
 
 def print_step(r: dict) -> None:
@@ -106,7 +106,7 @@ def bench_inference(args: argparse.Namespace) -> None:
     """A finished run's inference figures, with its config.txt and the overrides."""
     from lib.bench.inference import bench_run, describe
 
-    run_dir = run_folder(args.run, configured_results_root())
+    run_dir = run_folder(args.run)
     claim_run(run_dir)  # not while it trains: both would write its metrics.json
     section = bench_run(
         run_dir, args.checkpoint, load_run_config(args.overrides, path=run_dir / "config.txt")

@@ -6,8 +6,10 @@ its last checkpoint (from step 0 when it was stopped before its first one; a
 run trained with SAVE_CHECKPOINT off is refused: it has none).
 
 A run resumes with its own configuration (its config.txt) plus the overrides
-given; .config is not read beyond its RESULTS_DIR line, so a broken .config
-does not stop it. A completed run is left untouched ("already completed")
+given; .config is not read beyond its RESULTS_DIR line (not at all with
+RUN=<dir>), so a broken .config does not stop it. results/latest and RUN_NAME=
+must stay inside the results folder, even through links; RUN=<dir> may be
+anywhere. A completed run is left untouched ("already completed")
 unless MAX_ITERS is raised past the steps it trained. A run or matrix that a
 live process owns is not touched (lib/run/owner.py): a matrix's live runs are
 skipped, a live single run or matrix launcher is refused. User errors end as
@@ -30,6 +32,7 @@ from lib.run.rundir import (
     configured_results_root,
     find_run_dir,
     run_folder,
+    within_results,
 )
 
 
@@ -38,27 +41,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--run", help="the run or matrix folder to resume (RUN=<dir>)")
     args, argv = parser.parse_known_args(argv)
     overrides, flags, _ = split_args(argv)
-    results = configured_results_root(overrides)
     name = dict(overrides).get("RUN_NAME")
     if args.run and name:
         raise RunDirError(
             f"RUN={args.run} and RUN_NAME={name}: give one of them (RUN= is a "
-            f"folder anywhere, RUN_NAME= a name under {results})"
+            f"folder anywhere, RUN_NAME= a name under the results folder)"
         )
-    if name is not None:  # RUN_NAME= (empty) means results/latest, as without it
-        name = check_run_name(name, results) if name else None
-    target = Path(args.run) if args.run else results / (name or "latest")
     rest = [a for a in argv if not a.startswith(("RUN_NAME=", "RETRY_FAILED="))]
-    if is_matrix(target):
-        from lib.matrix import launch
-
-        if not args.run and not target.resolve().is_relative_to(results.resolve()):
-            raise MatrixError(
-                f"{target} leads outside the results folder {results}: nothing was resumed"
-            )
-        return launch.resume(target.resolve(), rest, flags["RETRY_FAILED"])
+    if args.run:  # the user's choice, anywhere: it needs no .config
+        target = Path(args.run)
+        if is_matrix(target):
+            return resume_matrix(target.resolve(), rest, flags["RETRY_FAILED"])
+        run_dir = run_folder(target)
+    else:  # results/latest or RUN_NAME=<name>: resolved once, kept in the results folder
+        results = configured_results_root(overrides)
+        name = check_run_name(name, results) if name else None  # RUN_NAME= is latest too
+        target = results / (name or "latest")
+        if is_matrix(target):
+            root = within_results(target, results, "nothing was resumed", "RUN=<dir>")
+            return resume_matrix(root, rest, flags["RETRY_FAILED"])
+        run_dir = find_run_dir(results, name)
     # A single run: refuse a bad, busy or finished one before importing torch (seconds).
-    run_dir = run_folder(target, results) if args.run else find_run_dir(results, name)
     claim_run(run_dir)  # held on by train.main below
     done = already_completed(run_dir, rest)
     if done:
@@ -80,6 +83,12 @@ def main(argv: list[str]) -> int:
         return train.main_or_stop([f"RUN_DIR={run_dir}", *rest])
     except (CheckpointError, DataError) as err:
         raise RunDirError(str(err)) from None
+
+
+def resume_matrix(root: Path, rest: list[str], retry_failed: bool) -> int:
+    from lib.matrix import launch
+
+    return launch.resume(root, rest, retry_failed)
 
 
 if __name__ == "__main__":

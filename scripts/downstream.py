@@ -22,7 +22,7 @@ from lib.config.run_config import load_run_config
 from lib.data import DataError
 from lib.paths import DOT_CONFIG
 from lib.run.checkpoint import CheckpointError
-from lib.run.rundir import RunDirError, configured_results_root, run_folder
+from lib.run.rundir import RunDirError, run_folder
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
 
         evaluate_baseline_tasks(Path(args.baseline), load_run_config(args.overrides), args.tasks)
         return 0
-    run_dir = run_folder(args.run, configured_results_root())
+    run_dir = run_folder(args.run)
     config = DOT_CONFIG if DOT_CONFIG.exists() else run_dir / "config.txt"
     cfg = load_run_config(args.overrides, path=config)
     from lib.eval.downstream import evaluate_run_tasks  # torch and lm-eval after the checks

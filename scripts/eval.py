@@ -18,7 +18,7 @@ from lib.config.run_config import load_run_config
 from lib.data import DataError
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.run.checkpoint import CheckpointError
-from lib.run.rundir import RunDirError, configured_results_root, run_folder
+from lib.run.rundir import RunDirError, run_folder
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -31,10 +31,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
     return p.parse_args(argv)
-
-
-def results_dir() -> Path:
-    return configured_results_root()
 
 
 def main(argv: list[str]) -> int:
@@ -54,7 +50,7 @@ def main(argv: list[str]) -> int:
             )
         evaluate_baseline(Path(args.baseline), load_run_config(args.overrides))
         return 0
-    run_dir = run_folder(args.run, results_dir())
+    run_dir = run_folder(args.run)
     config = CONFIG if CONFIG.exists() else run_dir / "config.txt"
     evaluate_run(run_dir, args.checkpoint, load_run_config(args.overrides, path=config))
     return 0

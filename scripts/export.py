@@ -8,7 +8,7 @@ import argparse
 
 from lib.cli import run_script
 from lib.run.checkpoint import CheckpointError
-from lib.run.rundir import RunDirError, configured_results_root, run_folder
+from lib.run.rundir import RunDirError, run_folder
 
 
 def main(argv: list[str]) -> int:
@@ -19,8 +19,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from lib.model.export import export_run  # torch import after arg checks
 
-    results = configured_results_root()
-    export_run(run_folder(args.run, results), args.checkpoint, args.out)
+    export_run(run_folder(args.run), args.checkpoint, args.out)
     return 0
 
 

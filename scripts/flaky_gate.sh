@@ -11,6 +11,13 @@
 set -u
 py=${PY:-.venv/bin/python}
 seed=${TEST_SEED:-$((RANDOM % 9000 + 1000))}
+# Checked before any arithmetic: bash runs a command in x[$(...)] when it evaluates it.
+case $seed in
+'' | *[!0-9]*)
+	echo "error: TEST_SEED must be a whole number (make test-flaky TEST_SEED=1234), not '$seed'." >&2
+	exit 2
+	;;
+esac
 host=$("$py" -c 'import torch; print(torch.backends.cpu.get_cpu_capability().lower())')
 case "$host" in
 avx512) other=avx2 ;;
@@ -37,7 +44,7 @@ run() { # seed threads kernels workers
 }
 status=0
 run "$seed" 1 "$other" "${TEST_JOBS:-auto}" || status=1
-run "$((seed + 1))" 4 "$host" 1 || status=1
+run "$((10#$seed + 1))" 4 "$host" 1 || status=1
 if [ "$status" != 0 ]; then
 	echo "flakiness gate failed (seed $seed): each failure above names the line that reproduces it." >&2
 fi

@@ -10,7 +10,7 @@ import argparse
 from lib.cli import run_script
 from lib.config.run_config import load_run_config
 from lib.run.checkpoint import CheckpointError
-from lib.run.rundir import RunDirError, claim_run, configured_results_root, run_folder
+from lib.run.rundir import RunDirError, claim_run, run_folder
 
 
 def main(argv: list[str]) -> None:
@@ -19,7 +19,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
     p.add_argument("overrides", nargs="*", help="NAME=VALUE configuration overrides")
     args = p.parse_intermixed_args(argv)
-    run_dir = run_folder(args.run, configured_results_root())
+    run_dir = run_folder(args.run)
     # the command asks for the analysis: on, whatever the run trained with
     run = load_run_config(["MECHINT_KV=y", *args.overrides], path=run_dir / "config.txt")
     claim_run(run_dir)  # not while it trains: both would write its metrics.json

@@ -22,7 +22,7 @@ from lib.results.collect import INVALID, RunRow, UnknownBaseline, configured_bas
 from lib.results.report import build_report
 from lib.results.summary import compare_runs, summarize
 from lib.results.tuning import Tuning, load, stale_runs
-from lib.run.rundir import configured_results_root
+from lib.run.rundir import RunDirError, configured_results_root, within_results
 
 T = TypeVar("T")
 
@@ -60,6 +60,25 @@ def with_baseline(make: Callable[[str | None], T], given: str | None) -> T:
         return make(None)
 
 
+def summary_folder(given: str | None) -> Path:
+    """The folder summarised and written into, resolved once: RESULTS=<dir> (the
+    user's choice, anywhere), else what results/latest leads to, which must stay
+    in the results folder (lib/run/rundir.py within_results)."""
+    results, root = None, Path(given or ".")
+    if not given:
+        results = configured_results_root(instead="RESULTS=<dir>")
+        root = results / "latest"
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f"{root} is not a folder: train a run with `make` (or a matrix with "
+            f"`make test-matrix`) first, or pass RESULTS=<dir>: a run folder, a matrix "
+            f"folder, or a folder of run folders"
+        )
+    if results is None:
+        return root.resolve()
+    return within_results(root, results, "nothing was written", "RESULTS=<dir>")
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("command", choices=["summary", "report", "compare"])
@@ -78,31 +97,21 @@ def main(argv: list[str]) -> int:
     tuning = Tuning()  # `make compare` picks runs, not a tuned matrix
     if args.command == "compare":
         md, files, rows = compare_runs(
-            configured_results_root(),
+            configured_results_root(instead='RUNS="<run folder> <run folder>"'),
             args.runs,
             Path(args.out) if args.out else None,
             args.baseline,
         )
     else:  # RESULTS=<dir> needs no .config
-        root = Path(args.dir) if args.dir else configured_results_root() / "latest"
-        if not root.is_dir():
-            raise FileNotFoundError(
-                f"{root} is not a folder: train a run with `make` (or a matrix with "
-                f"`make test-matrix`) first, or pass RESULTS=<dir>: a run folder, a matrix "
-                f"folder, or a folder of run folders"
-            )
-        tuning = load(root.resolve())  # read once, warned about once
+        root = summary_folder(args.dir)
+        tuning = load(root)  # read once, warned about once
         if args.command == "report":
-            path, rows = with_baseline(
-                lambda b: build_report(root.resolve(), b, tuning), args.baseline
-            )
+            path, rows = with_baseline(lambda b: build_report(root, b, tuning), args.baseline)
             print(f"wrote {path}")
             warn_invalid(rows)
             warn_tuning(tuning, rows)
             return 0
-        md, files, rows = with_baseline(
-            lambda b: summarize(root.resolve(), b, tuning), args.baseline
-        )
+        md, files, rows = with_baseline(lambda b: summarize(root, b, tuning), args.baseline)
     print(md)
     for f in files:
         print(f"wrote {f}")
@@ -112,4 +121,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    run_script(main, (FileNotFoundError, ValueError), error_code=2)
+    run_script(main, (FileNotFoundError, ValueError, RunDirError), error_code=2)

@@ -10,7 +10,7 @@ from lib.cli import run_script
 from lib.data import tokenizer_from_meta
 from lib.model import registry
 from lib.run.checkpoint import CheckpointError, load_checkpoint
-from lib.run.rundir import RunDirError, configured_results_root, run_folder
+from lib.run.rundir import RunDirError, run_folder
 
 
 def positive(kind):
@@ -46,7 +46,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> None:
     args = parse_args(argv)
-    run_dir = run_folder(args.run, configured_results_root())
+    run_dir = run_folder(args.run)
     state = load_checkpoint(run_dir / f"ckpt_{args.checkpoint}.pt", args.device)
     family = registry.family(state["family"])
     model = family.build(family.config_cls(**state["model_config"]))

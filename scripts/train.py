@@ -16,6 +16,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lib.run.signals import EXIT_RESUMABLE, STOP, TORCHRUN_ENV, Abandoned, follow_make
 
@@ -33,6 +34,9 @@ from lib.matrix.grid import one_run
 from lib.run.checkpoint import CheckpointError, load_checkpoint
 from lib.run.rundir import RunDirError, RunLog, configured_results_root, find_run_dir
 from lib.train.naming import create_run_dir, run_id
+
+if TYPE_CHECKING:
+    from lib.train.trainer import Trainer
 
 EXIT = {"completed": 0, "stopped": 0, "diverged": 3, "failed": 1}
 
@@ -104,6 +108,7 @@ def main(args: list[str]) -> int:
     STOP.saving = bool(run.SAVE_CHECKPOINT)  # what the stop signal's notice promises
     if allocator_note:
         log(allocator_note)
+    trainer: Trainer | None = None  # its step says how far a failed run got
     try:
         from lib.train.trainer import Trainer
 
@@ -128,13 +133,13 @@ def main(args: list[str]) -> int:
     except (DiskFullError, DataError, CheckpointError) as err:  # one paragraph says it all
         log(f"run failed: {err}")
         if env.is_main:
-            _record_failure(run_dir, err)
+            _record_failure(run_dir, err, None if trainer is None else trainer.step)
         return EXIT["failed"]
     except Exception as err:
         log(f"run failed: {type(err).__name__}: {err}")
         log(traceback.format_exc())
         if env.is_main:
-            _record_failure(run_dir, err)
+            _record_failure(run_dir, err, None if trainer is None else trainer.step)
         return EXIT["failed"]
     finally:
         log.close()
@@ -162,32 +167,26 @@ def lm_eval_at_end(run_dir: Path, run: RunConfig) -> None:
         log.close()
 
 
-def _record_failure(run_dir: Path, err: Exception) -> None:
-    _record(run_dir, status="failed", error=f"{type(err).__name__}: {err}")
+def _record_failure(run_dir: Path, err: Exception, step: int | None = None) -> None:
+    """Mark metrics.json failed with the error, and the step the run had done (its
+    series end at the last evaluation), unless the record already says it all."""
+    from lib.run.full_disk import error_text
+
+    if getattr(err, "recorded", False):  # a metrics.json write on a full disk did
+        return
+    steps = {} if step is None else {"failed_at_step": step}
+    _record(run_dir, status="failed", error=error_text(err), **steps)
 
 
-def _record(run_dir: Path, **fields: str) -> None:
-    """Set fields of metrics.json (made when the run died before writing it)."""
-    import json
-
-    from lib.atomic import rewrite_in_place, write_json_atomic
+def _record(run_dir: Path, **fields: str | int) -> None:
+    """Set fields of metrics.json (made when the run died before writing it), keeping
+    every other field: over the record's own bytes when a full disk leaves no room."""
+    from lib.run.full_disk import set_fields
 
     path = run_dir / "metrics.json"
-    try:
-        metrics = json.loads(path.read_text()) if path.exists() else {}
-    except ValueError:
-        metrics = {}
-    metrics.update(fields)
-    try:
-        write_json_atomic(path, metrics)
-        return
-    except OSError as err:  # e.g. the disk is still full: output.log already has the error
-        failed = err
-    # No room for the temporary an atomic write needs: the record's own bytes still
-    # hold its status (the fields alone when the whole record no longer fits).
-    if any(rewrite_in_place(path, json.dumps(r, indent=2) + "\n") for r in (metrics, fields)):
-        return
-    print(f"could not record the run's status in {path}: {failed}", file=sys.stderr)
+    failed = set_fields(path, fields)  # e.g. the disk is still full: output.log has the error
+    if failed:
+        print(f"could not record the run's status in {path}: {failed}", file=sys.stderr)
 
 
 def main_or_stop(args: list[str]) -> int:

@@ -39,6 +39,7 @@ OUTSIDE = (
     "EXECUTOR=slurm",
     "DEVICE=cuda",
     "BACKUP_DIR=/mnt/",
+    "my_lion:",  # docs/bring-your-own-method.md's file: tests/test_docs_own_method.py
 )
 
 

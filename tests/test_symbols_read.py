@@ -244,8 +244,8 @@ def test_the_check_fails_on_a_symbol_nobody_reads(monkeypatch):
 
     real = build.build_optimizer
 
-    def ignores_weight_decay(run, model, device):
-        return real(replace(run, WEIGHT_DECAY=0.1), model, device)
+    def ignores_weight_decay(s, lr, model, device):
+        return real(replace(s, WEIGHT_DECAY=0.1), lr, model, device)
 
     monkeypatch.setattr(build, "build_optimizer", ignores_weight_decay)
     assert "WEIGHT_DECAY" in _dead_symbols(open_tree())

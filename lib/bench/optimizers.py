@@ -30,21 +30,22 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lib.bench.step import bench_setup, median_seconds
-from lib.config.run_config import value_or
-from lib.optim import adamw_impl, optimizer_impl
+from lib.optim import optimizer_impl
 from lib.optim.spam import AdamWSPAM
+from lib.optim.torch_optims import adamw_impl
 from lib.prune.pruner import Pruner
 from lib.train.step import TrainStep
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
+    from lib.config.symbols import Optim, Prune
 
 NAMES = ("adamw", "adamwspam", "adamwprune")
 
 
-def names(run: RunConfig) -> tuple[str, ...]:
+def names(s: Optim) -> tuple[str, ...]:
     """The optimizers timed: NAMES, and the compiled SPAM step when OPTIMIZER_IMPL=fused."""
-    return NAMES + (("adamwspam_fused",) if value_or(run.OPTIMIZER_IMPL, "auto") == "fused" else ())
+    return NAMES + (("adamwspam_fused",) if s.OPTIMIZER_IMPL == "fused" else ())
 
 
 def _optimizer(
@@ -69,10 +70,8 @@ def _optimizer(
     )
 
 
-def _pruner(
-    run: RunConfig, model: torch.nn.Module, optimizer: torch.optim.Optimizer, frequency: int
-) -> Pruner:
-    # Warmup 0 and a far ramp end keep masks updating every `frequency` steps
+def _pruner(s: Prune, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> Pruner:
+    # Warmup 0 and a far ramp end keep masks updating every PRUNING_FREQUENCY steps
     # throughout the timed window, so the amortised cost is really measured.
     return Pruner(
         model.prunable(),
@@ -80,11 +79,11 @@ def _pruner(
         target=0.5,
         warmup=0,
         ramp_end=10**9,
-        frequency=frequency,
+        frequency=s.PRUNING_FREQUENCY,
         schedule="linear",
         scope="global",
         optimizer=optimizer,
-        variant=value_or(run.ADAMWPRUNE_VARIANT, "bitter7"),
+        variant=s.ADAMWPRUNE_VARIANT,
     )
 
 
@@ -93,13 +92,13 @@ def run_optimizer_bench(run: RunConfig, steps: int = 10, rounds: int = 3) -> dic
     device, next_batch = setup.device, setup.next_batch
     # The run's model as the trainer builds it, speed options applied: each copy inherits them.
     precision, base, speed = setup.training.precision, setup.training.model, setup.training.speed
-    frequency = value_or(run.PRUNING_FREQUENCY, 10)
+    frequency = run.prune.PRUNING_FREQUENCY
     setups = {}
-    timed = names(run)
+    timed = names(run.optim)
     for name in timed:
         model = copy.deepcopy(base)
-        opt = _optimizer(name, model, device, value_or(run.OPTIMIZER_IMPL, "auto"))
-        pruner = _pruner(run, model, opt, frequency) if name == "adamwprune" else None
+        opt = _optimizer(name, model, device, run.optim.OPTIMIZER_IMPL)
+        pruner = _pruner(run.prune, model, opt) if name == "adamwprune" else None
         setups[name] = TrainStep(
             model,
             opt,

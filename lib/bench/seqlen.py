@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lib.bench.step import median_seconds
-from lib.config.run_config import value_or
 from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
 from lib.hardware.precision import Precision, resolve_device, resolve_precision
 from lib.model import registry
@@ -76,9 +75,7 @@ class BenchSettings:
         cuda = device.type == "cuda"
         default_variants = GPU_VARIANTS if cuda else None
         dtype, compile = resolve_precision(run, device).dtype, cuda and bool(run.COMPILE_MODEL)
-        linear, _ = resolve_cpu_linear(
-            value_or(run.CPU_LINEAR_BACKEND, "auto"), device, dtype, compile
-        )
+        linear, _ = resolve_cpu_linear(run.CPU_LINEAR_BACKEND, device, dtype, compile)
         return cls(
             lengths=lengths or (GPU_LENGTHS if cuda else LENGTHS),
             tokens_per_step=tokens or (GPU_TOKENS_PER_STEP if cuda else TOKENS_PER_STEP),

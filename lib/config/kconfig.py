@@ -27,12 +27,14 @@ import kconfiglib
 
 from lib.config.knlp.names import ROWS as KNLP_ROWS
 from lib.config.knlp.translate import is_knlp, translate
-from lib.config.renames import RENAMED, rewrite
+from lib.config.renames import RENAMED, current_name, rewrite
 from lib.paths import KCONFIG, ROOT
 
 _NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _ALLOWED = re.compile(rf"Allowed\s+({_NUMBER})\s+to\s+({_NUMBER})")
 _ASSIGN = re.compile(r"^\s*(?:CONFIG_(\w+)=|#\s*CONFIG_(\w+) is not set)")
+_INT_SYNTAX = {kconfiglib.INT: r"-?[0-9]+", kconfiglib.HEX: r"(0[xX])?[0-9a-fA-F]+"}
+SHOWN_CHARS = 40  # a longer value is shown cut, with its length (clipped)
 
 
 class ConfigError(Exception):
@@ -94,12 +96,12 @@ def parse_float(sym: kconfiglib.Symbol, text: str) -> float:
         value = float(text)
     except ValueError:
         raise ValueError(
-            f'CONFIG_{sym.name}="{text}" is not a number; '
+            f'CONFIG_{sym.name}="{clipped(text)}" is not a number; '
             f"allowed: a number from {low:g} to {high:g}"
         ) from None
     if not math.isfinite(value) or not low <= value <= high:
         raise ValueError(
-            f'CONFIG_{sym.name}="{text}" is out of range; allowed: {low:g} to {high:g}'
+            f'CONFIG_{sym.name}="{clipped(text)}" is out of range; allowed: {low:g} to {high:g}'
         )
     return value
 
@@ -146,16 +148,20 @@ def read_config_text(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
-        raise ConfigError(
-            [
-                f"{shown_path(path)}:{line}: byte 0x{data[err.start]:02x} "
-                f"(column {column}) is not UTF-8 text; retype that line in "
-                f"plain text or fix it with `make menuconfig`"
-            ],
-            shown_path(path),
-        ) from None
+        raise _not_utf8(path, data, err.start) from None
+
+
+def _not_utf8(path: Path, data: bytes, start: int) -> ConfigError:
+    line = data.count(b"\n", 0, start) + 1
+    column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+    return ConfigError(
+        [
+            f"{shown_path(path)}:{line}: byte 0x{data[start]:02x} "
+            f"(column {column}) is not UTF-8 text; retype that line in "
+            f"plain text or fix it with `make menuconfig`"
+        ],
+        shown_path(path),
+    )
 
 
 def _as_error(warning: str) -> str:
@@ -171,7 +177,7 @@ def _as_error(warning: str) -> str:
 
 
 def load_checked(
-    path: Path, notes: list[str] | None = None, knlp: bool | None = None
+    path: Path, notes: list[str] | None = None, knlp: bool | None = None, text: str | None = None
 ) -> tuple[kconfiglib.Kconfig, list[str]]:
     """Load `path` (a .config or defconfig) as far as it goes: the tree and
     every problem, each naming the file and line (load_strict raises on them).
@@ -179,11 +185,12 @@ def load_checked(
     Old and the original project's symbol names load as the current ones
     (lib/config/renames.py); kconfiglib reads the rewritten text, line for line.
     A file in knlp's format (or any file with knlp=True) loads as the
-    experiment it is there (lib/config/knlp/); its report goes to `notes`."""
+    experiment it is there (lib/config/knlp/); its report goes to `notes`.
+    text: the file's text as the caller read it (load_setting), else read here."""
     shown = shown_path(path)
     if not Path(path).is_file():
         raise ConfigError([f"{shown}: no such file"])
-    raw = read_config_text(path)
+    raw = read_config_text(path) if text is None else text
     kconf = open_tree()
     where, imported = None, None
     if knlp or (knlp is None and is_knlp(raw)):
@@ -221,6 +228,48 @@ def load_checked(
     return kconf, problems
 
 
+def load_setting(path: Path, name: str) -> tuple[str, list[str]]:
+    """One symbol's value as `make` loads `path`, and the problems `make` finds on
+    the lines that set it (under any of its names), each naming file and line:
+    for commands that need one setting of .config and must not stop at a problem
+    elsewhere in it. A byte that is not UTF-8 on such a line raises make's
+    ConfigError for it; a line elsewhere that is not UTF-8 is read as blank."""
+    raw = _setting_text(path, name)
+    kconf, problems = load_checked(path, text=raw)
+    shown = shown_path(path)
+    own = _setting_lines(raw, name)
+    at = re.compile(rf"^{re.escape(shown)}:(\d+): ")
+    mine = [p for p in problems if (m := at.match(p)) and int(m.group(1)) in own]
+    return kconf.syms[name].str_value, mine
+
+
+def _setting_text(path: Path, name: str) -> str:
+    """read_config_text for load_setting: each line that is not UTF-8 is `make`'s
+    error where it sets `name`, a blank line elsewhere (numbering kept)."""
+    data = Path(path).read_bytes()
+    lines, at = [], 0
+    for no, line in enumerate(data.split(b"\n"), 1):
+        try:
+            lines.append(line.decode("utf-8-sig" if no == 1 else "utf-8"))
+        except UnicodeDecodeError as err:
+            if _setting_lines(line.decode("utf-8", "replace"), name):
+                raise _not_utf8(path, data, at + err.start) from None
+            lines.append("")
+        at += len(line) + 1
+    return "\n".join(lines)
+
+
+def _setting_lines(text: str, name: str) -> set[int]:
+    """The lines whose first word is CONFIG_<name> (or an old name of it), set,
+    unset, spaced or malformed: those `make` would take that setting from."""
+    first = re.compile(r"^\s*(?:#\s*)?CONFIG_(\w+)")
+    return {
+        no
+        for no, line in enumerate(text.splitlines(), 1)
+        if (m := first.match(line)) and current_name(m.group(1)) == name
+    }
+
+
 def load_strict(path: Path) -> kconfiglib.Kconfig:
     """Load `path` and raise ConfigError listing every problem (load_checked)."""
     kconf, problems = load_checked(path)
@@ -237,7 +286,7 @@ def check_asked(kconf: kconfiglib.Kconfig, asked: dict[str, Asked]) -> list[str]
         if _same(sym, want.value):
             continue
         problems.append(
-            f"{want.where}: CONFIG_{name}={want.value} was not applied "
+            f"{want.where}: CONFIG_{name}={clipped(want.value)} was not applied "
             f"({_kept(sym, want)}): {_why(kconf, sym, want.value)}"
         )
     return problems
@@ -260,6 +309,10 @@ def _same(sym: kconfiglib.Symbol, value: str) -> bool:
     if sym.orig_type in (kconfiglib.BOOL, kconfiglib.TRISTATE):
         return kconfiglib.TRI_TO_STR[sym.tri_value] == value
     if sym.orig_type in (kconfiglib.INT, kconfiglib.HEX):
+        # Kconfig's own syntax only: Python's int() (so kconfiglib) also takes
+        # " 5", "+5", "5_0" and non-ASCII digits ("٣").
+        if not re.fullmatch(_INT_SYNTAX[sym.orig_type], value):
+            return False
         try:
             base = 16 if sym.orig_type == kconfiglib.HEX else 10
             return sym.str_value != "" and int(value, base) == int(sym.str_value, base)
@@ -271,7 +324,17 @@ def _same(sym: kconfiglib.Symbol, value: str) -> bool:
 def _kept(sym: kconfiglib.Symbol, want: Asked) -> str:
     """What the symbol is instead: an override refused leaves the configuration's value
     (kconfiglib itself would fall back to the Kconfig default, which nothing runs)."""
+    if want.before is None and sym.str_value == want.value:  # taken by kconfiglib, not _same
+        return "Kconfig's own tools refuse it"
     return f"it would be {want.before if want.before is not None else shown_value(sym)}"
+
+
+def clipped(text: str) -> str:
+    """A value as an error message echoes it: a pasted 5,000-character value would
+    bury the message, so past SHOWN_CHARS it is cut and its length given."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]}… ({len(text):,} characters)"
 
 
 def shown_value(sym: kconfiglib.Symbol) -> str:
@@ -305,9 +368,7 @@ def _why(kconf: kconfiglib.Kconfig, sym: kconfiglib.Symbol, value: str) -> str:
             for lo, hi, cond in sym.ranges
             if kconfiglib.expr_value(cond)
         ]
-        if not re.fullmatch(
-            r"-?\d+" if sym.orig_type == kconfiglib.INT else r"(0[xX])?[0-9a-fA-F]+", value
-        ):
+        if not re.fullmatch(_INT_SYNTAX[sym.orig_type], value):
             return f"not an integer; allowed: {' or '.join(active) or 'any integer'}"
         return f"out of range; allowed: {' or '.join(active)}"
     return "rejected by kconfiglib"

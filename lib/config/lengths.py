@@ -12,7 +12,11 @@ sets the iterations alone, as typed. Torch-free, like all of lib/config.
 
 from __future__ import annotations
 
+import re
+
 import kconfiglib
+
+from lib.config.kconfig import clipped
 
 NAME = "SCALE_ITERS"
 
@@ -44,14 +48,13 @@ def scale(
     """(the overrides SCALE_ITERS=value stands for, the line saying what was
     scaled, problems), from kconf's values after the `given` overrides."""
     named = {ALIASED.get(k, k.removeprefix("CONFIG_")) for k, _ in given}
+    where = f"override {NAME}={clipped(value)}"
     if "GPT2_MAX_ITERS" in named:
-        return [], "", [f"{NAME}={value} and MAX_ITERS= both set the run's length: give one"]
-    try:
-        steps = int(value)
-    except ValueError:
-        steps = 0
-    if steps < 1:
-        return [], "", [f"{NAME}={value}: give the run's new length in steps, 1 or more"]
+        return [], "", [f"{where} and MAX_ITERS= both set the run's length: give one"]
+    problem = _length_problem(kconf.syms["GPT2_MAX_ITERS"], value)
+    if problem:
+        return [], "", [f"{where}: {problem} (the run's new length in steps)"]
+    steps = int(value)
     total = int(kconf.syms["GPT2_MAX_ITERS"].str_value)
     out = [("GPT2_MAX_ITERS", str(steps))]
     changes, kept = [], []
@@ -74,3 +77,20 @@ def scale(
         f"the run's end"
     )
     return out, note, []
+
+
+def _length_problem(sym: kconfiglib.Symbol, value: str) -> str | None:
+    """What is wrong with `value` as GPT2_MAX_ITERS, worded as MAX_ITERS= is refused
+    (lib/config/kconfig.py): Kconfig's integer syntax (ASCII digits, so not " 5" or
+    "٣", which int() takes) within the symbol's range."""
+    low, high = next(
+        (int(lo.str_value), int(hi.str_value))
+        for lo, hi, cond in sym.ranges
+        if kconfiglib.expr_value(cond)
+    )
+    allowed = f"allowed: {low} to {high}"
+    if not re.fullmatch(r"[0-9]+", value):
+        return f"not an integer; {allowed}"
+    if len(value.lstrip("0")) > len(str(high)) or not low <= int(value) <= high:
+        return f"out of range; {allowed}"  # the length test first: int() of 5,000 digits fails
+    return None

@@ -4,13 +4,15 @@ An override names a short alias (the table below) or any Kconfig symbol by its
 name without CONFIG_. It is applied to the loaded configuration in memory, then
 checked exactly like a value from a file; the user's .config is never edited.
 Flags (DRY_RUN, YES, RESUME) steer the command and are not configuration.
+Every message names the override as typed, its value cut past 40 characters
+(kconfig.clipped): one pasted by mistake must not bury the error.
 """
 
 from __future__ import annotations
 
 import kconfiglib
 
-from lib.config.kconfig import Asked, closest_name, shown_value
+from lib.config.kconfig import Asked, clipped, closest_name, shown_value
 from lib.config.renames import current_name
 
 # Short names researchers type on the make command line -> Kconfig symbol.
@@ -50,10 +52,10 @@ def split_args(args: list[str]) -> tuple[list[tuple[str, str]], dict[str, bool],
     for arg in args:
         name, sep, value = arg.partition("=")
         if not sep or not name:
-            problems.append(f"override '{arg}' is not NAME=VALUE")
+            problems.append(f"override '{clipped(arg)}' is not NAME=VALUE")
         elif name in FLAGS:
             if value.lower() not in _TRUE + _FALSE:
-                problems.append(f"{name}={value}: allowed 1 or 0")
+                problems.append(f"override {name}={clipped(value)}: allowed 1 or 0")
             flags[name] = value.lower() in _TRUE
         elif name == "TRACKER":
             overrides += _tracker_overrides(value, problems)
@@ -72,13 +74,15 @@ def split_args(args: list[str]) -> tuple[list[tuple[str, str]], dict[str, bool],
 
 
 def _tracker_overrides(value: str, problems: list[str]) -> list[tuple[str, str]]:
-    """TRACKER=a,b -> each tracker symbol set to y or n; "none" (or "") turns all off."""
+    """TRACKER=a,b -> each tracker symbol set to y or n; "none" (or "") turns all off.
+    TRACKER is no Kconfig symbol, so a bad value is the make command line's, not .config's."""
     wanted = {n.strip().lower() for n in value.split(",") if n.strip()} - {"none"}
     unknown = sorted(wanted - set(TRACKERS))
     if unknown:
         problems.append(
-            f"TRACKER={value}: unknown tracker {', '.join(unknown)}; allowed "
-            f"{', '.join(TRACKERS)} or none, comma-separated"
+            f"override TRACKER={clipped(value)} (make command line): unknown tracker "
+            f"{clipped(', '.join(unknown))}; allowed {', '.join(TRACKERS)} or none, "
+            f"comma-separated, e.g. `make TRACKER=tensorboard,wandb`"
         )
         return []
     return [(symbol, "y" if name in wanted else "n") for name, symbol in TRACKERS.items()]
@@ -91,7 +95,7 @@ def apply_overrides(
     asked: dict[str, Asked] = {}
     problems: list[str] = []
     for name, value in overrides:
-        where = f"override {name}={value}"
+        where = f"override {clipped(name)}={clipped(value)}"
         target = ALIASES.get(name, current_name(name.removeprefix("CONFIG_")))
         if target in kconf.named_choices:
             member = _choice_member(kconf.named_choices[target], value, where, problems)

@@ -5,6 +5,9 @@ RunConfig is lib/config/symbols.py's Symbols (one typed field per Kconfig
 symbol, generated from the Kconfig files) plus what this run added: its
 command-line overrides, flags and the .config text it used. It is frozen: an
 override or a new batch plan is a new value (load_run_config, with_batch_plan).
+Symbols also reads each package's section once (run.optim, run.train, ...:
+its symbols, a hidden one at its off value), which is what a builder takes;
+only the planners hold the whole run.
 
 Without overrides, load_run_config reads config.py, which every command that
 writes .config also writes, and checks it against .config's SHA-256; a
@@ -218,6 +221,8 @@ def load_run_config(args: Sequence[str] = (), path: Path = CONFIG) -> RunConfig:
         return run
     kconf, in_file = load_checked(path)
     overrides, flags, problems = split_args(list(args))
+    # TRACKER=, a flag or a word that is no NAME=VALUE may fail before it is an override
+    typed = bool(overrides or problems)
     overrides, scale_to = lengths.split(overrides)
     asked, more = apply_overrides(kconf, overrides)
     notes: tuple[str, ...] = ()
@@ -232,10 +237,8 @@ def load_run_config(args: Sequence[str] = (), path: Path = CONFIG) -> RunConfig:
     if overrides or not text.startswith(RUN_HEADER):
         problems += rules_beside(kconf, problems)
     if problems:
-        source = shown_path(path) + (" and command-line overrides" if overrides else "")
-        raise ConfigError(
-            problems, source if in_file or not overrides else "command-line overrides"
-        )
+        source = shown_path(path) + (" and command-line overrides" if typed else "")
+        raise ConfigError(problems, source if in_file or not typed else "command-line overrides")
     values = typed_values(kconf)
     applied = dict(overrides)
     header = RUN_HEADER + (

@@ -1,15 +1,22 @@
 """Every Kconfig symbol as a typed field: generated from the Kconfig files by
-`make schema` (lib/config/generate.py). Do not edit; change the Kconfig files.
+`make schema` (lib/config/generate.py). Do not edit; change the Kconfig files
+(and a package's off_values.toml).
 
 A field is None when the symbol's dependencies hide it in a configuration;
 symbols that nothing can hide are typed without None. A named choice appears
 twice: as its own field holding the selected member's lower-cased suffix
 (DEVICE = "cpu") and as one bool per member (DEVICE_CPU = True).
+
+Below Symbols, one section per package (Optim, Prune, Train, ...): the symbols
+its Kconfig files define, read once per configuration (run.optim), a hidden
+one at its off value (the field's default; lib/config/generate.py says how
+sections are named and where off values come from).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1355,7 +1362,7 @@ class Symbols:
     OPTIMIZER_MODE_MULTIPLE: bool
     """Several optimizers (test matrix)."""
 
-    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune", "sgd", "adam", "adamwadv", "muon"] | None = None
+    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune", "sgd", "adam", "adamwadv", "muon", "custom"] | None = None
     """Optimizer.
 
     The optimizer that updates the weights. If unsure, AdamW.
@@ -1428,6 +1435,18 @@ class Symbols:
     Settings under "Muon" below.
     """
 
+    OPTIMIZER_CUSTOM: bool | None = None
+    """Your own (a torch.optim.Optimizer class named below).
+
+    The torch.optim.Optimizer subclass OPTIMIZER_CUSTOM_CLASS names,
+    built on the model's parameter groups at lr=LEARNING_RATE with
+    the keywords of OPTIMIZER_CUSTOM_KWARGS; each group carries
+    WEIGHT_DECAY as weight_decay. Checked when the configuration
+    loads, recorded in metrics.json with its source file's SHA-256,
+    priced by `make estimate` from its state measured on a small
+    stand-in. docs/bring-your-own-method.md has a worked example.
+    """
+
     OPTIMIZER_ENABLE_ADAMW: bool | None = None
     """AdamW.
 
@@ -1476,6 +1495,37 @@ class Symbols:
 
     Include Muon runs in the test matrix (dense and with magnitude or
     movement pruning, as the Pruning menu enables).
+    """
+
+    OPTIMIZER_ENABLE_CUSTOM: bool | None = None
+    """Your own (OPTIMIZER_CUSTOM_CLASS).
+
+    Include runs of your own optimizer class (OPTIMIZER_CUSTOM_CLASS)
+    in the test matrix, dense and with magnitude or movement pruning,
+    beside the built-in ones it is compared with.
+    """
+
+    OPTIMIZER_CUSTOM_CLASS: str | None = None
+    """Your optimizer class (module:Class).
+
+    The class to train with, as "module:Class": a subclass of
+    torch.optim.Optimizer importable from the Python path or from the
+    checkout's root (a file my_optim.py beside the Makefile is
+    "my_optim:MyOptimizer"). Its constructor must take the parameter
+    groups first and lr; weight_decay too unless WEIGHT_DECAY is 0.
+    Checked when the configuration loads: importable, a subclass, the
+    keywords accepted; an error names what is wrong. The run's
+    metrics.json records it with its source file's SHA-256.
+    """
+
+    OPTIMIZER_CUSTOM_KWARGS: str | None = None
+    """Your optimizer's keyword arguments.
+
+    Keyword arguments for OPTIMIZER_CUSTOM_CLASS beyond lr, as in a
+    Python call: "betas=(0.9, 0.99), momentum=0.9". Values are Python
+    literals (numbers, strings, True/False/None, tuples); nothing is
+    evaluated. Each keyword must be one the constructor accepts. Empty:
+    the class's own defaults.
     """
 
     OPTIM_HAS_ADAMWPRUNE: bool | None = None
@@ -3362,3 +3412,612 @@ class Symbols:
     thins them on long runs (means and maxima still cover every
     sample). If unsure, keep 2.
     """
+
+    @cached_property
+    def root(self) -> Root:
+        """The top-level Kconfig's own symbols; hidden ones at their off values."""
+        return Root(**_shown(self, Root))
+
+    @cached_property
+    def gpt2(self) -> GPT2:
+        """gpt2's settings; hidden ones at their off values."""
+        return GPT2(**_shown(self, GPT2))
+
+    @cached_property
+    def hamt(self) -> HAMT:
+        """hamt's settings; hidden ones at their off values."""
+        return HAMT(**_shown(self, HAMT))
+
+    @cached_property
+    def data(self) -> Data:
+        """lib/data's settings; hidden ones at their off values."""
+        return Data(**_shown(self, Data))
+
+    @cached_property
+    def train(self) -> Train:
+        """lib/train's settings; hidden ones at their off values."""
+        return Train(**_shown(self, Train))
+
+    @cached_property
+    def optim(self) -> Optim:
+        """lib/optim's settings; hidden ones at their off values."""
+        return Optim(**_shown(self, Optim))
+
+    @cached_property
+    def prune(self) -> Prune:
+        """lib/prune's settings; hidden ones at their off values."""
+        return Prune(**_shown(self, Prune))
+
+    @cached_property
+    def hardware(self) -> Hardware:
+        """lib/hardware's settings; hidden ones at their off values."""
+        return Hardware(**_shown(self, Hardware))
+
+    @cached_property
+    def distributed(self) -> Distributed:
+        """lib/distributed's settings; hidden ones at their off values."""
+        return Distributed(**_shown(self, Distributed))
+
+    @cached_property
+    def run(self) -> Run:
+        """lib/run's settings; hidden ones at their off values."""
+        return Run(**_shown(self, Run))
+
+    @cached_property
+    def matrix(self) -> Matrix:
+        """lib/matrix's settings; hidden ones at their off values."""
+        return Matrix(**_shown(self, Matrix))
+
+    @cached_property
+    def tune(self) -> Tune:
+        """lib/tune's settings; hidden ones at their off values."""
+        return Tune(**_shown(self, Tune))
+
+    @cached_property
+    def eval(self) -> Eval:
+        """lib/eval's settings; hidden ones at their off values."""
+        return Eval(**_shown(self, Eval))
+
+    @cached_property
+    def bench(self) -> Bench:
+        """lib/bench's settings; hidden ones at their off values."""
+        return Bench(**_shown(self, Bench))
+
+    @cached_property
+    def observe(self) -> Observe:
+        """lib/observe's settings; hidden ones at their off values."""
+        return Observe(**_shown(self, Observe))
+
+    @cached_property
+    def monitor(self) -> Monitor:
+        """lib/observe/monitor's settings; hidden ones at their off values."""
+        return Monitor(**_shown(self, Monitor))
+
+
+def _shown(symbols: Symbols, section: Any) -> dict[str, Any]:
+    """The section's symbols that are shown; a hidden one (None) takes the
+    field's default, its off value."""
+    return {f.name: v for f in fields(section) if (v := getattr(symbols, f.name)) is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Root:
+    """The top-level Kconfig's own symbols (Kconfig)."""
+
+    MODEL: Literal["gpt2", "hamt"]  # Model family
+    MODEL_GPT2: bool  # GPT-2
+    MODEL_HAMT: bool  # HAMT (holographic memory transformer)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GPT2:
+    """gpt2's settings (gpt2/Kconfig, gpt2/Kconfig.rgsa, gpt2/Kconfig.kvsplice)."""
+
+    GPT2_MODEL: Literal["124m", "350m", "774m", "1558m", "custom"] | None = None  # Model size
+    GPT2_MODEL_124M: bool = False  # 124M (12 layers, 12 heads, 768 wide)
+    GPT2_MODEL_350M: bool = False  # 350M (24 layers, 16 heads, 1024 wide)
+    GPT2_MODEL_774M: bool = False  # 774M (36 layers, 20 heads, 1280 wide)
+    GPT2_MODEL_1558M: bool = False  # 1558M (48 layers, 25 heads, 1600 wide)
+    GPT2_MODEL_CUSTOM: bool = False  # Custom size
+    GPT2_N_LAYER: int | None = None  # Number of transformer blocks
+    GPT2_N_HEAD: int | None = None  # Attention heads per block
+    GPT2_N_EMBD: int | None = None  # Embedding width
+    GPT2_ATTENTION_MULTIPLE: bool = False  # Compare several attention variants (test matrix)
+    GPT2_ATTENTION_ENABLE_VANILLA: bool = False  # Vanilla multi-head attention
+    GPT2_ATTENTION_ENABLE_SDPA_GATE: bool = False  # SDPA output gate (Qwen-style gated attention)
+    GPT2_ATTENTION_ENABLE_MLA: bool = False  # MLA: multi-head latent attention
+    GPT2_ATTENTION_ENABLE_RA_LOGIT: bool = False  # RA, logit form: S + alpha S^T
+    GPT2_ATTENTION_ENABLE_RA_MLA: bool = False  # RA+MLA: logit-form RA over latent attention
+    GPT2_ATTENTION_ENABLE_RA_GATED: bool = False  # RA, gated form: tanh-gated reverse SDPA (knlp)
+    GPT2_ATTENTION_ENABLE_SDPA_GATE_RA_GATED: bool = False  # Gated RA with the SDPA output gate (knlp, both on)
+    GPT2_ATTENTION_ENABLE_RGSA: bool = False  # RGSA: retrieval-gated sparse attention, as knlp runs it
+    GPT2_ATTENTION_ENABLE_KNLP_MLA: bool = False  # knlp's MLA: a cached latent rebuilt into keys and values
+    GPT2_ATTENTION_ENABLE_KNLP_MLA_KV: bool = False  # knlp's MLA+KVSplice on every layer
+    GPT2_ATTENTION_ENABLE_KNLP_MLA_KV_FIM: bool = False  # knlp's MLA, KVSplice on the last layers only
+    GPT2_ATTENTION: Literal["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated", "sdpa_gate_ra_gated", "rgsa", "knlp_mla", "knlp_mla_kv", "knlp_mla_kv_fim"] | None = None  # Attention
+    GPT2_ATTENTION_VANILLA: bool = False  # Vanilla multi-head attention
+    GPT2_ATTENTION_SDPA_GATE: bool = False  # Vanilla with an SDPA output gate (Qwen-style)
+    GPT2_ATTENTION_MLA: bool = False  # MLA: multi-head latent attention
+    GPT2_ATTENTION_RA_LOGIT: bool = False  # RA, logit form: S + alpha S^T (the RA+MLA design's term)
+    GPT2_ATTENTION_RA_MLA: bool = False  # RA+MLA: logit-form reciprocal term over latent attention
+    GPT2_ATTENTION_RA_GATED: bool = False  # RA, gated form: tanh-gated reverse SDPA (knlp model_knlp.py)
+    GPT2_ATTENTION_SDPA_GATE_RA_GATED: bool = False  # Gated RA with the SDPA output gate (knlp, both on)
+    GPT2_ATTENTION_RGSA: bool = False  # RGSA: retrieval-gated sparse attention (knlp, EXPERIMENTAL)
+    GPT2_ATTENTION_KNLP_MLA: bool = False  # knlp's MLA (its MLA_VARIANT mla; not DeepSeek's)
+    GPT2_ATTENTION_KNLP_MLA_KV: bool = False  # knlp's MLA+KVSplice (its mla_kv)
+    GPT2_ATTENTION_KNLP_MLA_KV_FIM: bool = False  # knlp's MLA, KVSplice on the last layers (its mla_kv_fim)
+    ENABLE_RA_MLA: bool = False
+    RA_MLA_LATENT_DIM: int | None = None  # MLA latent width d_c
+    RA_MLA_ROPE_DIM: int | None = None  # MLA decoupled rotary width per head (0 = none)
+    RA_MLA_PER_HEAD_Q_LATENT: bool = False  # Low-rank queries (per-head up-projection from a latent)
+    RA_MLA_PER_HEAD_V_UP: bool = False  # Per-head value up-projection
+    RA_MLA_RA_ALPHA: float | None = None  # Reciprocal weight alpha
+    RA_MLA_RA_ALPHA_LEARNED: bool = False  # Learn alpha (one per head and layer)
+    RA_MLA_RA_WINDOW: int | None = None  # Reciprocal band (tokens back, 0 = whole context)
+    GPT2_RA_GATED_LAYERS: int | None = None  # Gated RA: middle layers with the reverse branch
+    GPT2_RA_GATED_HEADS: int | None = None  # Gated RA: reverse heads per layer (the last ones)
+    GPT2_RA_GATED_GATE_INIT: float | None = None  # Gated RA: initial gate logit g (gate = tanh g)
+    GPT2_RGSA_CHUNK_SIZE: int | None = None  # RGSA: tokens per routing chunk
+    GPT2_RGSA_ROUTING_DIM: int | None = None  # RGSA: routing embedding width
+    GPT2_RGSA_TOP_B: int | None = None  # RGSA: chunks each query picks (top-B)
+    GPT2_RGSA_LOCAL_WINDOW: int | None = None  # RGSA: local window (tokens)
+    GPT2_RGSA_ROUTE_STRIDE: int | None = None  # RGSA: queries routed together (0 = each alone)
+    GPT2_RGSA_CACHE_ROUTING_LAYERS: int | None = None  # RGSA: layers sharing one set of chunk embeddings (0 = none)
+    GPT2_RGSA_ROUTING: Literal["learned", "random", "dense"] | None = None  # RGSA: how chunks are picked
+    GPT2_RGSA_ROUTING_LEARNED: bool = False  # Learned: the top-B chunks by cosine similarity
+    GPT2_RGSA_ROUTING_RANDOM: bool = False  # Random chunks (knlp's RGSA_RANDOM_ROUTING ablation)
+    GPT2_RGSA_ROUTING_DENSE: bool = False  # No routing, router kept (knlp's RGSA_DENSE_MODE ablation)
+    GPT2_RGSA_DYNAMIC_CHUNKING: bool = False  # RGSA: chunk size follows the sequence length
+    GPT2_RGSA_CHUNK_SIZE_MIN: int | None = None  # RGSA: smallest dynamic chunk size
+    GPT2_RGSA_CHUNK_SIZE_MAX: int | None = None  # RGSA: largest dynamic chunk size
+    GPT2_RGSA_CHUNK_SCHEDULE: Literal["power", "piecewise"] | None = None  # RGSA: dynamic chunk schedule
+    GPT2_RGSA_CHUNK_SCHEDULE_POWER: bool = False  # Power: round(T ^ GPT2_RGSA_CHUNK_SIZE_ALPHA)
+    GPT2_RGSA_CHUNK_SCHEDULE_PIECEWISE: bool = False  # Piecewise: thresholds in GPT2_RGSA_CHUNK_PIECEWISE
+    GPT2_RGSA_CHUNK_SIZE_ALPHA: float | None = None  # RGSA: power schedule exponent alpha
+    GPT2_RGSA_CHUNK_PIECEWISE: str | None = None  # RGSA: piecewise schedule (threshold:size,...)
+    GPT2_RGSA_CHUNK_ROUNDING: Literal["pow2", "multiple_of_8", "nearest"] | None = None  # RGSA: dynamic chunk size rounding
+    GPT2_RGSA_CHUNK_ROUNDING_POW2: bool = False  # Nearest power of two (the lower one on a tie)
+    GPT2_RGSA_CHUNK_ROUNDING_MULTIPLE_OF_8: bool = False  # Nearest multiple of 8 (at least 8)
+    GPT2_RGSA_CHUNK_ROUNDING_NEAREST: bool = False  # None: the clamped size as it is
+    GPT2_KNLP_MLA_LATENT: int | None = None  # knlp MLA: latent width per token (knlp's MLA_D_LATENT)
+    GPT2_KVSPLICE_RATIO: float | None = None  # KVSplice: compression ratio (knlp's MLA_COMPRESSION_RATIO)
+    GPT2_KVSPLICE_LAYERS: int | None = None  # KVSplice: last layers compressed (mla_kv_fim only)
+    GPT2_DROPOUT: float | None = None  # Dropout probability
+    GPT2_BIAS: bool = False  # Biases in Linear and LayerNorm layers
+    GPT2_POSITION: Literal["learned", "rope"] | None = None  # Positions
+    GPT2_POSITION_LEARNED: bool = False  # Learned position embedding (GPT-2)
+    GPT2_POSITION_ROPE: bool = False  # Rotary position embedding (RoPE, RoFormer)
+    GPT2_ROPE_THETA: float | None = None  # RoPE frequency base theta
+    GPT2_NORM: Literal["layernorm", "rmsnorm"] | None = None  # Normalisation
+    GPT2_NORM_LAYERNORM: bool = False  # LayerNorm (GPT-2)
+    GPT2_NORM_RMSNORM: bool = False  # RMSNorm (Zhang & Sennrich 2019)
+    GPT2_NORM_EPS: float | None = None  # Norm epsilon
+    GPT2_MLP: Literal["gelu", "swiglu"] | None = None  # Feed-forward layer
+    GPT2_MLP_GELU: bool = False  # GELU MLP, 4 x n_embd wide (GPT-2)
+    GPT2_MLP_SWIGLU: bool = False  # SwiGLU (Shazeer 2020)
+    GPT2_GELU: Literal["tanh", "exact"] | None = None  # GELU form
+    GPT2_GELU_TANH: bool = False  # Tanh approximation (GPT-2, Hugging Face's gelu_new)
+    GPT2_GELU_EXACT: bool = False  # Exact erf form (nanoGPT, knlp)
+    GPT2_N_KV_HEAD: int | None = None  # Key/value heads (grouped-query attention; 0 = one per head)
+    GPT2_QK_NORM: bool = False  # QK-norm: RMSNorm on each head's query and key
+    GPT2_TIE_HEAD: bool = False  # Tie the LM head to the token embedding
+    GPT2_PAD_VOCAB: bool = False  # Pad the vocabulary to a multiple of 64
+    GPT2_INIT_FROM: Literal["scratch", "hf"] | None = None  # Initial weights
+    GPT2_INIT_FROM_SCRATCH: bool = False  # From scratch (random initialisation)
+    GPT2_INIT_FROM_HF: bool = False  # From a Hugging Face GPT-2 folder (GPT2_INIT_PATH)
+    GPT2_INIT_PATH: str | None = None  # Hugging Face GPT-2 folder
+
+
+@dataclass(frozen=True, kw_only=True)
+class HAMT:
+    """hamt's settings (hamt/Kconfig)."""
+
+    HAMT_N_LAYER: int | None = None  # Number of blocks
+    HAMT_N_EMBD: int | None = None  # Hidden width
+    HAMT_NUM_SLOTS: int | None = None  # Memory slots per block
+    HAMT_HCM_MULT: int | None = None  # Slot width as a multiple of the hidden width
+    HAMT_BINDING: Literal["circular", "elementwise"] | None = None  # Binding
+    HAMT_BINDING_CIRCULAR: bool = False  # Circular convolution (FFT)
+    HAMT_BINDING_ELEMENTWISE: bool = False  # Elementwise (phasor keys)
+    HAMT_AUX_WEIGHT: float | None = None  # Retrieval auxiliary loss weight
+    HAMT_AUX_MAX_LAG: int | None = None  # Retrieval loss: oldest item asked for (tokens)
+    HAMT_DECAY_INIT: float | None = None  # Initial slot decay
+    HAMT_HIERARCHICAL: bool = False  # Fast and slow slot banks
+    HAMT_SLOW_EVERY: int | None = None  # Slow bank: tokens per update
+    HAMT_ADAPTIVE_SLOTS: bool = False  # Adaptive slot allocation (learned write router)
+    HAMT_ADAPTIVE_SLOTS_TOPK: int | None = None  # Adaptive slots: slots each token writes (0 = all, softmax)
+    HAMT_ADAPTIVE_SLOTS_BALANCE: float | None = None  # Adaptive slots: load-balancing loss weight
+    HAMT_DROPOUT: float | None = None  # Dropout probability
+    HAMT_BIAS: bool = False  # Biases in Linear and LayerNorm layers
+    HAMT_CHUNK_SIZE: int | None = None  # Training scan chunk (tokens)
+    HAMT_SCAN_BACKEND: Literal["auto", "torch", "triton"] | None = None  # Memory scan backend
+    HAMT_SCAN_BACKEND_AUTO: bool = False  # auto: Triton kernel on a CUDA GPU when fla-core imports, else torch
+    HAMT_SCAN_BACKEND_TORCH: bool = False  # torch: the chunked scan of hamt/scan.py
+    HAMT_SCAN_BACKEND_TRITON: bool = False  # triton: flash-linear-attention's chunk_gla kernel (CUDA)
+    HAMT_KERNEL_PIN: bool = False  # Pin the Triton kernels' configurations (no autotuning)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Data:
+    """lib/data's settings (lib/data/Kconfig)."""
+
+    GPT2_DATASET_SHAKESPEARE: bool  # Shakespeare (embedded, offline)
+    GPT2_DATASET_FINEWEBEDU: bool  # FineWeb-Edu (Hugging Face hub, streamed)
+    GPT2_DATASET_OPENWEBTEXT: bool  # OpenWebText (Hugging Face hub, streamed)
+    GPT2_DATASET_TINYSTORIES: bool  # TinyStories (Hugging Face hub)
+    GPT2_DATASET_WIKITEXT2: bool  # WikiText-2 raw (Hugging Face hub)
+    GPT2_DATASET_WIKITEXT103: bool  # WikiText-103 raw (Hugging Face hub)
+    GPT2_DATASET_CUSTOM: bool  # Custom local text (file or folder)
+    GPT2_DATASET: str | None = None
+    DATA_CUSTOM_PATH: str | None = None  # Path to the custom text file or folder
+    DATA_TOKENIZER: Literal["gpt2", "char", "bpe"]  # Tokenizer
+    DATA_TOKENIZER_GPT2: bool  # GPT-2 BPE (50257 tokens, offline)
+    DATA_TOKENIZER_CHAR: bool  # Characters
+    DATA_TOKENIZER_BPE: bool  # Byte-level BPE trained on the training split
+    DATA_BPE_VOCAB_SIZE: int | None = None  # BPE vocabulary size (tokens)
+    DATA_TOKEN_CAP: int  # Stop reading a dataset after this many tokens (0 = all)
+    DATA_VAL_FRACTION: float  # Validation fraction
+    DATA_DIR: str  # Folder for prepared datasets
+
+
+@dataclass(frozen=True, kw_only=True)
+class Train:
+    """lib/train's settings (lib/train/Kconfig)."""
+
+    GPT2_BLOCK_SIZE: int  # Context length (tokens)
+    BATCH_SIZE: int  # Micro-batch size (sequences per forward pass)
+    GPT2_GRADIENT_ACCUMULATION: int  # Gradient accumulation steps
+    GPT2_MAX_ITERS: int  # Optimizer steps to train
+    TRAIN_MAX_TIME: int  # Wall-clock limit in seconds (0 = none)
+    GPT2_EVAL_INTERVAL: int  # Evaluate every N steps
+    TRAIN_EVAL_ITERS: int  # Validation batches per evaluation
+    TRAIN_LOG_INTERVAL: int  # Log training loss every N steps
+    LEARNING_RATE: float  # Peak learning rate
+    GPT2_MIN_LR: float = 0.0  # Final learning rate of the decay
+    GPT2_WARMUP_STEPS: int  # Linear warmup steps
+    LR_SCHEDULE: Literal["cosine", "wsd", "constant"]  # Learning-rate schedule after warmup
+    LR_SCHEDULE_COSINE: bool  # Cosine decay to GPT2_MIN_LR (GPT-2, nanoGPT)
+    LR_SCHEDULE_WSD: bool  # Warmup-stable-decay (torchtitan's shapes)
+    LR_SCHEDULE_CONSTANT: bool  # Constant at LEARNING_RATE
+    LR_DECAY_FRACTION: float = 0.2  # Decay phase as a fraction of the run (WSD)
+    LR_DECAY_SHAPE: Literal["linear", "cosine", "sqrt"] = "linear"  # Shape of the WSD decay
+    LR_DECAY_SHAPE_LINEAR: bool = False  # Linear: 1 - p
+    LR_DECAY_SHAPE_COSINE: bool = False  # Cosine: (1 + cos(pi x p)) / 2
+    LR_DECAY_SHAPE_SQRT: bool = False  # 1-sqrt: 1 - sqrt(p) (Hagele et al. 2024)
+    TRAIN_GRAD_CLIP: float  # Gradient norm clipping (0 = off)
+    TRAIN_SEED: int  # Random seed
+    TRAIN_DIVERGENCE_FACTOR: float  # Stop when the loss exceeds this multiple of its best (0 = off)
+    TRAIN_EARLY_STOP: bool  # Stop when validation loss stops improving
+    TRAIN_EARLY_STOP_PATIENCE: int = 0  # Evaluations without improvement before stopping
+    TRAIN_EARLY_STOP_MIN_DELTA: float = 0.0  # Smallest validation loss decrease that counts as improvement
+    HYPER_PARAM: Literal["manual", "auto"]  # Micro-batch and accumulation
+    HYPER_PARAM_MANUAL: bool  # Manual (BATCH_SIZE x GPT2_GRADIENT_ACCUMULATION)
+    HYPER_PARAM_AUTO: bool  # Auto: the largest micro-batch that fits the device
+    TARGET_EFFECTIVE_BATCH: int | None = None  # Effective batch (sequences per optimizer step)
+    TRAIN_GRADIENT_CHECKPOINTING: bool  # Gradient checkpointing (recompute each block in backward)
+    TRAIN_OOM_FALLBACK: bool  # Retry smaller when the first steps run out of memory
+    TRAIN_OOM_MIN_BATCH: int = 1  # Smallest micro-batch the fallback may reach
+
+
+@dataclass(frozen=True, kw_only=True)
+class Optim:
+    """lib/optim's settings (lib/optim/Kconfig, lib/optim/Kconfig.spam, lib/optim/Kconfig.muon)."""
+
+    OPTIMIZER_MODE: Literal["single", "multiple"]  # Optimizer mode
+    OPTIMIZER_MODE_SINGLE: bool  # One optimizer
+    OPTIMIZER_MODE_MULTIPLE: bool  # Several optimizers (test matrix)
+    OPTIMIZER: Literal["adamw", "adamwspam", "adamwprune", "sgd", "adam", "adamwadv", "muon", "custom"] | None = None  # Optimizer
+    OPTIMIZER_ADAMW: bool = False  # AdamW
+    OPTIMIZER_ADAMWSPAM: bool = False  # AdamWSPAM (spike-aware clipping, momentum reset)
+    OPTIMIZER_ADAMWPRUNE: bool = False  # AdamWPrune (state-based pruning from Adam's moments)
+    OPTIMIZER_SGD: bool = False  # SGD with momentum (L2 weight decay)
+    OPTIMIZER_ADAM: bool = False  # Adam (L2 weight decay, not decoupled)
+    OPTIMIZER_ADAMWADV: bool = False  # AdamWAdv (AdamW with AMSGrad always on)
+    OPTIMIZER_MUON: bool = False  # Muon (orthogonalised momentum for hidden matrices, AdamW for the rest)
+    OPTIMIZER_CUSTOM: bool = False  # Your own (a torch.optim.Optimizer class named below)
+    OPTIMIZER_ENABLE_ADAMW: bool = False  # AdamW
+    OPTIMIZER_ENABLE_ADAMWSPAM: bool = False  # AdamWSPAM
+    OPTIMIZER_ENABLE_ADAMWPRUNE: bool = False  # AdamWPrune
+    OPTIMIZER_ENABLE_SGD: bool = False  # SGD
+    OPTIMIZER_ENABLE_ADAM: bool = False  # Adam
+    OPTIMIZER_ENABLE_ADAMWADV: bool = False  # AdamWAdv
+    OPTIMIZER_ENABLE_MUON: bool = False  # Muon
+    OPTIMIZER_ENABLE_CUSTOM: bool = False  # Your own (OPTIMIZER_CUSTOM_CLASS)
+    OPTIMIZER_CUSTOM_CLASS: str = ""  # Your optimizer class (module:Class)
+    OPTIMIZER_CUSTOM_KWARGS: str = ""  # Your optimizer's keyword arguments
+    OPTIM_HAS_ADAMWPRUNE: bool = False
+    OPTIM_HAS_MASK_PRUNING: bool = False
+    ADAMWPRUNE_BASE: Literal["adamw", "adamwspam"] | None = None  # AdamWPrune base optimizer
+    ADAMWPRUNE_BASE_ADAMW: bool = False  # AdamW
+    ADAMWPRUNE_BASE_ADAMWSPAM: bool = False  # AdamWSPAM
+    OPTIM_USES_SPAM: bool = False
+    OPTIM_USES_MUON: bool = False
+    SGD_MOMENTUM: float = 0.0  # SGD momentum
+    ADAM_BETA1: float = 0.9  # Adam beta1 (first-moment decay)
+    ADAM_BETA2: float = 0.999  # Adam beta2 (second-moment decay)
+    ADAM_EPSILON: float = 1e-08  # Adam epsilon
+    WEIGHT_DECAY: float  # Weight decay
+    WEIGHT_DECAY_PARAMS: Literal["matrices", "knlp"]  # Which weights WEIGHT_DECAY decays
+    WEIGHT_DECAY_PARAMS_MATRICES: bool  # Matrices and embeddings
+    WEIGHT_DECAY_PARAMS_KNLP: bool  # All but biases and embeddings (knlp)
+    ADAM_AMSGRAD: bool = False  # AMSGrad: divide by the running maximum of the second moment
+    OPTIMIZER_IMPL: Literal["auto", "fused", "foreach", "loop"] = "auto"  # Optimizer implementation (fused, multi-tensor, per-tensor)
+    OPTIMIZER_IMPL_AUTO: bool = False  # Auto: fused AdamW, multi-tensor AdamWSPAM
+    OPTIMIZER_IMPL_FUSED: bool = False  # Fused: fused AdamW, compiled AdamWSPAM
+    OPTIMIZER_IMPL_FOREACH: bool = False  # Foreach: multi-tensor
+    OPTIMIZER_IMPL_LOOP: bool = False  # Loop: per-tensor
+    SPAM_RULE: Literal["authors", "knlp"] = "authors"  # AdamWSPAM rule (the SPAM authors' or knlp's)
+    SPAM_RULE_AUTHORS: bool = False  # The SPAM authors' algorithm
+    SPAM_RULE_KNLP: bool = False  # knlp's AdamWSPAM (torch AdamW plus knlp's gradient rules)
+    SPAM_ENABLE_CLIP: bool = False  # Spike-aware gradient clipping
+    SPAM_THETA: float = 5000.0  # Spike threshold (multiple of the second moment)
+    SPAM_CLIP_SKIP_STEPS: int = 0  # Calls without clipping at the start and from each reset
+    SPAM_CLIP_SPARE_UNSEEN: bool = False  # Never clip entries whose second moment is zero (not the authors' code)
+    SPAM_ENABLE_RESET: bool = False  # Periodic momentum reset
+    SPAM_INTERVAL: int = 0  # Momentum reset interval (steps)
+    SPAM_WARMUP_STEPS: int = 0  # Update warmup after each reset (steps)
+    SPAM_RESTART_BIAS_CORRECTION: bool = False  # Restart Adam's bias correction at each reset (not the authors' code)
+    SPAM_SPIKE_RESET: bool = False  # Damp the moments on gradient-norm spikes (knlp's AdamWSPAM)
+    SPAM_SPIKE_THRESHOLD: float = 2.0  # Spike z-score threshold
+    MUON_LR: float = 0.02  # Muon learning rate (hidden matrices)
+    MUON_MOMENTUM: float = 0.95  # Muon momentum
+    MUON_NESTEROV: bool = False  # Nesterov momentum
+    MUON_NS_STEPS: int = 5  # Newton-Schulz iterations
+    MUON_WEIGHT_DECAY: float = 0.0  # Muon weight decay
+    MUON_SCALE: Literal["shape", "rms"] = "shape"  # Muon update scaling
+    MUON_SCALE_SHAPE: bool = False  # max(1, rows/cols)^0.5 (KellerJordan/Muon)
+    MUON_SCALE_RMS: bool = False  # 0.2 sqrt(max(rows, cols)): AdamW's update RMS (Moonshot)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prune:
+    """lib/prune's settings (lib/prune/Kconfig)."""
+
+    PRUNING_MODE: Literal["none", "single", "multiple"]  # Pruning
+    PRUNING_MODE_NONE: bool  # None (dense training)
+    PRUNING_MODE_SINGLE: bool  # One method
+    PRUNING_MODE_MULTIPLE: bool  # Several methods and sparsities (test matrix)
+    PRUNING_METHOD: Literal["magnitude", "movement", "state"] | None = None  # Pruning method
+    PRUNING_METHOD_MAGNITUDE: bool = False  # Magnitude |w|
+    PRUNING_METHOD_MOVEMENT: bool = False  # Movement (accumulated -w * grad)
+    PRUNING_METHOD_STATE: bool = False  # State-based (AdamWPrune)
+    ADAMWPRUNE_VARIANT: Literal["bitter0", "bitter1", "bitter2", "bitter3", "bitter4", "bitter5", "bitter6", "bitter7", "bitter8", "bitter9", "obd", "toward_zero"] = "bitter7"  # State-based importance score
+    ADAMWPRUNE_VARIANT_BITTER0: bool = False  # bitter0: |w m| |w| / (sqrt(v) + 1e-8)
+    ADAMWPRUNE_VARIANT_BITTER1: bool = False  # bitter1: |w| (magnitude, from the optimizer)
+    ADAMWPRUNE_VARIANT_BITTER2: bool = False  # bitter2: |w| (magnitude; the reference trains it longer)
+    ADAMWPRUNE_VARIANT_BITTER3: bool = False  # bitter3: |w| sqrt(|m| + 1e-8)
+    ADAMWPRUNE_VARIANT_BITTER4: bool = False  # bitter4: bitter3 with per-layer sparsity 0.7x-1.3x by depth
+    ADAMWPRUNE_VARIANT_BITTER5: bool = False  # bitter5: +sign(w) m / (sqrt(v) + 1e-8) + 0.1 |w|
+    ADAMWPRUNE_VARIANT_BITTER6: bool = False  # bitter6: bitter3 x sqrt(m^2 / (v + 1e-8))
+    ADAMWPRUNE_VARIANT_BITTER7: bool = False  # bitter7: |w| (|v| + 1e-8)^0.25
+    ADAMWPRUNE_VARIANT_BITTER8: bool = False  # bitter8: bitter7 in float16 (floor 1e-5)
+    ADAMWPRUNE_VARIANT_BITTER9: bool = False  # bitter9: bitter8 as compiled, |w| (|v| + 1e-5)^0.25
+    ADAMWPRUNE_VARIANT_OBD: bool = False  # obd: 0.5 w^2 v (ours: Optimal Brain Damage, v as Fisher)
+    ADAMWPRUNE_VARIANT_TOWARD_ZERO: bool = False  # toward_zero: -sign(w) m / (sqrt(v) + 1e-8) + 0.1 |w| (ours)
+    PRUNING_TARGET_SPARSITY: float = 0.0  # Target sparsity (fraction of pruned weights)
+    PRUNING_ENABLE_NONE: bool = False  # Dense baseline (no pruning)
+    PRUNING_ENABLE_NONE_ADAMWPRUNE: bool = False  # Dense baseline for AdamWPrune too (its base optimizer)
+    PRUNING_ENABLE_MAGNITUDE: bool = False  # Magnitude |w|
+    PRUNING_ENABLE_MOVEMENT: bool = False  # Movement (accumulated -w * grad)
+    PRUNING_ENABLE_STATE: bool = False  # State-based (AdamWPrune)
+    PRUNING_SPARSITY_50: bool = False  # 50 %
+    PRUNING_SPARSITY_70: bool = False  # 70 %
+    PRUNING_SPARSITY_90: bool = False  # 90 %
+    PRUNING_SPARSITY_95: bool = False  # 95 %
+    PRUNING_SPARSITY_99: bool = False  # 99 %
+    ADAMWPRUNE_ENABLE_BITTER0: bool = False  # bitter0
+    ADAMWPRUNE_ENABLE_BITTER1: bool = False  # bitter1
+    ADAMWPRUNE_ENABLE_BITTER2: bool = False  # bitter2
+    ADAMWPRUNE_ENABLE_BITTER3: bool = False  # bitter3
+    ADAMWPRUNE_ENABLE_BITTER4: bool = False  # bitter4
+    ADAMWPRUNE_ENABLE_BITTER5: bool = False  # bitter5
+    ADAMWPRUNE_ENABLE_BITTER6: bool = False  # bitter6
+    ADAMWPRUNE_ENABLE_BITTER7: bool = False  # bitter7
+    ADAMWPRUNE_ENABLE_BITTER8: bool = False  # bitter8
+    ADAMWPRUNE_ENABLE_BITTER9: bool = False  # bitter9
+    ADAMWPRUNE_ENABLE_OBD: bool = False  # obd (ours)
+    ADAMWPRUNE_ENABLE_TOWARD_ZERO: bool = False  # toward_zero (ours)
+    ADAMWPRUNE_BITTER4_RANK_BUDGET: bool = False  # bitter4: per-layer sparsity by score rank (ours)
+    PRUNING_MOVEMENT_KNLP: bool = False  # Movement as the reference: w (w - w0), masks re-chosen each update
+    PRUNING_WARMUP: int = 50  # Dense steps before pruning starts
+    PRUNING_RAMP_END: int = 250  # Step at which the target sparsity is reached
+    PRUNING_FREQUENCY: int = 10  # Update the masks every N steps
+    PRUNING_SCHEDULE: Literal["linear", "cubic", "cubic_late"] = "cubic"  # Sparsity schedule
+    PRUNING_SCHEDULE_LINEAR: bool = False  # Linear
+    PRUNING_SCHEDULE_CUBIC: bool = False  # Cubic
+    PRUNING_SCHEDULE_CUBIC_LATE: bool = False  # Cubic, late: target x p^3 (AdamWPrune's)
+    PRUNING_SCOPE: Literal["global", "per_layer"] = "global"  # Threshold
+    PRUNING_SCOPE_GLOBAL: bool = False  # Global
+    PRUNING_SCOPE_PER_LAYER: bool = False  # Per layer
+    PRUNING_HEAD: bool = False  # Also prune the LM head (tied: the token embedding)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hardware:
+    """lib/hardware's settings (lib/hardware/Kconfig)."""
+
+    DEVICE: Literal["auto", "cuda", "cpu", "mps"]  # Device
+    DEVICE_AUTO: bool  # Auto
+    DEVICE_CUDA: bool  # CUDA or ROCm GPU
+    DEVICE_CPU: bool  # CPU
+    DEVICE_MPS: bool  # Apple MPS
+    MIXED_PRECISION: bool  # Mixed precision
+    MIXED_PRECISION_DTYPE: Literal["auto", "bf16", "fp16"] | None = None  # Mixed-precision type
+    MIXED_PRECISION_DTYPE_AUTO: bool = False  # Auto
+    MIXED_PRECISION_DTYPE_BF16: bool = False  # bf16
+    MIXED_PRECISION_DTYPE_FP16: bool = False  # fp16 with gradient scaling
+    COMPILE_MODEL: bool  # Compile the model with torch.compile
+    COMPILE_STRICT: bool = False  # Stop the run when torch.compile fails
+    COMPILE_MODE: Literal["default", "max_autotune", "max_autotune_no_cudagraphs", "reduce_overhead"] | None = None  # torch.compile mode
+    COMPILE_MODE_DEFAULT: bool = False  # default
+    COMPILE_MODE_MAX_AUTOTUNE: bool = False  # max-autotune (CUDA graphs)
+    COMPILE_MODE_MAX_AUTOTUNE_NO_CUDAGRAPHS: bool = False  # max-autotune-no-cudagraphs
+    COMPILE_MODE_REDUCE_OVERHEAD: bool = False  # reduce-overhead (CUDA graphs)
+    COMPILE_REGIONAL: bool = False  # Compile each block separately (regional compilation)
+    SDPA_BACKEND: Literal["auto", "flash", "cudnn", "efficient", "math"]  # Attention kernel (scaled dot-product attention)
+    SDPA_BACKEND_AUTO: bool  # Auto
+    SDPA_BACKEND_FLASH: bool  # Flash
+    SDPA_BACKEND_CUDNN: bool  # cuDNN
+    SDPA_BACKEND_EFFICIENT: bool  # Memory-efficient
+    SDPA_BACKEND_MATH: bool  # Math (reference)
+    CPU_LINEAR_BACKEND: Literal["auto", "aten", "onednn"]  # Linear-layer kernel on a CPU (fp32)
+    CPU_LINEAR_BACKEND_AUTO: bool  # Auto
+    CPU_LINEAR_BACKEND_ATEN: bool  # PyTorch's default (BLAS)
+    CPU_LINEAR_BACKEND_ONEDNN: bool  # oneDNN
+    TF32: bool  # TF32 for float32 matmuls on NVIDIA GPUs
+    TRAIN_LOSS_IMPL: Literal["plain", "chunked", "liger", "auto"]  # LM head cross-entropy
+    TRAIN_LOSS_IMPL_PLAIN: bool  # Plain
+    TRAIN_LOSS_IMPL_CHUNKED: bool  # Chunked (PyTorch)
+    TRAIN_LOSS_IMPL_LIGER: bool  # Liger Kernel (CUDA)
+    TRAIN_LOSS_IMPL_AUTO: bool  # Auto
+    TRAIN_FLOAT8: Literal["none", "tensorwise", "rowwise"]  # Float8 training of the blocks' linear layers
+    TRAIN_FLOAT8_NONE: bool  # None
+    TRAIN_FLOAT8_TENSORWISE: bool  # Tensorwise scaling
+    TRAIN_FLOAT8_ROWWISE: bool  # Rowwise scaling
+    PIN_MEMORY: bool  # Pinned-memory asynchronous batch copies
+    CUDNN_BENCHMARK: bool = False  # cuDNN autotuner (torch.backends.cudnn.benchmark)
+    PYTORCH_CUDA_ALLOC_CONF: str | None = None  # CUDA memory allocator settings (PYTORCH_CUDA_ALLOC_CONF)
+    GPU_WARMUP: bool = False  # Warm up the GPU before the first step
+
+
+@dataclass(frozen=True, kw_only=True)
+class Distributed:
+    """lib/distributed's settings (lib/distributed/Kconfig)."""
+
+    GPT2_USE_DDP: bool  # Train on several GPUs (torchrun + DistributedDataParallel)
+    GPT2_NUM_GPUS: int = 1  # GPUs (processes) per machine
+    DIST_STRATEGY: Literal["ddp", "fsdp"] = "ddp"  # Parallelism
+    DIST_STRATEGY_DDP: bool = False  # DDP: a full copy per GPU, gradients averaged
+    DIST_STRATEGY_FSDP: bool = False  # FSDP: shard parameters, gradients and optimizer state (EXPERIMENTAL)
+    DIST_BACKEND: Literal["auto", "nccl", "gloo"] = "auto"  # Communication backend
+    DIST_BACKEND_AUTO: bool = False  # Auto
+    DIST_BACKEND_NCCL: bool = False  # NCCL
+    DIST_BACKEND_GLOO: bool = False  # gloo
+    DIST_NNODES: int = 1  # Machines (nodes)
+    DIST_RDZV_ENDPOINT: str | None = None  # Rendezvous endpoint host:port (multi-node)
+    DIST_RDZV_ID: str | None = None  # Rendezvous job id
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """lib/run's settings (lib/run/Kconfig)."""
+
+    RUN_NAME: str  # Run name (empty = automatic)
+    RESULTS_DIR: str  # Folder for run records
+    SAVE_CHECKPOINT: bool  # Save checkpoints
+    CHECKPOINT_INTERVAL: int | None = None  # Write the resume checkpoint every N steps (0 = at each evaluation)
+    BACKUP_DIR: str  # Mirror checkpoints to this folder (empty = off)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """lib/matrix's settings (lib/matrix/Kconfig)."""
+
+    MATRIX_MODELS: str  # Model families to run (space-separated; empty = the chosen one)
+    MATRIX_OPTIMIZER_SETTINGS: str | None = None  # Settings per optimizer (optimizer:SYMBOL=value,... ; empty = shared)
+    MATRIX_PRUNING_SETTINGS: str | None = None  # Settings per pruning method (method:SYMBOL=value,... ; empty = shared)
+    MATRIX_ABLATION: str  # Ablation list (SYMBOL=v1,v2 ...; empty = none)
+    MATRIX_SEEDS: str  # Seeds per configuration (a count, or a list; empty = one run)
+    RESULTS_BASELINE_RUN_ID: str  # Baseline run for make results and make report (empty = automatic)
+    MATRIX_REUSE: bool  # Reuse completed identical runs instead of training them again
+    MATRIX_PARALLEL_JOBS: int  # Runs at a time (0 = as many as the GPUs take, 1 on a CPU)
+    MATRIX_EXECUTOR: Literal["local", "slurm"]  # Where the runs execute
+    MATRIX_EXECUTOR_LOCAL: bool  # This machine
+    MATRIX_EXECUTOR_SLURM: bool  # A Slurm cluster (sbatch)
+    MATRIX_RUNS_PER_GPU: str | None = None  # Runs sharing one GPU (a number, auto, or empty = 1)
+    SLURM_PARTITION: str | None = None  # Partition (empty = the cluster's default)
+    SLURM_ACCOUNT: str | None = None  # Account to charge (empty = your default)
+    SLURM_NODES: int | None = None  # Nodes per run
+    SLURM_GPUS_PER_NODE: int | None = None  # GPUs per node
+    SLURM_CPUS_PER_GPU: int | None = None  # CPU cores per GPU (or per run without GPUs)
+    SLURM_TIME_LIMIT: int | None = None  # Time limit per run (minutes)
+    SLURM_SIGNAL_SECONDS: int | None = None  # Stop warning before the time limit (seconds)
+    SLURM_RDZV_PORT: int | None = None  # Rendezvous port for runs over several nodes
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tune:
+    """lib/tune's settings (lib/tune/Kconfig)."""
+
+    MATRIX_TUNE: bool  # Tune every configuration with the same budget before comparing
+    MATRIX_TUNE_SYMBOLS: str | None = None  # Symbols to tune, with optional ranges
+    MATRIX_TUNE_TRIALS: int | None = None  # Trials per configuration
+    MATRIX_TUNE_FRACTION: int | None = None  # Steps per trial (percent of GPT2_MAX_ITERS)
+    MATRIX_TUNE_METRIC: Literal["val_loss", "val_loss_per_char"] | None = None  # What the search minimises
+    MATRIX_TUNE_METRIC_VAL_LOSS: bool = False  # Validation loss (nats per token)
+    MATRIX_TUNE_METRIC_VAL_LOSS_PER_CHAR: bool = False  # Validation loss per character (nats per character)
+    MATRIX_TUNE_SAMPLER: Literal["tpe", "grid"] | None = None  # Search strategy
+    MATRIX_TUNE_SAMPLER_TPE: bool = False  # TPE (Optuna's default, seeded)
+    MATRIX_TUNE_SAMPLER_GRID: bool = False  # Grid (evenly spaced values)
+    MATRIX_TUNE_PRUNER: Literal["successive_halving", "hyperband", "none"] | None = None  # Stop poor trials early
+    MATRIX_TUNE_PRUNER_SUCCESSIVE_HALVING: bool = False  # Successive halving
+    MATRIX_TUNE_PRUNER_HYPERBAND: bool = False  # Hyperband
+    MATRIX_TUNE_PRUNER_NONE: bool = False  # None (every trial runs to its end)
+    MATRIX_TUNE_STORAGE: str | None = None  # Study database URL (empty = SQLite beside the matrix)
+    MATRIX_TUNE_SEED: int | None = None  # Sampler seed
+
+
+@dataclass(frozen=True, kw_only=True)
+class Eval:
+    """lib/eval's settings (lib/eval/Kconfig)."""
+
+    EVAL_VAL: bool  # Evaluate the training dataset's validation split
+    EVAL_WIKITEXT2: bool  # WikiText-2 test perplexity (Hugging Face hub)
+    EVAL_WIKITEXT103: bool  # WikiText-103 test perplexity (Hugging Face hub)
+    EVAL_WIKITEXT_DETOKENIZE: bool = False  # Detokenize WikiText before scoring
+    EVAL_LAMBADA: bool  # LAMBADA last-word accuracy (Hugging Face hub)
+    EVAL_TEXT_FILE: str  # Local text file to evaluate (empty = none)
+    EVAL_STRIDE: int  # Sliding-window stride in tokens (0 = half the context)
+    EVAL_BATCH_SIZE: int  # Windows per forward pass
+    EVAL_MAX_TOKENS: int  # Score at most this many tokens of each set (0 = all)
+    EVAL_TRUST_REMOTE_CODE: bool  # Run model code shipped in a baseline's folder (DANGEROUS)
+    EVAL_BASELINES: str  # List of baselines for make eval-baselines
+    EVAL_BASELINES_DIR: str  # Folder holding the baselines' model folders
+    EVAL_SAMPLES: bool  # Log a greedy sample at each evaluation during training
+    EVAL_SAMPLE_PROMPT: str | None = None  # Prompt of the samples
+    EVAL_SAMPLE_TOKENS: int | None = None  # Tokens per sample
+    LM_EVAL_TASKS: str  # lm-evaluation-harness tasks (comma-separated)
+    LM_EVAL_LIMIT: int  # Examples per lm-eval task (0 = all)
+    LM_EVAL_INCLUDE_PATH: str  # Folder of extra lm-eval task YAML files (empty = none)
+    LM_EVAL_AT_END: bool = False  # Run the lm-eval tasks when training finishes
+    MECHINT_KV: bool = False  # Find the sparse K/V channel circuit of the trained model
+    MECHINT_KV_SPARSITY: str | None = None  # Fraction of K/V channels the final mask turns off
+    MECHINT_KV_STEPS: int | None = None  # Mask optimisation steps
+    MECHINT_KV_LR: str | None = None  # Learning rate of the mask scores (Adam)
+    MECHINT_KV_TEMP_SCHEDULE: str | None = None  # Temperature schedule of the mask's relaxation
+    MECHINT_KV_EVAL_ITERS: int | None = None  # Validation batches for the loss with and without the mask
+    MECHINT_KV_SAVE_MASKS: bool = False  # Save the learned masks and scores
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bench:
+    """lib/bench's settings (lib/bench/Kconfig)."""
+
+    INFERENCE_BENCH: Literal["auto", "y", "n"]  # Measure inference when a run ends
+    INFERENCE_BENCH_AUTO: bool  # Auto: on a GPU
+    INFERENCE_BENCH_Y: bool  # Always
+    INFERENCE_BENCH_N: bool  # Never
+    INFERENCE_BENCH_LENGTHS: str  # Prompt lengths in tokens
+    INFERENCE_BENCH_DECODE_TOKENS: int  # Tokens decoded after each prompt
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observe:
+    """lib/observe's settings (lib/observe/Kconfig)."""
+
+    TRACKER_TENSORBOARD: bool  # TensorBoard event files
+    TRACKER_WANDB: bool  # Weights & Biases
+    TRACKER_WANDB_PROJECT: str | None = None  # W&B project name (empty = the tracker project below)
+    TRACKER_WANDB_ENTITY: str | None = None  # W&B entity: team or user (empty = your default)
+    TRACKER_WANDB_OFFLINE: bool = False  # Always log W&B offline
+    TRACKER_TRACKIO: bool  # Trackio (local dashboard)
+    TRACKER_PROJECT: str | None = None  # Project name for W&B and Trackio (empty = kconfig-llm)
+    TRACKER_RUN_NAME: str | None = None  # Run name in W&B and Trackio (empty = the run id)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Monitor:
+    """lib/observe/monitor's settings (lib/observe/monitor/Kconfig)."""
+
+    MONITOR: bool  # Sample GPU and process load during runs
+    MONITOR_INTERVAL_S: float | None = None  # Seconds between samples

@@ -33,8 +33,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from lib.config.run_config import value_or
-
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
@@ -130,7 +128,7 @@ class DistEnv:
 
     def for_run(self, run: RunConfig) -> DistEnv:
         """This env with the run's DIST_STRATEGY."""
-        return replace(self, strategy=value_or(run.DIST_STRATEGY, "ddp")) if self.active else self
+        return replace(self, strategy=run.distributed.DIST_STRATEGY) if self.active else self
 
     def main_first(self, fn: Callable[[], Any]) -> Any:
         """fn on rank 0, then on the others (e.g. preparing data once)."""
@@ -193,7 +191,7 @@ def _comm_device() -> torch.device:
 
 
 def backend(run: RunConfig) -> str:
-    choice = value_or(run.DIST_BACKEND, "auto")
+    choice = run.distributed.DIST_BACKEND
     if choice != "auto":
         return choice
     uses_gpu = run.DEVICE == "cuda" or (run.DEVICE == "auto" and torch.cuda.is_available())

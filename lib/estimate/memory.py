@@ -39,7 +39,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lib.config.run_config import value_or
 from lib.data.vocab import configured_vocab
 from lib.model.activations import Activations, Shape, activations
 
@@ -161,21 +160,19 @@ def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
 
 
 def world_size(run: RunConfig) -> int:
-    # both hidden without GPT2_USE_DDP: one process
-    return value_or(run.GPT2_NUM_GPUS, 1) * value_or(run.DIST_NNODES, 1)
+    # both 1 without GPT2_USE_DDP (their off values): one process
+    return run.distributed.GPT2_NUM_GPUS * run.distributed.DIST_NNODES
 
 
 def optimizer_bytes(run: RunConfig, counts: ModelCounts) -> int:
-    """Moments (2 x fp32 per parameter, 3 with AMSGrad; SGD's momentum 1), step
-    counters, pruning buffers."""
-    if run.OPTIMIZER == "sgd":
-        moments = 4
-    else:
-        moments = 12 if run.ADAM_AMSGRAD or run.OPTIMIZER == "adamwadv" else 8
-    total = moments * counts.params + 4 * counts.tensors
-    if run.OPTIMIZER == "muon":  # its block matrices (the prunable ones) keep one buffer
-        total -= 4 * counts.prunable
-    return total + pruning_bytes(run, counts)
+    """The optimizer's state as its record prices it (lib/optim/registry.py:
+    AdamW's two fp32 moments per parameter, three with AMSGrad, SGD's one, a
+    step counter per tensor; a custom class's measured), plus the pruner's buffers."""
+    from lib.optim import base_optimizer, registry
+
+    return registry.method(base_optimizer(run.optim)).state_bytes(
+        run.optim, counts
+    ) + pruning_bytes(run, counts)
 
 
 def pruning_bytes(run: RunConfig, counts: ModelCounts) -> int:
@@ -186,8 +183,12 @@ def pruning_bytes(run: RunConfig, counts: ModelCounts) -> int:
     embedding too, so it is counted once."""
     if run.PRUNING_MODE == "none":
         return 0
+    from lib.prune import registry
+
     pruned = counts.prunable + (counts.head if run.PRUNING_HEAD else 0)
-    return pruned * (5 if run.PRUNING_METHOD == "movement" else 1)
+    if run.PRUNING_METHOD is None:  # a matrix's base, several methods: the mask each keeps
+        return pruned
+    return pruned * registry.method(run.PRUNING_METHOD).bytes_per_weight(run.prune)
 
 
 def estimate_memory(
@@ -307,31 +308,15 @@ def _phases(
 
 def _loss_impl(run: RunConfig, kind: str) -> str:
     """TRAIN_LOSS_IMPL as a run on `kind` resolves it ("plain" or a fused one)."""
-    from lib.config.run_config import value_or
-
-    choice = value_or(run.TRAIN_LOSS_IMPL, "plain")
-    return "plain" if choice == "plain" else "chunked"
+    return "plain" if run.TRAIN_LOSS_IMPL == "plain" else "chunked"
 
 
 def _optimizer_temporaries(run: RunConfig, counts: ModelCounts, kind: str) -> int:
-    """Temporaries of the optimizer step (measured on CPU): fused AdamW (the
-    default, OPTIMIZER_IMPL auto, on CUDA and CPU) none; torch's per-tensor
-    AdamW three fp32 copies of the largest tensor (sqrt, its quotient, the
-    update); multi-tensor AdamW the square roots of all second moments at
-    once (one copy of all parameters); AdamWSPAM's multi-tensor step two
-    copies of all parameters (the clipped gradients and the bound or the
-    denominator)."""
-    from lib.config.run_config import value_or
-    from lib.optim import base_optimizer
+    """Temporaries of the optimizer step, as the optimizer's record prices them
+    (measured on CPU; lib/optim/registry.py)."""
+    from lib.optim import base_optimizer, registry
 
-    base, impl = base_optimizer(run), value_or(run.OPTIMIZER_IMPL, "auto")
-    if base == "adamwspam":
-        return 2 * 4 * counts.params
-    if base in ("adamw", "adamwadv", "adam", "sgd") and impl in ("auto", "fused"):
-        return 0
-    if base in ("adamw", "adamwadv", "adam", "sgd") and impl == "foreach":
-        return 4 * counts.params
-    return 3 * 4 * counts.largest
+    return registry.method(base_optimizer(run.optim)).step_temporaries(run.optim, counts)
 
 
 def configured_device(run: RunConfig) -> Any:

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from lib.data.tokenizers import tokenizer_from_meta
+from lib.run.safe_open import open_append
 from lib.train.hooks import Analysis
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class SampleLog(Analysis):
             new = out[0, len(self.ids) :].tolist()
             text = self.tokenizer.decode(new)
             self.log(f"sample step {step}: {self.prompt!r} -> {text!r}")
-            with open(self.path, "a", encoding="utf-8") as f:
+            with open_append(self.path, encoding="utf-8") as f:  # never through a link
                 f.write(
                     json.dumps({"step": step, "prompt": self.prompt, "text": text, "tokens": new})
                     + "\n"

@@ -35,7 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lib.config.run_config import value_or
 from lib.jobs.state import MatrixError
 
 if TYPE_CHECKING:
@@ -124,7 +123,7 @@ def need(run: RunConfig, gpu: Gpu) -> Need:
     from lib.estimate import estimate_memory
 
     if run.GPT2_USE_DDP:
-        return Need(gpus=value_or(run.GPT2_NUM_GPUS, 1), why="DDP")
+        return Need(gpus=run.distributed.GPT2_NUM_GPUS, why="DDP")
     if run.HYPER_PARAM == "auto":  # it sizes its micro-batch to the whole device
         return Need(alone=True, why="HYPER_PARAM_AUTO fills the GPU")
     info = _info(gpu)
@@ -136,7 +135,7 @@ def need(run: RunConfig, gpu: Gpu) -> Need:
         # what counts is the smallest micro-batch that ladder reaches.
         from lib.train.fallback import smaller_batch
 
-        micro, floor = run.BATCH_SIZE, value_or(run.TRAIN_OOM_MIN_BATCH, 1)
+        micro, floor = run.BATCH_SIZE, run.train.TRAIN_OOM_MIN_BATCH
         while (lower := smaller_batch(micro, floor)) is not None:
             micro = lower
         accumulation = run.BATCH_SIZE * run.GPT2_GRADIENT_ACCUMULATION // micro
@@ -296,7 +295,7 @@ def build(
         needs = {r: need(c, largest) for r, c in configs.items()}
     else:  # one run per GPU: no estimate needed, only which runs take several GPUs
         needs = {
-            r: Need(gpus=value_or(c.GPT2_NUM_GPUS, 1), why="DDP") if c.GPT2_USE_DDP else Need()
+            r: Need(gpus=c.distributed.GPT2_NUM_GPUS, why="DDP") if c.GPT2_USE_DDP else Need()
             for r, c in configs.items()
         }
     return Packer(gpus, needs, per_gpu, base.MATRIX_PARALLEL_JOBS)

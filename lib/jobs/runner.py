@@ -39,6 +39,7 @@ from typing import Any
 from lib.jobs.packing import Packer
 from lib.jobs.state import MatrixState
 from lib.paths import ROOT, SCRIPTS
+from lib.run.safe_open import LinkRefused, open_append
 from lib.run.signals import EXIT_RESUMABLE, STOP_SIGNALS, TORCHRUN_ENV, WHY
 
 TRAIN = SCRIPTS / "train.py"
@@ -243,9 +244,16 @@ class Runner:
         where = f" on {', '.join(f'{k}={v}' for k, v in slot.items())}" if slot else ""
         self.log(f"[matrix] {run_id}: started{where}")
         started = time.time()
-        with self._forwarding():  # a cluster job's body calls run_one directly
-            code = self._launch(run_dir, slot)
-        result = outcome(run_dir, code, started, self.signal)
+        result: dict[str, Any]
+        try:
+            with self._forwarding():  # a cluster job's body calls run_one directly
+                code = self._launch(run_dir, slot)
+        except LinkRefused as err:  # console.log replaced by a link: nothing started
+            ended = time.strftime("%Y-%m-%d %H:%M:%S")
+            result = {"exit_code": None, "ended": ended, "iterations": None}
+            result.update(state="failed", error=str(err))
+        else:
+            result = outcome(run_dir, code, started, self.signal)
         # The whole process, start-up included: what calibrates the next plan's estimate.
         result["seconds"] = round(time.time() - started, 1)
         self.state.update(run_id, **result)
@@ -257,7 +265,7 @@ class Runner:
 
     def _launch(self, run_dir: Path, slot: dict[str, str]) -> int:
         env = {**TORCHRUN_ENV, **os.environ, **slot, "PYTHONUNBUFFERED": "1"}
-        with open(run_dir / "console.log", "ab") as console:
+        with open_append(run_dir / "console.log", "ab") as console:  # never through a link
             proc = subprocess.Popen(
                 command(run_dir, self.extra_args, self.launcher),
                 cwd=ROOT,

@@ -28,48 +28,20 @@ from lib.jobs import Overrides, PlannedRun
 from lib.matrix.seeds import parse_seeds, seeded, sets_seed
 from lib.matrix.settings import parse_settings
 from lib.model import registry
+from lib.optim import registry as optimizers
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.plural import counted
+from lib.prune import registry as pruning_methods
 from lib.train.naming import run_tag
 
-# Multiple-selection symbols -> the value a single run uses. Written out (not
-# built from strings) so each symbol's reader is plain to see.
-OPTIMIZERS = {
-    "OPTIMIZER_ENABLE_ADAMW": "adamw",
-    "OPTIMIZER_ENABLE_ADAMWSPAM": "adamwspam",
-    "OPTIMIZER_ENABLE_ADAMWPRUNE": "adamwprune",
-    "OPTIMIZER_ENABLE_MUON": "muon",
-    "OPTIMIZER_ENABLE_SGD": "sgd",
-    "OPTIMIZER_ENABLE_ADAM": "adam",
-    "OPTIMIZER_ENABLE_ADAMWADV": "adamwadv",
-}
-METHODS = {
-    "PRUNING_ENABLE_NONE": "none",
-    "PRUNING_ENABLE_MAGNITUDE": "magnitude",
-    "PRUNING_ENABLE_MOVEMENT": "movement",
-    "PRUNING_ENABLE_STATE": "state",
-}
-SPARSITIES = {
-    "PRUNING_SPARSITY_50": "0.5",
-    "PRUNING_SPARSITY_70": "0.7",
-    "PRUNING_SPARSITY_90": "0.9",
-    "PRUNING_SPARSITY_95": "0.95",
-    "PRUNING_SPARSITY_99": "0.99",
-}
-SCORE_VARIANTS = {
-    "ADAMWPRUNE_ENABLE_BITTER0": "bitter0",
-    "ADAMWPRUNE_ENABLE_BITTER1": "bitter1",
-    "ADAMWPRUNE_ENABLE_BITTER2": "bitter2",
-    "ADAMWPRUNE_ENABLE_BITTER3": "bitter3",
-    "ADAMWPRUNE_ENABLE_BITTER4": "bitter4",
-    "ADAMWPRUNE_ENABLE_BITTER5": "bitter5",
-    "ADAMWPRUNE_ENABLE_BITTER6": "bitter6",
-    "ADAMWPRUNE_ENABLE_BITTER7": "bitter7",
-    "ADAMWPRUNE_ENABLE_BITTER8": "bitter8",
-    "ADAMWPRUNE_ENABLE_BITTER9": "bitter9",
-    "ADAMWPRUNE_ENABLE_OBD": "obd",
-    "ADAMWPRUNE_ENABLE_TOWARD_ZERO": "toward_zero",
-}
+# Multiple-selection symbols -> the value a single run uses, from the records of
+# lib/optim/registry.py and lib/prune/registry.py.
+OPTIMIZERS = optimizers.by_matrix_symbol()
+# The pruning axis: methods (the dense entry first), sparsities and AdamWPrune's
+# score variants, from lib/prune/registry.py.
+METHODS = pruning_methods.matrix_methods()
+SPARSITIES = pruning_methods.matrix_sparsities()
+SCORE_VARIANTS = pruning_methods.matrix_score_variants()
 
 
 def is_multiple(run: RunConfig) -> bool:
@@ -145,7 +117,7 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
             ("PRUNING_METHOD", chosen),
             ("PRUNING_TARGET_SPARSITY", repr(run.PRUNING_TARGET_SPARSITY)),
         ]
-        if chosen == "state":
+        if _scores_state(chosen):
             score = run.ADAMWPRUNE_VARIANT
             assert score is not None, "ADAMWPRUNE_VARIANT is active with state pruning"
             single.append(("ADAMWPRUNE_VARIANT", score))
@@ -157,7 +129,7 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
             out.append([("PRUNING_MODE", "none"), *own.get("none", [])])
             continue
         scores: list[Overrides] = [[]]  # AdamWPrune's score variant, state pruning only
-        if method == "state":
+        if _scores_state(method):
             scores = [[("ADAMWPRUNE_VARIANT", v)] for v in _enabled(run, SCORE_VARIANTS)]
         for sparsity in _enabled(run, SPARSITIES):
             for score_o in scores:
@@ -174,12 +146,21 @@ def pruning_axis(run: RunConfig) -> list[Overrides]:
 
 
 def compatible(optimizer: str, pruning: Overrides, adamwprune_dense: bool = False) -> bool:
-    """The rule Kconfig enforces for one run: state pruning iff AdamWPrune; AdamWPrune
-    dense (its base optimizer) only where PRUNING_ENABLE_NONE_ADAMWPRUNE asks for it."""
-    method = dict(pruning).get("PRUNING_METHOD", "none")
-    if optimizer == "adamwprune" and method == "none":
+    """The rule Kconfig enforces for one run: state pruning iff an optimizer pruning
+    by its state (AdamWPrune); AdamWPrune dense (its base optimizer) only where
+    PRUNING_ENABLE_NONE_ADAMWPRUNE asks for it."""
+    method, by_state = dict(pruning).get("PRUNING_METHOD", "none"), _by_state(optimizer)
+    if by_state and method == "none":
         return adamwprune_dense
-    return (method == "state") == (optimizer == "adamwprune")
+    return _scores_state(method) == by_state
+
+
+def _by_state(optimizer: str) -> bool:
+    return optimizers.method(optimizer).state_pruning
+
+
+def _scores_state(method: str) -> bool:
+    return method != pruning_methods.DENSE and pruning_methods.method(method).by_optimizer_state
 
 
 def parse_ablation(text: str) -> list[tuple[str, list[str]]]:
@@ -304,12 +285,12 @@ def _check_every_choice_used(
     for opt_o in optimizers:
         if not any(set(opt_o) <= r for r in used):
             name = dict(opt_o)["OPTIMIZER"]
-            need = "state pruning" if name == "adamwprune" else "dense, magnitude or movement"
+            need = "state pruning" if _by_state(name) else "dense, magnitude or movement"
             problems.append(f"optimizer {name} is enabled but no run uses it: it needs {need}")
     for prune_o in prunings:
         if not any(set(prune_o) <= r for r in used):
             method = dict(prune_o).get("PRUNING_METHOD", "none (dense)")
-            need = "AdamWPrune" if method == "state" else "an optimizer other than AdamWPrune"
+            need = "AdamWPrune" if _scores_state(method) else "an optimizer other than AdamWPrune"
             problems.append(f"pruning {method} is enabled but no run uses it: it needs {need}")
     if problems:
         raise ConfigError(problems, "test matrix")

@@ -29,7 +29,14 @@ from lib.matrix.grid import expand
 from lib.paths import DOT_CONFIG as CONFIG
 from lib.plural import counted
 from lib.run.owner import Busy, describe, owner, owning
-from lib.run.rundir import is_name, point_latest, results_root, unusable_results_dir
+from lib.run.rundir import (
+    is_name,
+    latest_in_the_way,
+    point_latest,
+    results_root,
+    unusable_results_dir,
+)
+from lib.run.safe_open import LinkRefused
 from lib.run.signals import EXIT_RESUMABLE
 
 if TYPE_CHECKING:
@@ -47,6 +54,9 @@ def create(
     kind = "sweep" if sweep else "matrix"
     matrix_id = f"{kind}_" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     root = results_root(base) / matrix_id
+    refused = latest_in_the_way(root.parent)  # before anything is made
+    if refused:
+        raise MatrixError(refused)
     if root.exists():
         raise MatrixError(f"{root} already exists; wait a second and start again")
     try:
@@ -207,7 +217,7 @@ def own(root: Path) -> Iterator[None]:
     try:
         with owning(root, busy):
             yield
-    except Busy as err:
+    except (Busy, LinkRefused) as err:
         raise MatrixError(str(err)) from None
 
 

@@ -3,9 +3,11 @@
 A sweep is a test matrix whose extra dimension is the sweep's points: grid
 mode takes the product of the listed values; random mode draws SWEEP_TRIALS
 points, each value from its list or from a range `lo..hi` (uniform) or
-`lo..hi:log` (log-uniform), with a fixed seed so a sweep is reproducible.
-Every value is then checked against the symbol's Kconfig type and range by
-the matrix's validation of each run, before anything trains. A sweep file
+`lo..hi:log` (log-uniform) of a numeric symbol, in the grammar tuning reads
+too (lib/tune/ranges.py), drawn as integers for an integer symbol, with a fixed
+seed so a sweep is reproducible. A range's ends are checked against the
+symbol's type and allowed range at once; every value is then checked against
+them by the matrix's validation of each run, before anything trains. A sweep file
 (`sweeps/<name>`) holds the same words, one per line, plus optional
 SWEEP_MODE=, SWEEP_TRIALS= and SWEEP_SEED= lines, so a campaign is versioned.
 A swept name that is no Kconfig symbol, choice, old name or command-line alias
@@ -13,23 +15,25 @@ is refused at once, with the symbol it most likely meant (and the file's line).
 MATRIX_SEEDS trains every point once per seed, as it does a matrix's runs
 (lib/matrix/grid.py); a sweep over TRAIN_SEED itself is then refused, since
 both would set each run's seed. SWEEP_SEED only fixes random mode's draws.
+Random mode draws with random.Random, not tuning's Optuna samplers: its draws
+are the same independent uniform ones, and a sweep's seed keeps its points.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lib.config.kconfig import ConfigError, closest_name, open_tree
+from lib.config.kconfig import ConfigError, Numeric, clipped, closest_name
 from lib.config.overrides import ALIASES
 from lib.config.renames import current_name
 from lib.paths import SWEEPS
+from lib.tune.ranges import Range, RangeError, is_range, parse_range
+from lib.tune.space import tree_symbols
 
-_RANGE = re.compile(r"^(-?[\d.eE+-]+)\.\.(-?[\d.eE+-]+)(:log)?$")
 _SETTINGS = ("SWEEP_MODE", "SWEEP_TRIALS", "SWEEP_SEED")
 
 
@@ -37,20 +41,14 @@ _SETTINGS = ("SWEEP_MODE", "SWEEP_TRIALS", "SWEEP_SEED")
 class Param:
     symbol: str
     values: tuple[str, ...] = ()  # a list of values
-    low: float | None = None  # or a range (random mode only)
-    high: float | None = None
-    log: bool = False
+    range: Range | None = None  # or a range (random mode only)
 
     def draw(self, rng: random.Random) -> str:
-        if self.values:
+        if self.range is None:
             return rng.choice(self.values)
-        assert self.low is not None and self.high is not None
-        if self.log:
-            x = math.exp(rng.uniform(math.log(self.low), math.log(self.high)))
-        else:
-            x = rng.uniform(self.low, self.high)
-        integer = float(self.low).is_integer() and float(self.high).is_integer() and not self.log
-        return str(round(x)) if integer else f"{x:.3g}"
+        # one rng.random() per draw, as rng.uniform took: a seed's points stay the same
+        x = self.range.at(rng.random())
+        return str(x) if self.range.integer else f"{x:.3g}"
 
 
 @dataclass(frozen=True)
@@ -88,43 +86,58 @@ class Sweep:
             "seed": self.seed,
             "source": self.source,
             "params": [p.symbol for p in self.params],
-            "log": [p.symbol for p in self.params if p.log],
+            "log": [p.symbol for p in self.params if p.range is not None and p.range.log],
         }
 
 
-def _param(word: str, mode: str) -> Param:
+def _split(word: str) -> tuple[str, str]:
     symbol, sep, spec = word.partition("=")
     if not sep or not re.fullmatch(r"[A-Z][A-Z0-9_]*", symbol) or not spec:
         raise ConfigError([f"sweep: '{word}' is not SYMBOL=v1,v2,... or SYMBOL=lo..hi[:log]"])
-    m = _RANGE.match(spec)
-    if not m:
+    return symbol, spec
+
+
+def _param(symbol: str, spec: str, mode: str, sym: Numeric | None) -> Param:
+    """One word's values or range; RangeError saying what is wrong with it.
+    sym: the symbol's type and allowed range, None for a non-numeric one."""
+    if sym is None:
+        try:  # a string may hold ".." (a path): only a well-formed range is refused
+            parse_range(spec)
+        except RangeError:
+            return Param(symbol, tuple(v for v in spec.split(",") if v))
+        raise RangeError(
+            "a range needs a numeric symbol (an int, or a float with an allowed range "
+            "in its help), and this one is not; list its values instead: a,b,c"
+        )
+    if not is_range(spec):
         return Param(symbol, tuple(v for v in spec.split(",") if v))
     if mode != "random":
-        raise ConfigError(
-            [f"sweep: {word}: a range needs SWEEP_MODE=random (a grid needs listed values)"]
-        )
-    low, high = float(m.group(1)), float(m.group(2))
-    if not low < high or (m.group(3) and low <= 0):
-        raise ConfigError(
-            [f"sweep: {word}: need lo < hi" + (" and lo > 0 for :log" if m.group(3) else "")]
-        )
-    return Param(symbol, low=low, high=high, log=bool(m.group(3)))
+        raise RangeError("a range needs SWEEP_MODE=random (a grid needs listed values)")
+    target = ALIASES.get(symbol, current_name(symbol.removeprefix("CONFIG_")))
+    return Param(symbol, range=parse_range(spec, target, sym.integer, (sym.low, sym.high)))
 
 
-def _check_names(params: tuple[Param, ...], source: str, lines: dict[str, int]) -> None:
+def _where(symbol: str, source: str, lines: dict[str, int]) -> str:
+    return f"{source}:{lines[symbol]}" if symbol in lines else source
+
+
+def _check_names(
+    symbols: list[str], source: str, lines: dict[str, int]
+) -> dict[str, Numeric | None]:
     """Each swept name is one an override takes (lib/config/overrides.py), or a
-    problem naming the closest that is: refused before any run is planned."""
-    kconf = open_tree()
-    known = [*ALIASES, *kconf.named_choices, *(s.name for s in kconf.unique_defined_syms)]
-    problems = []
-    for p in params:
-        name = p.symbol.removeprefix("CONFIG_")
+    problem naming the closest that is: refused before any run is planned.
+    Returns each name's numeric type (None: not numeric)."""
+    numeric, other, choices = tree_symbols()
+    known = [*ALIASES, *choices, *numeric, *other]
+    problems, types = [], {}
+    for symbol in symbols:
+        name = symbol.removeprefix("CONFIG_")
         if name in known or current_name(name) in known:
+            types[symbol] = numeric.get(ALIASES.get(name, current_name(name)))
             continue
-        where = f"{source}:{lines[p.symbol]}" if p.symbol in lines else source
         near = closest_name(name, known)
         problems.append(
-            f"{where}: {p.symbol} is not a Kconfig symbol or an alias; "
+            f"{_where(symbol, source, lines)}: {symbol} is not a Kconfig symbol or an alias; "
             + (
                 f"did you mean {near}?"
                 if near
@@ -133,6 +146,7 @@ def _check_names(params: tuple[Param, ...], source: str, lines: dict[str, int]) 
         )
     if problems:
         raise ConfigError(problems)
+    return types
 
 
 def parse(
@@ -148,14 +162,23 @@ def parse(
         raise ConfigError([f"SWEEP_MODE={mode}: allowed grid or random"])
     if mode == "random" and trials < 1:
         raise ConfigError(["SWEEP_MODE=random needs SWEEP_TRIALS=<number of runs, 1 or more>"])
-    params = tuple(_param(w, mode) for w in spec.split())
-    if not params:
+    words = [_split(w) for w in spec.split()]
+    if not words:
         raise ConfigError([f"{source} is empty: give SYMBOL=v1,v2 words"])
-    names = [p.symbol for p in params]
+    names = [symbol for symbol, _ in words]
     if len(set(names)) != len(names):
         raise ConfigError([f"{source}: a symbol is listed twice ({', '.join(names)})"])
-    _check_names(params, source, lines or {})
-    return Sweep(params, mode, trials, seed, source)
+    types = _check_names(names, source, lines or {})
+    params, problems = [], []
+    for symbol, values in words:
+        try:
+            params.append(_param(symbol, values, mode, types[symbol]))
+        except RangeError as err:  # every word's problem at once, as tuning reports them
+            where = _where(symbol, source, lines or {})
+            problems.append(f"{where}: {symbol}={clipped(values)}: {err}")
+    if problems:
+        raise ConfigError(problems)
+    return Sweep(tuple(params), mode, trials, seed, source)
 
 
 def from_file(name: str) -> Sweep:

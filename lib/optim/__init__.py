@@ -1,4 +1,4 @@
-"""Optimizers, chosen by the OPTIMIZER choice: build_optimizer(run, model, device).
+"""Optimizers, chosen by the OPTIMIZER choice: build_optimizer(run.optim, lr, model, device).
 
 AdamWPrune is its base optimizer (AdamW or AdamWSPAM) plus the state-based
 pruner of lib/prune, which reads that optimizer's moments: the optimizer
@@ -9,134 +9,44 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lib.config.run_config import value_or
+from lib.optim.registry import builder, method
 
 # torch is imported by the functions that build or read an optimizer: this
 # package is read on every configuration check (lib/optim/rules.py).
 if TYPE_CHECKING:
     import torch
 
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Optim
     from lib.run.metrics import LogField
 
 
-def base_optimizer(run: RunConfig) -> str:
-    """ "adamw", "adamwspam", "muon", "sgd", "adam" or "adamwadv": what updates the weights."""
-    if run.OPTIMIZER is None:  # hidden by OPTIMIZER_MODE_MULTIPLE
+def base_optimizer(s: Optim) -> str:
+    """The registry name of what updates the weights (lib/optim/registry.py):
+    OPTIMIZER, or for AdamWPrune its base (ADAMWPRUNE_BASE)."""
+    if s.OPTIMIZER is None:  # hidden by OPTIMIZER_MODE_MULTIPLE
         raise ValueError(
             "CONFIG_OPTIMIZER_MODE_MULTIPLE selects several optimizers for the "
             "test matrix (`make test-matrix`); one run needs OPTIMIZER_MODE=single "
             "and an OPTIMIZER"
         )
-    if run.OPTIMIZER == "adamwprune":
-        assert run.ADAMWPRUNE_BASE is not None  # visible whenever OPTIMIZER_ADAMWPRUNE is set
-        return run.ADAMWPRUNE_BASE
-    return run.OPTIMIZER
+    record = method(s.OPTIMIZER)
+    if record.base_symbol is not None:
+        base = getattr(s, record.base_symbol)
+        assert base is not None  # visible whenever the optimizer is chosen
+        return str(base)
+    return record.name
 
 
 def build_optimizer(
-    run: RunConfig, model: torch.nn.Module, device: torch.device
+    s: Optim, lr: float, model: torch.nn.Module, device: torch.device
 ) -> torch.optim.Optimizer:
-    """The configured optimizer; betas, epsilon and weight decay are shared by the Adam family."""
-    import torch
-
-    from lib.optim.knlp_spam import KnlpAdamWSPAM
-    from lib.optim.muon import Muon, muon_param_groups
-    from lib.optim.spam import AdamWSPAM
-
-    base = base_optimizer(run)
-    lr = run.LEARNING_RATE
-    groups = model.param_groups(run.WEIGHT_DECAY, value_or(run.WEIGHT_DECAY_PARAMS, "matrices"))
-    impl = value_or(run.OPTIMIZER_IMPL, "auto")
-    if base == "sgd":  # heavy-ball momentum, L2 decay from the group
-        assert run.SGD_MOMENTUM is not None  # visible with OPTIMIZER_SGD
-        return torch.optim.SGD(groups, lr=lr, momentum=run.SGD_MOMENTUM, **adamw_impl(impl, device))
-    # the Adam family's settings: hidden for SGD only
-    assert run.ADAM_BETA1 is not None and run.ADAM_BETA2 is not None
-    assert run.ADAM_EPSILON is not None
-    betas, eps = (run.ADAM_BETA1, run.ADAM_BETA2), run.ADAM_EPSILON
-    amsgrad = bool(run.ADAM_AMSGRAD)
-    if base in ("adamw", "adamwadv"):  # AdamWAdv: knlp's AdamW with AMSGrad always on
-        return torch.optim.AdamW(
-            groups,
-            lr=lr,
-            betas=betas,
-            eps=eps,
-            amsgrad=amsgrad or base == "adamwadv",
-            **adamw_impl(impl, device),
-        )
-    if base == "adam":  # the group's weight_decay is L2, added to the gradient
-        return torch.optim.Adam(
-            groups, lr=lr, betas=betas, eps=eps, amsgrad=amsgrad, **adamw_impl(impl, device)
-        )
-    if base == "adamwspam" and run.SPAM_RULE == "knlp":  # a hidden switch is off
-        return KnlpAdamWSPAM(
-            groups,
-            lr=lr,
-            betas=betas,
-            eps=eps,
-            amsgrad=amsgrad,
-            theta=value_or(run.SPAM_THETA, 50.0),
-            clip=value_or(run.SPAM_ENABLE_CLIP, False),
-            interval=value_or(run.SPAM_INTERVAL, 0) if run.SPAM_ENABLE_RESET else 0,
-            warmup_steps=value_or(run.SPAM_WARMUP_STEPS, 0),
-            spike_reset=value_or(run.SPAM_SPIKE_RESET, False),
-            spike_threshold=value_or(run.SPAM_SPIKE_THRESHOLD, 2.0),
-            **adamw_impl(impl, device),
-        )
-    if base == "adamwspam":  # a hidden SPAM switch is off
-        return AdamWSPAM(
-            groups,
-            lr=lr,
-            betas=betas,
-            eps=eps,
-            theta=value_or(run.SPAM_THETA, 5000.0),
-            clip=value_or(run.SPAM_ENABLE_CLIP, False),
-            reset=value_or(run.SPAM_ENABLE_RESET, False),
-            interval=value_or(run.SPAM_INTERVAL, 0),
-            warmup_steps=value_or(run.SPAM_WARMUP_STEPS, 0),
-            clip_skip_steps=value_or(run.SPAM_CLIP_SKIP_STEPS, 0),
-            spare_unseen=value_or(run.SPAM_CLIP_SPARE_UNSEEN, False),
-            restart_bias_correction=value_or(run.SPAM_RESTART_BIAS_CORRECTION, False),
-            amsgrad=amsgrad,
-            spike_reset=value_or(run.SPAM_SPIKE_RESET, False),
-            spike_threshold=value_or(run.SPAM_SPIKE_THRESHOLD, 2.0),
-            foreach={"foreach": True, "loop": False}.get(impl),
-            fused=impl == "fused",
-        )
-    if base == "muon":  # hidden matrices by Muon, the rest by AdamW at LEARNING_RATE
-        assert run.MUON_LR is not None and run.MUON_MOMENTUM is not None  # visible with Muon
-        assert run.MUON_NS_STEPS is not None and run.MUON_WEIGHT_DECAY is not None
-        assert run.MUON_SCALE is not None
-        return Muon(
-            muon_param_groups(
-                model,
-                groups,
-                lr=lr,
-                muon_lr=run.MUON_LR,
-                momentum=run.MUON_MOMENTUM,
-                nesterov=bool(run.MUON_NESTEROV),
-                ns_steps=run.MUON_NS_STEPS,
-                scale=run.MUON_SCALE,
-                muon_weight_decay=run.MUON_WEIGHT_DECAY,
-                betas=betas,
-                eps=eps,
-            )
-        )
-    raise ValueError(f"optimizer '{base}' has no implementation")
-
-
-# Device types with torch.optim.AdamW(fused=True) in torch >= 2.4 (CPU since 2.4).
-FUSED_ADAMW_DEVICES = ("cuda", "cpu", "mps", "xpu")
-
-
-def adamw_impl(impl: str, device: torch.device) -> dict[str, bool]:
-    """torch.optim.AdamW's fused/foreach arguments for OPTIMIZER_IMPL `impl`."""
-    if impl in ("auto", "fused"):
-        if device.type in FUSED_ADAMW_DEVICES:
-            return {"fused": True}
-        return {}  # no fused kernel here (e.g. MPS on an old torch): torch's default
-    return {"foreach": impl == "foreach"}
+    """The configured optimizer at learning rate `lr` (lib/train's LEARNING_RATE,
+    which the schedule then sets per step), built by its record's builder from
+    the model's decay/no-decay parameter groups (WEIGHT_DECAY, WEIGHT_DECAY_PARAMS)."""
+    record = method(base_optimizer(s))
+    groups = model.param_groups(s.WEIGHT_DECAY, s.WEIGHT_DECAY_PARAMS)
+    optimizer: torch.optim.Optimizer = builder(record)(s, lr, groups, model, device)
+    return optimizer
 
 
 def optimizer_impl(optimizer: torch.optim.Optimizer) -> str:

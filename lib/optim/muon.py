@@ -39,10 +39,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from lib.config.symbols import Optim
 
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)  # the reference's quintic (a, b, c)
 NS_EPS = 1e-7  # added to the Frobenius norm before dividing, as the reference does
@@ -234,3 +237,24 @@ def muon_param_groups(
             },
         )
     return out
+
+
+def build_muon(s: Optim, lr: float, groups: list[dict], model: Any, device: torch.device) -> Muon:
+    """Muon as the registry builds it: hidden matrices by Muon, the rest by AdamW
+    at `lr` (LEARNING_RATE) with the Adam family's betas and epsilon."""
+    from lib.optim.torch_optims import adam_settings
+
+    return Muon(
+        muon_param_groups(
+            model,
+            groups,
+            lr=lr,
+            muon_lr=s.MUON_LR,
+            momentum=s.MUON_MOMENTUM,
+            nesterov=s.MUON_NESTEROV,
+            ns_steps=s.MUON_NS_STEPS,
+            scale=s.MUON_SCALE,
+            muon_weight_decay=s.MUON_WEIGHT_DECAY,
+            **adam_settings(s),
+        )
+    )

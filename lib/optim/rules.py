@@ -1,7 +1,8 @@
-"""SPAM's rules across its symbols (lib/optim/Kconfig.spam), registered with
-lib/config/rules.py: clipping cannot start against a zero second moment, and
-the no-clipping window fits between two resets. Torch-free: it runs on every
-configuration loaded.
+"""The optimizers' rules across their symbols, registered with lib/config/rules.py:
+SPAM's (lib/optim/Kconfig.spam) clipping cannot start against a zero second
+moment, and the no-clipping window fits between two resets; a custom optimizer
+class is importable and takes its keywords. Torch-free unless a custom class is
+configured: it runs on every configuration loaded.
 """
 
 from __future__ import annotations
@@ -46,3 +47,14 @@ def check_spam_schedule(run: RunConfig) -> list[str]:
             f"{min(20, interval - 1)}"
         ]
     return []
+
+
+@rule
+def check_custom_optimizer(run: RunConfig) -> list[str]:
+    """OPTIMIZER_CUSTOM_CLASS names an importable torch.optim.Optimizer subclass whose
+    constructor takes lr, the keywords given and (unless 0) weight_decay."""
+    if run.OPTIMIZER_CUSTOM_CLASS is None:  # hidden: no custom optimizer runs
+        return []
+    from lib.optim.custom import check
+
+    return check(run.optim)

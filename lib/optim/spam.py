@@ -70,13 +70,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from lib.optim.spam_foreach import step_group, step_size
 from lib.optim.spam_fused import FusedSteps
 from lib.optim.spike import EXP_AVG_FACTOR, EXP_AVG_SQ_FACTOR, SpikeDetector, grad_norm
+
+if TYPE_CHECKING:
+    from lib.config.symbols import Optim
 
 _FLOOR = 0.01  # the warmup starts from 1% of the update (0.99 is decayed away)
 
@@ -363,3 +366,41 @@ class AdamWSPAM(torch.optim.Optimizer):
         self._spike_resets = int(extra.get("spike_resets", self._spike_resets))
         if self.spike is not None and "spike_norms" in extra:
             self.spike.load_state_dict({"norms": list(extra["spike_norms"])})
+
+
+def build_adamwspam(
+    s: Optim, lr: float, groups: list[dict], model: Any, device: torch.device
+) -> Any:
+    """AdamWSPAM as the registry builds it: the authors' rule (this module), or
+    knlp's (lib/optim/knlp_spam.py, on torch's AdamW) with SPAM_RULE_KNLP. A
+    hidden SPAM switch is off, and so are its settings (lib/optim/off_values.toml)."""
+    from lib.optim.knlp_spam import KnlpAdamWSPAM
+    from lib.optim.torch_optims import adam_settings, adamw_impl
+
+    impl = s.OPTIMIZER_IMPL
+    shared: dict[str, Any] = {
+        "lr": lr,
+        "amsgrad": s.ADAM_AMSGRAD,
+        "clip": s.SPAM_ENABLE_CLIP,
+        "warmup_steps": s.SPAM_WARMUP_STEPS,
+        "spike_reset": s.SPAM_SPIKE_RESET,
+        "spike_threshold": s.SPAM_SPIKE_THRESHOLD,
+        **adam_settings(s),
+    }
+    if s.SPAM_RULE == "knlp":
+        kernels: dict[str, Any] = adamw_impl(impl, device)  # it runs on torch's AdamW
+        return KnlpAdamWSPAM(
+            groups, theta=s.SPAM_THETA, interval=s.SPAM_INTERVAL, **shared, **kernels
+        )
+    return AdamWSPAM(
+        groups,
+        theta=s.SPAM_THETA,
+        reset=s.SPAM_ENABLE_RESET,
+        interval=s.SPAM_INTERVAL,
+        clip_skip_steps=s.SPAM_CLIP_SKIP_STEPS,
+        spare_unseen=s.SPAM_CLIP_SPARE_UNSEEN,
+        restart_bias_correction=s.SPAM_RESTART_BIAS_CORRECTION,
+        foreach={"foreach": True, "loop": False}.get(impl),
+        fused=impl == "fused",
+        **shared,
+    )

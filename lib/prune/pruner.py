@@ -47,7 +47,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from lib.prune import layers, reselect
+from lib.prune import layers, registry, reselect
 from lib.prune import scores as score_fns
 from lib.prune.schedule import KINDS, check_schedule, is_update_step, sparsity_at
 from lib.prune.shards import full, like, local
@@ -55,11 +55,7 @@ from lib.prune.state import STATE_VERSION, check_choice, check_int, check_state
 from lib.prune.threshold import smallest_k
 from lib.run.metrics import LogField
 
-METHODS: dict[str, str] = {
-    "magnitude": "|w|; the only per-weight buffer is the bool mask",
-    "movement": "Sanh et al. 2020, S = sum_t -(w * grad); one float32 score buffer per weight",
-    "state": "AdamWPrune: a VARIANTS score from the optimizer's exp_avg/exp_avg_sq; mask only",
-}
+METHODS: dict[str, str] = {m.name: m.description for m in registry.METHODS}
 SCOPES = ("global", "per_layer")
 MOVEMENT_SCORES = ("accumulated", "knlp")  # Sanh et al.'s sum, or knlp's (reselect.py)
 BITTER4_BUDGETS = ("depth", "rank")  # layers.py: the reference's depth ramp, or ours

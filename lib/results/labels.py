@@ -6,18 +6,11 @@ that by their configuration key."""
 
 from __future__ import annotations
 
+from lib.optim import registry as optimizers
 from lib.results.collect import RunRow
 from lib.results.seeds import Configuration
 
-OPTIMIZERS = {
-    "adamw": "AdamW",
-    "adamwspam": "AdamW-SPAM",
-    "adamwprune": "AdamWPrune",
-    "muon": "Muon",
-    "sgd": "SGD",
-    "adam": "Adam",
-    "adamwadv": "AdamWAdv",
-}
+OPTIMIZERS = optimizers.labels()  # name -> label, from lib/optim/registry.py
 
 
 def method(r: RunRow, with_model: bool = False) -> str | None:

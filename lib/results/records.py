@@ -6,10 +6,10 @@ version): `"status": 5`, `"val_loss": {"iters": "x"}`. Each record is checked
 once, as it is loaded, against the shape lib/run/metrics.py, lib/run/eval_record.py
 and lib/jobs/state.py write; every problem is one line that names the file
 and the field, e.g. "results/x/metrics.json: val_loss.iters must be a list of
-integers, got 'x'". Every record has a status, and an ended run's (completed,
-stopped, diverged) its iterations and best_val_loss; other absent fields are fine
-(a run that failed early records only its status and error); present ones must
-have their type.
+integers, got 'x'". Every record has a status, an ended run's (completed,
+stopped, diverged) its iterations and best_val_loss, and a completed run's its
+validation curve (val_loss) too; other absent fields are fine (a run that failed
+early records only its status and error); present ones must have their type.
 """
 
 from __future__ import annotations
@@ -74,8 +74,13 @@ SERIES = ("train_loss", "val_loss", "val_loss_per_char", "lr")  # and every "<na
 # Every record has a status; a run that ended through lib/run/metrics.py's summary
 # (completed, stopped, diverged) records these too, null where it has no value.
 REQUIRED = ("status",)
+_ENDED = ("iterations", "best_val_loss")
+# A completed run's curve is what the figures and the seeds' bands draw: without it
+# the run would be listed completed and silently left out of them.
 REQUIRED_AT_END: dict[str, tuple[str, ...]] = {
-    s: ("iterations", "best_val_loss") for s in ("completed", "stopped", "diverged")
+    "completed": (*_ENDED, "val_loss"),
+    "stopped": _ENDED,
+    "diverged": _ENDED,
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lib.atomic import DiskFullError, read_json_object, write_atomic
+from lib.atomic import DiskFullError, read_json_object, shortfall, write_atomic
 from lib.run.safeload import UnsafeCheckpoint, safe_load
 
 FORMAT = 1
@@ -134,28 +134,8 @@ def fallback(path: Path) -> str:
 
 def disk_full_message(path: Path, state: dict[str, Any], err: DiskFullError) -> str:
     """One paragraph: what the checkpoint needs, what is free, what is intact, what to do."""
-    needed = serialized_size(state)
+    room, todo = shortfall(err, "the checkpoint", serialized_size(state))
     where = f"no space left on device for {path}{err.cause}"
-    if err.free is None:
-        room = f"the checkpoint needs {needed:,} bytes; the free space could not be measured"
-        todo = f"Free at least {needed:,} bytes on that disk"
-    elif err.cause:  # a quota or the file size limit, not the disk: its free bytes do not help
-        room = f"the checkpoint needs {needed:,} bytes and the write stopped after {err.written:,}"
-        todo = (
-            "Raise the file size limit (ulimit -f unlimited)"
-            if "ulimit" in err.cause
-            else "Free space within your quota"
-        )
-    else:
-        room = (
-            f"the checkpoint needs {needed:,} bytes and the disk has {err.free:,} free "
-            f"with the partial file removed"
-        )
-        todo = (
-            f"Free at least {needed - err.free:,} more bytes there"
-            if needed > err.free
-            else "The space is free again (something freed it meanwhile)"
-        )
     return f"{where}: {room}. {intact_summary(path)}. {todo}{_resume_hint(path)}."
 
 

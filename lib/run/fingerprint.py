@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,7 +95,13 @@ def _canonical(document: Any) -> bytes:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def content_hash(run: RunConfig, data: str, code: dict[str, Any], init: str | None = None) -> str:
+def content_hash(
+    run: RunConfig,
+    data: str,
+    code: dict[str, Any],
+    init: str | None = None,
+    optimizer_source: str | None = None,
+) -> str:
     document = {
         "schema": SCHEMA,
         "symbols": hashed_symbols(run),
@@ -103,6 +111,8 @@ def content_hash(run: RunConfig, data: str, code: dict[str, Any], init: str | No
     }
     if init is not None:  # only runs from pretrained weights: other hashes stay as they were
         document["init"] = init
+    if optimizer_source is not None:  # only runs of a custom optimizer class
+        document["optimizer_source"] = optimizer_source
     return hashlib.sha256(_canonical(document)).hexdigest()
 
 
@@ -164,6 +174,24 @@ def init_fingerprint(run: RunConfig) -> str | None:
     except OSError:
         stamp = ()
     return _init_digest(folder, stamp) if stamp else f"missing: {folder}"
+
+
+def optimizer_source(run: RunConfig) -> str | None:
+    """The SHA-256 of the module file of the custom optimizer class a run trains with
+    (OPTIMIZER_CUSTOM_CLASS, lib/optim/custom.py), found without importing it, so
+    that a changed file is a different configuration; None for the built-in ones."""
+    if run.values.get("OPTIMIZER") != "custom":
+        return None
+    module = str(run.values.get("OPTIMIZER_CUSTOM_CLASS") or "").partition(":")[0].strip()
+    if str(ROOT) not in sys.path:  # where lib/optim/custom.py finds a file of the user's
+        sys.path.append(str(ROOT))
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin or not Path(spec.origin).is_file():
+        return f"missing: {module}"
+    return _file_digest(Path(spec.origin))
 
 
 @functools.lru_cache(maxsize=16)
@@ -229,11 +257,12 @@ def fingerprint(run: RunConfig, code: dict[str, Any] | None = None) -> dict[str,
     if data is None:
         return None
     code = code_version() if code is None else code
-    init = init_fingerprint(run)
+    init, source = init_fingerprint(run), optimizer_source(run)
     return {
-        "hash": content_hash(run, data, code, init),
+        "hash": content_hash(run, data, code, init, source),
         "schema": SCHEMA,
         "data": data,
         "code": code,
         **({"init": init} if init is not None else {}),
+        **({"optimizer_source": source} if source is not None else {}),
     }

@@ -1,7 +1,8 @@
 """Run metrics: loss series, throughput, MFU, peak memory; metrics.json writer.
 
 metrics.json is rewritten atomically at every evaluation and at the end, so
-it always describes the run as far as it got. Its fields are the contract
+it always describes the run as far as it got; a full disk marks it failed
+without losing a field (lib/run/full_disk.py). Its fields are the contract
 that `make results` and later tools read. "environment" is the software and
 hardware this process ran on (lib/run/environment.py); a resumed run records
 those of its last segment.
@@ -20,6 +21,7 @@ import torch
 
 from lib.atomic import DiskFullError, write_json_atomic
 from lib.run.environment import environment
+from lib.run.full_disk import RESERVE, record_write_failed
 
 # Steps after each (re)start whose time is excluded from throughput: every new
 # process pays compilation, allocator warm-up and cold caches again. When no
@@ -157,20 +159,14 @@ class RunMetrics:
         }
 
     def write(self, summary: dict[str, Any]) -> None:
+        """Write the record with room for a failure note (lib/run/full_disk.py); on a
+        full disk, the note goes into that room and the error says what the file holds."""
         if not self.enabled:
             return
         try:
-            write_json_atomic(self.path, summary)
+            write_json_atomic(self.path, summary, RESERVE)
         except DiskFullError as err:
-            from lib.run.rundir import resume_command
-
-            raise DiskFullError(
-                err.errno,
-                f"{err}. Free space on that disk (`df -h {self.path.parent}`); then "
-                f"`{resume_command(self.path.parent)}` resumes the run from its last "
-                f"checkpoint (from step 0 if it has none yet)",
-                str(self.path),
-            ) from None
+            raise record_write_failed(self.path, summary, err) from None
 
     def state_dict(self) -> dict[str, Any]:
         keys = (

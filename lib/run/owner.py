@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from lib.run.safe_open import open_append
+
 LOCK = ".owner.lock"
 # How long a claim retries: another process's owner() probe holds the lock
 # for microseconds, and must not make a claim fail.
@@ -93,7 +95,7 @@ def claim(folder: Path, busy: Callable[[dict[str, Any]], str], command: str | No
     folder = Path(folder).resolve()
     if folder in _held:
         return False
-    handle = open(folder / LOCK, "a+")
+    handle = open_append(folder / LOCK, "a+")  # never truncates a file a link leads to
     deadline = time.monotonic() + CLAIM_WAIT_S
     while True:
         try:

@@ -63,11 +63,9 @@ def not_resumable(run_dir: Path, args: Sequence[str]) -> str | None:
         return None
     record = read_json_object(run_dir / "metrics.json")
     status = record.get("status")
-    got = (
-        f" (it {ENDED.get(status, status)} after step {record.get('iterations') or 0})"
-        if status
-        else ""
-    )
+    # A failure records the step it came at; the series may end at an earlier evaluation.
+    step = record.get("failed_at_step", record.get("iterations")) or 0
+    got = f" (it {ENDED.get(status, status)} after step {step})" if status else ""
     return (
         f"{run_dir.name} was trained with checkpoints off (CONFIG_SAVE_CHECKPOINT is not "
         f"set), so it has no checkpoint to resume from{got}; nothing was changed. To train "

@@ -1,12 +1,17 @@
 """results/<run-id>/: where runs are, claiming a folder, config snapshot, output.log,
 `latest` link. A new run's id and folder are lib/train/naming.py's: the id
-names the model family's variant, which this layer cannot ask for."""
+names the model family's variant, which this layer cannot ask for. A folder
+found through `latest` or a name is resolved once and kept in the results
+folder (within_results): in a folder a group shares, links are anyone's."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import shutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -15,6 +20,7 @@ from tqdm import tqdm
 
 from lib.paths import DEFAULT_RESULTS, DOT_CONFIG, from_root
 from lib.run import owner
+from lib.run.safe_open import LinkRefused, open_append
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -33,12 +39,44 @@ NAME_MAX = 250
 
 def unusable_results_dir(results_dir: str | None, folder: Path, what: str, err: OSError) -> str:
     """One paragraph for a folder under RESULTS_DIR that cannot be made (a file
-    in the way, /proc, a read-only or full disk), naming the way out."""
+    in the way, /proc, a read-only or full disk), naming the way out: on a full
+    disk or quota, freeing space there, with the bytes free."""
+    if err.errno in OUT_OF_ROOM:
+        there = _existing_part(folder)
+        return (
+            f"CONFIG_RESULTS_DIR={results_dir}: cannot make the {what} {folder}: "
+            f"{OUT_OF_ROOM[err.errno]} ({_free(there)}). Free space there (`df -h {there}` "
+            f"shows the disk, `du -sh {there}/*` what fills it) and start again, or set "
+            f"RESULTS_DIR to a folder on another disk, in .config (`make menuconfig`) or "
+            f'for one command with SET="RESULTS_DIR=<dir>"'
+        )
     return (
         f"CONFIG_RESULTS_DIR={results_dir}: cannot make the {what} {folder} "
         f"({err.strerror or err}). Set RESULTS_DIR to a folder you can write, in "
         f'.config (`make menuconfig`) or for one command with SET="RESULTS_DIR=<dir>"'
     )
+
+
+# errno -> what a full disk or quota is called in the messages that advise freeing space
+OUT_OF_ROOM = {errno.ENOSPC: "no space left on device"}
+if hasattr(errno, "EDQUOT"):
+    OUT_OF_ROOM[errno.EDQUOT] = "disk quota exceeded"
+
+
+def _existing_part(path: Path) -> Path:
+    """path, or its nearest folder that exists (what `df` can be asked about)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return path
+
+
+def _free(path: Path) -> str:
+    """'N bytes free on that disk' for the disk that holds path."""
+    try:
+        return f"{shutil.disk_usage(path).free:,} bytes free on that disk"
+    except OSError:
+        return "the free space there is unknown"
 
 
 def is_name(text: str) -> bool:
@@ -52,53 +90,43 @@ def results_root(run: RunConfig) -> Path:
     return from_root(root)
 
 
-_RESULTS_LINE = re.compile(rb'^CONFIG_RESULTS_DIR="((?:[^"\\]|\\.)*)"[ \t\r]*$', re.MULTILINE)
-
-
-def configured_results_root(overrides: Sequence[tuple[str, str]] = ()) -> Path:
+def configured_results_root(
+    overrides: Sequence[tuple[str, str]] = (), instead: str = 'SET="RESULTS_DIR=<dir>"'
+) -> Path:
     """Where existing runs are: RESULTS_DIR as an override (SET="RESULTS_DIR=..."),
     else .config's RESULTS_DIR, else results/ (its default; commands that read runs
-    work without a .config). .config is read through the checks `make` applies
-    (lib/config/kconfig.py), and a problem of its RESULTS_DIR line (two of them, a
-    malformed one) stops the command as it stops `make`: runs would be looked for
-    where `make` does not put them. Problems elsewhere in the file do not: a run
-    carries its own configuration, so a typo or an edit in progress must not stop
-    `make continue`, sample, eval or export."""
+    work without a .config). .config is read by the reader `make` uses
+    (lib/config/kconfig.py load_setting), and a problem of its RESULTS_DIR line (two
+    of them, an unquoted or malformed one, a byte that is not UTF-8) or a file that
+    cannot be read stops the command as it stops `make`: runs would be looked for
+    where `make` does not put them. Problems elsewhere in the file do not (a line
+    there that is not UTF-8 included): a run carries its own
+    configuration, so a typo or an edit in progress must not stop `make continue`,
+    sample, eval or export. instead: the command's own way to name the folder."""
     given = [value for name, value in overrides if name.removeprefix("CONFIG_") == "RESULTS_DIR"]
     if given:
         return from_root(given[-1]) if given[-1] else DEFAULT_RESULTS
     if not DOT_CONFIG.is_file():
         return DEFAULT_RESULTS
-    from lib.config.kconfig import ConfigError, load_checked, shown_path
+    from lib.config.kconfig import ConfigError, load_setting, shown_path
 
     try:
-        kconf, problems = load_checked(DOT_CONFIG)
-    except (ConfigError, OSError):  # not text at all: its RESULTS_DIR line, if one parses
-        return _results_line()
-    own = [p for p in problems if "CONFIG_RESULTS_DIR" in p]
-    if own:  # a ConfigError, which every script reports as `make` does
+        value, problems = load_setting(DOT_CONFIG, "RESULTS_DIR")
+    except ConfigError as err:  # the line is not UTF-8: which folder it names is unknown
+        problems = err.problems
+    except OSError as err:
+        problems = [f"{shown_path(DOT_CONFIG)}: cannot be read ({err.strerror or err})"]
+    if problems:  # a ConfigError, which every script reports as `make` does
         raise ConfigError(
             [
-                *own,
+                *problems,
                 "`make` refuses this file too, and runs are looked for where `make` puts "
                 "them: fix the line (or `make menuconfig`), or name the folder with "
-                'SET="RESULTS_DIR=<dir>"',
+                f"{instead}",
             ],
             shown_path(DOT_CONFIG),
         )
-    value = kconf.syms["RESULTS_DIR"].str_value
     return from_root(value) if value else DEFAULT_RESULTS
-
-
-def _results_line() -> Path:
-    try:
-        match = _RESULTS_LINE.search(DOT_CONFIG.read_bytes())
-    except OSError:
-        match = None
-    if not match or not match.group(1):
-        return DEFAULT_RESULTS
-    value = re.sub(rb"\\(.)", rb"\1", match.group(1))  # Kconfig writes \\ and \" in strings
-    return from_root(os.fsdecode(value))
 
 
 NAME_RULE = (
@@ -146,14 +174,24 @@ def find_run_dir(results: Path, name: str | None) -> Path:
     if not path.exists():
         what = f"no run named '{name}'" if name else "no latest run"
         raise RunDirError(f"{what} under {results}: nothing to resume. {_existing(results)}")
-    path = path.resolve()
-    if not path.is_relative_to(results.resolve()):
-        raise RunDirError(
-            f"{results / (name or 'latest')} leads to {path}, outside the results "
-            f"folder {results}: nothing was resumed"
-        )
+    path = within_results(path, results, "nothing was resumed", "RUN=<dir>")
     if not (path / "config.txt").is_file():
         raise RunDirError(f"{path} has no config.txt: not a run folder")
+    return path
+
+
+def within_results(link: Path, results: Path, nothing: str, instead: str) -> Path:
+    """link (results/latest, results/<name>) resolved, once, where it stays in the
+    results folder. In a folder a group shares anyone can repoint such a link, so
+    it must not lead a command's writes out of it; a folder the user names
+    (instead: RUN=<dir>, RESULTS=<dir>) may be anywhere."""
+    path = link.resolve()
+    if not path.is_relative_to(results.resolve()):
+        raise RunDirError(
+            f"{link} leads to {path}, outside the results folder {results}: {nothing}. "
+            f"A link in the results folder does not take a command out of it; to use "
+            f"that folder, name it: {instead.replace('<dir>', str(path))}"
+        )
     return path
 
 
@@ -181,7 +219,7 @@ def claim_run(path: Path, by_matrix: bool = False) -> bool:
 
     try:
         return owner.claim(path, busy)
-    except owner.Busy as err:
+    except (owner.Busy, LinkRefused) as err:
         raise RunDirError(str(err)) from None
 
 
@@ -196,9 +234,15 @@ def resume_command(path: Path) -> str:
     """The `make continue` that resumes the run or matrix at path: RUN_NAME=<name>
     when it is under the configured results folder, else RUN=<its path> (a run
     started with SET="RESULTS_DIR=...": its folder is where it lives)."""
+    from lib.config.kconfig import ConfigError
+
     path, name = path.resolve(), _name(path)
     root = path.parents[name.count("/")]
-    if root == configured_results_root().resolve():
+    try:
+        configured = configured_results_root().resolve()
+    except ConfigError:  # advice inside another message: the folder itself, not a second error
+        configured = None
+    if root == configured:
         return f"make continue RUN_NAME={name}"
     return f"make continue RUN={path}"
 
@@ -210,7 +254,8 @@ def resume_point(run_dir: Path, saving: bool = True) -> Path | None:
     ckpt = run_dir / "ckpt_latest.pt"
     if ckpt.exists():
         return ckpt
-    if (run_dir / "output.log").exists():
+    log = run_dir / "output.log"
+    if log.exists() or log.is_symlink():
         why = (
             "no checkpoint yet (it stopped before its first one, written at the first "
             "evaluation or CHECKPOINT_INTERVAL)"
@@ -219,39 +264,106 @@ def resume_point(run_dir: Path, saving: bool = True) -> Path | None:
         )
         note = f"{run_dir.name}: {why}: restarting it from step 0 with its config.txt"
         print(note, flush=True)
-        with open(run_dir / "output.log", "a") as log:
-            log.write(note + "\n")
+        try:
+            with open_append(log) as file:
+                file.write(note + "\n")
+        except LinkRefused as err:
+            raise RunDirError(str(err)) from None
+        except OSError as err:
+            raise RunDirError(_cannot_append(log, err)) from None
     return None
 
 
-def run_folder(path: str | Path | None, results: Path) -> Path:
-    """A finished or running run to read (make sample/eval/export), or to resume
-    (make continue RUN=<dir>): the folder given (RUN=<dir>), else the one
-    results/latest points to."""
-    given = Path(path) if path else None
-    path = given or results / "latest"
-    if not path.exists():
-        what = (
-            f"there is no run at {path}: no such folder"
-            if given
-            else f"there is no latest run under {results} ({path} does not exist)"
+def _cannot_append(log: Path, err: OSError) -> str:
+    """Why output.log cannot take a line before the run starts, and what to do:
+    on a full disk, free space (a run restarted now would fail at its first record)."""
+    again = f"then `{resume_command(log.parent)}` again"
+    if err.errno in OUT_OF_ROOM:
+        return (
+            f"cannot append to {log}: {OUT_OF_ROOM[err.errno]} ({_free(log.parent)}); "
+            f"nothing was trained. Free space on that disk (`df -h {log.parent}` shows "
+            f"it, `du -sh {log.parent.parent}/*` what fills it), {again}"
         )
-        raise RunDirError(f"{what}. Name a run folder with RUN=<dir>. {_existing(results)}")
-    if not (path / "config.txt").is_file():
+    return f"cannot append to {log} ({err.strerror or err}); nothing was trained. Fix that, {again}"
+
+
+def run_folder(path: str | Path | None, results: Path | None = None) -> Path:
+    """A finished or running run to read or write (make sample/eval/export, make
+    continue RUN=<dir>), resolved once: the folder given (RUN=<dir>: the user's
+    choice, anywhere), else the one results/latest points to, which must stay in
+    the results folder (within_results). results: the results folder, by default
+    the configured one, read only where needed (a RUN=<dir> needs no .config)."""
+    if path:
+        shown = Path(path)
+        if not shown.exists():
+            raise RunDirError(
+                f"there is no run at {shown}: no such folder. Name a run folder with "
+                f"RUN=<dir>. {_runs_listed(results)}".rstrip()
+            )
+        found = shown.resolve()
+    else:
+        results = results or configured_results_root(instead="RUN=<dir>")
+        shown = results / "latest"
+        if not shown.exists():
+            raise RunDirError(
+                f"there is no latest run under {results} ({shown} does not exist). Name "
+                f"a run folder with RUN=<dir>. {_existing(results)}"
+            )
+        found = within_results(shown, results, "nothing was read or written", "RUN=<dir>")
+    if not (found / "config.txt").is_file():
         raise RunDirError(
-            f"{path} is not a run folder (no config.txt): train one with `make`, "
+            f"{shown} is not a run folder (no config.txt): train one with `make`, "
             f"or name one with RUN=<dir>"
         )
-    return path.resolve()
+    return found
+
+
+def _runs_listed(results: Path | None) -> str:
+    """_existing(results or the configured folder); nothing where .config cannot
+    say which (its own error belongs to the commands that need the folder)."""
+    from lib.config.kconfig import ConfigError
+
+    try:
+        return _existing(results or configured_results_root())
+    except ConfigError:
+        return ""
+
+
+def latest_in_the_way(results: Path) -> str | None:
+    """The refusal when results/latest is a folder or file of someone's, not the
+    link `make` keeps to the newest run: repointing it would replace (a file) or
+    fail on (a folder) what is there. None when it is a link or absent."""
+    link = results / "latest"
+    if link.is_symlink() or not link.exists():
+        return None
+    kind = "folder" if link.is_dir() else "file"
+    return (
+        f"{link} is a {kind}, not the link `make` keeps to the newest run or matrix; "
+        f"nothing was made and the {kind} was left as it is. Move it out of the way "
+        f"(`mv {link} {results}/<another name>`) and start again, or set another "
+        f'RESULTS_DIR (SET="RESULTS_DIR=<dir>")'
+    )
 
 
 def point_latest(path: Path) -> None:
-    """Atomically repoint results/latest at path (a relative symlink)."""
+    """Atomically repoint results/latest at path (a relative symlink). A folder or
+    file made there since the check before path was made (latest_in_the_way) is
+    left as it is, with a warning: the new folder is complete without the link."""
     link = path.parent / "latest"
-    tmp = path.parent / f".latest.{os.getpid()}"
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(path.name)
-    os.replace(tmp, link)
+    if latest_in_the_way(path.parent) is None:
+        tmp = path.parent / f".latest.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(path.name)
+        try:
+            os.replace(tmp, link)
+            return
+        except OSError:  # a folder made there meanwhile, which os.replace cannot replace
+            tmp.unlink(missing_ok=True)
+    print(
+        f"warning: {link} is no longer a link and was left as it is, so it does not "
+        f"lead to {path}: name that folder itself (RUN=<dir>, RESULTS=<dir>)",
+        file=sys.stderr,
+    )
 
 
 class RunLog:
@@ -263,7 +375,10 @@ class RunLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self.file: IO[str] | None = open(path, "a", buffering=1)
+        try:
+            self.file: IO[str] | None = open_append(path, buffering=1)
+        except LinkRefused as err:
+            raise RunDirError(str(err)) from None
 
     def __call__(self, message: str = "") -> None:
         tqdm.write(message)

@@ -10,7 +10,7 @@ gradient checkpointing, optimizer, pruner, clip and compiled forward.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -19,6 +19,7 @@ from lib.distributed.runtime import SINGLE, DistEnv
 from lib.hardware.precision import CompileOptions, Precision, resolve_precision
 from lib.model import registry
 from lib.optim import build_optimizer, optimizer_impl, optimizer_log_fields
+from lib.optim.custom import describe
 from lib.prune.build import build_pruner
 from lib.prune.pruner import Pruner
 from lib.run.metrics import LogField
@@ -45,6 +46,8 @@ class Training:
     optimizer: torch.optim.Optimizer
     pruner: Pruner | None
     step: TrainStep
+    # {"optimizer_custom": class, keywords, file, SHA-256} for OPTIMIZER=custom
+    custom_optimizer: dict[str, Any] = field(default_factory=dict)
 
     def log_fields(self) -> dict[str, LogField]:
         """The training log line's fields each part reports for itself."""
@@ -90,6 +93,7 @@ class Training:
             "params": sum(p.numel() for p in self.model.parameters()),
             "params_non_embedding": self.model.num_params(non_embedding=True),
             "optimizer_impl": optimizer_impl(self.optimizer),  # OPTIMIZER_IMPL as resolved
+            **self.custom_optimizer,
             "init": getattr(self.config, "init_record", {"from": "scratch"}),  # gpt2/pretrained.py
             "dtype": self.precision.dtype,
             "dtype_reason": self.precision.reason,
@@ -131,8 +135,8 @@ def build_training(
     if run.TRAIN_GRADIENT_CHECKPOINTING:
         enable_checkpointing(model)
     forward = dist.wrap(model, device)  # DDP/FSDP, or the model
-    optimizer = build_optimizer(run, model, device)
-    pruner = build_pruner(run, model, optimizer)
+    optimizer = build_optimizer(run.optim, run.train.LEARNING_RATE, model, device)
+    pruner = build_pruner(run.prune, model, optimizer, run.TRAIN_SEED)
     step = TrainStep(
         model,
         optimizer,
@@ -145,4 +149,5 @@ def build_training(
     )
     if run.COMPILE_MODEL:
         step.use_compiled(speed.compiled(forward, model))
-    return Training(config, model, precision, speed, optimizer, pruner, step)
+    custom = {"optimizer_custom": describe(run.optim)} if run.OPTIMIZER == "custom" else {}
+    return Training(config, model, precision, speed, optimizer, pruner, step, custom)

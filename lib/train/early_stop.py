@@ -12,10 +12,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from lib.config.run_config import value_or
-
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Train
 
 
 @dataclass
@@ -27,12 +25,9 @@ class EarlyStop:
     reason: str | None = None  # set by the evaluation that ends the run
 
     @classmethod
-    def from_run(cls, run: RunConfig) -> EarlyStop:
-        # both hidden without TRAIN_EARLY_STOP: patience 0 is off
-        return cls(
-            value_or(run.TRAIN_EARLY_STOP_PATIENCE, 0),
-            value_or(run.TRAIN_EARLY_STOP_MIN_DELTA, 0.0),
-        )
+    def from_settings(cls, s: Train) -> EarlyStop:
+        # both hidden without TRAIN_EARLY_STOP, and then patience 0: off
+        return cls(s.TRAIN_EARLY_STOP_PATIENCE, s.TRAIN_EARLY_STOP_MIN_DELTA)
 
     def update(self, val_loss: float) -> str | None:
         """Count one evaluation; the reason to stop, or None to go on."""

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from lib.config.run_config import value_or
 from lib.data.sources import DataError
 from lib.estimate.fit import BatchPlan
 
@@ -141,7 +140,7 @@ class FirstSteps:
 
     def __init__(self, run: RunConfig, distributed: bool):
         self.oom_fallback = bool(run.TRAIN_OOM_FALLBACK) and not distributed
-        self.min_batch = value_or(run.TRAIN_OOM_MIN_BATCH, 1)
+        self.min_batch = run.train.TRAIN_OOM_MIN_BATCH
         self.strict = bool(run.COMPILE_STRICT)
         self.until: int | None = None  # guarded up to this step (set on first use: after a resume)
 

@@ -18,6 +18,7 @@ from lib.run.rundir import (
     RunDirError,
     claim_run,
     is_name,
+    latest_in_the_way,
     point_latest,
     results_root,
     resume_command,
@@ -77,6 +78,9 @@ def create_run_dir(run: RunConfig) -> Path:
     timestamped one whose name is taken (two runs started in the same second) gets
     the first free <id>-2, <id>-3, ..."""
     base = results_root(run) / run_id(run)
+    refused = latest_in_the_way(base.parent)  # before anything is made
+    if refused:
+        raise RunDirError(refused)
     if run.RUN_NAME:
         return _open_new(base, run)
     for n in range(1, 100):

@@ -161,7 +161,7 @@ def build_parts(
         for split in ("train", "val")
     }
     evaluator, checkpoints = Evaluator(run, dist.mean), Checkpointer.from_run(run)
-    early_stop = EarlyStop.from_run(run)
+    early_stop = EarlyStop.from_settings(run.train)
     trial = TrialReport.from_run_dir(run_dir, dist.is_main)
     metrics = RunMetrics(
         run_dir / "metrics.json",
@@ -173,7 +173,7 @@ def build_parts(
             dist.world_size,
             training.record(),
             {
-                "lr_schedule": schedule_settings(run),
+                "lr_schedule": schedule_settings(run.train),
                 "batch_plan": plan.as_dict(),
                 "checkpoints": checkpoints.record(),
             },

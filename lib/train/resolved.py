@@ -59,7 +59,7 @@ def resolved_settings(run: RunConfig, vocab_size: int = 50257) -> dict[str, Any]
     family = registry.family(run.MODEL)
     training = build_training(run, torch.device("meta"), vocab_size)
     config, optimizer, pruner = training.config, training.optimizer, training.pruner
-    schedule = lr_schedule(run)
+    schedule = lr_schedule(run.train)
     total = run.GPT2_MAX_ITERS
     steps = sorted({0, 1, 2, run.GPT2_WARMUP_STEPS, total // 3, total // 2, total - 1, total})
     return {

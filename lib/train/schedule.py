@@ -21,10 +21,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from lib.config.run_config import value_or
-
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Train
 
 SCHEDULES = ("cosine", "wsd", "constant")
 # Decay shapes: the fraction of (peak - minimum) left at decay progress p in [0, 1].
@@ -72,39 +70,40 @@ def constant_at(step: int, *, peak: float, warmup: int) -> float:
     return peak * (step + 1) / warmup if step < warmup else peak
 
 
-def schedule_settings(run: RunConfig) -> dict[str, Any]:
+def schedule_settings(s: Train) -> dict[str, Any]:
     """The schedule's name and the numbers it uses (recorded in metrics.json
     as "lr_schedule")."""
-    name = value_or(run.LR_SCHEDULE, "cosine")
-    total, warmup = run.GPT2_MAX_ITERS, run.GPT2_WARMUP_STEPS
+    name = s.LR_SCHEDULE
+    total, warmup = s.GPT2_MAX_ITERS, s.GPT2_WARMUP_STEPS
     out: dict[str, Any] = {
         "name": name,
-        "peak": run.LEARNING_RATE,
+        "peak": s.LEARNING_RATE,
         "warmup_steps": warmup,
         "total_steps": total,
     }
     if name == "constant":
         return out
-    out["min_lr"] = value_or(run.GPT2_MIN_LR, 0.0)
+    out["min_lr"] = s.GPT2_MIN_LR
     if name == "wsd":
-        fraction = value_or(run.LR_DECAY_FRACTION, 0.2)
+        fraction = s.LR_DECAY_FRACTION
         decay = decay_steps(total, warmup, fraction)
         out |= {
             "decay_fraction": fraction,
             "decay_steps": decay,
             "decay_start": total - decay,
-            "decay_shape": value_or(run.LR_DECAY_SHAPE, "linear"),
+            "decay_shape": s.LR_DECAY_SHAPE,
         }
     return out
 
 
-def lr_schedule(run: RunConfig) -> Callable[[int], float]:
+def lr_schedule(s: Train) -> Callable[[int], float]:
     """The run's LR as a function of the 0-based optimizer step."""
-    s = schedule_settings(run)
-    common = dict(peak=s["peak"], warmup=s["warmup_steps"])
-    if s["name"] == "constant":
+    settings = schedule_settings(s)
+    common = dict(peak=settings["peak"], warmup=settings["warmup_steps"])
+    if settings["name"] == "constant":
         return partial(constant_at, **common)
-    common |= dict(minimum=s["min_lr"], total=s["total_steps"])
-    if s["name"] == "wsd":
-        return partial(wsd_at, **common, decay=s["decay_steps"], shape=s["decay_shape"])
+    common |= dict(minimum=settings["min_lr"], total=settings["total_steps"])
+    if settings["name"] == "wsd":
+        decay, shape = settings["decay_steps"], settings["decay_shape"]
+        return partial(wsd_at, **common, decay=decay, shape=shape)
     return partial(lr_at, **common)

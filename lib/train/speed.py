@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.nn.functional as F
 
-from lib.config.run_config import value_or
 from lib.hardware.allocator import alloc_conf_record
 from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
 from lib.hardware.float8 import check_float8, convert_float8
@@ -200,20 +199,20 @@ def apply_speed(
     options = CompileOptions.from_run(run)
     if run.COMPILE_MODEL:
         options.check(device)
-    backend = value_or(run.SDPA_BACKEND, "auto")
+    backend = run.SDPA_BACKEND
     config = model.config
     head_dim = config.n_embd // config.n_head if hasattr(config, "n_head") else 64
     check_attention_backend(backend, device, precision.dtype, head_dim)
-    float8 = value_or(run.TRAIN_FLOAT8, "none")
+    float8 = run.TRAIN_FLOAT8
     layers = 0
     if float8 != "none":
         check_float8(float8, device)
         layers = len(convert_float8(model, float8))
     linear, linear_reason = resolve_cpu_linear(
-        value_or(run.CPU_LINEAR_BACKEND, "auto"), device, precision.dtype, bool(run.COMPILE_MODEL)
+        run.CPU_LINEAR_BACKEND, device, precision.dtype, run.COMPILE_MODEL
     )
     linear_layers = len(convert_linears(model)) if linear == "onednn" else 0
-    impl, reason = resolve_loss_impl(value_or(run.TRAIN_LOSS_IMPL, "plain"), device)
+    impl, reason = resolve_loss_impl(run.TRAIN_LOSS_IMPL, device)
     model.use_head_loss(impl)
     speed = Speed(
         impl,
@@ -226,7 +225,7 @@ def apply_speed(
         linear,
         linear_reason,
         linear_layers,
-        bool(value_or(run.PIN_MEMORY, True)) and device.type == "cuda",
+        run.PIN_MEMORY and device.type == "cuda",
         apply_cudnn_benchmark(bool(run.CUDNN_BENCHMARK), device),
         alloc_conf_record(run.PYTORCH_CUDA_ALLOC_CONF),
     )

@@ -104,7 +104,7 @@ class TrainStep:
     def __call__(self, next_batch: Callable[[], Batch], lr: float, step: int = 0) -> torch.Tensor:
         """Run optimizer step number `step` (1-based) at learning rate lr; returns
         the mean loss, a detached 0-dim tensor on the model's device (unread). The
-        trainer makes the same three calls in its loop (lib/train/trainer.py)."""
+        one micro-batch loop: the trainer and the benchmarks call it."""
         self.set_lr(lr)
         total = self.forward_backward(next_batch, 0)
         for i in range(1, self.accumulation):

@@ -74,7 +74,8 @@ class Trainer(Parts):
 
     def _loop(self) -> tuple[str, str | None]:
         """Run the steps; (status, reason)."""
-        total, schedule, started = self.run.GPT2_MAX_ITERS, lr_schedule(self.run), time.monotonic()
+        total, schedule = self.run.GPT2_MAX_ITERS, lr_schedule(self.run.train)
+        started = time.monotonic()
         self.steplog.open(self.step)
         self.monitor.start()
         try:
@@ -120,13 +121,7 @@ class Trainer(Parts):
     def _optimizer_step(self, lr: float) -> torch.Tensor:
         """Forward and backward over the step's micro-batches, then the optimizer
         (clip, prune, step: lib/train/step.py); the mean loss, unread."""
-        step, batches = self.training.step, self.loaders["train"].next_batch
-        step.set_lr(lr)
-        loss = step.forward_backward(batches, 0)
-        for i in range(1, step.accumulation):
-            loss = loss + step.forward_backward(batches, i)
-        step.update(self.step + 1)
-        return loss
+        return self.training.step(self.loaders["train"].next_batch, lr, self.step + 1)
 
     def _guarded_step(self, lr: float) -> torch.Tensor | float:
         """The optimizer step; the first ones guarded (lib/train/fallback.py): a failed

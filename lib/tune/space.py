@@ -3,26 +3,26 @@
 Each word is a numeric symbol (int, hex, or a float string with "Allowed X to
 Y" in its help) or a command-line alias for one (LR): bare, it searches /10 to
 x10 of the configured value on a log scale, clipped to the symbol's own range;
-`NAME=lo..hi` is a linear range, `NAME=lo..hi:log` a log one. Every problem is
-reported before anything runs, with the name a misspelt one most likely meant.
+`NAME=lo..hi` is a linear range, `NAME=lo..hi:log` a log one, in the grammar a
+sweep reads too (lib/tune/ranges.py). Every problem is reported before anything
+runs, with the name a misspelt one most likely meant.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lib.config.kconfig import ConfigError, Numeric, closest_name, numeric_symbols
+from lib.config.kconfig import ConfigError, Numeric, clipped, closest_name, numeric_symbols
 from lib.config.overrides import ALIASES
 from lib.config.renames import current_name
+from lib.tune.ranges import Range, RangeError, parse_range
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-_RANGE = re.compile(r"^([-+]?[\d.]+(?:[eE][-+]?\d+)?)\.\.([-+]?[\d.]+(?:[eE][-+]?\d+)?)(:log)?$")
 # Not hyper-parameters: the trial's length is the budget, its seed is fixed.
 _NOT_TUNED = {
     "GPT2_MAX_ITERS": "it is the budget (MATRIX_TUNE_FRACTION sets a trial's steps)",
@@ -66,11 +66,8 @@ class Dimension:
         return list(dict.fromkeys(values))  # an int range narrower than the grid repeats
 
     def _scaled(self, u: float) -> float | int:
-        if self.log:
-            x = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
-        else:
-            x = self.low + u * (self.high - self.low)
-        return round(x) if self.integer else float(f"{x:.6g}")
+        x = Range(self.low, self.high, self.log, self.integer).at(u)
+        return x if self.integer else float(f"{x:.6g}")
 
     def at_edge(self, value: float) -> bool:
         """Whether value lies within EDGE of either end (in log space for log ranges)."""
@@ -83,8 +80,9 @@ class Dimension:
 
 
 @functools.cache
-def _symbols() -> tuple[dict[str, Numeric], set[str], set[str]]:
-    """The tree's numeric symbols, other symbols and choices, read once."""
+def tree_symbols() -> tuple[dict[str, Numeric], set[str], set[str]]:
+    """The tree's numeric symbols, other symbols and choices, read once per
+    process for both searches (tuning and a sweep, lib/matrix/sweep.py)."""
     return numeric_symbols()
 
 
@@ -97,9 +95,9 @@ def _dimension(
     word: str, values: Mapping[str, Any], skip_hidden: bool, trial_steps: int | None = None
 ) -> Dimension | None:
     name, sep, spec = word.partition("=")
-    where = f'CONFIG_MATRIX_TUNE_SYMBOLS: "{word}"'
+    where = f'CONFIG_MATRIX_TUNE_SYMBOLS: "{clipped(word)}"'
     symbol = ALIASES.get(name, current_name(name.removeprefix("CONFIG_")))
-    numeric, other, choices = _symbols()
+    numeric, other, choices = tree_symbols()
     sym = numeric.get(symbol)
     if symbol in choices or symbol in other:
         raise ValueError(
@@ -110,7 +108,7 @@ def _dimension(
     if sym is None:
         near = closest_name(name, _names(numeric))
         raise ValueError(
-            f"{where}: {name} is no Kconfig symbol or alias"
+            f"{where}: {clipped(name)} is no Kconfig symbol or alias"
             + (f"; did you mean {near}?" if near else "")
             + " Tuning takes numeric symbols, e.g. LR, GPT2_WARMUP_STEPS, WEIGHT_DECAY"
         )
@@ -138,23 +136,11 @@ def _dimension(
         if integer:
             low, high = max(math.ceil(low), 1), math.floor(high)
         return Dimension(name, symbol, low, high, True, integer, sym.hex)
-    m = _RANGE.match(spec)
-    if not m:
-        raise ValueError(
-            f"{where}: write NAME, NAME=lo..hi or NAME=lo..hi:log (e.g. LR=1e-4..1e-2:log)"
-        )
-    low, high, log = float(m.group(1)), float(m.group(2)), bool(m.group(3))
-    if not low < high:
-        raise ValueError(f"{where}: the range's low end must be below its high end")
-    if log and low <= 0:
-        raise ValueError(f"{where}: a log range needs a low end above 0")
-    if integer and not (low.is_integer() and high.is_integer()):
-        raise ValueError(f"{where}: CONFIG_{symbol} is an integer; give integer ends")
-    if low < allowed[0] or high > allowed[1]:
-        raise ValueError(
-            f"{where}: CONFIG_{symbol} allows {allowed[0]:g} to {allowed[1]:g}; "
-            f"keep the range within it"
-        )
+    try:
+        given = parse_range(spec, symbol, integer, allowed)
+    except RangeError as err:
+        raise ValueError(f"{where}: {err}") from None
+    low, high, log = given.low, given.high, given.log
     if symbol in _TRIAL_LENGTHS and trial_steps is not None and high > trial_steps:
         raise ValueError(
             f"{where}: a trial trains {trial_steps} steps and CONFIG_{symbol} must fit in "

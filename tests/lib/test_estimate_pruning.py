@@ -24,7 +24,8 @@ def pruner_and_estimate(**settings):
     run = run_config_from_defaults({k: str(v) for k, v in {**TINY, **PRUNED, **settings}.items()})
     cfg, counts = model_counts(run, VOCAB)
     model = registry.family(run.MODEL).build(cfg)
-    pruner = build_pruner(run, model, build_optimizer(run, model, torch.device("cpu")))
+    optimizer = build_optimizer(run.optim, run.LEARNING_RATE, model, torch.device("cpu"))
+    pruner = build_pruner(run.prune, model, optimizer, run.TRAIN_SEED)
     assert pruner is not None
     return run, model, pruner, pruning_bytes(run, counts)
 

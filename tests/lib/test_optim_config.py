@@ -119,7 +119,7 @@ def test_adam_family_shares_betas_epsilon_and_weight_decay(write_config, tmp_pat
         'CONFIG_ADAM_EPSILON="1e-6"',
         'CONFIG_WEIGHT_DECAY="0.05"',
     )
-    opt = build_optimizer(run, TwoGroups(), torch.device("cpu"))
+    opt = build_optimizer(run.optim, run.LEARNING_RATE, TwoGroups(), torch.device("cpu"))
     assert [(g["betas"], g["eps"], g["weight_decay"]) for g in opt.param_groups] == [
         ((0.8, 0.999), 1e-6, 0.05),
         ((0.8, 0.999), 1e-6, 0.0),
@@ -137,7 +137,7 @@ def test_spam_defaults_are_the_authors_knobs(write_config, tmp_path):
     )
     assert (run.SPAM_THETA, run.SPAM_CLIP_SKIP_STEPS, run.SPAM_WARMUP_STEPS) == (5000.0, 20, 150)
     assert not run.SPAM_CLIP_SPARE_UNSEEN
-    opt = build_optimizer(run, TwoGroups(), torch.device("cpu"))
+    opt = build_optimizer(run.optim, run.LEARNING_RATE, TwoGroups(), torch.device("cpu"))
     assert (opt.interval, opt.warmup_steps, opt.clip_skip_steps) == (300, 150, 20)
     assert opt.restart_bias_correction and not opt.spare_unseen and opt.reset
     assert opt.param_groups[0]["theta"] == 5000.0 and opt.param_groups[0]["clip"]
@@ -157,7 +157,7 @@ def test_several_optimizers_are_a_matrix_not_one_run(write_config, tmp_path):
     )
     assert run.OPTIMIZER is None
     with pytest.raises(ValueError, match="OPTIMIZER_MODE_MULTIPLE selects several optimizers"):
-        build_optimizer(run, TwoGroups(), torch.device("cpu"))
+        build_optimizer(run.optim, run.LEARNING_RATE, TwoGroups(), torch.device("cpu"))
     with pytest.raises(ValueError, match="one run needs OPTIMIZER_MODE=single"):
         estimate_memory(run, vocab_size=256, device_info=cpu_info())
 

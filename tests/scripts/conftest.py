@@ -1,10 +1,14 @@
-"""A scratch copy of the project for tests that run make targets."""
+"""A scratch copy of the project for tests that run make targets, and a stub checkout: the
+Makefile alone with a recording interpreter, for tests that run every target at once."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -54,3 +58,72 @@ def make(project: Path, *args: str, env: dict | None = None) -> subprocess.Compl
         env=full_env,
         timeout=300,
     )
+
+
+class StubCheckout:
+    """The Makefile in a scratch folder whose .venv/bin/python only records its calls.
+
+    Every prerequisite is in place and up to date (the install stamp matching the
+    requirements, .config, config.py, a schema newer than its Kconfig), so each target runs
+    its own recipe alone and no real Python starts: one make run over every target takes
+    well under a second. A call is recorded as its PYTHONPATH and its argv, NUL-separated.
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.log = root.parent / "calls"
+        for name in ("Makefile", "scripts/bootstrap.sh", "scripts/flaky_gate.sh", *REQUIREMENTS):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, root / name)
+        self.python = root / ".venv" / "bin" / "python"
+        self.python.parent.mkdir(parents=True)
+        self.write_recorder(self.python)
+        stamp = "".join((ROOT / name).read_text() for name in REQUIREMENTS)
+        (root / ".venv" / ".installed").write_text(stamp)
+        for name in ("Kconfig", "lib/config/symbols.py", ".config", "config.py"):
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text("")
+        # Oldest first: each file is newer than what it is made from, so nothing is rebuilt.
+        start = time.time() - 100
+        order = [*REQUIREMENTS, "Kconfig", "lib/config/symbols.py", ".config", "config.py"]
+        for i, name in enumerate([*order, ".venv/.installed"]):
+            os.utime(root / name, (start + i, start + i))
+
+    def write_recorder(self, path: Path) -> None:
+        path.write_text(
+            "#!/bin/sh\n"
+            f"""printf '%s\\0' "$#" "${{PYTHONPATH-}}" "$@" >>{shlex.quote(str(self.log))}\n"""
+        )
+        path.chmod(0o755)
+
+    def targets(self) -> list[str]:
+        """Every target `make help` lists (a defconfig's under one name), but clean and mrproper."""
+        text = (self.root / "Makefile").read_text()
+        phony = re.findall(r"^\.PHONY: (\S+)$", text, re.M)
+        return [t for t in phony if t not in ("clean", "mrproper")] + ["defconfig-tiny"]
+
+    def make(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        self.log.unlink(missing_ok=True)
+        return make(self.root, *args, env=env)
+
+    def calls(self) -> list[tuple[str, list[str]]]:
+        """(PYTHONPATH, argv) of each call since the last make, in order."""
+        if not self.log.exists():
+            return []
+        fields = self.log.read_bytes().decode("utf-8", "surrogateescape").split("\0")
+        calls, i = [], 0
+        while i < len(fields) - 1:
+            n = int(fields[i])
+            calls.append((fields[i + 1], fields[i + 2 : i + 2 + n]))
+            i += 2 + n
+        return calls
+
+
+REQUIREMENTS = ("requirements.txt", "requirements-dev.txt", "requirements-lock.txt")
+
+
+@pytest.fixture
+def stub_checkout(tmp_path) -> StubCheckout:
+    root = tmp_path / "checkout"
+    root.mkdir()
+    return StubCheckout(root)

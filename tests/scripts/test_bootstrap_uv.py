@@ -84,3 +84,49 @@ def test_a_failed_uv_install_falls_back_to_pip(tmp_path):
     assert out.returncode == 1 and "installing the requirements into .venv failed" in out.stderr
     assert (work / ".venv" / "install.log.uv").is_file()
     assert not (work / ".venv" / ".installed").exists()
+
+
+def test_without_uv_on_path_pip_fetches_it_into_a_temporary_folder(tmp_path):
+    """The fetched uv installs, then its folder is gone; pip's own run installs nothing."""
+    work, env, log = _folder(tmp_path, "", uv_exit=0)
+    (tmp_path / "bin" / "uv").unlink()  # not on PATH now
+    fetch_log = tmp_path / "fetch.jsonl"
+    python = tmp_path / "python3"
+    python.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "args = sys.argv[1:]\n"
+        "if args[:3] == ['-m', 'pip', 'install'] and '--target' in args:\n"
+        "    target = args[args.index('--target') + 1]\n"
+        f"    open({str(fetch_log)!r}, 'a').write(json.dumps(args) + '\\n')\n"
+        "    os.makedirs(os.path.join(target, 'bin'))\n"
+        "    uv = os.path.join(target, 'bin', 'uv')\n"
+        f"    open(uv, 'w').write(open({str(tmp_path / 'bin' / 'uv.stub')!r}).read())\n"
+        "    os.chmod(uv, 0o755)\n"
+        "    sys.exit(0)\n"
+        f"os.execv({sys.executable!r}, [{sys.executable!r}, *args])\n"
+    )
+    python.chmod(0o755)
+    (tmp_path / "bin" / "uv.stub").write_text(
+        f"#!{sys.executable}\nimport json, sys\n"
+        f"open({str(log)!r}, 'a').write(json.dumps(sys.argv) + '\\n')\n"
+    )
+    env = {**env, "PYTHON": str(python), "TMPDIR": str(tmp_path)}
+    env["PATH"] = os.pathsep.join(
+        p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "uv").exists()
+    )
+    out = _bootstrap(work, env)
+    assert out.returncode == 0, out.stderr
+    assert ">> .venv ready (uv, " in out.stdout
+    (fetched,) = [json.loads(line) for line in fetch_log.read_text().splitlines()]
+    assert fetched[-1] == "uv"
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(calls) == 2 and all(
+        c[0].startswith(str(tmp_path / "kconfig-llm-uv.")) for c in calls
+    )
+    assert not list(tmp_path.glob("kconfig-llm-uv.*"))  # removed on exit
+
+    # KCONFIG_LLM_UV=no: pip installs, nothing fetched
+    fetch_log.unlink()
+    (work / ".venv" / ".installed").unlink()
+    out = _bootstrap(work, {**env, "KCONFIG_LLM_UV": "no"})
+    assert "with pip" in out.stdout and not fetch_log.exists()

@@ -2,19 +2,22 @@
 
 PY= on the command line points the recipes at a stub interpreter that records the argv each
 script would get, so every target's arguments are compared with what was typed, and a
-hostile value that broke out of its quoting would run `touch` on a canary file.
+hostile value that broke out of its quoting would run `touch` on a canary file. The same
+holds for every variable the Makefile reads (its own lists name them), checked on every
+target of a stub checkout: the Makefile alone, with a recording .venv/bin/python.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.scripts.conftest import make
+from tests.scripts.conftest import ROOT, make
 
 OVERRIDE_VARS = [
     "MAX_ITERS",
@@ -229,3 +232,93 @@ def test_a_quote_in_a_real_prompt_and_a_hostile_set(project, tmp_path):
     sample = make(project, "sample", "PROMPT=Romeo's love", "TOKENS=3")
     assert sample.returncode == 0, sample.stderr
     assert "Romeo's love" in sample.stdout
+
+
+def makefile_variables() -> list[str]:
+    """Every variable the Makefile reads, from its own lists (a new one is covered at once),
+    and one name per pattern of the programs' variables, which make exports as typed."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    names = {"PYTHON", "PYTHONPATH"}
+    for name in ("OVERRIDE_VARS", "OPTION_VARS", "OTHER_VARS"):
+        names |= set(re.search(rf"^{name} := (.*)$", text, re.M)[1].split())
+    programs = re.search(r"^PROGRAM_ENV := (.*)$", text, re.M)[1].split()
+    return sorted(names | {p.replace("%", "_X") for p in programs})
+
+
+def hostile_forms(marker: Path) -> list[str]:
+    """Backticks, $(...), $(shell ...), quote breakouts with ; and #, a newline, make's $$,
+    and bash arithmetic's PATH[$(...)]; each would create `marker` if it ran."""
+    breakouts = [f"x'; touch {marker}; #", f'x"; touch {marker}; #', f"x; touch {marker} #"]
+    # [:-1]: the value that is not UTF-8 would come back in make's output, read as text
+    return [*hostile_values(marker)[:-1], *breakouts, f"PATH[$(touch {marker})]"]
+
+
+def test_no_variable_make_reads_runs_what_it_holds(stub_checkout):
+    """Each variable the Makefile reads, in each hostile form, on every target (make -k): no
+    marker appears, and FILE, NAME, TEST_JOBS, TEST_ORDER, PYTHONPATH arrive byte for byte."""
+    co, markers = stub_checkout, stub_checkout.root.parent / "markers"
+    markers.mkdir()
+    names = makefile_variables()
+    assert {"FILE", "TEST_JOBS", "VENV", "PY", "PYTHON", "DEFCONFIG_NAME", "LR"} <= set(names)
+    paths = {"VENV", "PY"}  # refused when not a plain path: checked one at a time below
+    for i in range(len(hostile_forms(markers / "x"))):
+        value = {name: hostile_forms(markers / name)[i] for name in names}
+        typed = [f"{name}={value[name]}" for name in names if name not in paths]
+        out = co.make("-k", *typed, *co.targets())
+        # Every recipe ran; only the flakiness gate refuses a TEST_SEED that is not a number.
+        assert set(re.findall(r"\] Error \d+", out.stderr)) <= {"] Error 2"}, out.stderr
+        failed = re.findall(r"\[Makefile:\d+: (\S+)\]", out.stderr)
+        assert failed in ([], ["test-flaky"]), out.stderr
+        calls = co.calls()
+        assert {path for path, _ in calls} == {f"{co.root}:{value['PYTHONPATH']}"}
+        argvs = [argv for _, argv in calls]
+        assert ["scripts/kconfig.py", "import-knlp", value["FILE"], value["NAME"]] in argvs
+        # The name comes from the goal, whatever DEFCONFIG_NAME says.
+        assert ["scripts/kconfig.py", "defconfig", "tiny"] in argvs
+        tests = [a for a in argvs if a[:2] == ["-m", "pytest"] and "--dist" in a]
+        assert len(tests) == 2 and all(a[a.index("-n") + 1] == value["TEST_JOBS"] for a in tests)
+        assert f"--randomly-seed={value['TEST_ORDER']}" in tests[0]
+        # PYTHON runs gpu-check where PY does not exist: it is a command name, never a line.
+        co.make("-k", *typed, f"PY={co.root}/absent", "gpu-check", "gpu-wheels")
+        for name in sorted(paths):
+            # PYTHON=/bin/false: were the value let through, bootstrap.sh would stop at once.
+            out = co.make(f"{name}={value[name]}", "PYTHON=/bin/false", "help", "show")
+            assert out.returncode == 2 and co.calls() == [], out.stderr
+            assert f"{name} may hold only letters, digits and _ . / + - @" in out.stderr
+        assert sorted(p.name for p in markers.iterdir()) == [], value["LR"]
+
+
+def test_file_name_and_test_jobs_reach_python_as_typed_or_from_the_environment(stub_checkout):
+    co = stub_checkout
+    benign = """it's a "quoted"  value\twith spaces"""
+    typed = [f"FILE={benign}", f"NAME={benign}!", f"TEST_JOBS={benign}?"]
+    assert co.make(*typed, "import-knlp", "test-slow").returncode == 0
+    pytest_argv = ["-m", "pytest", "-q", "-n", f"{benign}?", "--dist", "worksteal"]
+    assert [argv for _, argv in co.calls()] == [
+        ["scripts/kconfig.py", "import-knlp", benign, f"{benign}!"],
+        [*pytest_argv, "-m", "slow and not engine", "tests"],
+    ]
+    # The recipes read these from the environment too: frozen there as well.
+    marker = co.root.parent / "marker"
+    env = {"FILE": f"$(shell touch {marker})`touch {marker}`", "TEST_JOBS": f"$$(touch {marker})"}
+    assert co.make("import-knlp", "test-slow", env=env).returncode == 0
+    assert [argv[2] for _, argv in co.calls()] == [env["FILE"], "-q"] and not marker.exists()
+    assert co.calls()[1][1][4] == env["TEST_JOBS"]
+
+
+def test_defaults_and_the_file_check_still_hold(stub_checkout):
+    co = stub_checkout
+    missing = co.make("import-knlp", "NAME=x")
+    assert missing.returncode == 2 and "FILE=<knlp defconfig> is required" in missing.stderr
+    assert co.calls() == []
+    assert co.make("test-slow", "test-flaky", "TEST_SEED=12").returncode == 0
+    argvs = [argv for _, argv in co.calls()]
+    assert argvs[0][:5] == ["-m", "pytest", "-q", "-n", "auto"]  # TEST_JOBS ?= auto
+    assert [a[a.index("-n") + 1] for a in argvs[2:]] == ["auto", "1"]  # the gate's two runs
+    # Without a .venv (a GPU node), gpu-check runs PYTHON, with this checkout on PYTHONPATH.
+    assert co.make("gpu-check", f"PY={co.root}/absent", f"PYTHON={co.python}").returncode == 0
+    inherited = os.environ.get("PYTHONPATH")  # `make test` itself runs under one
+    path = f"{co.root}:{inherited}" if inherited else str(co.root)
+    assert co.calls() == [(path, ["scripts/gpu_check.py"])]
+    refused = co.make("test-flaky", "TEST_SEED=12 ")
+    assert refused.returncode != 0 and "TEST_SEED must be a whole number" in refused.stderr

@@ -6,8 +6,10 @@ running mean and max per field, and writes the stats file atomically. A long
 run keeps at most MAX_SAMPLES samples in the file: past that, every other one
 is dropped and later ones are kept at half the rate (means and maxima still
 cover every sample). The file is rewritten every FLUSH_S seconds while the run
-goes on and whenever the trainer records metrics. A resumed run continues the
-file it finds.
+goes on and whenever the trainer records metrics; a full disk at the trainer's
+write ends the run with a paragraph saying how to go on (lib/run/full_disk.py),
+while the thread and stop() only log it. A resumed run continues the file it
+finds.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from lib.atomic import write_json_atomic
+from lib.atomic import DiskFullError, json_text, write_json_atomic
+from lib.run.full_disk import file_write_failed
 
 FORMAT = 1
 MAX_SAMPLES = 4096
@@ -135,7 +138,10 @@ class Monitor:
         self._take()
         for sampler in self.samplers:
             sampler.close()
-        self.write()
+        try:
+            self.write()
+        except OSError as err:  # the run's next record write reports a full disk, not this
+            self.log(f"monitor: cannot write {self.path} ({err})")
         self.log(self.describe())
 
     def summary(self) -> dict[str, Any]:
@@ -168,7 +174,12 @@ class Monitor:
                 "totals": self.totals,
                 "samples": list(self.samples),
             }
-        write_json_atomic(self.path, body)
+        try:
+            write_json_atomic(self.path, body)
+        except DiskFullError as err:  # ends the run: the paragraph says how to go on
+            raise file_write_failed(
+                self.path, "the file", len(json_text(body).encode()), err
+            ) from None
         return summary
 
     def describe(self) -> str:

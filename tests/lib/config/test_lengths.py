@@ -67,13 +67,36 @@ def test_plain_max_iters_scales_nothing(long):
     "args, message",
     [
         (["SCALE_ITERS=150", "MAX_ITERS=100"], "both set the run's length: give one"),
-        (["SCALE_ITERS=0"], "SCALE_ITERS=0: give the run's new length in steps, 1 or more"),
-        (["SCALE_ITERS=abc"], "SCALE_ITERS=abc: give the run's new length"),
+        (["SCALE_ITERS=0"], "SCALE_ITERS=0: out of range; allowed: 1 to 100000000"),
+        (["SCALE_ITERS=abc"], "SCALE_ITERS=abc: not an integer; allowed: 1 to 100000000"),
     ],
 )
 def test_bad_scale_iters_is_refused(long, args, message):
     with pytest.raises(ConfigError, match=message):
         load_run_config(args, long)
+
+
+@pytest.mark.parametrize("value", [" 150", "150 ", "+150", "1_50", "١٥٠", "0x96", "150.0"])
+def test_scale_iters_takes_the_integers_max_iters_takes(long, value):
+    """Python's int() reads " 150", "+150", "1_50" and Arabic-Indic "١٥٠" as 150;
+    Kconfig's syntax is ASCII digits: both are refused, worded alike."""
+    for name in ("MAX_ITERS", "SCALE_ITERS"):
+        with pytest.raises(ConfigError) as refused:
+            load_run_config([f"{name}={value}"], long)
+        [problem] = refused.value.problems
+        assert problem.startswith(f"override {name}={value}: "), problem
+        assert "not an integer; allowed: 1 to 100000000" in problem, problem
+    assert load_run_config(["SCALE_ITERS=0150"], long).GPT2_MAX_ITERS == 150
+
+
+def test_a_scale_iters_of_5000_digits_is_out_of_range_and_shown_cut(long):
+    with pytest.raises(ConfigError) as refused:
+        load_run_config(["SCALE_ITERS=" + "9" * 5000], long)
+    [problem] = refused.value.problems
+    assert problem == (
+        f"override SCALE_ITERS={'9' * 40}… (5,000 characters): out of range; allowed: "
+        f"1 to 100000000 (the run's new length in steps)"
+    )
 
 
 def test_pruning_ramp_scales_and_a_pruned_matrix_cut_short_is_not_refused(tmp_path):

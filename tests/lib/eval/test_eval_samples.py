@@ -41,3 +41,17 @@ def test_prompt_outside_the_vocabulary_warns_and_training_goes_on(tiny_run):
     assert summary["status"] == "completed" and not (run_dir / "samples.jsonl").exists()
     warned = [line for line in lines if "generation samples are off" in line]
     assert len(warned) == 1 and "'Z'" in warned[0]
+
+
+def test_a_samples_file_that_is_a_link_is_not_written_through(tiny_run, tmp_path):
+    """In a results folder a group shares, a link must not lead the samples elsewhere."""
+    run = tiny_run(GPT2_MAX_ITERS=3, GPT2_EVAL_INTERVAL=3, RUN_NAME="l", EVAL_SAMPLES="y")
+    run_dir, lines = create_run_dir(run), []
+    someones = tmp_path / "someones.txt"
+    someones.write_text("mine\n")
+    (run_dir / "samples.jsonl").symlink_to(someones)
+    summary = Trainer(run, run_dir, log=lines.append).train()
+    assert summary["status"] == "completed" and someones.read_text() == "mine\n"
+    warned = [line for line in lines if "generation samples are off" in line]
+    assert len(warned) == 1
+    assert f"{run_dir / 'samples.jsonl'} is a symbolic link to {someones}" in warned[0]

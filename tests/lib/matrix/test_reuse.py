@@ -57,6 +57,7 @@ class StandIn:
                     "iterations": 12,
                     "wall_time_s": 90.0,
                     "best_val_loss": 2.5,
+                    "val_loss": {"iters": [12], "values": [2.5]},
                     "fingerprint": fp.fingerprint(run, self.code),
                 }
             )

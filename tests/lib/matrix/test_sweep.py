@@ -40,8 +40,8 @@ def test_random_points_are_reproducible_and_in_range():
     "spec, mode, trials, match",
     [
         ("LEARNING_RATE=1e-4..1e-3", "grid", 0, "needs SWEEP_MODE=random"),
-        ("LEARNING_RATE=1e-3..1e-4", "random", 3, "lo < hi"),
-        ("LEARNING_RATE=0..1e-3:log", "random", 3, "lo > 0"),
+        ("LEARNING_RATE=1e-3..1e-4", "random", 3, "low end must be below the high end"),
+        ("LEARNING_RATE=0..1e-3:log", "random", 3, "log range needs a low end above 0"),
         ("LEARNING_RATE=1e-4", "random", 0, "SWEEP_TRIALS"),
         ("lr=1", "grid", 0, "not SYMBOL="),
         ("A=1 A=2", "grid", 0, "listed twice"),

@@ -118,3 +118,39 @@ def test_exported_files_have_the_users_umask(tiny_run, tmp_path, umask, mode):
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
     names = ["README.md", "config.json", "model.safetensors", "tokenizer.json"]
     assert modes == dict.fromkeys([*names, "tokenizer_config.json"], mode)
+
+
+def test_an_export_into_the_run_folder_does_not_follow_its_links(tiny_run, tmp_path):
+    """<run>/hf/ of a run folder a group shares: a link as one of its files is
+    replaced, not written through; hf/ itself as a link is refused."""
+    from lib.run.checkpoint import CheckpointError
+
+    _, _, run_dir = train(
+        tiny_run(GPT2_MAX_ITERS=2, GPT2_EVAL_INTERVAL=2, GPT2_WARMUP_STEPS=1, RUN_NAME="links")
+    )
+    someones = tmp_path / "someones.json"
+    someones.write_text("{}")
+    (run_dir / "hf").mkdir()
+    (run_dir / "hf" / "config.json").symlink_to(someones)
+    (run_dir / "hf" / "notes.txt").write_text("kept")
+    old = os.umask(0o002)
+    try:
+        out = export_run(run_dir, "best", log=lambda _: None)
+    finally:
+        os.umask(old)
+    assert not (out / "config.json").is_symlink() and someones.read_text() == "{}"
+    assert json.loads((out / "config.json").read_text())["n_layer"] == 2
+    assert (out / "notes.txt").read_text() == "kept"  # what the export does not write stays
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in out.iterdir() if p.name != "notes.txt"}
+    assert modes == {0o664}
+    assert [p.name for p in run_dir.iterdir() if p.name.startswith(".hf-")] == []
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for p in out.iterdir():
+        p.unlink()
+    out.rmdir()
+    out.symlink_to(elsewhere)
+    with pytest.raises(CheckpointError) as err:
+        export_run(run_dir, "best", log=lambda _: None)
+    assert str(err.value).startswith(f"{out} is a symbolic link, not a folder of the run's own")
+    assert "EXPORT_DIR=<dir>" in str(err.value) and list(elsewhere.iterdir()) == []

@@ -295,7 +295,7 @@ def test_adamw_amsgrad_is_torchs_and_the_symbols_reach_the_optimizers(tiny_run):
     run = tiny_run(ADAM_AMSGRAD="y", RUN_NAME="ams")
     trainer = Trainer(run, create_run_dir(run), log=lambda _: None)
     model = trainer.training.model
-    opt = build_optimizer(run, model, torch.device("cpu"))
+    opt = build_optimizer(run.optim, run.LEARNING_RATE, model, torch.device("cpu"))
     assert isinstance(opt, torch.optim.AdamW) and opt.defaults["amsgrad"]
     ref = torch.optim.AdamW(
         model.param_groups(run.WEIGHT_DECAY),
@@ -337,12 +337,12 @@ def test_adamw_amsgrad_is_torchs_and_the_symbols_reach_the_optimizers(tiny_run):
         SPAM_SPIKE_THRESHOLD="3.5",
         RUN_NAME="spam",
     )
-    opt = build_optimizer(spam, model, torch.device("cpu"))
+    opt = build_optimizer(spam.optim, spam.LEARNING_RATE, model, torch.device("cpu"))
     assert isinstance(opt, AdamWSPAM) and opt.param_groups[0]["amsgrad"]
     assert opt.spike is not None and opt.spike.threshold == 3.5
     prune = tiny_run(OPTIMIZER_ADAMWPRUNE="y", ADAM_AMSGRAD="y", RUN_NAME="prune")
-    assert build_optimizer(prune, model, torch.device("cpu")).defaults["amsgrad"]
-    off = build_optimizer(
-        tiny_run(OPTIMIZER_ADAMWSPAM="y", RUN_NAME="off"), model, torch.device("cpu")
-    )
+    pruned = build_optimizer(prune.optim, prune.LEARNING_RATE, model, torch.device("cpu"))
+    assert pruned.defaults["amsgrad"]
+    off_run = tiny_run(OPTIMIZER_ADAMWSPAM="y", RUN_NAME="off")
+    off = build_optimizer(off_run.optim, off_run.LEARNING_RATE, model, torch.device("cpu"))
     assert not off.param_groups[0]["amsgrad"] and off.spike is None

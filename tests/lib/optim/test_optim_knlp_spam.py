@@ -214,7 +214,7 @@ def load(write_config, tmp_path, *lines):
 
 def test_kconfig_rule_builds_knlps_optimizer(write_config, tmp_path):
     run = load(write_config, tmp_path, "CONFIG_OPTIMIZER_ADAMWSPAM=y", "CONFIG_SPAM_RULE_KNLP=y")
-    opt = build_optimizer(run, Tiny(), torch.device("cpu"))
+    opt = build_optimizer(run.optim, run.LEARNING_RATE, Tiny(), torch.device("cpu"))
     assert isinstance(opt, KnlpAdamWSPAM)
     # the rule's defaults are knlp's (its 1000 and 200 counter ticks are 500 and 100 steps)
     assert (opt.theta, opt.interval, opt.warmup_steps, opt.clip) == (50.0, 500, 100, True)
@@ -227,9 +227,10 @@ def test_kconfig_rule_builds_knlps_optimizer(write_config, tmp_path):
         "CONFIG_SPAM_RULE_KNLP=y",
         "# CONFIG_SPAM_ENABLE_RESET is not set",
     )
-    assert build_optimizer(run, Tiny(), torch.device("cpu")).interval == 0
+    assert build_optimizer(run.optim, run.LEARNING_RATE, Tiny(), torch.device("cpu")).interval == 0
     run = load(write_config, tmp_path, "CONFIG_OPTIMIZER_ADAMWSPAM=y")
-    assert type(build_optimizer(run, Tiny(), torch.device("cpu"))) is not (KnlpAdamWSPAM)
+    opt = build_optimizer(run.optim, run.LEARNING_RATE, Tiny(), torch.device("cpu"))
+    assert type(opt) is not KnlpAdamWSPAM
 
 
 def test_authors_only_settings_are_refused_with_knlps_rule(write_config):

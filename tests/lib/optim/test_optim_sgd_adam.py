@@ -50,7 +50,7 @@ def trained(run) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.optim.Op
     torch.manual_seed(0)
     model = Tiny().double()
     start = [p.detach().clone() for p in (model.fc.weight, model.fc.bias)]
-    opt = build_optimizer(run, model, torch.device("cpu"))
+    opt = build_optimizer(run.optim, run.LEARNING_RATE, model, torch.device("cpu"))
     for step in range(1, STEPS + 1):
         for p, g in zip((model.fc.weight, model.fc.bias), grads(step)):
             p.grad = g.clone()

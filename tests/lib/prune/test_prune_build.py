@@ -35,7 +35,8 @@ def pruner_for(write_config, *lines: str):
     )
     model = TiedLM()
     optimizer = torch.optim.AdamW(model.parameters())
-    return model, build_pruner(RunConfig.from_values(typed_values(kconf)), model, optimizer)
+    run = RunConfig.from_values(typed_values(kconf))
+    return model, build_pruner(run.prune, model, optimizer, run.TRAIN_SEED)
 
 
 def test_the_head_is_pruned_only_when_asked(write_config):

@@ -22,6 +22,7 @@ from lib.results.summary import compare_runs, summarize
 from tests.lib.results.conftest import make_run
 
 ROOT = Path(__file__).resolve().parents[3]
+CURVE = {"iters": [20], "values": [4.0]}
 STATUS_MUST = "status must be one of starting, running, completed, stopped, diverged, failed"
 
 # run name -> (metrics.json fields over a good record, the reason expected after the path)
@@ -203,8 +204,8 @@ def test_failure_mid_summary_leaves_previous_outputs_untouched(matrix, monkeypat
     "record, missing",
     [
         ({}, "status"),
-        ({"status": "completed", "best_val_loss": 4.0}, "iterations"),
-        ({"status": "completed", "iterations": 20}, "best_val_loss"),
+        ({"status": "completed", "best_val_loss": 4.0, "val_loss": CURVE}, "iterations"),
+        ({"status": "completed", "iterations": 20, "val_loss": CURVE}, "best_val_loss"),
         ({"status": "stopped", "best_val_loss": None}, "iterations"),
     ],
 )
@@ -222,6 +223,32 @@ def test_a_record_without_what_every_run_records_is_invalid(tmp_path, record, mi
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "results.py"), "summary",
                           "--dir", str(root)], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and f"warning: hollow is invalid: {reason}" in out.stderr
+
+
+def _results_script():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("results_script", ROOT / "scripts/results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_completed_record_without_its_curve_is_invalid_and_warned(tmp_path, capsys):
+    """Every completed run the trainer ends writes its validation curve: one without it
+    would be listed completed yet missing from every figure."""
+    root = tmp_path / "runs"
+    make_run(root, "good", 100.0)
+    make_run(root, "curveless", None, metrics=json.dumps(
+        {"status": "completed", "iterations": 20, "best_val_loss": 4.6}))
+    make_run(root, "stopped_early", None, metrics=json.dumps(
+        {"status": "stopped", "iterations": 0, "best_val_loss": None}))
+    _, _, rows = summarize(root)
+    by = {r.run_id: r for r in rows}
+    reason = f"{root / 'curveless' / 'metrics.json'}: val_loss is missing"
+    assert (by["curveless"].status, by["curveless"].problems) == ("invalid", [reason])
+    assert by["good"].status == "completed" and by["stopped_early"].status == "stopped"
+    _results_script().warn_invalid(rows)
+    assert capsys.readouterr().err == f"warning: curveless is invalid: {reason}\n"
 
 
 def test_a_failed_run_may_record_only_its_status_and_error(tmp_path):

@@ -36,10 +36,11 @@ def new_run(tiny_run, tmp_path: Path, name: str, **settings) -> Path:
 
 
 def train(
-    run_dir: Path, kill_at: str = "", umask: int = 0o022, fsize: int = 0
+    run_dir: Path, kill_at: str = "", umask: int = 0o022, fsize: int = 0, **env: str
 ) -> subprocess.CompletedProcess:
-    """train.py RUN_DIR=run_dir in a new process (it resumes from ckpt_latest.pt)."""
-    env = {**os.environ, "KILL_AT": kill_at, "FSIZE_LIMIT": str(fsize or "")}
+    """train.py RUN_DIR=run_dir in a new process (it resumes from ckpt_latest.pt);
+    env: more of kill_driver.py's settings (DISK_FULL_AFTER=...)."""
+    env = {**os.environ, "KILL_AT": kill_at, "FSIZE_LIMIT": str(fsize or ""), **env}
     return subprocess.run(
         [sys.executable, str(DRIVER), f"RUN_DIR={run_dir}"],
         env=env,
@@ -161,6 +162,125 @@ def test_a_full_disk_is_a_clear_error_and_keeps_the_last_checkpoint(tiny_run, tm
     assert load_checkpoint(run_dir / "ckpt_latest.pt")["step"] == 2
     assert load_checkpoint(run_dir / "ckpt_best.pt")["step"] == 2
     assert temps(run_dir) == []
+
+
+def failed_on_a_full_disk(run_dir: Path, out: subprocess.CompletedProcess, before: Path) -> str:
+    """The run failed with one paragraph, the same in the terminal, output.log and
+    the record; the record keeps every field it held before the disk filled and
+    says failed at step 6. The paragraph."""
+    assert out.returncode == 1, out.stdout + out.stderr
+    old, record = json.loads(before.read_text()), json.loads((run_dir / "metrics.json").read_text())
+    assert old["status"] == "running" and old["iterations"] == 4
+    assert set(old) <= set(record) and record["fingerprint"] == old["fingerprint"]
+    assert record["status"] == "failed" and record["failed_at_step"] == 6
+    message = record["error"].removeprefix("DiskFullError: ")
+    shown = (run_dir / "output.log").read_text() + out.stdout + out.stderr  # a full log: terminal
+    assert f"run failed: {message}" in shown
+    assert "Traceback" not in out.stdout + out.stderr
+    return message
+
+
+def continue_says(run_dir: Path) -> str:
+    """What `make continue RUN=<run_dir>` answers (a run without checkpoints: a refusal)."""
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run(
+        [sys.executable, "scripts/continue.py", "--run", str(run_dir)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    return out.stderr
+
+
+@pytest.mark.slow  # test_full_disk.py drives the same writer (RunMetrics.write) fast
+def test_a_full_disk_at_an_evaluation_keeps_every_field_of_the_record(tiny_run, tmp_path):
+    """The issue's case: SAVE_CHECKPOINT=n, MONITOR=n, the disk fills (4,096 bytes
+    free) after the step-4 record; the step-6 record write fails. The record, all
+    the run keeps, is not lost: it holds step 6, every field, status failed, as the
+    message says, and `make continue` says the run failed after step 6."""
+    run_dir = new_run(tiny_run, tmp_path, "fills", SAVE_CHECKPOINT="n", MONITOR="n")
+    before = tmp_path / "before.json"
+    out = train(
+        run_dir,
+        DISK_FULL_AFTER=f"{run_dir / 'metrics.json'}|2|inject",
+        DISK_FULL_SNAPSHOT=str(before),
+    )
+    message = failed_on_a_full_disk(run_dir, out, before)
+    record = json.loads((run_dir / "metrics.json").read_text())
+    assert record["iterations"] == 6 and record["val_loss"]["iters"] == [2, 4, 6]
+    assert re.fullmatch(
+        rf"no space left on device for {re.escape(str(run_dir))}/metrics\.json: the record "
+        rf"needs [\d,]+ bytes and the disk has 4,096 free with the partial file removed\. "
+        rf"metrics\.json holds the record \(step 6\), every field, marked failed with this "
+        rf"message \(written over its own bytes: no new file fits\)\. Free at least [\d,]+ "
+        rf"more bytes there; the run saves no checkpoints \(SAVE_CHECKPOINT is off\), so "
+        rf"`make continue RUN={re.escape(str(run_dir.resolve()))}` cannot resume it and says "
+        rf"how to train it again\.",
+        message,
+    ), message
+    assert "(it failed after step 6)" in continue_says(run_dir)
+    assert temps(run_dir) == []
+
+
+@pytest.mark.slow  # test_full_disk.py has the fast one of the monitor's file
+def test_a_full_tmpfs_at_the_monitor_file_keeps_every_field_of_the_record(tiny_run, tmp_path):
+    """A real 64 MiB tmpfs filled up after the step-4 record (skipped where this
+    machine allows neither unshare nor mount): the step-6 summary's cpu_stats.json
+    write fails first. Its message gives the bytes needed and free and the `make
+    continue`; the record keeps every field of step 4, written over its own bytes."""
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare command")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mount = f"mount -t tmpfs -o size=64m tmpfs {disk}"
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", mount], capture_output=True)
+    if probe.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.decode().strip()}")
+    cfg = tiny_run(
+        RUN_NAME="tmpfs", GPT2_MAX_ITERS=12, GPT2_EVAL_INTERVAL=2, SAVE_CHECKPOINT="n", MONITOR="y"
+    )
+    (tmp_path / "config.txt").write_text(cfg.config_text)
+    run_dir, after, before = disk / "tmpfs", tmp_path / "after", tmp_path / "before.json"
+    env = {
+        **os.environ,
+        "DISK_FULL_AFTER": f"{run_dir / 'metrics.json'}|2|fill",
+        "DISK_FULL_SNAPSHOT": str(before),
+    }
+    # The tmpfs lives as long as its namespace: the run folder is copied out at the end.
+    script = (
+        f"{mount} && mkdir {run_dir} && cp {tmp_path / 'config.txt'} {run_dir} || exit 9; "
+        f'"$0" "$1" "$2"; code=$?; cp -r {run_dir} {after}; exit $code'
+    )
+    out = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script, sys.executable, str(DRIVER), f"RUN_DIR={run_dir}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    message = failed_on_a_full_disk(after, out, before)
+    match = re.fullmatch(
+        rf"no space left on device for {re.escape(str(run_dir))}/cpu_stats\.json: the file "
+        rf"needs ([\d,]+) bytes and the disk has ([\d,]+) free with the partial file "
+        rf"removed\. cpu_stats\.json keeps its earlier version, unchanged\. Free at least "
+        rf"([\d,]+) more bytes there; the run saves no checkpoints \(SAVE_CHECKPOINT is off\), "
+        rf"so `make continue RUN={re.escape(str(run_dir.resolve()))}` cannot resume it and says "
+        rf"how to train it again\.",
+        message,
+    )
+    assert match, message
+    needed, free, short = (int(g.replace(",", "")) for g in match.groups())
+    record = json.loads((after / "metrics.json").read_text())
+    assert record["iterations"] == 4 and record == {
+        **json.loads(before.read_text()),
+        "status": "failed",
+        "failed_at_step": 6,
+        "error": f"DiskFullError: {message}",
+    }
+    assert "(it failed after step 6)" in continue_says(after)
+    assert free < 4096 and short == needed - free
 
 
 TMPFS_WRITER = """

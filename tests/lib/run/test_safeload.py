@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 import subprocess
 import sys
 import zipfile
@@ -98,6 +99,48 @@ def test_a_crafted_checkpoint_is_refused_and_its_payload_never_runs(tmp_path):
     assert not marker.exists()
     assert f"{path} was not loaded" in message and "posix.system" in message
     assert f"{TRUST_VAR}=1" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        {"_use_new_zipfile_serialization": False},  # torch < 1.6's run of pickles
+        {"_use_new_zipfile_serialization": False, "pickle_protocol": 4},  # STACK_GLOBAL
+        {"pickle_protocol": 4},  # zip, STACK_GLOBAL: torch's own scan cannot read it
+    ],
+)
+def test_a_payload_in_any_format_is_refused_by_name_never_as_damaged(tmp_path, how):
+    """Refused as the unsafe file it is, naming the global, without torch's advice
+    to retry with weights_only=False; the payload never runs."""
+    marker = tmp_path / "payload-ran"
+    path = tmp_path / "ckpt_best.pt"
+    torch.save({"format": 1, **minimal(), "extra": Payload(marker)}, path, **how)
+    with pytest.raises(CheckpointError) as refused:
+        load_checkpoint(path)
+    message = str(refused.value)
+    assert not marker.exists()
+    assert f"{path} was not loaded" in message and f"({os.system.__module__}.system)" in message
+    assert "weights_only" not in message and "not a readable" not in message
+    assert f"{TRUST_VAR}=1" in message and "\n" not in message
+
+
+def test_a_legacy_format_checkpoint_of_plain_tensors_loads(tmp_path):
+    path = tmp_path / "ckpt_latest.pt"
+    torch.save({"format": 1, **minimal(step=7)}, path, _use_new_zipfile_serialization=False)
+    assert unsafe_names(path) == []  # its tensors' and storages' globals are torch's own
+    assert load_checkpoint(path)["step"] == 7
+
+
+def test_a_stream_torch_refuses_for_no_named_global_is_damaged_without_its_advice(tmp_path):
+    """Protocol 5's bytearray opcode names no global: a damaged checkpoint, with the
+    unpickler's reason and none of torch's advice to load it unsafely."""
+    path = tmp_path / "ckpt_latest.pt"
+    path.write_bytes(pickle.dumps(bytearray(b"xx"), protocol=5))
+    with pytest.raises(CheckpointError) as refused:
+        load_checkpoint(path)
+    message = str(refused.value)
+    assert "is not a readable checkpoint" in message and "Unsupported operand" in message
+    assert "weights_only" not in message and "add_safe_globals" not in message
 
 
 def test_trust_checkpoint_loads_a_trusted_file_with_other_objects(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """Places a run cannot use are one paragraph each, naming the path and what to do:
 a full disk under output.log or a record, a RUN_NAME longer than a folder name may
-be, a RESULTS_DIR that cannot hold runs, a pytorch_model.bin that is not plain weights."""
+be, a RESULTS_DIR that cannot hold runs (or is full), a results/latest that is not a
+link, a pytorch_model.bin that is not plain weights."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import errno
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -61,7 +63,7 @@ def test_a_full_disk_at_a_record_says_how_to_continue(tmp_path, monkeypatch):
     with pytest.raises(DiskFullError) as full:
         metrics.write({"status": "running"})
     message = str(full.value)
-    assert message.startswith(f"no space left on device at {tmp_path / 'metrics.json'}")
+    assert message.startswith(f"no space left on device for {tmp_path / 'metrics.json'}: ")
     assert f"then `make continue RUN={tmp_path.resolve()}` resumes the run" in message
     assert full.value.__suppress_context__
 
@@ -149,3 +151,97 @@ def test_a_results_dir_that_cannot_hold_a_matrix_is_one_paragraph(tiny_run, tmp_
         launch.create(tiny_run(RESULTS_DIR=str(a_file)), [], [])
     assert str(err.value).startswith(f"CONFIG_RESULTS_DIR={a_file}: cannot make the matrix folder")
     assert "Not a directory" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "errno_, says",
+    [(errno.ENOSPC, "no space left on device"), (errno.EDQUOT, "disk quota exceeded")],
+)
+def test_a_full_disk_at_a_new_run_advises_freeing_space(
+    tiny_run, tmp_path, monkeypatch, errno_, says
+):
+    def full(*args, **kwargs):
+        raise OSError(errno_, os.strerror(errno_))
+
+    monkeypatch.setattr(Path, "mkdir", full)
+    with pytest.raises(RunDirError) as err:
+        naming.create_run_dir(tiny_run(RUN_NAME="r"))
+    message = str(err.value)
+    results = tmp_path / "results"
+    assert message.startswith(
+        f"CONFIG_RESULTS_DIR={results}: cannot make the run folder {results / 'r'}: {says} ("
+    )
+    assert re.search(r"\(\d{1,3}(,\d{3})* bytes free on that disk\)", message)
+    assert f"`df -h {tmp_path}` shows the disk" in message  # results/ itself is not made yet
+    assert "a folder you can write" not in message
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_a_latest_that_is_not_a_link_stops_a_new_run_before_anything_is_made(
+    tiny_run, tmp_path, kind
+):
+    from lib.matrix import launch
+
+    results = tmp_path / "results"
+    results.mkdir()
+    latest = results / "latest"
+    if kind == "folder":
+        latest.mkdir()
+        (latest / "notes.txt").write_text("mine")
+    else:
+        latest.write_text("mine")
+    for start, error in (
+        (lambda: naming.create_run_dir(tiny_run(RUN_NAME="r")), RunDirError),
+        (lambda: launch.create(tiny_run(), [], []), launch.MatrixError),
+    ):
+        with pytest.raises(error) as err:
+            start()
+        assert str(err.value).startswith(
+            f"{latest} is a {kind}, not the link `make` keeps to the newest run or matrix; "
+            f"nothing was made and the {kind} was left as it is. Move it out of the way "
+        )
+        assert [p.name for p in results.iterdir()] == ["latest"]  # no run, no .latest.<pid>
+    assert (latest / "notes.txt" if kind == "folder" else latest).read_text() == "mine"
+
+
+def test_latest_made_a_folder_meanwhile_is_left_with_a_warning(tmp_path, monkeypatch, capsys):
+    from lib.run import rundir
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (tmp_path / "latest").mkdir()
+    monkeypatch.setattr(rundir, "latest_in_the_way", lambda results: None)  # checked before
+    rundir.point_latest(run)
+    assert f"warning: {tmp_path / 'latest'} is no longer a link" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "run"]
+    (tmp_path / "latest").rmdir()
+    rundir.point_latest(run)
+    assert os.readlink(tmp_path / "latest") == "run"
+
+
+def test_a_restart_on_a_full_disk_is_one_paragraph_with_the_free_space(tmp_path, monkeypatch):
+    """`make continue` of a run without a checkpoint notes the restart in output.log."""
+    from lib.run import rundir
+
+    class Full:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "output.log").write_text("step 0\n")
+    monkeypatch.setattr(rundir, "open_append", lambda path: Full())
+    with pytest.raises(RunDirError) as err:
+        rundir.resume_point(run)
+    message = str(err.value)
+    assert message.startswith(f"cannot append to {run / 'output.log'}: no space left on device (")
+    assert "bytes free on that disk); nothing was trained" in message
+    assert f"`df -h {run}` shows it" in message
+    assert message.endswith(f"then `make continue RUN={run.resolve()}` again")
+    assert err.value.__suppress_context__ and "\n" not in message

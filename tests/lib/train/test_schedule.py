@@ -43,7 +43,7 @@ def _old_cosine(step, peak, minimum, warmup, total):
 def test_the_default_is_the_old_cosine_bit_for_bit():
     run = run_config_from_defaults({})
     assert run.LR_SCHEDULE == "cosine"
-    schedule = lr_schedule(run)
+    schedule = lr_schedule(run.train)
     args = (run.LEARNING_RATE, run.GPT2_MIN_LR, run.GPT2_WARMUP_STEPS, run.GPT2_MAX_ITERS)
     assert all(schedule(s) == _old_cosine(s, *args) for s in range(run.GPT2_MAX_ITERS + 20))
 
@@ -116,12 +116,12 @@ def test_schedule_symbols_reach_the_schedule():
                 "LEARNING_RATE": "1e-3",
                 "GPT2_MIN_LR": "0",
             }
-        )
+        ).train
     )
     assert wsd(50) == 1e-3 and wsd(75) == pytest.approx(1e-3 * (1 - math.sqrt(0.5)))
     const = run_config_from_defaults({"LR_SCHEDULE": "constant", "LEARNING_RATE": "1e-3"})
     assert const.GPT2_MIN_LR is None  # hidden: nothing decays
-    assert lr_schedule(const)(10**5) == 1e-3
+    assert lr_schedule(const.train)(10**5) == 1e-3
 
 
 def test_resume_mid_decay_keeps_the_lr_and_records_it(tiny_run):

@@ -70,10 +70,10 @@ def test_bad_ranges_are_refused_with_what_is_allowed(tiny):
         "LR=1e-2..1e-4 WEIGHT_DECAY=0..0.1:log WARMUP=1.5..3 LR=x TRAIN_LOG_INTERVAL=0..5",
         run.values,
     )
-    assert "low end must be below its high end" in problems[0]
+    assert "low end must be below the high end" in problems[0]
     assert "log range needs a low end above 0" in problems[1]
     assert "integer; give integer ends" in problems[2]
-    assert "write NAME, NAME=lo..hi" in problems[3]
+    assert '"x" is not a range; write lo..hi' in problems[3]
     assert "allows 1 to" in problems[4]  # TRAIN_LOG_INTERVAL's own range starts at 1
 
 
