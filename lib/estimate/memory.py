@@ -89,6 +89,8 @@ class MemoryEstimate:
     fused_attention: bool = True
     per_layer: dict[str, int] = field(default_factory=dict)
     phases: dict[str, int] = field(default_factory=dict)
+    optimizer_label: str = ""  # whose state `optimizer` prices (its registry record's label)
+    pruned: bool = False  # `optimizer` includes the pruner's buffers
 
     @property
     def total_bytes(self) -> int:
@@ -239,7 +241,15 @@ def estimate_memory(
         fused_attention=acts.fused_attention,
         per_layer=acts.per_layer,
         phases={k: sum(v.values()) for k, v in phases.items()},
+        optimizer_label=_optimizer_label(run),
+        pruned=run.PRUNING_MODE != "none",
     )
+
+
+def _optimizer_label(run: RunConfig) -> str:
+    from lib.optim import base_optimizer, registry
+
+    return registry.method(base_optimizer(run.optim)).label
 
 
 def _phases(

@@ -55,7 +55,7 @@ def breakdown(est: MemoryEstimate, other: MemoryEstimate) -> list[str]:
     lines = [f"  {'component':<52}{'GiB':>8}"]
     notes = {
         "parameters": f"{est.params / 1e6:.1f}M",
-        "optimizer": "2 fp32 moments + step (+ masks)",
+        "optimizer": f"{est.optimizer_label} state" + (" + pruning buffers" if est.pruned else ""),
         "activations": (
             f"{est.n_layer} x {est.activations_per_layer / MIB:.1f} MiB"
             + (", checkpointed" if est.checkpointing else "")
