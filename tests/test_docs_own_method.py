@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 
 import pytest
@@ -21,7 +22,8 @@ from tests.scripts.conftest import make, project  # noqa: F401 (fixture)
 from tests.test_docs import FENCE, ROOT, make_commands
 
 PAGE = ROOT / "docs" / "bring-your-own-method.md"
-DEFAULT = "gpt2-tiny-shakespeare"
+# The configuration the page's commands start from (its `make defconfig-<name>` line).
+DEFAULT = re.search(r"^make defconfig-(\S+)$", PAGE.read_text(), re.M).group(1)
 
 
 def user_file() -> str:
