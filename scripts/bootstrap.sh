@@ -74,7 +74,16 @@ if [ "$tool" = uv ]; then
 	index=${PIP_INDEX_URL:-$(pip_setting index-url)}
 	if [ -n "$index" ]; then uv_args+=(--index-url "$index"); fi
 fi
-with_uv() { "$uv" pip install --python "$venv/bin/python" ${uv_args[@]+"${uv_args[@]}"} "$@"; }
+# Python writes the .pyc of what it imports on first use, unless PYTHONDONTWRITEBYTECODE
+# forbids it (CI machines, containers): then every process would compile torch anew
+# (an import of torch and transformers took 12 s instead of 6), so uv compiles them all
+# at install there, as pip always does (150 s instead of 51 s for the install).
+compile=()
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then compile=(--compile-bytecode); fi
+with_uv() {
+	"$uv" pip install ${compile[@]+"${compile[@]}"} --python "$venv/bin/python" \
+		${uv_args[@]+"${uv_args[@]}"} "$@"
+}
 with_pip() { "$venv/bin/python" -m pip install --disable-pip-version-check "$@"; }
 install() {
 	"with_$1" -r requirements.txt -r requirements-dev.txt -c requirements-lock.txt \

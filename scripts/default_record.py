@@ -211,7 +211,8 @@ def _install() -> str:
     bootstrap.sh fetches it when it is not on PATH, from an empty cache, and pip."""
     runs = read_json_object(from_root("docs/bench-data/install/make_venv.json"))["runs"]
     pip = next(r for r in runs if r["installer"] == "pip" and r["load"].startswith("quiet"))
-    uv = next(r for r in runs if r["installer"].startswith("uv, fetched") and "empty" in r["cache"])
+    fetched = "uv, fetched by bootstrap.sh (not on PATH)"
+    uv = next(r for r in runs if r["installer"] == fetched and "empty" in r["cache"])
     return (
         f"{uv['seconds']} s on a 2-core host with [uv](https://docs.astral.sh/uv/), which it\n"
         f"fetches when uv is not on PATH; {pip['seconds']} s with pip"

@@ -35,6 +35,7 @@ def _folder(tmp_path: Path, requirement: str, uv_exit: int) -> tuple[Path, dict,
         "PIP_FIND_LINKS": "/wheels/cpu /wheels/more",
         "PIP_EXTRA_INDEX_URL": "file:///mirror/simple",
     }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # Python writes its .pyc files itself
     return work, env, log
 
 
@@ -74,6 +75,13 @@ def test_uv_installs_with_pips_wheel_folders_and_indexes(tmp_path):
         ["pip", "install", "--python", python, *pip_settings, *editable],
     ]
     assert (work / ".venv" / ".installed").is_file()
+
+    # where Python may not write .pyc files, uv compiles them at install, as pip does
+    (work / ".venv" / ".installed").unlink()
+    log.unlink()
+    assert _bootstrap(work, {**env, "PYTHONDONTWRITEBYTECODE": "1"}).returncode == 0
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c[:3] for c in calls] == [["pip", "install", "--compile-bytecode"]] * 2
 
 
 def test_a_failed_uv_install_falls_back_to_pip(tmp_path):
