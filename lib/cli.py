@@ -1,7 +1,9 @@
 """How every script ends: user errors as one 'error:' paragraph, no traceback.
 
 Imports nothing heavy: configuration commands must stay fast, so scripts
-pass the error types they can raise besides ConfigError.
+pass the error types they can raise besides ConfigError. It imports lib/rules.py,
+so every script checks its configuration against every package's rules and
+every trainer runs every package's analyses.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+import lib.rules  # noqa: F401  (registers every package's rules and analyses)
 from lib.config.kconfig import ConfigError
 
 

@@ -1,15 +1,16 @@
 """The registry of every package's registrations with the layers below it: its
 rules across symbols (lib/config/rules.py) and, for lib/bench and lib/eval, the
-trainer's analyses (lib/train/hooks.py). lib/config/rules.py imports this module
-by name on the first configuration check and when a trainer starts: an
-import across the layers by name, listed beside the contract in pyproject.toml.
-A package that adds a rules.py lists it here; tests/test_layers.py checks that
-none is left out.
+trainer's analyses (lib/train/hooks.py). Every script imports it through
+lib/cli.py (the tests through tests/conftest.py); lib/config/rules.py refuses
+to check a configuration, and a trainer to start, before it has run. A package
+that adds a rules.py lists it here; tests/test_layers.py checks that none is
+left out.
 """
 
 # Imported in the order a configuration's problems are listed: the model, the
 # optimizer, the run's length, what runs within it.
-from lib.model import rules as model_rules  # noqa: I001
+from lib.config.rules import owners_registered  # noqa: I001
+from lib.model import rules as model_rules
 from lib.optim import rules as optim_rules
 from lib.train import rules as train_rules
 from lib.prune import rules as prune_rules
@@ -26,3 +27,5 @@ MODULES = (
     tune_rules,
     eval_rules,
 )
+
+owners_registered([module.__name__ for module in MODULES])

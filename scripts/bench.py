@@ -166,14 +166,14 @@ def main(argv: list[str]) -> None:
 
         result = run_seqlen_bench(
             run,
-            args.vocab or configured_vocab(run),
+            args.vocab or configured_vocab(run.data),
             args.lengths,
             steps=args.steps,
             tokens=args.tokens,
             variants=args.variants,
         )
         print_seqlen(result)
-    out = results_root(run) / "bench" / f"{args.what}_{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out = results_root(run.run) / "bench" / f"{args.what}_{time.strftime('%Y%m%d-%H%M%S')}.json"
     write_json_atomic(out, result)
     print(f"saved {out}")
     if args.what == "seqlen":

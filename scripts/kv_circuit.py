@@ -27,11 +27,11 @@ def main(argv: list[str]) -> None:
     from lib.data.loader import BatchLoader
     from lib.data.prepared import ensure_prepared
     from lib.eval.kv_circuit import analyse_run
-    from lib.hardware.precision import resolve_device
+    from lib.speed.precision import resolve_device
 
     device = resolve_device(run.DEVICE)
     model, step = load_model(run_dir, args.checkpoint, device)
-    data = ensure_prepared(run)
+    data = ensure_prepared(run.data)
     loaders = {
         split: BatchLoader(
             data, split, run.BATCH_SIZE, model.config.block_size, device, run.TRAIN_SEED
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> None:
         for split in ("train", "val")
     }
     source = f"ckpt_{args.checkpoint}.pt (step {step})"
-    analyse_run(run, model, loaders, run_dir, print, source)
+    analyse_run(run.eval, run.speed, run.train, model, loaders, run_dir, print, source)
     print(f"saved in {run_dir / 'kv_circuit'} and {run_dir / 'metrics.json'}")
 
 

@@ -18,15 +18,15 @@ if TYPE_CHECKING:
 def main(args: list[str]) -> None:
     run = load_run_config(args)
     if run.flags["DRY_RUN"]:
-        print(f"would use the dataset in {data_dir(run)}")
+        print(f"would use the dataset in {data_dir(run.data)}")
         return
     try:
-        meta = load_meta(ensure_prepared(run))
+        meta = load_meta(ensure_prepared(run.data))
     except HubUnreachable as err:
         raise HubUnreachable(f"{err} {elsewhere(run)}") from None
     print(
         f"dataset {meta['dataset']} / {meta['tokenizer']['name']}: {meta['train_tokens']:,} "
-        f"train and {meta['val_tokens']:,} val tokens in {data_dir(run)}"
+        f"train and {meta['val_tokens']:,} val tokens in {data_dir(run.data)}"
     )
 
 
@@ -35,7 +35,7 @@ def elsewhere(run: RunConfig) -> str:
     when it is a GPU configuration on a CPU, what runs here instead."""
     from lib.estimate.verdict import TINY, here
 
-    folder = data_dir(run)
+    folder = data_dir(run.data)
     shown = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
     advice = (
         f"To train it where there is no network (a GPU node), prepare it on a machine "

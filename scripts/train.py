@@ -29,10 +29,10 @@ from lib.cli import run_script
 from lib.config.overrides import split_args
 from lib.config.run_config import RunConfig, load_run_config
 from lib.data import DataError
-from lib.hardware.allocator import AllocConfError, apply_alloc_conf
 from lib.matrix.grid import one_run
 from lib.run.checkpoint import CheckpointError, load_checkpoint
 from lib.run.rundir import RunDirError, RunLog, configured_results_root, find_run_dir
+from lib.speed.allocator import AllocConfError, apply_alloc_conf
 from lib.train.naming import create_run_dir, run_id
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def main(args: list[str]) -> int:
         env = distributed.from_environment()
         run, run_dir, state = env.follow_rank0(lambda: open_run(args), load_checkpoint)
         allocator_note = apply_alloc_conf(run.PYTORCH_CUDA_ALLOC_CONF)  # inherited: None
-        env = env.for_run(run)
+        env = env.for_run(run.distributed)
     else:
         run, run_dir, state = open_run(args, create=False)
         # Before anything starts CUDA here or in torchrun's workers (they inherit it).
@@ -101,7 +101,8 @@ def main(args: list[str]) -> int:
         if run.GPT2_USE_DDP:
             for key, value in TORCHRUN_ENV.items():  # torchrun forwards SIGUSR1 too
                 os.environ.setdefault(key, value)
-            distributed.relaunch(run, __file__, args)  # torchrun, one process per GPU
+            # torchrun, one process per GPU
+            distributed.relaunch(run.distributed, run.speed, __file__, args)
         run_dir = run_dir or create_run_dir(run)
         env = distributed.SINGLE
     log = RunLog(run_dir / "output.log") if env.is_main else distributed.QuietLog()

@@ -62,6 +62,11 @@ def _hermetic_environment() -> dict[str, str]:
 
 
 _ENVIRONMENT_BEFORE = _hermetic_environment()
+
+# As every script does through lib/cli.py: every package's rules and the
+# trainer's analyses, registered before any test checks a configuration.
+import lib.rules  # noqa: E402, F401
+
 HF_HOME = os.environ["HF_HOME"]
 
 

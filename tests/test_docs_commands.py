@@ -39,7 +39,8 @@ OUTSIDE = (
     "EXECUTOR=slurm",
     "DEVICE=cuda",
     "BACKUP_DIR=/mnt/",
-    "my_lion:",  # docs/bring-your-own-method.md's file: tests/test_docs_own_method.py
+    "my_lion:",  # docs/bring-your-own-method.md's files: tests/test_docs_own_method.py
+    "my_score:",
 )
 
 

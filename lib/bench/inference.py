@@ -10,7 +10,7 @@ and on CUDA the memory the state really holds (under bf16 autocast about half
 the count for attention caches, whose keys and values are then bf16). Each
 length is run once to warm up, then REPEATS times, synchronised on a GPU; the
 medians are kept. The model runs as it trained, on the run's device under its
-autocast (lib/hardware/precision.py), in one autocast region per length, so
+autocast (lib/speed/precision.py), in one autocast region per length, so
 the bf16 copies of the weights are made once, as a server keeping bf16
 weights would. Torch is imported inside the functions that measure: the
 length check runs wherever a configuration is loaded.
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     import torch
 
     from lib.config.run_config import RunConfig
-    from lib.hardware.precision import Precision
     from lib.model.interface import LanguageModel
+    from lib.speed.precision import Precision
 
 SECTION = "inference"  # metrics.json's key
 REPEATS = 5  # timed runs per length after the warm-up; medians are reported
@@ -223,13 +223,13 @@ def record(run_dir: Path, section: dict[str, Any]) -> Path:
 
 def bench_run(run_dir: Path, checkpoint: str, run: RunConfig, log: Log = print) -> dict[str, Any]:
     """`make bench-inference`: a run's checkpoint measured and recorded."""
-    from lib.hardware.precision import resolve_device, resolve_precision
+    from lib.speed.precision import resolve_device, resolve_precision
 
     lengths = parse_lengths(run.INFERENCE_BENCH_LENGTHS)
     device = resolve_device(run.DEVICE)
     model, step = load_model(run_dir, checkpoint, device)
     section = measure(
-        model, resolve_precision(run, device), lengths, run.INFERENCE_BENCH_DECODE_TOKENS, log
+        model, resolve_precision(run.speed, device), lengths, run.INFERENCE_BENCH_DECODE_TOKENS, log
     )
     section["source"] = f"ckpt_{checkpoint}.pt (step {step})"
     record(run_dir, section)
@@ -284,10 +284,14 @@ def inference_at_end(
         if _is_sharded(model):
             model, step = load_model(run_dir, "best", device)
             source = f"ckpt_best.pt (step {step})"
-        from lib.hardware.precision import resolve_precision
+        from lib.speed.precision import resolve_precision
 
         section = measure(
-            model, resolve_precision(run, device), lengths, run.INFERENCE_BENCH_DECODE_TOKENS, log
+            model,
+            resolve_precision(run.speed, device),
+            lengths,
+            run.INFERENCE_BENCH_DECODE_TOKENS,
+            log,
         )
         section["source"] = source
     except (Exception, Abandoned) as err:  # Abandoned: a repeated stop signal

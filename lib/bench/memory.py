@@ -82,7 +82,7 @@ def measure_peak(
     run: RunConfig, vocab_size: int, steps: int = 3, device: torch.device | None = None
 ) -> int:
     """Peak tensor bytes of `steps` training steps of `run` (module docstring)."""
-    from lib.hardware.precision import resolve_device
+    from lib.speed.precision import resolve_device
 
     device = device or resolve_device(run.DEVICE)
     work = lambda: train_steps(run, device, vocab_size, steps)  # noqa: E731
@@ -180,7 +180,7 @@ def validate(
     rows = []
     for name, settings in cases.items():
         run = make_run(settings)
-        size = vocab or configured_vocab(run)
+        size = vocab or configured_vocab(run.data)
         est = estimate_memory(run, size)
         started = time.perf_counter()
         try:

@@ -14,7 +14,7 @@ warm-up). SPAM uses the paper's settings (theta 5000, reset every 500, warmup 15
 clips from call 2 on (a run skips clipping in 20 calls out of 500, a bench of
 a few dozen calls would skip most), and AdamWPrune the configured variant
 (bitter7 by default), so the figures describe the methods rather than one
-run's tuning. The run's speed options (lib/train/speed.py: head loss,
+run's tuning. The run's speed options (lib/speed/apply.py: head loss,
 float8, attention kernel, CPU linear kernel, TF32) apply to every copy of the
 model as the trainer applies them, and are recorded ("speed"); the model is
 not compiled here.
@@ -32,6 +32,7 @@ import torch
 from lib.bench.step import bench_setup, median_seconds
 from lib.optim import optimizer_impl
 from lib.optim.spam import AdamWSPAM
+from lib.optim.spam_build import foreach_arg
 from lib.optim.torch_optims import adamw_impl
 from lib.prune.pruner import Pruner
 from lib.train.step import TrainStep
@@ -62,7 +63,7 @@ def _optimizer(
             interval=500,
             warmup_steps=150,
             clip_skip_steps=2,
-            foreach={"foreach": True, "loop": False}.get(impl),
+            foreach=foreach_arg(impl),
             fused=name == "adamwspam_fused",
         )
     return torch.optim.AdamW(

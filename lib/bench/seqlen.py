@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lib.bench.step import median_seconds
-from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
-from lib.hardware.precision import Precision, resolve_device, resolve_precision
 from lib.model import registry
+from lib.speed.cpu_linear import convert_linears, resolve_cpu_linear
+from lib.speed.precision import Precision, resolve_device, resolve_precision
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -74,7 +74,7 @@ class BenchSettings:
     ) -> BenchSettings:
         cuda = device.type == "cuda"
         default_variants = GPU_VARIANTS if cuda else None
-        dtype, compile = resolve_precision(run, device).dtype, cuda and bool(run.COMPILE_MODEL)
+        dtype, compile = resolve_precision(run.speed, device).dtype, cuda and run.COMPILE_MODEL
         linear, _ = resolve_cpu_linear(run.CPU_LINEAR_BACKEND, device, dtype, compile)
         return cls(
             lengths=lengths or (GPU_LENGTHS if cuda else LENGTHS),

@@ -29,10 +29,11 @@ from torch.profiler import ProfilerActivity, profile
 
 from lib.data.vocab import configured_vocab
 from lib.hardware.devices import describe_device
-from lib.hardware.precision import Precision, compile_model, resolve_device
 from lib.model import registry
 from lib.optim import optimizer_impl
 from lib.run.metrics import mfu, peak_memory_mb
+from lib.speed.compile import compile_model
+from lib.speed.precision import Precision, resolve_device
 from lib.train.build import Training, build_training
 from lib.train.step import RANGES, TrainStep
 
@@ -122,7 +123,7 @@ class BenchSetup:
 def bench_setup(run: RunConfig) -> BenchSetup:
     """Our side as the trainer builds it (lib/train/build.py), on synthetic batches."""
     device = resolve_device(run.DEVICE)
-    training = build_training(run, device, configured_vocab(run))
+    training = build_training(run, device, configured_vocab(run.data))
     config = training.config
     batches = synthetic_batches(config.vocab_size, (run.BATCH_SIZE, config.block_size), device)
     return BenchSetup(device, training, batches)

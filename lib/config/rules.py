@@ -7,18 +7,17 @@ works. Each rule lives in the package that owns its symbols (lib/train/rules.py,
 lib/optim/rules.py, ...) and registers itself with `@rule`; every registered
 rule runs on every configuration, so all conflicts are reported together.
 
-This layer imports nothing above it, so it cannot import the owners' modules.
-They are listed, above it, in lib/rules.py, which `load_owners` imports by
-name (OWNERS) on the first check: whatever loads a configuration gets every
-rule, and no entry point has to remember to import them. The import by name
-climbs the layers, so pyproject.toml lists it beside the layer contract
-([tool.kconfig-llm.dynamic-imports]). Rule modules stay free of torch, so
+This layer imports nothing above it, so it cannot import the owners' modules,
+and it does not load them by name either: lib/rules.py, at the top of the
+layers, imports them and then calls `owners_registered`. Every script reaches
+it through lib/cli.py, the tests through tests/conftest.py. A configuration
+checked before that is refused (`OwnersMissing`) rather than passed with
+some rules silently absent. Rule modules stay free of torch and numpy, so
 configuration commands stay fast.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,8 +26,13 @@ if TYPE_CHECKING:
 
 Rule = Callable[["RunConfig"], list[str]]
 RULES: list[Rule] = []
-# The module that imports every package's rules (it lives above this layer).
-OWNERS = "lib.rules"
+# The owners' modules, once lib/rules.py has imported them all (empty before).
+OWNERS: list[str] = []
+
+
+class OwnersMissing(RuntimeError):
+    """A configuration checked, or a trainer started, before lib/rules.py ran:
+    a programming error in an entry point, not a user's."""
 
 
 def rule(check: Rule) -> Rule:
@@ -38,13 +42,21 @@ def rule(check: Rule) -> Rule:
     return check
 
 
-def load_owners() -> None:
-    """Import lib/rules.py: every package registers its rules (and the trainer's
-    analyses, lib/train/hooks.py) with the layers below it. Idempotent."""
-    importlib.import_module(OWNERS)
+def owners_registered(modules: list[str]) -> None:
+    """Called by lib/rules.py once every owner's module is imported."""
+    OWNERS[:] = modules
+
+
+def require_owners(purpose: str) -> None:
+    """Stop unless lib/rules.py has run: `purpose` would miss rules or analyses."""
+    if not OWNERS:
+        raise OwnersMissing(
+            f"{purpose} before the packages' rules were registered: the entry point must "
+            "`import lib.rules` first (every script does so through lib/cli.py)"
+        )
 
 
 def broken_rules(run: RunConfig) -> list[str]:
     """Every registered rule's problems with `run`, in registration order."""
-    load_owners()  # registers the owners' rules on first use
+    require_owners("a configuration was checked")
     return [problem for check in RULES for problem in check(run)]

@@ -1658,7 +1658,7 @@ class Symbols:
     docs/benchmarks.md; tens of seconds to compile on the first
     step, back to multi-tensor if compiling fails). Foreach:
     both multi-tensor (torch._foreach_*). Loop: both one parameter at a
-    time, the readable reference paths (torch's CPU default for AdamW,
+    time, one tensor's temporaries at a time (torch's CPU default for AdamW,
     which nanoGPT uses on CPU); Fused is offered with AdamWSPAM only,
     since for AdamW it is what Auto does. Muon's own AdamW part is not
     affected; knlp's AdamWSPAM rule (SPAM_RULE_KNLP) runs on torch's
@@ -1931,7 +1931,7 @@ class Symbols:
     refuses this mode.
     """
 
-    PRUNING_METHOD: Literal["magnitude", "movement", "state"] | None = None
+    PRUNING_METHOD: Literal["magnitude", "movement", "state", "custom"] | None = None
     """Pruning method.
 
     How weights are scored; the lowest scores are masked to zero.
@@ -1957,6 +1957,14 @@ class Symbols:
 
     Score weights from the optimizer's own moments (the variant
     below); costs only a boolean mask per weight.
+    """
+
+    PRUNING_METHOD_CUSTOM: bool | None = None
+    """Your own score function (PRUNING_CUSTOM_SCORE).
+
+    Score weights with the function PRUNING_CUSTOM_SCORE names, on
+    the schedule and sparsity every method shares. Costs one boolean
+    mask per weight. docs/bring-your-own-method.md shows one.
     """
 
     ADAMWPRUNE_VARIANT: Literal["bitter0", "bitter1", "bitter2", "bitter3", "bitter4", "bitter5", "bitter6", "bitter7", "bitter8", "bitter9", "obd", "toward_zero"] | None = None
@@ -2100,6 +2108,14 @@ class Symbols:
     AdamWPrune runs, one per enabled score variant below.
     """
 
+    PRUNING_ENABLE_CUSTOM: bool | None = None
+    """Your own score function (PRUNING_CUSTOM_SCORE).
+
+    Include runs pruned by your own score function
+    (PRUNING_CUSTOM_SCORE), with every optimizer that runs magnitude
+    and movement pruning, beside the built-in methods.
+    """
+
     PRUNING_SPARSITY_50: bool | None = None
     """50 %.
 
@@ -2128,6 +2144,21 @@ class Symbols:
     """99 %.
 
     Train each pruned combination to 99 % sparsity.
+    """
+
+    PRUNING_CUSTOM_SCORE: str | None = None
+    """Your pruning score function (module:function).
+
+    The function that scores weights, as "module:function",
+    importable from the Python path or from the checkout's root (a
+    file my_score.py beside the Makefile is "my_score:taylor"). It is
+    called at each mask update as score(weight, state): the weight in
+    float32 and the optimizer's state for it (a read-only mapping of
+    whole tensors such as "exp_avg", empty before the first step). It
+    returns a tensor of the weight's shape; the lowest scores are
+    pruned first. Checked when the configuration loads: importable,
+    callable with two arguments. The run's metrics.json records it
+    with its source file's SHA-256.
     """
 
     ADAMWPRUNE_ENABLE_BITTER0: bool | None = None
@@ -3449,9 +3480,9 @@ class Symbols:
         return Prune(**_shown(self, Prune))
 
     @cached_property
-    def hardware(self) -> Hardware:
-        """lib/hardware's settings; hidden ones at their off values."""
-        return Hardware(**_shown(self, Hardware))
+    def speed(self) -> Speed:
+        """lib/speed's settings; hidden ones at their off values."""
+        return Speed(**_shown(self, Speed))
 
     @cached_property
     def distributed(self) -> Distributed:
@@ -3649,12 +3680,12 @@ class Data:
     GPT2_DATASET_WIKITEXT103: bool  # WikiText-103 raw (Hugging Face hub)
     GPT2_DATASET_CUSTOM: bool  # Custom local text (file or folder)
     GPT2_DATASET: str | None = None
-    DATA_CUSTOM_PATH: str | None = None  # Path to the custom text file or folder
+    DATA_CUSTOM_PATH: str = ""  # Path to the custom text file or folder
     DATA_TOKENIZER: Literal["gpt2", "char", "bpe"]  # Tokenizer
     DATA_TOKENIZER_GPT2: bool  # GPT-2 BPE (50257 tokens, offline)
     DATA_TOKENIZER_CHAR: bool  # Characters
     DATA_TOKENIZER_BPE: bool  # Byte-level BPE trained on the training split
-    DATA_BPE_VOCAB_SIZE: int | None = None  # BPE vocabulary size (tokens)
+    DATA_BPE_VOCAB_SIZE: int = 0  # BPE vocabulary size (tokens)
     DATA_TOKEN_CAP: int  # Stop reading a dataset after this many tokens (0 = all)
     DATA_VAL_FRACTION: float  # Validation fraction
     DATA_DIR: str  # Folder for prepared datasets
@@ -3777,10 +3808,11 @@ class Prune:
     PRUNING_MODE_NONE: bool  # None (dense training)
     PRUNING_MODE_SINGLE: bool  # One method
     PRUNING_MODE_MULTIPLE: bool  # Several methods and sparsities (test matrix)
-    PRUNING_METHOD: Literal["magnitude", "movement", "state"] | None = None  # Pruning method
+    PRUNING_METHOD: Literal["magnitude", "movement", "state", "custom"] | None = None  # Pruning method
     PRUNING_METHOD_MAGNITUDE: bool = False  # Magnitude |w|
     PRUNING_METHOD_MOVEMENT: bool = False  # Movement (accumulated -w * grad)
     PRUNING_METHOD_STATE: bool = False  # State-based (AdamWPrune)
+    PRUNING_METHOD_CUSTOM: bool = False  # Your own score function (PRUNING_CUSTOM_SCORE)
     ADAMWPRUNE_VARIANT: Literal["bitter0", "bitter1", "bitter2", "bitter3", "bitter4", "bitter5", "bitter6", "bitter7", "bitter8", "bitter9", "obd", "toward_zero"] = "bitter7"  # State-based importance score
     ADAMWPRUNE_VARIANT_BITTER0: bool = False  # bitter0: |w m| |w| / (sqrt(v) + 1e-8)
     ADAMWPRUNE_VARIANT_BITTER1: bool = False  # bitter1: |w| (magnitude, from the optimizer)
@@ -3800,11 +3832,13 @@ class Prune:
     PRUNING_ENABLE_MAGNITUDE: bool = False  # Magnitude |w|
     PRUNING_ENABLE_MOVEMENT: bool = False  # Movement (accumulated -w * grad)
     PRUNING_ENABLE_STATE: bool = False  # State-based (AdamWPrune)
+    PRUNING_ENABLE_CUSTOM: bool = False  # Your own score function (PRUNING_CUSTOM_SCORE)
     PRUNING_SPARSITY_50: bool = False  # 50 %
     PRUNING_SPARSITY_70: bool = False  # 70 %
     PRUNING_SPARSITY_90: bool = False  # 90 %
     PRUNING_SPARSITY_95: bool = False  # 95 %
     PRUNING_SPARSITY_99: bool = False  # 99 %
+    PRUNING_CUSTOM_SCORE: str = ""  # Your pruning score function (module:function)
     ADAMWPRUNE_ENABLE_BITTER0: bool = False  # bitter0
     ADAMWPRUNE_ENABLE_BITTER1: bool = False  # bitter1
     ADAMWPRUNE_ENABLE_BITTER2: bool = False  # bitter2
@@ -3833,8 +3867,8 @@ class Prune:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Hardware:
-    """lib/hardware's settings (lib/hardware/Kconfig)."""
+class Speed:
+    """lib/speed's settings (lib/speed/Kconfig)."""
 
     DEVICE: Literal["auto", "cuda", "cpu", "mps"]  # Device
     DEVICE_AUTO: bool  # Auto
@@ -3848,7 +3882,7 @@ class Hardware:
     MIXED_PRECISION_DTYPE_FP16: bool = False  # fp16 with gradient scaling
     COMPILE_MODEL: bool  # Compile the model with torch.compile
     COMPILE_STRICT: bool = False  # Stop the run when torch.compile fails
-    COMPILE_MODE: Literal["default", "max_autotune", "max_autotune_no_cudagraphs", "reduce_overhead"] | None = None  # torch.compile mode
+    COMPILE_MODE: Literal["default", "max_autotune", "max_autotune_no_cudagraphs", "reduce_overhead"] = "default"  # torch.compile mode
     COMPILE_MODE_DEFAULT: bool = False  # default
     COMPILE_MODE_MAX_AUTOTUNE: bool = False  # max-autotune (CUDA graphs)
     COMPILE_MODE_MAX_AUTOTUNE_NO_CUDAGRAPHS: bool = False  # max-autotune-no-cudagraphs
@@ -3876,7 +3910,7 @@ class Hardware:
     TRAIN_FLOAT8_ROWWISE: bool  # Rowwise scaling
     PIN_MEMORY: bool  # Pinned-memory asynchronous batch copies
     CUDNN_BENCHMARK: bool = False  # cuDNN autotuner (torch.backends.cudnn.benchmark)
-    PYTORCH_CUDA_ALLOC_CONF: str | None = None  # CUDA memory allocator settings (PYTORCH_CUDA_ALLOC_CONF)
+    PYTORCH_CUDA_ALLOC_CONF: str = ""  # CUDA memory allocator settings (PYTORCH_CUDA_ALLOC_CONF)
     GPU_WARMUP: bool = False  # Warm up the GPU before the first step
 
 
@@ -3905,7 +3939,7 @@ class Run:
     RUN_NAME: str  # Run name (empty = automatic)
     RESULTS_DIR: str  # Folder for run records
     SAVE_CHECKPOINT: bool  # Save checkpoints
-    CHECKPOINT_INTERVAL: int | None = None  # Write the resume checkpoint every N steps (0 = at each evaluation)
+    CHECKPOINT_INTERVAL: int = 0  # Write the resume checkpoint every N steps (0 = at each evaluation)
     BACKUP_DIR: str  # Mirror checkpoints to this folder (empty = off)
 
 
@@ -3974,18 +4008,18 @@ class Eval:
     EVAL_BASELINES: str  # List of baselines for make eval-baselines
     EVAL_BASELINES_DIR: str  # Folder holding the baselines' model folders
     EVAL_SAMPLES: bool  # Log a greedy sample at each evaluation during training
-    EVAL_SAMPLE_PROMPT: str | None = None  # Prompt of the samples
-    EVAL_SAMPLE_TOKENS: int | None = None  # Tokens per sample
+    EVAL_SAMPLE_PROMPT: str = ""  # Prompt of the samples
+    EVAL_SAMPLE_TOKENS: int = 0  # Tokens per sample
     LM_EVAL_TASKS: str  # lm-evaluation-harness tasks (comma-separated)
     LM_EVAL_LIMIT: int  # Examples per lm-eval task (0 = all)
     LM_EVAL_INCLUDE_PATH: str  # Folder of extra lm-eval task YAML files (empty = none)
     LM_EVAL_AT_END: bool = False  # Run the lm-eval tasks when training finishes
     MECHINT_KV: bool = False  # Find the sparse K/V channel circuit of the trained model
-    MECHINT_KV_SPARSITY: str | None = None  # Fraction of K/V channels the final mask turns off
-    MECHINT_KV_STEPS: int | None = None  # Mask optimisation steps
-    MECHINT_KV_LR: str | None = None  # Learning rate of the mask scores (Adam)
-    MECHINT_KV_TEMP_SCHEDULE: str | None = None  # Temperature schedule of the mask's relaxation
-    MECHINT_KV_EVAL_ITERS: int | None = None  # Validation batches for the loss with and without the mask
+    MECHINT_KV_SPARSITY: str = ""  # Fraction of K/V channels the final mask turns off
+    MECHINT_KV_STEPS: int = 0  # Mask optimisation steps
+    MECHINT_KV_LR: str = ""  # Learning rate of the mask scores (Adam)
+    MECHINT_KV_TEMP_SCHEDULE: str = ""  # Temperature schedule of the mask's relaxation
+    MECHINT_KV_EVAL_ITERS: int = 0  # Validation batches for the loss with and without the mask
     MECHINT_KV_SAVE_MASKS: bool = False  # Save the learned masks and scores
 
 
@@ -4020,4 +4054,4 @@ class Monitor:
     """lib/observe/monitor's settings (lib/observe/monitor/Kconfig)."""
 
     MONITOR: bool  # Sample GPU and process load during runs
-    MONITOR_INTERVAL_S: float | None = None  # Seconds between samples
+    MONITOR_INTERVAL_S: float = 0.0  # Seconds between samples

@@ -1,11 +1,13 @@
 """Where a run's dataset lives, and preparing it the first time it is needed."""
+
 from __future__ import annotations
 
 import fcntl
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from lib.data.corpus import dataset_dir_name, prepare
 from lib.data.sources import DataError
@@ -13,29 +15,28 @@ from lib.data.validate import inspect
 from lib.paths import from_root
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Data
 
 
-def _dataset(run: RunConfig) -> tuple[str, str | None]:
+def _dataset(d: Data) -> tuple[str, str | None]:
     """The dataset's name and, for a custom corpus, its path from the project root."""
-    dataset = run.GPT2_DATASET
+    dataset = d.GPT2_DATASET
     assert dataset is not None, "derived from the dataset choice, which always has a member"
     if dataset != "custom":
         return dataset, None
-    assert run.DATA_CUSTOM_PATH is not None, "active with GPT2_DATASET_CUSTOM"
-    return dataset, str(from_root(run.DATA_CUSTOM_PATH))
+    return dataset, str(from_root(d.DATA_CUSTOM_PATH))
 
 
-def data_dir(run: RunConfig) -> Path:
+def data_dir(d: Data) -> Path:
     """DATA_DIR/<dataset>-<tokenizer>[-cap<N>] (a BPE's vocabulary size is part of
     <tokenizer>: bpe8192); a custom corpus is keyed by its path too, so two custom
     corpora never share a folder."""
-    dataset, custom = _dataset(run)
+    dataset, custom = _dataset(d)
     if custom is not None:
         dataset = f"custom_{hashlib.sha1(custom.encode()).hexdigest()[:8]}"
-    return from_root(run.DATA_DIR) / dataset_dir_name(dataset, run.DATA_TOKENIZER,
-                                                        run.DATA_TOKEN_CAP,
-                                                        run.DATA_BPE_VOCAB_SIZE)
+    return from_root(d.DATA_DIR) / dataset_dir_name(
+        dataset, d.DATA_TOKENIZER, d.DATA_TOKEN_CAP, d.DATA_BPE_VOCAB_SIZE
+    )
 
 
 def _usable(path: Path, log: Callable[[str], None]) -> bool:
@@ -50,10 +51,10 @@ def _usable(path: Path, log: Callable[[str], None]) -> bool:
     return verdict.state == "ok"
 
 
-def ensure_prepared(run: RunConfig, log: Callable[[str], None] = print) -> Path:
+def ensure_prepared(d: Data, log: Callable[[str], None] = print) -> Path:
     """The prepared dataset folder, tokenizing the corpus first if needed; its
     token files are checked on the way (lib/data/validate.py)."""
-    path = data_dir(run)
+    path = data_dir(d)
     if inspect(path).state == "ok":
         return path
     # Runs of a matrix started together all find the folder missing: the
@@ -65,11 +66,19 @@ def ensure_prepared(run: RunConfig, log: Callable[[str], None] = print) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _usable(path, log):
             return path
-        dataset, custom = _dataset(run)
-        log(f"preparing dataset '{dataset}' with the {run.DATA_TOKENIZER} tokenizer "
-            f"into {path} (once)")
-        return prepare(dataset, run.DATA_TOKENIZER, path, token_cap=run.DATA_TOKEN_CAP,
-                       val_fraction=run.DATA_VAL_FRACTION, custom_path=custom,
-                       bpe_vocab_size=run.DATA_BPE_VOCAB_SIZE)
+        dataset, custom = _dataset(d)
+        log(
+            f"preparing dataset '{dataset}' with the {d.DATA_TOKENIZER} tokenizer "
+            f"into {path} (once)"
+        )
+        return prepare(
+            dataset,
+            d.DATA_TOKENIZER,
+            path,
+            token_cap=d.DATA_TOKEN_CAP,
+            val_fraction=d.DATA_VAL_FRACTION,
+            custom_path=custom,
+            bpe_vocab_size=d.DATA_BPE_VOCAB_SIZE,
+        )
     finally:
         os.close(lock)  # releases the lock

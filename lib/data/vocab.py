@@ -15,7 +15,7 @@ from lib.data.corpus import is_prepared, load_meta
 from lib.data.prepared import data_dir
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Data
 
 GPT2_BPE_VOCAB = 50257
 # Stands in for a character vocabulary not prepared yet: one id per byte value,
@@ -23,15 +23,14 @@ GPT2_BPE_VOCAB = 50257
 CHAR_VOCAB_GUESS = 256
 
 
-def configured_vocab(run: RunConfig, unknown: int = CHAR_VOCAB_GUESS) -> int:
+def configured_vocab(d: Data, unknown: int = CHAR_VOCAB_GUESS) -> int:
     """The prepared dataset's vocabulary, else the configured tokenizer's; `unknown`
     for a character vocabulary whose corpus is not prepared yet."""
-    folder = data_dir(run)
+    folder = data_dir(d)
     if is_prepared(folder):
         return int(load_meta(folder)["vocab_size"])
-    if run.DATA_TOKENIZER == "gpt2":
+    if d.DATA_TOKENIZER == "gpt2":
         return GPT2_BPE_VOCAB
-    if run.DATA_TOKENIZER == "bpe":
-        assert run.DATA_BPE_VOCAB_SIZE is not None  # visible whenever DATA_TOKENIZER_BPE
-        return run.DATA_BPE_VOCAB_SIZE
+    if d.DATA_TOKENIZER == "bpe":
+        return d.DATA_BPE_VOCAB_SIZE
     return unknown

@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Distributed, Speed
 
 
 @dataclass(frozen=True)
@@ -126,9 +126,9 @@ class DistEnv:
         )
         return run, run_dir, state
 
-    def for_run(self, run: RunConfig) -> DistEnv:
+    def for_run(self, d: Distributed) -> DistEnv:
         """This env with the run's DIST_STRATEGY."""
-        return replace(self, strategy=run.distributed.DIST_STRATEGY) if self.active else self
+        return replace(self, strategy=d.DIST_STRATEGY) if self.active else self
 
     def main_first(self, fn: Callable[[], Any]) -> Any:
         """fn on rank 0, then on the others (e.g. preparing data once)."""
@@ -190,11 +190,11 @@ def _comm_device() -> torch.device:
     return torch.device("cpu")
 
 
-def backend(run: RunConfig) -> str:
-    choice = run.distributed.DIST_BACKEND
+def backend(d: Distributed, s: Speed) -> str:
+    choice = d.DIST_BACKEND
     if choice != "auto":
         return choice
-    uses_gpu = run.DEVICE == "cuda" or (run.DEVICE == "auto" and torch.cuda.is_available())
+    uses_gpu = s.DEVICE == "cuda" or (s.DEVICE == "auto" and torch.cuda.is_available())
     return "nccl" if uses_gpu else "gloo"
 
 
@@ -227,19 +227,18 @@ class QuietLog:
         pass
 
 
-def relaunch(run: RunConfig, script: str, args: list[str]) -> None:
+def relaunch(d: Distributed, s: Speed, script: str, args: list[str]) -> None:
     """Replace this process by torchrun running `script` with the same
     arguments; rank 0 then opens (or creates) the run folder."""
-    cmd = torchrun_command(run, script, args)
-    os.environ[BACKEND_VARIABLE] = backend(run)
+    cmd = torchrun_command(d, script, args)
+    os.environ[BACKEND_VARIABLE] = backend(d, s)
     print("launching: " + " ".join(cmd[2:]), flush=True)
     os.execv(cmd[0], cmd)
 
 
-def torchrun_command(run: RunConfig, script: str, args: list[str]) -> list[str]:
+def torchrun_command(d: Distributed, script: str, args: list[str]) -> list[str]:
     """`python -m torch.distributed.run ...` for this run (the torchrun CLI)."""
-    nodes, gpus = run.DIST_NNODES, run.GPT2_NUM_GPUS
-    assert nodes is not None and gpus is not None  # visible whenever GPT2_USE_DDP, the only launch
+    nodes, gpus = d.DIST_NNODES, d.GPT2_NUM_GPUS
     cmd = [
         sys.executable,
         "-m",
@@ -248,15 +247,15 @@ def torchrun_command(run: RunConfig, script: str, args: list[str]) -> list[str]:
         f"--nnodes={nodes}",
     ]
     if nodes > 1:
-        if not run.DIST_RDZV_ENDPOINT:
+        if not d.DIST_RDZV_ENDPOINT:
             raise ValueError(
                 f"CONFIG_DIST_NNODES={nodes} needs CONFIG_DIST_RDZV_ENDPOINT "
                 f"(host:port of the rendezvous, reachable from every machine)"
             )
         cmd += [
             "--rdzv-backend=c10d",
-            f"--rdzv-endpoint={run.DIST_RDZV_ENDPOINT}",
-            f"--rdzv-id={run.DIST_RDZV_ID}",
+            f"--rdzv-endpoint={d.DIST_RDZV_ENDPOINT}",
+            f"--rdzv-id={d.DIST_RDZV_ID}",
         ]
     else:
         cmd.append("--standalone")

@@ -92,14 +92,14 @@ def planned_shape(run: RunConfig, info: Any = None) -> str | None:
     """The shape of a run not trained yet (None where the device cannot run it)."""
     from lib.data.vocab import configured_vocab
     from lib.estimate.memory import configured_device, model_counts, world_size
-    from lib.hardware.precision import choose_dtype
+    from lib.speed.precision import choose_dtype
 
     info = info or configured_device(run)
     try:
-        dtype, _ = choose_dtype(run, info.kind, info.bf16)
+        dtype, _ = choose_dtype(run.speed, info.kind, info.bf16)
     except RuntimeError:
         return None
-    cfg, _ = model_counts(run, configured_vocab(run))
+    cfg, _ = model_counts(run, configured_vocab(run.data))
     world = world_size(run)
     return shape(
         run.MODEL,

@@ -205,15 +205,15 @@ def estimate_memory(
     batch_size / accumulation default to the configured ones; device_info
     (lib.hardware.devices.DeviceInfo) to the device the run would use.
     """
-    from lib.hardware.precision import choose_dtype
+    from lib.speed.precision import choose_dtype
 
     info = device_info or configured_device(run)
-    vocab = vocab_size or configured_vocab(run)
+    vocab = vocab_size or configured_vocab(run.data)
     cfg, counts = model_counts(run, vocab)
     batch = batch_size or run.BATCH_SIZE
     accum = accumulation or run.GPT2_GRADIENT_ACCUMULATION
     try:
-        dtype, _ = choose_dtype(run, info.kind, info.bf16)
+        dtype, _ = choose_dtype(run.speed, info.kind, info.bf16)
     except RuntimeError:  # e.g. fp16 asked for on a CPU: the run would stop; size it anyway
         assert run.MIXED_PRECISION_DTYPE is not None  # it refuses only a configured dtype
         dtype = run.MIXED_PRECISION_DTYPE
@@ -331,7 +331,7 @@ def _optimizer_temporaries(run: RunConfig, counts: ModelCounts, kind: str) -> in
 
 def configured_device(run: RunConfig) -> Any:
     from lib.hardware.devices import cpu_info, describe_device
-    from lib.hardware.precision import resolve_device
+    from lib.speed.precision import resolve_device
 
     try:
         device = resolve_device(run.DEVICE)

@@ -9,7 +9,7 @@ appendix B) x training tokens, plus a third of that per evaluation token
   torch.compile) or 0.25 in eager mode (typically 20-30 % for this size).
 * GPU, fp32: the peak / 15: PyTorch leaves TF32 off by default, and plain
   fp32 runs at 1/16 (A100: 19.5 of 312 TFLOP/s) to 1/15 (H100) of it.
-* CPU: 65 GFLOP/s per thread, measured (lib/hardware.CPU_FLOPS_PER_CORE).
+* CPU: 65 GFLOP/s per thread, measured (lib/hardware/devices.py CPU_FLOPS_PER_CORE).
 * Several GPUs: divided by the world size at 90 % scaling efficiency.
 
 Unknown peaks (MPS, GPUs not in the table) give None. Compilation adds a
@@ -71,13 +71,13 @@ def breakdown(run: RunConfig, device_info: Any = None) -> Breakdown | None:
     """estimate_seconds() in its parts; None where no sustained FLOP/s is known."""
     from lib.data.vocab import configured_vocab
     from lib.estimate.memory import configured_device, model_counts, world_size
-    from lib.hardware.precision import choose_dtype
+    from lib.speed.precision import choose_dtype
 
     info = device_info or configured_device(run)
-    cfg, counts = model_counts(run, configured_vocab(run))
+    cfg, counts = model_counts(run, configured_vocab(run.data))
     world = world_size(run)
     try:
-        dtype, _ = choose_dtype(run, info.kind, info.bf16)
+        dtype, _ = choose_dtype(run.speed, info.kind, info.bf16)
     except RuntimeError:  # a precision this device cannot run
         return None
     flops = sustained_flops(run, info, dtype, world)

@@ -70,7 +70,7 @@ class Verdict:
 def device_problem(run: RunConfig) -> str | None:
     """The one paragraph for a run configured for a device this machine lacks
     (a GPU-only import on a CPU), said before a run folder is made."""
-    from lib.hardware.precision import resolve_device
+    from lib.speed.precision import resolve_device
 
     try:
         resolve_device(run.DEVICE)

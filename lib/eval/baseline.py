@@ -187,6 +187,6 @@ def baseline_dir(folder: Path, cfg: Any) -> Path:
     from lib.run.rundir import results_root
 
     name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(folder).expanduser().resolve().name)
-    out = results_root(cfg) / f"baseline-{name}"
+    out = results_root(cfg.run) / f"baseline-{name}"
     out.mkdir(parents=True, exist_ok=True)
     return out

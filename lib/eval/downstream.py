@@ -247,7 +247,7 @@ def evaluate_run_tasks(
     """`make lm-eval`: the run's checkpoint on tasks (default CONFIG_LM_EVAL_TASKS),
     with cfg's LM_EVAL_*, EVAL_BATCH_SIZE, device and precision; writes eval.json."""
     from lib.eval.harness import KconfigLM, load_run_model
-    from lib.hardware.precision import resolve_device, resolve_precision
+    from lib.speed.precision import resolve_device, resolve_precision
 
     names = task_names(cfg.LM_EVAL_TASKS if tasks is None else tasks)
     if not names:
@@ -259,7 +259,7 @@ def evaluate_run_tasks(
     log(f"lm-eval: {len(loaded['tasks'])} task(s) ready: {', '.join(loaded['tasks'])}")
     model, tokenizer, info = load_run_model(run_dir, checkpoint)
     device = resolve_device(cfg.DEVICE)
-    precision = resolve_precision(cfg, device)
+    precision = resolve_precision(cfg.speed, device)
     lm = KconfigLM(
         model=model,
         tokenizer=tokenizer,
@@ -294,7 +294,7 @@ def evaluate_baseline_tasks(
     CONFIG_EVAL_TRUST_REMOTE_CODE), scores into <results>/baseline-<name>/eval.json."""
     from lib.config.run_config import value_or
     from lib.eval.baseline import baseline_dir, load_baseline
-    from lib.hardware.precision import DTYPES, resolve_device, resolve_precision
+    from lib.speed.precision import DTYPES, resolve_device, resolve_precision
 
     names = task_names(cfg.LM_EVAL_TASKS if tasks is None else tasks)
     if not names:
@@ -313,7 +313,7 @@ def evaluate_baseline_tasks(
     trust = bool(value_or(cfg.EVAL_TRUST_REMOTE_CODE, False))
     model, tokenizer, info = load_baseline(folder, trust)
     device = resolve_device(cfg.DEVICE)
-    precision = resolve_precision(cfg, device)
+    precision = resolve_precision(cfg.speed, device)
     lm = HFLM(
         pretrained=model.model.to(device),
         tokenizer=tokenizer.tokenizer,

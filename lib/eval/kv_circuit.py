@@ -49,9 +49,9 @@ from lib.atomic import write_atomic, write_json_atomic
 from lib.eval.kv_circuit_settings import Settings, kept_count, progress
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
-    from lib.hardware.precision import Precision
+    from lib.config.symbols import Eval, Speed, Train
     from lib.model.interface import LanguageModel
+    from lib.speed.precision import Precision
 
 Log = Callable[[str], None]
 Batches = Callable[[], tuple[Tensor, Tensor]]
@@ -342,7 +342,9 @@ def _finished_normally(run_dir: Path) -> bool:
 
 
 def analyse_run(
-    run: RunConfig,
+    e: Eval,
+    s: Speed,
+    t: Train,
     model: LanguageModel,
     loaders: dict[str, Any],
     run_dir: Path,
@@ -353,9 +355,9 @@ def analyse_run(
     "val") and record it in run_dir; the metrics.json section."""
     if any(type(p).__name__ == "DTensor" for p in model.parameters()):
         raise ValueError("an FSDP-sharded model cannot be analysed by one rank")
-    from lib.hardware.precision import resolve_precision
+    from lib.speed.precision import resolve_precision
 
-    settings = Settings.from_run(run)
+    settings = Settings.from_run(e)
     device = next(model.parameters()).device
     val = [loaders["val"].next_batch() for _ in range(settings.eval_iters)]
     log(
@@ -367,9 +369,9 @@ def analyse_run(
         loaders["train"].next_batch,
         val,
         settings,
-        resolve_precision(run, device),
+        resolve_precision(s, device),
         log,
-        seed=run.TRAIN_SEED,
+        seed=t.TRAIN_SEED,
     )
     summary["source"] = source
     section = write_records(run_dir, summary, masks, scores, settings.save_masks)
@@ -383,7 +385,13 @@ def analyse_run(
 
 
 def kv_circuit_at_end(
-    run: RunConfig, model: LanguageModel, loaders: dict[str, Any], run_dir: Path, log: Log
+    e: Eval,
+    s: Speed,
+    t: Train,
+    model: LanguageModel,
+    loaders: dict[str, Any],
+    run_dir: Path,
+    log: Log,
 ) -> dict[str, Any] | None:
     """At the end of training, with MECHINT_KV: analyse the trained model on the
     run's loaders and record it; the metrics.json section, or None when not run.
@@ -394,12 +402,12 @@ def kv_circuit_at_end(
 
     from lib.run.signals import Abandoned
 
-    if not run.MECHINT_KV or (dist.is_available() and dist.is_initialized() and dist.get_rank()):
+    if not e.MECHINT_KV or (dist.is_available() and dist.is_initialized() and dist.get_rank()):
         return None
     if not _finished_normally(run_dir):
         return None
     try:
-        return analyse_run(run, model, loaders, run_dir, log)
+        return analyse_run(e, s, t, model, loaders, run_dir, log)
     except (Exception, Abandoned) as err:  # Abandoned: a repeated stop signal
         section = {"error": f"{type(err).__name__}: {err}"}
         log(f"kv circuit not analysed: {section['error']}; `make kv-circuit RUN={run_dir}` retries")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Eval
 
 SCHEDULES = ("linear", "exp", "constant")
 
@@ -62,51 +62,51 @@ class Settings:
     save_masks: bool
 
     @classmethod
-    def from_run(cls, run: RunConfig) -> Settings:
+    def from_run(cls, e: Eval) -> Settings:
         """The run's MECHINT_KV_* values, checked; ValueError names every bad one."""
-        problems = settings_problems(run)
+        problems = settings_problems(e)
         if problems:
             raise ValueError("; ".join(problems))
         return cls(
-            float(str(run.MECHINT_KV_SPARSITY)),
-            int(run.MECHINT_KV_STEPS or 0),
-            float(str(run.MECHINT_KV_LR)),
-            parse_temperature(str(run.MECHINT_KV_TEMP_SCHEDULE)),
-            int(run.MECHINT_KV_EVAL_ITERS or 0),
-            bool(run.MECHINT_KV_SAVE_MASKS),
+            float(e.MECHINT_KV_SPARSITY),
+            e.MECHINT_KV_STEPS,
+            float(e.MECHINT_KV_LR),
+            parse_temperature(e.MECHINT_KV_TEMP_SCHEDULE),
+            e.MECHINT_KV_EVAL_ITERS,
+            e.MECHINT_KV_SAVE_MASKS,
         )
 
 
-def _number(text: str | None) -> float:
+def _number(text: str) -> float:
     try:
         return float(text or "nan")
     except ValueError:
         return math.nan
 
 
-def settings_problems(run: RunConfig) -> list[str]:
+def settings_problems(e: Eval) -> list[str]:
     """What is wrong with the MECHINT_KV_* values (Kconfig checks the ints' ranges)."""
     problems = []
-    if not 0 <= _number(run.MECHINT_KV_SPARSITY) < 1:
+    if not 0 <= _number(e.MECHINT_KV_SPARSITY) < 1:
         problems.append(
-            f'CONFIG_MECHINT_KV_SPARSITY="{run.MECHINT_KV_SPARSITY}" must be a number '
+            f'CONFIG_MECHINT_KV_SPARSITY="{e.MECHINT_KV_SPARSITY}" must be a number '
             f'from 0 up to (not including) 1, e.g. "0.95"'
         )
-    lr = _number(run.MECHINT_KV_LR)
+    lr = _number(e.MECHINT_KV_LR)
     if not (lr > 0 and math.isfinite(lr)):
         problems.append(
-            f'CONFIG_MECHINT_KV_LR="{run.MECHINT_KV_LR}" must be a positive number, e.g. "0.01"'
+            f'CONFIG_MECHINT_KV_LR="{e.MECHINT_KV_LR}" must be a positive number, e.g. "0.01"'
         )
     try:
-        parse_temperature(str(run.MECHINT_KV_TEMP_SCHEDULE))
+        parse_temperature(e.MECHINT_KV_TEMP_SCHEDULE)
     except ValueError as err:
         problems.append(str(err))
     return problems
 
 
-def check_settings(run: RunConfig) -> list[str]:
-    """The problems with the MECHINT_KV_* values (a rule checked on load)."""
-    return settings_problems(run) if run.MECHINT_KV else []
+def check_settings(e: Eval) -> list[str]:
+    """The problems with the MECHINT_KV_* values (lib/eval/rules.py checks them on load)."""
+    return settings_problems(e) if e.MECHINT_KV else []
 
 
 def progress(step: int, steps: int) -> float:

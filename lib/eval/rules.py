@@ -14,9 +14,13 @@ from lib.eval.kv_circuit_settings import check_settings
 from lib.train.hooks import Analysis, RunContext, analysis
 
 if TYPE_CHECKING:
+    from lib.config.run_config import RunConfig
     from lib.model.interface import LanguageModel
 
-rule(check_settings)
+
+@rule
+def kv_circuit_settings(run: RunConfig) -> list[str]:
+    return check_settings(run.eval)
 
 
 @analysis
@@ -25,7 +29,9 @@ def samples(context: RunContext) -> Analysis:
         return Analysis()  # nothing to import: torch and the tokenizers
     from lib.eval.samples import SampleLog
 
-    return SampleLog(context.run, context.run_dir, context.tokenizer, context.log, context.is_main)
+    return SampleLog(
+        context.run.eval, context.run_dir, context.tokenizer, context.log, context.is_main
+    )
 
 
 @analysis
@@ -41,4 +47,5 @@ class KvCircuit(Analysis):
         from lib.eval.kv_circuit import kv_circuit_at_end
 
         c = self.context
-        kv_circuit_at_end(c.run, model, loaders, c.run_dir, c.log)
+        run = c.run
+        kv_circuit_at_end(run.eval, run.speed, run.train, model, loaders, c.run_dir, c.log)

@@ -24,7 +24,7 @@ from lib.run.safe_open import open_append
 from lib.train.hooks import Analysis
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Eval
 
 SAMPLES_FILE = "samples.jsonl"
 
@@ -32,7 +32,7 @@ SAMPLES_FILE = "samples.jsonl"
 class SampleLog(Analysis):
     def __init__(
         self,
-        run: RunConfig,
+        e: Eval,
         run_dir: Path,
         tokenizer_meta: dict[str, Any],
         log: Callable[[str], None],
@@ -40,12 +40,10 @@ class SampleLog(Analysis):
     ):
         """main: whether this process samples (the first rank of a distributed run)."""
         self.log, self.path = log, Path(run_dir) / SAMPLES_FILE
-        self.enabled = main and bool(run.EVAL_SAMPLES)
+        self.enabled = main and e.EVAL_SAMPLES
         if not self.enabled:
             return
-        prompt, tokens = run.EVAL_SAMPLE_PROMPT, run.EVAL_SAMPLE_TOKENS
-        assert prompt is not None and tokens is not None, "both are active with EVAL_SAMPLES"
-        self.prompt, self.tokens = prompt, tokens
+        self.prompt, self.tokens = e.EVAL_SAMPLE_PROMPT, e.EVAL_SAMPLE_TOKENS
         self.tokenizer = tokenizer_from_meta(tokenizer_meta)
         try:
             self.ids = self.tokenizer.encode(self.prompt)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from lib.config.kconfig import ConfigError
-from lib.config.run_config import load_run_config, value_or
+from lib.config.run_config import load_run_config
 from lib.data.prepared import data_dir
 from lib.data.sources import DataError
 from lib.data.tokenizers import GPT2Tokenizer, Tokenizer, tokenizer_from_meta
@@ -33,12 +33,12 @@ from lib.eval import sets as eval_sets
 from lib.eval import throughput
 from lib.eval.lambada import last_word_accuracy
 from lib.eval.perplexity import sliding_window_nll
-from lib.hardware.precision import Precision, resolve_device, resolve_precision
 from lib.run.environment import environment
 from lib.run.eval_record import now_iso, write_eval
+from lib.speed.precision import Precision, resolve_device, resolve_precision
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Eval, Speed
 
 Log = Callable[[str], None]
 
@@ -58,17 +58,17 @@ class EvalPlan:
     detokenize: bool
 
     @classmethod
-    def from_run(cls, run: RunConfig) -> EvalPlan:
+    def from_run(cls, e: Eval) -> EvalPlan:
         return cls(
-            stride=run.EVAL_STRIDE,
-            batch_size=run.EVAL_BATCH_SIZE,
-            max_tokens=run.EVAL_MAX_TOKENS,
-            val=run.EVAL_VAL,
-            wikitext2=run.EVAL_WIKITEXT2,
-            wikitext103=run.EVAL_WIKITEXT103,
-            lambada=run.EVAL_LAMBADA,
-            text_file=run.EVAL_TEXT_FILE,
-            detokenize=value_or(run.EVAL_WIKITEXT_DETOKENIZE, False),
+            stride=e.EVAL_STRIDE,
+            batch_size=e.EVAL_BATCH_SIZE,
+            max_tokens=e.EVAL_MAX_TOKENS,
+            val=e.EVAL_VAL,
+            wikitext2=e.EVAL_WIKITEXT2,
+            wikitext103=e.EVAL_WIKITEXT103,
+            lambada=e.EVAL_LAMBADA,
+            text_file=e.EVAL_TEXT_FILE,
+            detokenize=e.EVAL_WIKITEXT_DETOKENIZE,
         )
 
     def stride_for(self, block: int) -> int:
@@ -199,17 +199,18 @@ def _evaluate(
     model: nn.Module,
     tokenizer: Tokenizer,
     val: Path | str | None,
-    eval_cfg: Any,
+    e: Eval,
+    s: Speed,
     model_info: dict[str, Any],
     out_dir: Path,
     log: Log,
 ) -> dict[str, Any]:
-    plan = EvalPlan.from_run(eval_cfg)
+    plan = EvalPlan.from_run(e)
     block = model_info["block_size"]
     plan.stride_for(block)  # a bad stride fails before any download
     found = gather(plan, tokenizer, val)
-    device = resolve_device(eval_cfg.DEVICE)
-    precision = resolve_precision(eval_cfg, device)
+    device = resolve_device(s.DEVICE)
+    precision = resolve_precision(s, device)
     model.to(device)
     throughput.start(device)
     started = time.perf_counter()
@@ -269,7 +270,8 @@ def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print
         model,
         tokenizer_from_meta(state["tokenizer"]),
         _run_val_dir(run_dir),
-        eval_cfg,
+        eval_cfg.eval,
+        eval_cfg.speed,
         info,
         run_dir,
         log,
@@ -278,7 +280,7 @@ def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print
 
 def _run_val_dir(run_dir: Path) -> Path | str:
     try:
-        return data_dir(load_run_config([], path=run_dir / "config.txt"))
+        return data_dir(load_run_config([], path=run_dir / "config.txt").data)
     except ConfigError as err:
         return f"the run's config.txt no longer loads, so its dataset is unknown: {err}"
 
@@ -289,7 +291,7 @@ def evaluate_baseline(model_dir: Path, eval_cfg: Any, log: Log = print) -> dict[
     from lib.data.prepared import ensure_prepared
     from lib.eval.baseline import baseline_dir, load_baseline
 
-    trust = bool(value_or(eval_cfg.EVAL_TRUST_REMOTE_CODE, False))
+    trust = eval_cfg.eval.EVAL_TRUST_REMOTE_CODE
     model, tokenizer, info = load_baseline(Path(model_dir), trust)
     val: Path | str = (
         "the validation split is stored as the configured tokenizer's ids and this "
@@ -297,13 +299,13 @@ def evaluate_baseline(model_dir: Path, eval_cfg: Any, log: Log = print) -> dict[
         "EVAL_WIKITEXT103, EVAL_TEXT_FILE)"
     )
     if eval_cfg.EVAL_VAL and eval_cfg.DATA_TOKENIZER == "gpt2" and _is_gpt2_bpe(tokenizer):
-        val = ensure_prepared(eval_cfg, log)
+        val = ensure_prepared(eval_cfg.data, log)
     out_dir = baseline_dir(Path(model_dir), eval_cfg)
     log(
         f"baseline {model_dir}: {info['architecture']}, {info['params']:,} parameters, "
         f"context {info['block_size']}, start token {info['start_token']!r}"
     )
-    return _evaluate(model, tokenizer, val, eval_cfg, info, out_dir, log)
+    return _evaluate(model, tokenizer, val, eval_cfg.eval, eval_cfg.speed, info, out_dir, log)
 
 
 def _is_gpt2_bpe(tokenizer: Tokenizer) -> bool:

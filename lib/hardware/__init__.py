@@ -1,4 +1,5 @@
-"""The device: what it is and can do (devices.py: name, memory, peak FLOP/s of
-known GPUs), and the device, precision and compile a run uses (precision.py).
-Options: the "Device, precision and compile" menu (Kconfig here).
+"""What the device is and can do: devices.py (the GPUs known by the names their
+drivers report, with memory and peak FLOP/s; the CPU's figures). It holds no
+options: the device a run uses, its precision and compile are lib/speed's
+("Device, precision and compile" menu).
 """

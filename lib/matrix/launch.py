@@ -53,7 +53,7 @@ def create(
     """The matrix folder, its records and each run's folder with config.txt."""
     kind = "sweep" if sweep else "matrix"
     matrix_id = f"{kind}_" + time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    root = results_root(base) / matrix_id
+    root = results_root(base.run) / matrix_id
     refused = latest_in_the_way(root.parent)  # before anything is made
     if refused:
         raise MatrixError(refused)

@@ -132,8 +132,8 @@ def show(base: RunConfig, planned: list[PlannedRun], gpu: str | None = None) -> 
     matches: dict[str, reuse.Match] = {}
     note: str | None = "reuse: checked after tuning, once the runs' values are known"
     if not base.MATRIX_TUNE:  # tuned runs' values are known after tuning: reuse is decided then
-        matches, note = reuse.find({p.run_id: p.config for p in planned}, results_root(base))
-    completed = completed_runs(results_root(base))
+        matches, note = reuse.find({p.run_id: p.config for p in planned}, results_root(base.run))
+    completed = completed_runs(results_root(base.run))
     rows, total_s, saved_s, unknown, estimates = [], 0.0, 0.0, 0, []
     verdicts: list[Verdict] = []
     for p in planned:

@@ -20,7 +20,7 @@ def check_family(run: RunConfig) -> list[str]:
     """The family's config class checks its fields, with the tokenizer's real
     vocabulary where the configuration tells it. A character vocabulary not
     prepared yet is checked as GPT-2's, as the build checks it again once known."""
-    vocab = configured_vocab(run, unknown=GPT2_BPE_VOCAB)
+    vocab = configured_vocab(run.data, unknown=GPT2_BPE_VOCAB)
     try:
         registry.family(run.MODEL).from_run_config(run, vocab)
     except ValueError as err:

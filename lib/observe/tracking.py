@@ -34,13 +34,13 @@ import torch
 from lib.run.metrics import RunMetrics, peak_memory_mb
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Observe
 
 WANDB_HOST = ("api.wandb.ai", 443)
 
 
 class TensorBoardBackend:
-    def __init__(self, run: RunConfig, run_dir: Path, resumed: bool = False):
+    def __init__(self, o: Observe, hparams: dict[str, Any], run_dir: Path, resumed: bool = False):
         from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
 
         self.writer = SummaryWriter(log_dir=str(run_dir / "tensorboard"), flush_secs=10)
@@ -64,11 +64,11 @@ def network_reachable(host: tuple[str, int] = WANDB_HOST, timeout: float = 3.0) 
         return False
 
 
-def wandb_mode(run: RunConfig) -> str:
+def wandb_mode(o: Observe) -> str:
     """WANDB_MODE if set, else offline when asked or when W&B cannot be reached."""
     if os.environ.get("WANDB_MODE"):
         return os.environ["WANDB_MODE"]
-    if run.TRACKER_WANDB_OFFLINE or not network_reachable():
+    if o.TRACKER_WANDB_OFFLINE or not network_reachable():
         return "offline"
     return "online"
 
@@ -76,33 +76,31 @@ def wandb_mode(run: RunConfig) -> str:
 DEFAULT_PROJECT = "kconfig-llm"
 
 
-def run_name(run: RunConfig, run_dir: Path) -> str:
+def run_name(o: Observe, run_dir: Path) -> str:
     """The name W&B and Trackio show: TRACKER_RUN_NAME, else the run id."""
-    return run.values.get("TRACKER_RUN_NAME") or run_dir.name
+    return o.TRACKER_RUN_NAME or run_dir.name
 
 
-def project(run: RunConfig, wandb: bool = False) -> str:
+def project(o: Observe, wandb: bool = False) -> str:
     """TRACKER_PROJECT (W&B: TRACKER_WANDB_PROJECT first); empty is the default's."""
-    named = (run.values.get("TRACKER_WANDB_PROJECT") if wandb else "") or run.values.get(
-        "TRACKER_PROJECT"
-    )
+    named = (o.TRACKER_WANDB_PROJECT if wandb else "") or o.TRACKER_PROJECT
     return named or DEFAULT_PROJECT
 
 
 class WandbBackend:
-    def __init__(self, run: RunConfig, run_dir: Path, resumed: bool = False):
+    def __init__(self, o: Observe, hparams: dict[str, Any], run_dir: Path, resumed: bool = False):
         import wandb  # optional: pip install wandb
 
         # Keyed by the run id, whatever its shown name, so a resumed run continues.
         run_id = re.sub(r"[^A-Za-z0-9_-]", "-", run_dir.name)[:64]
         self.run = wandb.init(
-            project=project(run, wandb=True),
-            entity=run.values.get("TRACKER_WANDB_ENTITY") or None,
-            name=run_name(run, run_dir),
+            project=project(o, wandb=True),
+            entity=o.TRACKER_WANDB_ENTITY or None,
+            name=run_name(o, run_dir),
             id=run_id,
             dir=str(run_dir),
-            config=dict(run.values),
-            mode=wandb_mode(run),
+            config=dict(hparams),
+            mode=wandb_mode(o),
             resume="allow",
         )
 
@@ -117,17 +115,17 @@ class WandbBackend:
 
 
 class TrackioBackend:
-    def __init__(self, run: RunConfig, run_dir: Path, resumed: bool = False):
+    def __init__(self, o: Observe, hparams: dict[str, Any], run_dir: Path, resumed: bool = False):
         import trackio  # optional: pip install trackio
 
         # Trackio keys a run by its name in the project: a resumed run continues its
         # series; a new one never joins an earlier run of the same TRACKER_RUN_NAME.
-        name, where = run_name(run, run_dir), project(run)
+        name, where = run_name(o, run_dir), project(o)
         self.trackio = trackio
         self.run = trackio.init(
             project=where,
             name=name,
-            config=dict(run.values),
+            config=dict(hparams),
             resume="allow" if resumed else "never",
         )
         self.where = f"project {where}, run {name}; `trackio show --project {where}` shows it"
@@ -155,21 +153,23 @@ class Tracker:
 
     def __init__(
         self,
-        run: RunConfig,
+        o: Observe,
+        hparams: dict[str, Any],
         run_dir: Path,
         log: Callable[[str], None],
         main: bool = True,
         resumed: bool = False,
     ):
-        """main: whether this process logs (the first rank of a distributed run);
-        resumed: the run continues from a checkpoint (`make continue`)."""
+        """hparams: the whole configuration (symbol -> value), which W&B and Trackio
+        log as the run's config; main: whether this process logs (the first rank of
+        a distributed run); resumed: the run continues from a checkpoint (`make continue`)."""
         self.log, self.backends = log, {}
-        self.requested = [name for name, (symbol, _) in BACKENDS.items() if run.values.get(symbol)]
+        self.requested = [name for name, (symbol, _) in BACKENDS.items() if getattr(o, symbol)]
         self.failed: dict[str, str] = {}  # name -> why it went off
         for name, (_symbol, make) in BACKENDS.items():
             if main and name in self.requested:
                 try:
-                    backend = self.backends[name] = make(run, Path(run_dir), resumed)
+                    backend = self.backends[name] = make(o, hparams, Path(run_dir), resumed)
                     where = getattr(backend, "where", "")
                     log(f"tracking: {name} is on" + (f" ({where})" if where else ""))
                 except ImportError as err:

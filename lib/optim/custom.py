@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
-import importlib
 import inspect
-import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lib.paths import ROOT
+from lib import user_code
+from lib.user_code import UserCodeError, short
 
 if TYPE_CHECKING:
     from lib.config.symbols import Optim
@@ -34,7 +31,7 @@ CLASS, KWARGS = "CONFIG_OPTIMIZER_CUSTOM_CLASS", "CONFIG_OPTIMIZER_CUSTOM_KWARGS
 STAND_IN_LR = 1e-3
 
 
-class CustomOptimizerError(ValueError):
+class CustomOptimizerError(UserCodeError):
     pass
 
 
@@ -47,14 +44,14 @@ def parse_kwargs(text: str) -> dict[str, Any]:
         call = ast.parse(f"f({text})", mode="eval").body
     except SyntaxError:
         raise CustomOptimizerError(
-            f'{KWARGS}="{_short(text)}" is not a list of keyword arguments: write '
+            f'{KWARGS}="{short(text)}" is not a list of keyword arguments: write '
             f"name=value pairs separated by commas, values as Python literals "
             f'(numbers, strings, True/False/None, tuples), e.g. "momentum=0.9, nesterov=True"'
         ) from None
     assert isinstance(call, ast.Call)
     if call.args or any(k.arg is None for k in call.keywords):
         raise CustomOptimizerError(
-            f'{KWARGS}="{_short(text)}": only name=value pairs are allowed (no positional '
+            f'{KWARGS}="{short(text)}": only name=value pairs are allowed (no positional '
             f"values, no **)"
         )
     out = {}
@@ -75,37 +72,20 @@ def parse_kwargs(text: str) -> dict[str, Any]:
     return out
 
 
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
 def load_class(spec: str) -> type:
     """The class "module:Class" names, imported (the checkout's root is on the path,
     so a file beside the Makefile is found); a CustomOptimizerError otherwise."""
     import torch
 
-    module_name, sep, attribute = spec.strip().partition(":")
-    if not sep or not module_name or not attribute.isidentifier():
-        raise CustomOptimizerError(
-            f'{CLASS}="{_short(spec)}" is not "module:Class": name the module (dotted, '
-            f'importable, e.g. a file my_optim.py in {ROOT} is "my_optim") and the class, '
-            f'e.g. "my_optim:Lion"'
-        )
-    if str(ROOT) not in sys.path:
-        sys.path.append(str(ROOT))
     try:
-        module = importlib.import_module(module_name)
-    except Exception as err:  # an ImportError, or the module's own code failing
-        raise CustomOptimizerError(
-            f'{CLASS}="{spec}": cannot import {module_name} ({type(err).__name__}: {err}). '
-            f"Put {module_name.replace('.', '/')}.py in {ROOT} or on PYTHONPATH"
-        ) from None
-    cls = getattr(module, attribute, None)
+        cls = user_code.load(spec, CLASS, "Class", "my_optim:Lion")
+    except UserCodeError as err:
+        raise CustomOptimizerError(str(err)) from None
     if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
-        what = "has no such name" if cls is None else f"is a {type(cls).__name__}"
+        module_name, attribute = user_code.split(spec, CLASS, "Class", "my_optim:Lion")
         raise CustomOptimizerError(
-            f'{CLASS}="{spec}": {attribute} in {module_name} {what}, not a subclass of '
-            f"torch.optim.Optimizer"
+            f'{CLASS}="{spec}": {attribute} in {module_name} is a {type(cls).__name__}, not a '
+            f"subclass of torch.optim.Optimizer"
         )
     return cls
 
@@ -153,14 +133,12 @@ def build_custom(s: Optim, lr: float, groups: list[dict], model: Any, device: An
 def describe(s: Optim) -> dict[str, Any]:
     """What metrics.json records of it: the class, its keywords, its source file and
     that file's SHA-256 (a changed file is a different optimizer)."""
-    cls = load_class(s.OPTIMIZER_CUSTOM_CLASS)
-    source = inspect.getsourcefile(cls)
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest() if source else None
+    recorded = user_code.describe(s.OPTIMIZER_CUSTOM_CLASS, load_class(s.OPTIMIZER_CUSTOM_CLASS))
     return {
-        "class": s.OPTIMIZER_CUSTOM_CLASS.strip(),
+        "class": recorded["name"],
         "kwargs": parse_kwargs(s.OPTIMIZER_CUSTOM_KWARGS),
-        "file": source,
-        "sha256": digest,
+        "file": recorded["file"],
+        "sha256": recorded["sha256"],
     }
 
 

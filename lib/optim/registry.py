@@ -122,7 +122,7 @@ OPTIMIZERS: tuple[OptimizerMethod, ...] = (
     OptimizerMethod(
         "adamwspam",
         "AdamW-SPAM",
-        "spam:build_adamwspam",
+        "spam_build:build_adamwspam",
         adam_state,
         spam_step_temporaries,
         (*_ADAM, "SPAM_RULE", "SPAM_THETA", "SPAM_INTERVAL", "SPAM_WARMUP_STEPS"),

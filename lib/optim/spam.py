@@ -17,7 +17,7 @@ and v the raw second moment:
    the A calls from each reset on.  An entry with g^2 > theta * v (v before
    this call's update) becomes sign(g) * sqrt(theta * v); an entry whose v
    is 0 thus becomes 0 (spare_unseen=True leaves it alone: our option).
-   Decided as |g| > sqrt(theta * v), so that both code paths (item 6)
+   Decided as |g| > sqrt(theta * v), so that the code paths (below)
    decide alike to the last bit.  p.grad is not modified (the authors'
    code writes the clipped values into it).
 3. Moments, with the clipped g: m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2.
@@ -43,18 +43,35 @@ builds on torch's AdamW with amsgrad=True), both off by default:
   trainer's GPT2_GRAD_CLIP, before item 2): knlp measures it after its own
   per-entry clipping and before its clip at norm 1.0. One host sync per call.
 
-Three code paths compute this: a per-parameter loop (foreach=False, written
-for reading), a multi-tensor one (foreach=True, lib/optim/spam_foreach.py:
-a few torch._foreach_* kernels per step instead of about a dozen per
-parameter) and a one-pass one (fused=True, lib/optim/spam_fused.py: the
-per-parameter operations compiled by torch.compile into one pass per tensor
-over p, g, m and v, its scalars on the device, never read back; it falls
-back to the multi-tensor path if compiling fails, and `impl` says which path
-runs).  foreach=None, the default, picks the
-multi-tensor path when all parameters are on one device type, as torch's
-optimizers do.  All give the same results and counters; on CPU, the loop and
-the multi-tensor path to the bit (their kernels are the same), the one-pass
-path as tests/lib/optim/test_optim_spam_fused.py states.
+knlp's whole rule (SPAM_RULE_KNLP) is not a path of this class but a
+documented variant, lib/optim/knlp_spam.py: torch's AdamW step (eps added
+after bias correction, decay before the update) with clipping against
+sqrt(theta (v + 1e-12)) written into p.grad before the trainer's norm clip,
+from the second step on with no window after resets, the LR (not the
+update) re-warmed from 0.1%, and its own state key ("knlp_spam").
+
+One class, one set of hyperparameters, one state layout, three code paths,
+chosen as torch.optim.AdamW chooses them (foreach/fused arguments; the
+registry's builder, lib/optim/spam_build.py, maps OPTIMIZER_IMPL to them).
+step() does everything but the arithmetic once for all paths: the schedule
+(items 1, 2's window and 5), the resets, the spike test, the step counts,
+and the scalars of the update (bias corrections folded into the step value,
+the decay factor, theta), handed to a path as Buckets: parameters of one
+group with one device, dtype and step count (lib/optim/spam_foreach.py).
+The paths only compute items 2-4 and 6 on a bucket:
+- foreach=True: the multi-tensor kernels of spam_foreach.step (torch._foreach_*,
+  about twenty kernels per bucket);
+- foreach=False: the same kernels one parameter at a time (the temporaries
+  of one tensor at a time, as torch's foreach=False);
+- fused=True: lib/optim/spam_fused.py, the rule written per tensor and
+  compiled by torch.compile into one pass per tensor over p, g, m and v,
+  its scalars on the device, never read back; a call that damps (spike_reset)
+  takes the multi-tensor path, and if compiling fails the optimizer falls
+  back to it for good (`impl` says which path runs and why).
+foreach=None, the default, picks the multi-tensor path when all parameters
+are on one device type, as torch's optimizers do.  On CPU the loop and the
+multi-tensor path agree to the bit, the one-pass path within float rounding
+(tests/lib/optim/test_optim_spam_paths.py runs them side by side).
 
 State uses torch's names (exp_avg, exp_avg_sq, step: a float32 0-dim CPU
 tensor).  The call count, the warmup counter j and the counters of stats()
@@ -70,16 +87,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from lib.optim.spam_foreach import step_group, step_size
+from lib.optim.spam_foreach import Bucket, damp_
+from lib.optim.spam_foreach import step as eager_step
 from lib.optim.spam_fused import FusedSteps
-from lib.optim.spike import EXP_AVG_FACTOR, EXP_AVG_SQ_FACTOR, SpikeDetector, grad_norm
-
-if TYPE_CHECKING:
-    from lib.config.symbols import Optim
+from lib.optim.spike import SpikeDetector, grad_norm
 
 _FLOOR = 0.01  # the warmup starts from 1% of the update (0.99 is decayed away)
 
@@ -150,7 +165,7 @@ class AdamWSPAM(torch.optim.Optimizer):
         self.spare_unseen = bool(spare_unseen)
         self.spike = SpikeDetector(spike_threshold) if spike_reset else None
         self._spike_resets = 0
-        self.foreach = foreach  # None: decided at each step (item 6 of the module doc)
+        self.foreach = foreach  # None: decided at each step (uses_foreach)
         self.fused = bool(fused)
         self.fused_error: str | None = None  # why the compiled path fell back
         self._fused_steps = FusedSteps()  # the one-pass step's device scalars
@@ -190,35 +205,72 @@ class AdamWSPAM(torch.optim.Optimizer):
         self._resets += reset
         scale = self.update_scale(self._warmup_count)
         damp = self._spike()
-        foreach = self.uses_foreach()
+        per_parameter = not (self.fused or self.uses_foreach())
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             for p in params:
                 self._prepare(p, reset, group["amsgrad"])
             if damp:  # parameters without a gradient now: damped here, the others after clipping
-                self._damp([p for p in group["params"] if p.grad is None and self.state[p]])
+                for p in group["params"]:
+                    if p.grad is None and self.state[p]:
+                        damp_([self.state[p]["exp_avg"]], [self.state[p]["exp_avg_sq"]])
             clip = group["clip"] and self.clips_at(k)
-            # a damping step (rare) takes the eager path: the compiled one has no damping
-            if self.fused and not damp and params and self._step_fused(group, params, scale, clip):
-                continue
-            if (foreach or self.fused) and params:
-                step_group(
-                    group,
-                    params,
-                    self.state,
-                    scale,
-                    clip,
-                    self.spare_unseen,
-                    self._spikes_dev,
-                    damp,
-                )
-            else:
-                for p in params:
-                    self._step_param(p, group, scale, clip, damp)
+            for bucket in self._buckets(group, params, scale, clip):
+                counter = self._counter(bucket.params[0].device)
+                # a damping call (rare) takes the eager path: the compiled one has no damping
+                if self.fused and not damp and self._step_fused(bucket, counter):
+                    pass
+                elif per_parameter:
+                    for one in bucket.split():
+                        eager_step(one, counter, damp)
+                else:
+                    eager_step(bucket, counter, damp)
+                torch._foreach_add_(bucket.steps, 1.0)
         self._warmup_count += 1
         if self.resets_at(k + 1):
             self._warmup_count = 0
         return loss
+
+    def _buckets(
+        self, group: dict[str, Any], params: list[torch.Tensor], scale: float, clip: bool
+    ) -> list[Bucket]:
+        """params (with gradients and state) by device, dtype and step count, each with
+        this call's scalars: the one place the group's hyperparameters are read."""
+        beta1, beta2 = group["betas"]
+        lr, wd = group["lr"], group["weight_decay"]
+        by_key: dict[tuple[torch.device, torch.dtype, float], list[torch.Tensor]] = {}
+        for p in params:  # "step" is a CPU tensor: no sync
+            by_key.setdefault((p.device, p.dtype, float(self.state[p]["step"])), []).append(p)
+        buckets = []
+        for (_, _, done), ps in by_key.items():
+            states = [self.state[p] for p in ps]
+            t = done + 1  # the bias-correction count after this call
+            buckets.append(
+                Bucket(
+                    params=ps,
+                    grads=[p.grad for p in ps],
+                    exp_avgs=[st["exp_avg"] for st in states],
+                    exp_avg_sqs=[st["exp_avg_sq"] for st in states],
+                    maxes=[st["max_exp_avg_sq"] for st in states] if group["amsgrad"] else None,
+                    steps=[st["step"] for st in states],
+                    beta1=beta1,
+                    beta2=beta2,
+                    eps=group["eps"],
+                    theta=group["theta"] if clip else None,
+                    value=-lr * (math.sqrt(1 - beta2**t) / (1 - beta1**t)) * scale,
+                    decay=1 - lr * wd if wd > 0 else 1.0,
+                    spare_unseen=self.spare_unseen,
+                    key=id(group),
+                )
+            )
+        return buckets
+
+    def _counter(self, device: torch.device) -> torch.Tensor:
+        """The device's pending clip count (int64, summed without host syncs)."""
+        counter = self._spikes_dev.get(device)
+        if counter is None:
+            counter = self._spikes_dev[device] = torch.zeros((), dtype=torch.int64, device=device)
+        return counter
 
     def _spike(self) -> bool:
         """Whether this call damps the moments (spike_reset; lib/optim/spike.py)."""
@@ -228,18 +280,6 @@ class AdamWSPAM(torch.optim.Optimizer):
         spike = self.spike.observe(grad_norm(params))
         self._spike_resets += spike
         return spike
-
-    @staticmethod
-    def _damp_pairs(exp_avgs: list[torch.Tensor], exp_avg_sqs: list[torch.Tensor]) -> None:
-        for m, v in zip(exp_avgs, exp_avg_sqs):
-            m.mul_(EXP_AVG_FACTOR)
-            v.mul_(EXP_AVG_SQ_FACTOR)
-
-    def _damp(self, params: list[torch.Tensor]) -> None:
-        self._damp_pairs(
-            [self.state[p]["exp_avg"] for p in params],
-            [self.state[p]["exp_avg_sq"] for p in params],
-        )
 
     def _prepare(self, p: torch.Tensor, reset: bool, amsgrad: bool) -> None:
         """Create p's state on its first gradient; zero its moments on a reset call."""
@@ -258,14 +298,10 @@ class AdamWSPAM(torch.optim.Optimizer):
             if self.restart_bias_correction:
                 state["step"].zero_()
 
-    def _step_fused(
-        self, group: dict[str, Any], params: list[torch.Tensor], scale: float, clip: bool
-    ) -> bool:
+    def _step_fused(self, bucket: Bucket, counter: torch.Tensor) -> bool:
         """The compiled step; False (and the multi-tensor path for good) if it fails."""
         try:
-            self._fused_steps.step_group(
-                group, params, self.state, scale, clip, self.spare_unseen, self._spikes_dev
-            )
+            self._fused_steps.step(bucket, counter)
             return True
         except Exception as err:  # any compiler failure: the eager paths give the same step
             self.fused, self.foreach = False, True
@@ -281,44 +317,11 @@ class AdamWSPAM(torch.optim.Optimizer):
         return ("foreach" if self.uses_foreach() else "loop") + fell_back
 
     def uses_foreach(self) -> bool:
-        """Whether step() takes the multi-tensor path (item 6)."""
+        """Whether step() takes the multi-tensor path when not fused (foreach=None: when
+        all parameters are on one device type, as torch's optimizers decide)."""
         if self.foreach is not None:
             return bool(self.foreach)
         return len({p.device.type for g in self.param_groups for p in g["params"]}) <= 1
-
-    def _step_param(
-        self, p: torch.Tensor, group: dict[str, Any], scale: float, clip: bool, damp: bool
-    ) -> None:
-        """Items 2 to 4 and 6 of the module doc (and the options) for one parameter."""
-        beta1, beta2 = group["betas"]
-        lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
-        grad, state = p.grad, self.state[p]
-        exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-        if clip:
-            grad = self._clip(grad, exp_avg_sq, group["theta"])
-        if damp:
-            self._damp_pairs([exp_avg], [exp_avg_sq])
-        step_t += 1
-        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        if group["amsgrad"]:
-            torch.maximum(state["max_exp_avg_sq"], exp_avg_sq, out=state["max_exp_avg_sq"])
-            exp_avg_sq = state["max_exp_avg_sq"]
-        denom = exp_avg_sq.sqrt().add_(eps)
-        p.addcdiv_(exp_avg, denom, value=-step_size(lr, beta1, beta2, step_t.item()) * scale)
-        if wd > 0:
-            p.mul_(1 - lr * wd)
-
-    def _clip(self, grad: torch.Tensor, exp_avg_sq: torch.Tensor, theta: float) -> torch.Tensor:
-        """copysign(sqrt(theta*v), g) where |g| > sqrt(theta*v), else g; a new tensor."""
-        limit = (exp_avg_sq * theta).sqrt_()
-        mask = grad.abs() > limit
-        if self.spare_unseen:
-            mask.logical_and_(limit > 0)
-        acc = self._spikes_dev.get(grad.device)
-        count = mask.sum()
-        self._spikes_dev[grad.device] = count if acc is None else acc.add_(count)
-        return torch.where(mask, limit.copysign_(grad), grad)
 
     # -- counters and checkpoints ----------------------------------------
     def _flush(self) -> None:
@@ -366,41 +369,3 @@ class AdamWSPAM(torch.optim.Optimizer):
         self._spike_resets = int(extra.get("spike_resets", self._spike_resets))
         if self.spike is not None and "spike_norms" in extra:
             self.spike.load_state_dict({"norms": list(extra["spike_norms"])})
-
-
-def build_adamwspam(
-    s: Optim, lr: float, groups: list[dict], model: Any, device: torch.device
-) -> Any:
-    """AdamWSPAM as the registry builds it: the authors' rule (this module), or
-    knlp's (lib/optim/knlp_spam.py, on torch's AdamW) with SPAM_RULE_KNLP. A
-    hidden SPAM switch is off, and so are its settings (lib/optim/off_values.toml)."""
-    from lib.optim.knlp_spam import KnlpAdamWSPAM
-    from lib.optim.torch_optims import adam_settings, adamw_impl
-
-    impl = s.OPTIMIZER_IMPL
-    shared: dict[str, Any] = {
-        "lr": lr,
-        "amsgrad": s.ADAM_AMSGRAD,
-        "clip": s.SPAM_ENABLE_CLIP,
-        "warmup_steps": s.SPAM_WARMUP_STEPS,
-        "spike_reset": s.SPAM_SPIKE_RESET,
-        "spike_threshold": s.SPAM_SPIKE_THRESHOLD,
-        **adam_settings(s),
-    }
-    if s.SPAM_RULE == "knlp":
-        kernels: dict[str, Any] = adamw_impl(impl, device)  # it runs on torch's AdamW
-        return KnlpAdamWSPAM(
-            groups, theta=s.SPAM_THETA, interval=s.SPAM_INTERVAL, **shared, **kernels
-        )
-    return AdamWSPAM(
-        groups,
-        theta=s.SPAM_THETA,
-        reset=s.SPAM_ENABLE_RESET,
-        interval=s.SPAM_INTERVAL,
-        clip_skip_steps=s.SPAM_CLIP_SKIP_STEPS,
-        spare_unseen=s.SPAM_CLIP_SPARE_UNSEEN,
-        restart_bias_correction=s.SPAM_RESTART_BIAS_CORRECTION,
-        foreach={"foreach": True, "loop": False}.get(impl),
-        fused=impl == "fused",
-        **shared,
-    )

@@ -1,11 +1,16 @@
-"""AdamWSPAM's multi-tensor step: the rule of spam.py on lists of tensors.
+"""AdamWSPAM's eager step (the "foreach" and "loop" paths of lib/optim/spam.py).
 
-A parameter group's parameters that have gradients are bucketed by device,
-dtype and their state's step count (one count unless some parameter missed
-steps for want of a gradient), so the bias corrections are scalars and
-every operation is one torch._foreach_* call per bucket: about twenty
-multi-tensor kernels per step, where the per-parameter loop launches
-about a dozen per parameter.
+spam.py's AdamWSPAM decides everything a call needs (reset, clipping window,
+warmup factor, spike damping, the step value with the bias corrections) and
+hands each path a Bucket: tensors of one parameter group that share device,
+dtype and step count (one count unless some parameter missed steps for want
+of a gradient), with this call's scalars.  step() below applies items 2-4
+and 6 of spam.py's rule to a bucket with torch._foreach_* kernels: about
+twenty multi-tensor kernels per step.  The multi-tensor path (foreach=True)
+passes whole buckets, the per-parameter path (foreach=False: one tensor's
+temporaries at a time, as torch's foreach=False) one-tensor buckets
+(Bucket.split()), so both run the same operations and agree to the bit; the
+one-pass path (spam_fused.py) compiles the same rule written per tensor.
 
 Spike clipping without a per-tensor where(), with c = sqrt(theta * v_prev):
 
@@ -14,20 +19,16 @@ Spike clipping without a per-tensor where(), with c = sqrt(theta * v_prev):
 
 With spare_unseen, entries whose v_prev is 0 are left alone:
 lim = c + BIG * (1 - sign(c)) replaces c (BIG, the dtype's max, where
-v_prev == 0: no limit).  These are the per-parameter path's values exactly:
-the same c, the same comparison, and clamp returns g itself or +-c.  One
-difference, in a state that is already ruined: with spare_unseen an
-infinite gradient entry whose v_prev is 0 is passed on as +-BIG here and as
-+-inf by the per-parameter path.  The update then runs the per-parameter
-path's operations in the same order, so on CPU (where a multi-tensor op
-loops over the per-tensor kernels) both paths agree to the bit.  p.grad is
-never written.
+v_prev == 0: no limit).  The values are those of where(): clamp returns g
+itself or +-c.  One difference, in a state that is already ruined: with
+spare_unseen an infinite gradient entry whose v_prev is 0 is passed on as
++-BIG (where() would pass +-inf).  p.grad is never written.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
+import dataclasses
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -39,50 +40,61 @@ from lib.optim.spike import EXP_AVG_FACTOR, EXP_AVG_SQ_FACTOR
 COUNT_PIECE = 1 << 24
 
 
-def step_group(
-    group: dict[str, Any],
-    params: list[Tensor],
-    state: dict[Tensor, Any],
-    scale: float,
-    clip: bool,
-    spare_unseen: bool,
-    counts: dict[torch.device, Tensor],
-    damp: bool = False,
-) -> None:
-    """One SPAM step of `params` (all with gradients and state) of `group`.
+@dataclasses.dataclass
+class Bucket:
+    """One call's work on tensors of one group with one device, dtype and step count."""
 
-    scale is the warmup factor of the update, clip whether this call clips,
-    damp whether the moments are damped after clipping (spike reset); clip
-    counts are added to counts[device] (int64 tensors, as the per-parameter
-    path keeps them).
-    """
-    buckets: dict[tuple[torch.device, torch.dtype, float], list[Tensor]] = {}
-    for p in params:
-        key = (p.device, p.dtype, float(state[p]["step"]))  # a CPU tensor: no sync
-        buckets.setdefault(key, []).append(p)
-    for (device, _, done), ps in buckets.items():
-        grads = [p.grad for p in ps]
-        exp_avg_sqs = [state[p]["exp_avg_sq"] for p in ps]
-        if clip:
-            grads, count = clip_spikes(grads, exp_avg_sqs, group["theta"], spare_unseen)
-            acc = counts.get(device)
-            counts[device] = count if acc is None else acc.add_(count)
-        exp_avgs = [state[p]["exp_avg"] for p in ps]
-        if damp:
-            scale_(exp_avgs, EXP_AVG_FACTOR)
-            scale_(exp_avg_sqs, EXP_AVG_SQ_FACTOR)
-        maxes = [state[p]["max_exp_avg_sq"] for p in ps] if group["amsgrad"] else None
-        update(
-            ps,
-            grads,
-            exp_avgs,
-            exp_avg_sqs,
-            [state[p]["step"] for p in ps],
-            group,
-            done + 1,
-            scale,
-            maxes,
-        )
+    params: list[Tensor]
+    grads: list[Tensor]
+    exp_avgs: list[Tensor]
+    exp_avg_sqs: list[Tensor]
+    maxes: list[Tensor] | None  # AMSGrad's running maxima of v (state "max_exp_avg_sq")
+    steps: list[Tensor]  # the state's "step" counts, all equal; spam.py advances them
+    beta1: float
+    beta2: float
+    eps: float
+    theta: float | None  # None: this call does not clip
+    value: float  # -lr * sqrt(1 - b2^t) / (1 - b1^t) * warmup factor, t after this call
+    decay: float  # 1 - lr * weight_decay (1.0 without decay)
+    spare_unseen: bool
+    key: int  # the group's id: the one-pass path keeps its device scalars under it
+
+    def split(self) -> Iterator[Bucket]:
+        """One bucket per tensor (the per-parameter path)."""
+        for i in range(len(self.params)):
+            yield dataclasses.replace(
+                self,
+                params=self.params[i : i + 1],
+                grads=self.grads[i : i + 1],
+                exp_avgs=self.exp_avgs[i : i + 1],
+                exp_avg_sqs=self.exp_avg_sqs[i : i + 1],
+                maxes=None if self.maxes is None else self.maxes[i : i + 1],
+                steps=self.steps[i : i + 1],
+            )
+
+
+def step(b: Bucket, counter: Tensor, damp: bool = False) -> None:
+    """Items 2-4 and 6 of spam.py's rule on b; counter (int64, b's device) += entries
+    clipped.  damp: the spike damping, after clipping and before the moments."""
+    grads = b.grads
+    if b.theta is not None:
+        grads, count = clip_spikes(grads, b.exp_avg_sqs, b.theta, b.spare_unseen)
+        counter.add_(count)
+    if damp:
+        damp_(b.exp_avgs, b.exp_avg_sqs)
+    scale_(b.exp_avgs, b.beta1)
+    torch._foreach_add_(b.exp_avgs, grads, alpha=1 - b.beta1)
+    scale_(b.exp_avg_sqs, b.beta2)
+    torch._foreach_addcmul_(b.exp_avg_sqs, grads, grads, value=1 - b.beta2)
+    del grads
+    if b.maxes is not None:
+        torch._foreach_maximum_(b.maxes, b.exp_avg_sqs)
+    denom = torch._foreach_sqrt(b.exp_avg_sqs if b.maxes is None else b.maxes)
+    torch._foreach_add_(denom, b.eps)
+    torch._foreach_addcdiv_(b.params, b.exp_avgs, denom, value=b.value)
+    del denom
+    if b.decay != 1.0:
+        scale_(b.params, b.decay)
 
 
 def clip_spikes(
@@ -117,44 +129,10 @@ def count_nonzero(signs: list[Tensor]) -> Tensor:
     return torch.stack(norms).to(torch.int64).sum()
 
 
-def update(
-    params: list[Tensor],
-    grads: list[Tensor],
-    exp_avgs: list[Tensor],
-    exp_avg_sqs: list[Tensor],
-    steps: list[Tensor],
-    group: dict[str, Any],
-    step: float,
-    scale: float,
-    maxes: list[Tensor] | None = None,
-) -> None:
-    """Moments, the update with eps on the root of the raw v, then weight decay.
-
-    step is the bias-correction count after this step (all `steps` equal step - 1);
-    with maxes (AMSGrad) they become max(maxes, v) and divide instead of v.
-    """
-    beta1, beta2 = group["betas"]
-    lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
-    torch._foreach_add_(steps, 1.0)
-    scale_(exp_avgs, beta1)
-    torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
-    scale_(exp_avg_sqs, beta2)
-    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
-    if maxes is not None:
-        torch._foreach_maximum_(maxes, exp_avg_sqs)
-    denom = torch._foreach_sqrt(exp_avg_sqs if maxes is None else maxes)
-    torch._foreach_add_(denom, eps)
-    torch._foreach_addcdiv_(
-        params, exp_avgs, denom, value=-step_size(lr, beta1, beta2, step) * scale
-    )
-    del denom
-    if wd > 0:
-        scale_(params, 1 - lr * wd)
-
-
-def step_size(lr: float, beta1: float, beta2: float, t: float) -> float:
-    """lr with the bias corrections of count t folded in, as the authors' code does."""
-    return lr * (math.sqrt(1 - beta2**t) / (1 - beta1**t))
+def damp_(exp_avgs: list[Tensor], exp_avg_sqs: list[Tensor]) -> None:
+    """The spike damping (lib/optim/spike.py): m *= 0.5, v *= 0.9."""
+    scale_(exp_avgs, EXP_AVG_FACTOR)
+    scale_(exp_avg_sqs, EXP_AVG_SQ_FACTOR)
 
 
 def scale_(tensors: list[Tensor], factor: float) -> None:

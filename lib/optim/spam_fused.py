@@ -1,16 +1,19 @@
 """AdamWSPAM's one-pass step (OPTIMIZER_IMPL=fused): clip, moments, update, decay fused.
 
-The rule of spam.py, written as the per-parameter path's own operations in
-the same order and compiled by torch.compile, so that inductor emits one
-loop (CPU) or one kernel (CUDA) per tensor that reads the gradient, both
-moments and the weight once and writes them once; the multi-tensor path
-(spam_foreach.py) makes about twenty passes.
+Items 2-4 and 6 of spam.py's rule on a Bucket (spam_foreach.py), the one
+the eager paths get, written per tensor (the clip as where(|g| > c,
+copysign(c, g), g), the values spam_foreach.clip_spikes gives) and compiled
+by torch.compile, so that inductor emits one loop (CPU) or one kernel
+(CUDA) per tensor that reads the gradient, both moments and the weight once
+and writes them once; the multi-tensor path makes about twenty passes.
+Everything else (reset, clipping window, warmup, step counts, the scalars'
+values) is spam.py's, shared with the eager paths.
 
 The scalars stay on the device and nothing is read back, so a step never
 waits for the device:
 - the step value (-lr times the bias corrections times the warmup factor)
-  changes every call; the host computes it from its own counts (the
-  state's CPU "step" tensors) and writes it into a device scalar with
+  changes every call; spam.py computes it from its own counts (the
+  state's CPU "step" tensors) and this module writes it into a device scalar with
   torch.full, a fill kernel with the number as its argument: no host-to-
   device copy (a copy from pageable memory waits for the stream), no sync;
 - theta, theta = inf (a call that does not clip: |g| > sqrt(inf * v) is
@@ -40,7 +43,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from lib.optim.spam_foreach import step_size
+from lib.optim.spam_foreach import Bucket
 
 _COMPILED: dict[tuple[bool, bool], Callable[..., None]] = {}
 
@@ -65,7 +68,7 @@ def spam_math(
     """Items 2 to 4 and 6 of spam.py's rule for every tensor; counter += entries clipped."""
     count = torch.zeros((), dtype=torch.int64, device=counter.device)
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
-        limit = (v * theta).sqrt()  # spam.py _clip: copysign(limit, g) where |g| > limit
+        limit = (v * theta).sqrt()  # copysign(limit, g) where |g| > limit
         mask = g.abs() > limit
         if spare_unseen:
             mask = mask & (limit > 0)
@@ -112,48 +115,23 @@ class FusedSteps:
         self._scalars[key] = (value, tensor)
         return tensor
 
-    def step_group(
-        self,
-        group: dict[str, Any],
-        params: list[Tensor],
-        state: dict[Tensor, Any],
-        scale: float,
-        clip: bool,
-        spare_unseen: bool,
-        counts: dict[torch.device, Tensor],
-        math: Callable[[bool, bool], Callable[..., None]] | None = None,
-    ) -> None:
-        """spam_foreach.step_group's contract (without damping), in one pass per tensor.
-
-        math builds the step from (spare_unseen, amsgrad): compiled_math by default.
-        """
-        math = math or compiled_math
-        buckets: dict[tuple[torch.device, torch.dtype, float], list[Tensor]] = {}
-        for p in params:  # "step" is a CPU tensor: no sync
-            buckets.setdefault((p.device, p.dtype, float(state[p]["step"])), []).append(p)
-        beta1, beta2 = group["betas"]
-        lr, wd, amsgrad = group["lr"], group["weight_decay"], bool(group["amsgrad"])
-        gid = id(group)
-        for (device, dtype, done), ps in buckets.items():
-            sdtype = torch.float64 if dtype == torch.float64 else torch.float32
-            theta = group["theta"] if clip else float("inf")
-            value = -step_size(lr, beta1, beta2, done + 1) * scale
-            decay = 1 - lr * wd if wd > 0 else 1.0
-            counter = counts.get(device)
-            if counter is None:
-                counter = counts[device] = torch.zeros((), dtype=torch.int64, device=device)
-            math(spare_unseen, amsgrad)(
-                ps,
-                [p.grad for p in ps],
-                [state[p]["exp_avg"] for p in ps],
-                [state[p]["exp_avg_sq"] for p in ps],
-                [state[p]["max_exp_avg_sq"] for p in ps] if amsgrad else [],
-                counter,
-                self.scalar((gid, "theta", clip), theta, device, sdtype),
-                self.scalar((gid, "value"), value, device, sdtype),
-                self.scalar((gid, "decay"), decay, device, sdtype),
-                beta1,
-                beta2,
-                group["eps"],
-            )
-            torch._foreach_add_([state[p]["step"] for p in ps], 1.0)
+    def step(self, b: Bucket, counter: Tensor) -> None:
+        """spam_foreach.step's contract (without damping), in one pass per tensor."""
+        device, dtype = b.params[0].device, b.params[0].dtype
+        sdtype = torch.float64 if dtype == torch.float64 else torch.float32
+        clip = b.theta is not None
+        theta = b.theta if b.theta is not None else float("inf")
+        compiled_math(b.spare_unseen, b.maxes is not None)(
+            b.params,
+            b.grads,
+            b.exp_avgs,
+            b.exp_avg_sqs,
+            b.maxes or [],
+            counter,
+            self.scalar((b.key, "theta", clip), theta, device, sdtype),
+            self.scalar((b.key, "value"), b.value, device, sdtype),
+            self.scalar((b.key, "decay"), b.decay, device, sdtype),
+            b.beta1,
+            b.beta2,
+            b.eps,
+        )

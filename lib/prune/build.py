@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from lib.prune.custom import load_score
 from lib.prune.pruner import Pruner
+from lib.prune.registry import CUSTOM
 
 if TYPE_CHECKING:
     from lib.config.symbols import Prune
@@ -39,4 +41,5 @@ def build_pruner(
         bitter4_budget="rank" if s.ADAMWPRUNE_BITTER4_RANK_BUDGET else "depth",
         seed=seed,
         movement_score="knlp" if s.PRUNING_MOVEMENT_KNLP else "accumulated",
+        score=load_score(s.PRUNING_CUSTOM_SCORE) if s.PRUNING_METHOD == CUSTOM else None,
     )

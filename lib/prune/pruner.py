@@ -42,6 +42,7 @@ the masks are one process's, and state_dict holds them whole.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -82,6 +83,7 @@ class Pruner:
         sample_size: int = 1_000_000,
         seed: int = 0,
         movement_score: str = "accumulated",
+        score: Callable[[Tensor, Mapping[str, Any]], Tensor] | None = None,
     ) -> None:
         params = list(params)
         if not params:
@@ -99,6 +101,15 @@ class Pruner:
         check_int("frequency", frequency, 1)
         check_int("sample_size", sample_size, 1)
         check_int("seed", seed, 0)
+        # The method's score function (its record's, or the user's for "custom");
+        # None where the pruner scores the method itself (movement, state).
+        self.score = (
+            score if score is not None else registry.score_function(registry.method(method))
+        )
+        if method == registry.CUSTOM and score is None:
+            raise ValueError(
+                "score is required for method 'custom': the function PRUNING_CUSTOM_SCORE names"
+            )
         if method == "state" and optimizer is None:
             raise ValueError("optimizer is required for method 'state': its moments are the scores")
         if optimizer is not None:
@@ -241,8 +252,8 @@ class Pruner:
     def _score(self, i: int) -> Tensor:
         """A fresh float32 score tensor for parameter i (higher = keep), whole."""
         p = full(self.params[i].detach())
-        if self.method == "magnitude":
-            return score_fns.magnitude(p.float())
+        if self.score is not None:
+            return self._scored(i, p.float())
         if self.method == "movement":
             assert self.scores is not None  # kept exactly for method "movement"
             return full(self.scores[i]).clone()
@@ -257,6 +268,22 @@ class Pruner:
             for k in ("exp_avg", "exp_avg_sq")
         )
         return variant.fn(p.float(), m, v).contiguous()
+
+    def _scored(self, i: int, w: Tensor) -> Tensor:
+        """The score function's scores for weight i, checked and never a view of
+        the weight or the optimizer's state (the update fills pruned entries)."""
+        assert self.score is not None  # _score calls it only then
+        state = self.optimizer.state.get(self.params[i], {}) if self.optimizer is not None else {}
+        out = self.score(w, _WholeState(state))
+        if not (torch.is_tensor(out) and out.shape == w.shape):
+            got = f"shape {tuple(out.shape)}" if torch.is_tensor(out) else type(out).__name__
+            raise ValueError(
+                f"the {self.method} pruning score of {self.names[i]} is {got}, not a tensor of "
+                f"the weight's shape {tuple(w.shape)}"
+            )
+        out = out.float()
+        owned = {w.data_ptr(), *(t.data_ptr() for t in state.values() if torch.is_tensor(t))}
+        return (out.clone() if out.data_ptr() in owned else out).contiguous()
 
     def _update(self, sparsity: float) -> None:
         if self.reselect:
@@ -372,6 +399,24 @@ class Pruner:
         """Bytes of the pruner's own per-weight buffers: masks, movement scores or w0."""
         buffers = self.masks + (self.scores or []) + (self.initial or [])
         return sum(t.numel() * t.element_size() for t in buffers)
+
+
+class _WholeState(Mapping[str, Any]):
+    """A parameter's optimizer state as a score function reads it: read-only,
+    each tensor gathered whole (FSDP) only when asked for."""
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self._state = state
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._state[key]
+        return full(value) if torch.is_tensor(value) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._state)
+
+    def __len__(self) -> int:
+        return len(self._state)
 
 
 def _read_counts(counts: list[Tensor]) -> list[int]:

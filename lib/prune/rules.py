@@ -1,6 +1,7 @@
-"""The pruning ramp against the run's length (lib/prune/Kconfig's symbols),
-registered with lib/config/rules.py: a ramp past the end of the run misses
-its target sparsity. Torch-free: it runs on every configuration loaded.
+"""The pruning ramp against the run's length (lib/prune/Kconfig's symbols), and
+a score function of the user's, registered with lib/config/rules.py: a ramp
+past the end of the run misses its target sparsity. Torch-free (the user's
+module aside): it runs on every configuration loaded.
 """
 
 from __future__ import annotations
@@ -37,3 +38,13 @@ def check_pruning_ramp(run: RunConfig) -> list[str]:
             f"or MAX_ITERS={ramp_end}"
         )
     return problems
+
+
+@rule
+def check_custom_score(run: RunConfig) -> list[str]:
+    """PRUNING_CUSTOM_SCORE names an importable function of two arguments."""
+    if run.PRUNING_CUSTOM_SCORE is None:  # hidden: no custom pruning runs
+        return []
+    from lib.prune.custom import check
+
+    return check(run.prune)

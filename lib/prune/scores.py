@@ -34,6 +34,12 @@ def magnitude(w: Tensor) -> Tensor:
     return w.abs()
 
 
+def weight_magnitude(w: Tensor, state: object) -> Tensor:
+    """Magnitude pruning's score function (lib/prune/registry.py): |w|, whatever
+    the optimizer keeps."""
+    return magnitude(w)
+
+
 def movement_increment(w: Tensor, grad: Tensor) -> Tensor:
     """-(w * grad): one step's term of Sanh et al. 2020's S = sum_t -(w * dL/dw).
 

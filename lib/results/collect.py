@@ -4,7 +4,7 @@ A run folder may be complete, still running, failed, never started (only
 config.txt), or damaged (metrics.json missing or malformed): every case gives
 a row with a status and, where something is wrong, a problem that says what.
 A record that does not parse (truncated), is not a JSON object, or has a field
-of the wrong type or shape (checked by lib/results/records.py) gives a row with
+of the wrong type or shape (its model in lib/run/record_model.py) gives a row with
 status "invalid" and the file and field in its problem; its values are not
 used. Nothing here raises on a bad run's file; only a matrix.json the whole
 folder depends on can stop a summary.
@@ -24,15 +24,16 @@ from lib.config.run_config import load_run_config, value_or
 from lib.jobs.state import FILE as MATRIX_FILE
 from lib.jobs.state import MatrixError, MatrixState
 from lib.model import registry
-from lib.results.records import (
-    check_eval,
+from lib.run.eval_record import EVAL_FILE, lm_eval_scores, load_eval
+from lib.run.record_model import (
+    EvalRecord,
+    MetricsRecord,
     check_matrix,
     check_matrix_run,
-    check_metrics,
+    problems_of,
     reason,
     shown,
 )
-from lib.run.eval_record import EVAL_FILE, lm_eval_scores, load_eval
 
 TUNE_DIR = "tune"  # <matrix>/tune/: the tuning study and its trial runs
 INVALID = "invalid"  # the status of a row whose record has a wrong field
@@ -132,7 +133,7 @@ def _from_metrics(row: RunRow) -> None:
     except (OSError, ValueError) as err:  # truncated, or not JSON at all
         _invalid(row, [f"{shown(path)}: not readable as JSON ({err})"])
         return
-    problems = check_metrics(path, m)  # a JSON value other than an object is a problem too
+    problems = problems_of(MetricsRecord, path, m)  # a non-object JSON value is one too
     if problems:
         _invalid(row, problems)
         return
@@ -161,7 +162,7 @@ def _load_eval(row: RunRow) -> dict[str, Any] | None:
     if "error" in record and "sets" not in record:
         row.problems.append(record["error"])
         return None
-    problems = check_eval(row.path / EVAL_FILE, record)
+    problems = problems_of(EvalRecord, row.path / EVAL_FILE, record)
     if problems:
         _invalid(row, problems)
         return None
@@ -245,7 +246,7 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
 
 def tuned_values(record: dict[str, Any]) -> dict[str, float]:
     """The values a tuned run ran at, from its record's "tuned" field (checked by
-    records.check_tuned); {} for an untuned run."""
+    record_model.Tuned); {} for an untuned run."""
     tuned = record.get("tuned")
     values = tuned.get("values") if isinstance(tuned, dict) else None
     return {k: float(v) for k, v in values.items()} if isinstance(values, dict) else {}

@@ -18,7 +18,7 @@ SLOT_COLUMNS = [("slot_utilisation", "slot utilisation"), ("slots_used", "slots 
 
 
 def final(r: RunRow, name: str) -> float | None:
-    """The last value of the run's "<name>_series" (records.py checked its shape)."""
+    """The last value of the run's "<name>_series" (lib/run/record_model.py checked its shape)."""
     series = r.metrics.get(f"{name}_series")
     values = series.get("values") if isinstance(series, dict) else None
     return values[-1] if isinstance(values, list) and values else None

@@ -3,7 +3,7 @@
 The tuning stage writes `<matrix>/tune/<config>/tuning.json` after every trial
 (the search ranges, the budget, each trial's state and loss, the best trial)
 and keeps the Optuna study in `<matrix>/tune/study.db`. Here each record is
-read and checked (lib/results/records.py): a file that does not parse or has a
+read and checked (lib/run/record_model.py): a file that does not parse or has a
 field of the wrong shape is left out with a one-line problem naming it, never
 an exception. From a record come the tuned values, the trial counts, the
 best-so-far curve, and the symbols whose best value sits at an end of its
@@ -29,7 +29,7 @@ from typing import Any
 
 from lib.results import tables
 from lib.results.collect import TUNE_DIR, RunRow
-from lib.results.records import check_tuning, reason, shown
+from lib.run.record_model import TuningRecord, problems_of, reason, shown
 
 RECORD = "tuning.json"
 DATABASE = "study.db"
@@ -70,7 +70,7 @@ class Symbol:
 @dataclass(frozen=True)
 class Trial:
     number: int
-    state: str  # complete, pruned, fail or running (records.TRIAL_STATES)
+    state: str  # complete, pruned, fail or running (record_model.TRIAL_STATES)
     value: float | None  # the final loss; a pruned trial's last reported one
     steps: int | None
     params: dict[str, float] = field(default_factory=dict)  # its tuned values
@@ -185,7 +185,7 @@ def read(root: Path) -> Tuning:
                 f"its configuration's tuning is not shown"
             )
             continue
-        problems = check_tuning(path, record)
+        problems = problems_of(TuningRecord, path, record)
         if problems:
             found.problems.append(reason(problems) + "; its configuration's tuning is not shown")
             continue

@@ -21,7 +21,7 @@ from lib.atomic import remove_stale_temps, write_atomic
 from lib.paths import from_root
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Run
 
 # What a resumable copy of a run needs, plus its log.
 MIRRORED = ("config.txt", "metrics.json", "ckpt_latest.pt", "ckpt_best.pt", "output.log")
@@ -39,10 +39,10 @@ class Backup:
 
     @classmethod
     def from_run(
-        cls, run: RunConfig, run_dir: Path, log: Callable[[str], None] = print, main: bool = True
+        cls, r: Run, run_dir: Path, log: Callable[[str], None] = print, main: bool = True
     ) -> Backup:
         """Only the main process of a distributed run (the one writing the files) copies."""
-        return cls(run.BACKUP_DIR if main else "", run_dir, log)
+        return cls(r.BACKUP_DIR if main else "", run_dir, log)
 
     def mirror(self, names: tuple[str, ...] = MIRRORED) -> list[str]:
         """Copy the named files that changed; returns the names copied."""

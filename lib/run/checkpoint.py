@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
+if TYPE_CHECKING:  # torch and numpy load on first use: `make` dry runs and errors stay fast
+    import torch
 
 from lib.atomic import DiskFullError, read_json_object, shortfall, write_atomic
 from lib.run.safeload import UnsafeCheckpoint, safe_load
@@ -33,6 +33,8 @@ class CheckpointError(Exception):
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    import torch
+
     state = {"format": FORMAT, **state}
     try:
         write_atomic(path, lambda f: torch.save(state, f))
@@ -180,6 +182,8 @@ class _Counter:
 
 def serialized_size(state: dict[str, Any]) -> int:
     """Bytes torch.save writes for state (serialised again, to nowhere)."""
+    import torch
+
     counter = _Counter()
     torch.save(state, counter)  # any object with write() and flush() will do
     return counter.size
@@ -187,12 +191,18 @@ def serialized_size(state: dict[str, Any]) -> int:
 
 def seed_everything(seed: int) -> None:
     """Seed the global RNGs rng_state() saves (torch's seeds every CUDA device too)."""
+    import numpy as np
+    import torch
+
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
 
 def rng_state() -> dict[str, Any]:
+    import numpy as np
+    import torch
+
     state = {
         "torch": torch.get_rng_state(),
         "python": random.getstate(),
@@ -204,6 +214,9 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
+    import numpy as np
+    import torch
+
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])

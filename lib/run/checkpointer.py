@@ -18,7 +18,7 @@ from lib.run.checkpoint import save_checkpoint
 from lib.run.rundir import resume_command
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Run, Train
 
 OFF_NOTE = "SAVE_CHECKPOINT is off"
 
@@ -30,10 +30,9 @@ class Checkpointer:
     total: int  # the run's last step: always saved
 
     @classmethod
-    def from_run(cls, run: RunConfig) -> Checkpointer:
-        enabled = bool(run.SAVE_CHECKPOINT)
-        interval = (run.CHECKPOINT_INTERVAL or 0) if enabled else 0
-        return cls(enabled, interval or run.GPT2_EVAL_INTERVAL, run.GPT2_MAX_ITERS)
+    def from_run(cls, r: Run, t: Train) -> Checkpointer:
+        interval = r.CHECKPOINT_INTERVAL if r.SAVE_CHECKPOINT else 0
+        return cls(r.SAVE_CHECKPOINT, interval or t.GPT2_EVAL_INTERVAL, t.GPT2_MAX_ITERS)
 
     def latest_due(self, step: int) -> bool:
         """Whether ckpt_latest.pt is to be written after `step` in the loop."""

@@ -4,7 +4,8 @@ that what reads it (`make results`, a family's export card) needs no part of
 lib/eval.
 
 Written atomically by `make eval` / `make eval-baseline`, read by `make
-results` through load_eval(). Schema (format 1):
+results` through load_eval(); both check it against EvalRecord
+(lib/run/record_model.py), the fields below it names. Schema (format 1):
 
     format     1
     created    ISO 8601 time (UTC)
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.atomic import write_json_atomic
+from lib.run.record_model import EvalRecord, check
 
 EVAL_FILE = "eval.json"
 FORMAT = 1
@@ -66,7 +68,9 @@ def write_eval(run_dir: Path, record: dict[str, Any]) -> Path:
         old = load_eval(run_dir)
         if old is not None and "error" not in old and "lm_eval" in old:
             record = {**record, "lm_eval": old["lm_eval"]}
-    write_json_atomic(path, {"format": FORMAT, **record})
+    record = {"format": FORMAT, **record}
+    check(EvalRecord, path, record)  # lib/run/record_model.py: a wrong field is refused here
+    write_json_atomic(path, record)
     return path
 
 

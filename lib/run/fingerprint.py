@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from lib.data.corpus import META_NAME, SPLIT_FILES, is_prepared
 from lib.data.prepared import data_dir
 from lib.paths import ROOT, from_root
+from lib.user_code import source_digest
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -100,7 +99,7 @@ def content_hash(
     data: str,
     code: dict[str, Any],
     init: str | None = None,
-    optimizer_source: str | None = None,
+    sources: dict[str, str] | None = None,
 ) -> str:
     document = {
         "schema": SCHEMA,
@@ -111,8 +110,7 @@ def content_hash(
     }
     if init is not None:  # only runs from pretrained weights: other hashes stay as they were
         document["init"] = init
-    if optimizer_source is not None:  # only runs of a custom optimizer class
-        document["optimizer_source"] = optimizer_source
+    document.update(sources or {})  # only runs of the researcher's own code
     return hashlib.sha256(_canonical(document)).hexdigest()
 
 
@@ -176,22 +174,18 @@ def init_fingerprint(run: RunConfig) -> str | None:
     return _init_digest(folder, stamp) if stamp else f"missing: {folder}"
 
 
-def optimizer_source(run: RunConfig) -> str | None:
-    """The SHA-256 of the module file of the custom optimizer class a run trains with
-    (OPTIMIZER_CUSTOM_CLASS, lib/optim/custom.py), found without importing it, so
-    that a changed file is a different configuration; None for the built-in ones."""
-    if run.values.get("OPTIMIZER") != "custom":
-        return None
-    module = str(run.values.get("OPTIMIZER_CUSTOM_CLASS") or "").partition(":")[0].strip()
-    if str(ROOT) not in sys.path:  # where lib/optim/custom.py finds a file of the user's
-        sys.path.append(str(ROOT))
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.origin or not Path(spec.origin).is_file():
-        return f"missing: {module}"
-    return _file_digest(Path(spec.origin))
+def user_sources(run: RunConfig) -> dict[str, str]:
+    """The SHA-256 of each module file of the researcher's own code a run trains
+    with (lib/user_code.py): "optimizer_source" for OPTIMIZER=custom,
+    "pruning_source" for PRUNING_METHOD=custom; found without importing them, so
+    that a changed file is a different configuration. Empty for built-in methods,
+    whose hashes stay as they were."""
+    out = {}
+    if run.values.get("OPTIMIZER") == "custom":
+        out["optimizer_source"] = source_digest(str(run.values.get("OPTIMIZER_CUSTOM_CLASS") or ""))
+    if run.values.get("PRUNING_MODE") == "single" and run.values.get("PRUNING_METHOD") == "custom":
+        out["pruning_source"] = source_digest(str(run.values.get("PRUNING_CUSTOM_SCORE") or ""))
+    return out
 
 
 @functools.lru_cache(maxsize=16)
@@ -253,16 +247,16 @@ def is_dirty(code: dict[str, Any]) -> bool:
 def fingerprint(run: RunConfig, code: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """What metrics.json records as "fingerprint": the hash and its data and code
     parts; None while the run's data is not prepared."""
-    data = data_fingerprint(data_dir(run))
+    data = data_fingerprint(data_dir(run.data))
     if data is None:
         return None
     code = code_version() if code is None else code
-    init, source = init_fingerprint(run), optimizer_source(run)
+    init, sources = init_fingerprint(run), user_sources(run)
     return {
-        "hash": content_hash(run, data, code, init, source),
+        "hash": content_hash(run, data, code, init, sources),
         "schema": SCHEMA,
         "data": data,
         "code": code,
         **({"init": init} if init is not None else {}),
-        **({"optimizer_source": source} if source is not None else {}),
+        **sources,
     }

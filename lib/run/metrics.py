@@ -22,6 +22,7 @@ import torch
 from lib.atomic import DiskFullError, write_json_atomic
 from lib.run.environment import environment
 from lib.run.full_disk import RESERVE, record_write_failed
+from lib.run.record_model import MetricsRecord, check
 
 # Steps after each (re)start whose time is excluded from throughput: every new
 # process pays compilation, allocator warm-up and cold caches again. When no
@@ -160,9 +161,12 @@ class RunMetrics:
 
     def write(self, summary: dict[str, Any]) -> None:
         """Write the record with room for a failure note (lib/run/full_disk.py); on a
-        full disk, the note goes into that room and the error says what the file holds."""
+        full disk, the note goes into that room and the error says what the file holds.
+        A field of the wrong type (lib/run/record_model.py) raises RecordError naming
+        it, before anything is written."""
         if not self.enabled:
             return
+        check(MetricsRecord, self.path, summary)
         try:
             write_json_atomic(self.path, summary, RESERVE)
         except DiskFullError as err:

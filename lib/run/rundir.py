@@ -23,7 +23,7 @@ from lib.run import owner
 from lib.run.safe_open import LinkRefused, open_append
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Run
 
 _NAME_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -85,8 +85,8 @@ def is_name(text: str) -> bool:
     return bool(_NAME_OK.fullmatch(text)) and len(text.encode()) <= NAME_MAX
 
 
-def results_root(run: RunConfig) -> Path:
-    root = Path(run.RESULTS_DIR)
+def results_root(r: Run) -> Path:
+    root = Path(r.RESULTS_DIR)
     return from_root(root)
 
 

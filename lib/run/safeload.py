@@ -21,10 +21,10 @@ import pickletools
 import re
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
+if TYPE_CHECKING:  # torch and numpy load on first use: `make` dry runs and errors stay fast
+    import torch
 
 TRUST_VAR = "TRUST_CHECKPOINT"
 # A legacy torch file: pickles of the magic number, the protocol, sys info, the
@@ -57,6 +57,7 @@ class UnsafeCheckpoint(Exception):
 def _allowed() -> list[Any]:
     """numpy's RNG state: an ndarray rebuilt by _reconstruct, with its dtype.
     numpy 1.x pickled _reconstruct as numpy.core.*, numpy 2 as numpy._core.*."""
+    import numpy as np
     from numpy._core.multiarray import _reconstruct
 
     return [
@@ -88,6 +89,8 @@ def safe_load(
     """torch.load with weights_only=True and the allow-list; UnsafeCheckpoint when the
     file names other objects (unless TRUST_CHECKPOINT=1); torch's own error when it
     is damaged, less any advice to load it unsafely."""
+    import torch
+
     if trusted():
         return torch.load(path, map_location=map_location, weights_only=False, mmap=mmap)
     try:

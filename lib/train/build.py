@@ -16,16 +16,19 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from lib.distributed.runtime import SINGLE, DistEnv
-from lib.hardware.precision import CompileOptions, Precision, resolve_precision
 from lib.model import registry
 from lib.optim import build_optimizer, optimizer_impl, optimizer_log_fields
-from lib.optim.custom import describe
+from lib.optim import custom as custom_optimizer
+from lib.prune import custom as custom_pruning
 from lib.prune.build import build_pruner
 from lib.prune.pruner import Pruner
+from lib.prune.registry import CUSTOM
 from lib.run.metrics import LogField
+from lib.speed.apply import AppliedSpeed, apply_speed
+from lib.speed.compile import CompileOptions
+from lib.speed.precision import Precision, resolve_precision
 from lib.train.recompute import enable_checkpointing
 from lib.train.records import optimizer_summary
-from lib.train.speed import Speed, apply_speed
 from lib.train.step import TrainStep
 
 if TYPE_CHECKING:
@@ -35,19 +38,21 @@ if TYPE_CHECKING:
 
 @dataclass
 class Training:
-    """The assembled parts. `step.forward` is what runs: the eager forward (the
+    """The assembled parts. `step.compile.forward` is what runs: the eager forward (the
     model or its DDP/FSDP wrapper, under the attention backend) or, with
     COMPILE_MODEL, its torch.compile until a fallback turns it off."""
 
     config: Any  # the family's model config
     model: LanguageModel
     precision: Precision
-    speed: Speed
+    speed: AppliedSpeed
     optimizer: torch.optim.Optimizer
     pruner: Pruner | None
     step: TrainStep
-    # {"optimizer_custom": class, keywords, file, SHA-256} for OPTIMIZER=custom
-    custom_optimizer: dict[str, Any] = field(default_factory=dict)
+    # The researcher's own code, by name and SHA-256: {"optimizer_custom": class,
+    # keywords, file, hash} for OPTIMIZER=custom, {"pruning_custom": function, file,
+    # hash} for PRUNING_METHOD=custom
+    user_code: dict[str, Any] = field(default_factory=dict)
 
     def log_fields(self) -> dict[str, LogField]:
         """The training log line's fields each part reports for itself."""
@@ -59,13 +64,13 @@ class Training:
         """metrics.json's fields on how the run went: compiled or not, and the
         optimizer's and pruner's figures (state memory, sparsity, SPAM counters)."""
         return {
-            "compiled": self.step.compiled,
-            "compile_error": self.step.compile_error,
+            "compiled": self.step.compile.compiled,
+            "compile_error": self.step.compile.error,
             **optimizer_summary(run, self.optimizer, self.pruner),
         }
 
     def describe(self) -> list[str]:
-        compiling = "requested; compiles on the first step" if self.step.compiled else "off"
+        compiling = "requested; compiles on the first step" if self.step.compile.compiled else "off"
         return [f"torch.compile: {compiling}", self.speed.describe()]
 
     def state_dict(self, dist: DistEnv = SINGLE) -> dict[str, Any]:
@@ -93,7 +98,7 @@ class Training:
             "params": sum(p.numel() for p in self.model.parameters()),
             "params_non_embedding": self.model.num_params(non_embedding=True),
             "optimizer_impl": optimizer_impl(self.optimizer),  # OPTIMIZER_IMPL as resolved
-            **self.custom_optimizer,
+            **self.user_code,
             "init": getattr(self.config, "init_record", {"from": "scratch"}),  # gpt2/pretrained.py
             "dtype": self.precision.dtype,
             "dtype_reason": self.precision.reason,
@@ -126,11 +131,11 @@ def build_training(
             model = family.build(config)
     else:
         model = family.build(config).to(device)
-    precision = resolve_precision(run, device)
+    precision = resolve_precision(run.speed, device)
     if device.type == "meta":
-        speed = Speed(compile=CompileOptions.from_run(run))
+        speed = AppliedSpeed(compile=CompileOptions.from_speed(run.speed))
     else:  # loss implementation, float8 layers, TF32, attention kernel, compile mode
-        speed = apply_speed(run, model, device, precision, warm=warm)
+        speed = apply_speed(run.speed, model, device, precision, run.BATCH_SIZE if warm else None)
     dist.seed_ranks(run.TRAIN_SEED)  # different dropout masks per rank
     if run.TRAIN_GRADIENT_CHECKPOINTING:
         enable_checkpointing(model)
@@ -148,6 +153,10 @@ def build_training(
         sync=dist.sync(forward),
     )
     if run.COMPILE_MODEL:
-        step.use_compiled(speed.compiled(forward, model))
-    custom = {"optimizer_custom": describe(run.optim)} if run.OPTIMIZER == "custom" else {}
-    return Training(config, model, precision, speed, optimizer, pruner, step, custom)
+        step.compile.use(speed.compiled(forward, model))
+    mine = {}
+    if run.OPTIMIZER == "custom":
+        mine["optimizer_custom"] = custom_optimizer.describe(run.optim)
+    if pruner is not None and pruner.method == CUSTOM:
+        mine["pruning_custom"] = custom_pruning.describe(run.prune)
+    return Training(config, model, precision, speed, optimizer, pruner, step, mine)

@@ -15,14 +15,14 @@ import torch
 import torch.nn.functional as F
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
-    from lib.hardware.precision import Precision
+    from lib.config.symbols import Train
+    from lib.speed.precision import Precision
 
 
 class Evaluator:
-    def __init__(self, run: RunConfig, mean: Callable[[float], float]):
-        self.interval, self.total = run.GPT2_EVAL_INTERVAL, run.GPT2_MAX_ITERS
-        self.iters, self.mean = run.TRAIN_EVAL_ITERS, mean
+    def __init__(self, t: Train, mean: Callable[[float], float]):
+        self.interval, self.total = t.GPT2_EVAL_INTERVAL, t.GPT2_MAX_ITERS
+        self.iters, self.mean = t.TRAIN_EVAL_ITERS, mean
 
     def due(self, step: int) -> bool:
         """Whether the run evaluates after `step`."""

@@ -16,6 +16,8 @@ applies it (lib/train/trainer.py), puts the samplers back where the step began
 * any other failure of the first compiled step: CompileOff, continuing in
   eager mode ("compile_failed" event) unless COMPILE_STRICT is set.
 
+CompileOff, like the compile state it turns off, is lib/speed/compile.py's.
+
 Giving up is raising: decide() re-raises the error, or raises one that says
 what to change. Under several processes an out-of-memory error stops the
 run: the ranks would have to agree on a smaller batch mid-step (lower
@@ -32,14 +34,14 @@ import torch
 
 from lib.data.sources import DataError
 from lib.estimate.fit import BatchPlan
+from lib.speed.compile import CompileOff
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Speed, Train
     from lib.train.build import Training
 
 GUARDED_STEPS = 3
 _OOM_TEXT = ("out of memory", "can't allocate memory", "failed to allocate")
-_BANNER = "!" * 72
 
 
 def is_out_of_memory(err: BaseException | None) -> bool:
@@ -60,38 +62,6 @@ def smaller_batch(batch: int, floor: int) -> int | None:
         if batch % size == 0:
             return size
     return None
-
-
-@dataclass(frozen=True)
-class CompileOff:
-    """Continue with the eager model. event: "compile_failed" (the compiler
-    failed) or "oom_fallback" (out of memory while compiled)."""
-
-    event: str
-    error: str
-
-    def record(self) -> dict[str, Any]:
-        """The metrics.json event's fields (after its step)."""
-        extra = {"action": "eager"} if self.event == "oom_fallback" else {}
-        return {"event": self.event, "error": self.error, **extra}
-
-    def apply(
-        self, plan: BatchPlan, loaders: dict[str, Any], training: Training
-    ) -> tuple[BatchPlan, dict[str, Any], Training]:
-        """The same plan and loaders; the stack with its step back on the eager forward."""
-        training.step.compile_off(self.error)
-        return plan, loaders, training
-
-    def message(self) -> str:
-        if self.event == "oom_fallback":
-            return (
-                f"out of memory while compiling or in the first steps: retrying without "
-                f"torch.compile (TRAIN_OOM_FALLBACK)\n{self.error}"
-            )
-        return (
-            f"{_BANNER}\nWARNING: torch.compile FAILED; continuing in EAGER mode "
-            f"(set CONFIG_COMPILE_STRICT=y to stop instead)\n{self.error}\n{_BANNER}"
-        )
 
 
 @dataclass(frozen=True)
@@ -138,10 +108,10 @@ Decision = CompileOff | SmallerBatch
 class FirstSteps:
     """Which steps are guarded, and the decision when one fails (module docstring)."""
 
-    def __init__(self, run: RunConfig, distributed: bool):
-        self.oom_fallback = bool(run.TRAIN_OOM_FALLBACK) and not distributed
-        self.min_batch = run.train.TRAIN_OOM_MIN_BATCH
-        self.strict = bool(run.COMPILE_STRICT)
+    def __init__(self, t: Train, s: Speed, distributed: bool):
+        self.oom_fallback = t.TRAIN_OOM_FALLBACK and not distributed
+        self.min_batch = t.TRAIN_OOM_MIN_BATCH
+        self.strict = s.COMPILE_STRICT
         self.until: int | None = None  # guarded up to this step (set on first use: after a resume)
 
     def guards(self, done: int, compile_proven: bool) -> bool:

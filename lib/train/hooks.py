@@ -6,8 +6,9 @@ An analysis is registered as a factory: called once per run with its RunContext,
 it returns an Analysis whose `after_eval` runs after every evaluation and whose
 `at_end` runs once training stopped and metrics.json holds the final status.
 The owners register from their registration modules (lib/bench/rules.py,
-lib/eval/rules.py), which lib/rules.py lists; `start` loads that list first, so
-every trainer runs every registered analysis, in registration order.
+lib/eval/rules.py), which lib/rules.py imports at the top of every entry point;
+`start` refuses to run before that, so every trainer runs every registered
+analysis, in registration order.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lib.config.rules import load_owners
+from lib.config.rules import require_owners
 
 if TYPE_CHECKING:
     import torch
@@ -59,5 +60,5 @@ def analysis(factory: Factory) -> Factory:
 
 def start(context: RunContext) -> list[Analysis]:
     """Every registered analysis, set up for this run."""
-    load_owners()
+    require_owners("a trainer started")
     return [factory(context) for factory in ANALYSES]

@@ -77,7 +77,7 @@ def create_run_dir(run: RunConfig) -> Path:
     reused without RESUME=1. A named run (RUN_NAME) gets that name or an error; a
     timestamped one whose name is taken (two runs started in the same second) gets
     the first free <id>-2, <id>-3, ..."""
-    base = results_root(run) / run_id(run)
+    base = results_root(run.run) / run_id(run)
     refused = latest_in_the_way(base.parent)  # before anything is made
     if refused:
         raise RunDirError(refused)

@@ -25,7 +25,6 @@ from lib.data.valchars import per_char_record
 from lib.distributed.runtime import DistEnv
 from lib.estimate.fit import BatchPlan, plan_batch
 from lib.hardware.devices import describe_device
-from lib.hardware.precision import resolve_device
 from lib.observe.monitor import build_monitor
 from lib.observe.tracking import Tracker
 from lib.run import record
@@ -33,6 +32,7 @@ from lib.run.backup import Backup
 from lib.run.checkpoint import seed_everything
 from lib.run.checkpointer import Checkpointer
 from lib.run.metrics import LogField, RunMetrics
+from lib.speed.precision import resolve_device
 from lib.train.build import Training, build_training
 from lib.train.early_stop import EarlyStop
 from lib.train.evaluator import Evaluator
@@ -136,7 +136,7 @@ def build_parts(
     log_fields: the fields of the training stack in use (a fallback replaces it)."""
     seed_everything(run.TRAIN_SEED)
     device = dist.place(resolve_device(run.DEVICE))
-    data_dir = dist.main_first(lambda: ensure_prepared(run, log))
+    data_dir = dist.main_first(lambda: ensure_prepared(run.data, log))
     meta = load_meta(data_dir)
     info = describe_device(device)
     # Micro-batch and accumulation: as configured, fitted (HYPER_PARAM_AUTO) or resumed.
@@ -160,7 +160,8 @@ def build_parts(
         )
         for split in ("train", "val")
     }
-    evaluator, checkpoints = Evaluator(run, dist.mean), Checkpointer.from_run(run)
+    evaluator = Evaluator(run.train, dist.mean)
+    checkpoints = Checkpointer.from_run(run.run, run.train)
     early_stop = EarlyStop.from_settings(run.train)
     trial = TrialReport.from_run_dir(run_dir, dist.is_main)
     metrics = RunMetrics(
@@ -182,12 +183,14 @@ def build_parts(
         ),
         write=dist.is_main,
     )
-    monitor = build_monitor(run, device, run_dir, log, dist.is_main)
-    backup = Backup.from_run(run, run_dir, log, dist.is_main)
-    tracker = Tracker(run, run_dir, log, dist.is_main, resumed=resume is not None)  # off by default
+    monitor = build_monitor(run.monitor, device, run_dir, log, dist.is_main)
+    backup = Backup.from_run(run.run, run_dir, log, dist.is_main)
+    tracker = Tracker(
+        run.observe, dict(run.values), run_dir, log, dist.is_main, resumed=resume is not None
+    )  # off by default
     analyses = start_analyses(RunContext(run, run_dir, log, dist.is_main, meta["tokenizer"]))
-    first_steps, losses = FirstSteps(run, dist.active), PendingLosses(dist.mean)
-    steplog = StepLog(run, metrics, tracker, log_fields, log, device, dist.is_main)
+    first_steps, losses = FirstSteps(run.train, run.speed, dist.active), PendingLosses(dist.mean)
+    steplog = StepLog(run.train, metrics, tracker, log_fields, log, device, dist.is_main)
     return Parts(
         run, run_dir, log, dist, device, meta, plan, training, loaders, evaluator,
         checkpoints, early_stop, trial, metrics, monitor, backup, tracker, analyses,

@@ -68,7 +68,7 @@ def resolved_settings(run: RunConfig, vocab_size: int = 50257) -> dict[str, Any]
         "pruner": None if pruner is None else {"class": type(pruner).__name__, **_settings(pruner)},
         "lr": [schedule(s) for s in steps],
         "plan": run.derived(),
-        "compile": training.step.compiled,
-        "data": str(data_dir(run)),
-        "run_dir": str(results_root(run) / run_id(run, now=0.0)),
+        "compile": training.step.compile.compiled,
+        "data": str(data_dir(run.data)),
+        "run_dir": str(results_root(run.run) / run_id(run, now=0.0)),
     }

@@ -26,7 +26,8 @@ from typing import Any
 import torch
 from torch.autograd.profiler import record_function
 
-from lib.hardware.precision import Precision
+from lib.speed.compile import CompileState
+from lib.speed.precision import Precision
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
@@ -59,10 +60,8 @@ class TrainStep:
     `eager` is the forward to run uncompiled (the model, or
     its DDP/FSDP wrapper); `sync(last)` wraps each micro-batch (DistEnv.sync).
 
-    The torch.compile state lives here only: `compiled` (forward is the
-    compiled model), `compile_proven` (no compiled step is still to prove
-    itself: compile off, a compiled step ran, or it fell back) and
-    `compile_error` (why it fell back to eager)."""
+    `compile` is the torch.compile state (lib/speed/compile.py): its
+    `forward` is what each micro-batch runs, `eager` or its torch.compile."""
 
     def __init__(
         self,
@@ -76,11 +75,7 @@ class TrainStep:
         sync: Callable[[bool], Any] | None = None,
     ):
         self.model = model
-        self.eager: Callable = model if eager is None else eager
-        self.forward: Callable = self.eager
-        self.compiled = False
-        self.compile_proven = True
-        self.compile_error: str | None = None
+        self.compile = CompileState(model if eager is None else eager)
         self.optimizer = optimizer
         self.precision = precision
         self.scaler = precision.grad_scaler()
@@ -124,7 +119,7 @@ class TrainStep:
         with self.sync(i == self.accumulation - 1):
             with self.phase("forward"), self.precision.autocast():
                 # Not binding the logits frees them before backward (B x T x vocab).
-                loss = self.forward(x, y)[1]
+                loss = self.compile.forward(x, y)[1]
             # Dividing makes the summed gradient equal one batch accumulation x larger.
             if self.accumulation > 1:
                 loss = loss / self.accumulation
@@ -163,23 +158,8 @@ class TrainStep:
         model, optimizer, scaler and compile state carried over)."""
         step = copy.copy(self)
         step.accumulation = accumulation
+        step.compile = copy.copy(self.compile)
         return step
-
-    def use_compiled(self, compiled: Callable) -> None:
-        """Run `compiled` (torch.compile of the eager forward) from the next step;
-        it compiles, and may fail, on its first call."""
-        self.forward, self.compiled, self.compile_proven = compiled, True, False
-
-    def compile_ran(self) -> bool:
-        """Note that a step completed: True when it was the first compiled one."""
-        first = not self.compile_proven
-        self.compile_proven = True
-        return first
-
-    def compile_off(self, error: str) -> None:
-        """Back to the eager forward for good, because of `error`."""
-        self.forward, self.compiled, self.compile_proven = self.eager, False, True
-        self.compile_error = error
 
     def _will_skip(self) -> bool:
         """Whether scaler.step will skip this step: unscale_ found inf/NaN gradients.

@@ -14,14 +14,14 @@ from tqdm import tqdm
 from lib.train.losses import divergence, logged
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Train
     from lib.run.metrics import LogField, RunMetrics
 
 
 class StepLog:
     def __init__(
         self,
-        run: RunConfig,
+        t: Train,
         metrics: RunMetrics,
         tracker: Any,
         fields: Callable[[], dict[str, LogField]],
@@ -29,14 +29,14 @@ class StepLog:
         device: Any,
         show: bool,
     ):
-        self.run, self.metrics, self.tracker, self.fields = run, metrics, tracker, fields
+        self.t, self.metrics, self.tracker, self.fields = t, metrics, tracker, fields
         self.log, self.device, self.show = log, device, show
         self.best = math.inf  # the best training loss read so far
         self.bar: tqdm | None = None
 
     def open(self, step: int) -> None:
         self.bar = tqdm(
-            total=self.run.GPT2_MAX_ITERS,
+            total=self.t.GPT2_MAX_ITERS,
             initial=step,
             desc="train",
             dynamic_ncols=True,
@@ -45,7 +45,7 @@ class StepLog:
 
     def due(self, step: int) -> bool:
         """Whether step `step` is logged (its loss then has to be read)."""
-        return logged(step, self.run.TRAIN_LOG_INTERVAL, self.run.GPT2_MAX_ITERS)
+        return logged(step, self.t.TRAIN_LOG_INTERVAL, self.t.GPT2_MAX_ITERS)
 
     def step_done(self, read: list[tuple[int, float, float]], now: int) -> str | None:
         """Step `now` finished: the bar moves on, then check(read, now)."""
@@ -62,7 +62,7 @@ class StepLog:
         steps; the reason to stop, or None. A divergence is found when its step's
         loss is read: at that step (`now`), or at the end of its log interval."""
         for step, loss, lr in read:
-            reason = divergence(loss, self.best, step, now, self.run.TRAIN_DIVERGENCE_FACTOR)
+            reason = divergence(loss, self.best, step, now, self.t.TRAIN_DIVERGENCE_FACTOR)
             if reason:
                 return reason
             self.best = min(self.best, loss)
@@ -83,7 +83,7 @@ class StepLog:
             )
         extra = "".join(f" | {key.replace('_', ' ')} {field.text}" for key, field in fields.items())
         self.log(
-            f"iter {step}/{self.run.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
+            f"iter {step}/{self.t.GPT2_MAX_ITERS} | loss {loss:.4f} | ppl {ppl:.1f} "
             f"| lr {lr:.2e} | {ms:.1f} ms/iter | {tps:,.0f} tok/s{extra}"
         )
         self.tracker.log_train(step, self.metrics, self.device)

@@ -127,7 +127,7 @@ class Trainer(Parts):
         """The optimizer step; the first ones guarded (lib/train/fallback.py): a failed
         one is retried after FirstSteps' fallback, and its loss is read inside the
         guard, so that an asynchronous device error surfaces there."""
-        if not self.first_steps.guards(self.step, self.training.step.compile_proven):
+        if not self.first_steps.guards(self.step, self.training.step.compile.proven):
             return self._optimizer_step(lr)
         rewind = Rewind(self.loaders)
         while True:
@@ -137,15 +137,15 @@ class Trainer(Parts):
             except Exception as err:  # any backend failure, by design
                 self._recover(err)  # raises to give up
             rewind(self.loaders, self.training.optimizer)  # outside except: tensors freed
-        if self.training.step.compile_ran():
+        if self.training.step.compile.ran():
             self.log("torch.compile: compiled model is running")
         return loss
 
     def _recover(self, err: Exception) -> None:
         """Take FirstSteps' decision after a failed first step: the batch plan, loaders
         and training stack it returns (compile off, or a smaller micro-batch), recorded."""
-        step = self.training.step
-        decision = self.first_steps.decide(err, step.compiled, step.compile_proven, self.batch_plan)
+        state = self.training.step.compile
+        decision = self.first_steps.decide(err, state.compiled, state.proven, self.batch_plan)
         plan, self.loaders, self.training = decision.apply(
             self.batch_plan, self.loaders, self.training
         )
@@ -184,7 +184,7 @@ class Trainer(Parts):
     def _evaluate_and_save(self, evaluating: bool) -> None:
         best, t = False, self.training
         if evaluating:  # the step's forward: compiled or not
-            val = self.evaluator(self.loaders["val"], t.model, t.step.forward, t.precision)
+            val = self.evaluator(self.loaders["val"], t.model, t.step.compile.forward, t.precision)
             best = self.metrics.record_val(self.step, val)
             self.early_stop.update(val)
             if self.trial.active:  # rank 0 asks the study; every rank stops with it

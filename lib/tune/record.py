@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lib.atomic import read_json_object, write_json_atomic
+from lib.run.record_model import TuningRecord, check
 
 if TYPE_CHECKING:
     from lib.tune.budget import Budget
@@ -92,4 +93,7 @@ def build(
 
 
 def write(path: Path, record: dict[str, Any]) -> None:
+    """Write tuning.json once it matches its model (lib/run/record_model.py's
+    TuningRecord): a wrong field raises RecordError naming it, nothing written."""
+    check(TuningRecord, path, record)
     write_json_atomic(path, record)

@@ -220,7 +220,7 @@ class Search:
             r: load_run_config(list(self.trials.runs[r]["overrides"]), self.root / "base.config")
             for r in ids
         }
-        matches, _ = reuse.find(configs, results_root(self.base))
+        matches, _ = reuse.find(configs, results_root(self.base.run))
         for run_id, match in matches.items():
             reuse.link(self.trials, run_id, match)
             self.log(f"[tune] {self.config_id}/{run_id}: reused {match.name}")

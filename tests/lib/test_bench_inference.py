@@ -25,10 +25,10 @@ from lib.bench.inference import (
     plan_lengths,
 )
 from lib.config.kconfig import ConfigError
-from lib.hardware.precision import Precision
 from lib.results.collect import read_run
 from lib.results.tables import columns, markdown
 from lib.run import owner
+from lib.speed.precision import Precision
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 

@@ -7,9 +7,9 @@ import torch
 
 import lib.bench.seqlen as seqlen
 from lib.bench.seqlen import BenchSettings, run_seqlen_bench
-from lib.hardware import cpu_linear
-from lib.hardware.cpu_linear import onednn_available
-from lib.hardware.precision import Precision
+from lib.speed import cpu_linear
+from lib.speed.cpu_linear import onednn_available
+from lib.speed.precision import Precision
 
 
 def test_cpu_keeps_the_small_eager_settings_and_cuda_gets_the_long_ones(tiny_run, monkeypatch):

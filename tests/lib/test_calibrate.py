@@ -30,7 +30,7 @@ NOW = 1_800_000_000.0
 
 def metrics_of(run, ms: float, iterations: int, evaluations: int, **over) -> dict:
     """What the trainer writes for a completed run of `run`'s shape on this machine."""
-    cfg, _ = model_counts(run, configured_vocab(run))
+    cfg, _ = model_counts(run, configured_vocab(run.data))
     info = configured_device(run)
     return {
         "status": "completed",

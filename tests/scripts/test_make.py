@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from lib.config.kconfig import load_strict
+from lib.config.run_config import load_valid, write_outputs
 from lib.model.registry import FAMILY_PACKAGES
 from tests.scripts.conftest import ROOT, make
 
@@ -22,7 +24,21 @@ def load_config_py(project: Path) -> dict:
 
 
 @pytest.mark.parametrize("name", DEFCONFIGS)
-def test_defconfig_loads_and_savedefconfig_round_trips(project, name):
+def test_defconfig_loads_and_savedefconfig_round_trips(tmp_path, name):
+    """Every defconfig, in-process through the functions `make defconfig-<name>` and
+    `make savedefconfig` call (scripts/kconfig.py); the make targets themselves
+    once, below."""
+    config, config_py, minimal = tmp_path / ".config", tmp_path / "config.py", tmp_path / "min"
+    write_outputs(load_valid(ROOT / "defconfigs" / name), config, config_py)
+    first = config.read_text()
+    assert load_config_py(tmp_path)["MODEL"] in FAMILY_PACKAGES
+    load_strict(config).write_min_config(str(minimal))
+    write_outputs(load_valid(minimal), config, config_py)
+    assert config.read_text() == first
+
+
+def test_make_defconfig_and_savedefconfig_round_trip(project):
+    name = "gpt2-tiny-shakespeare"
     out = make(project, f"defconfig-{name}")
     assert out.returncode == 0, out.stderr
     first = (project / ".config").read_text()

@@ -22,7 +22,7 @@ from typing import Any
 from lib.bench.gpucheck import cache, plan, record, wheels
 from lib.bench.gpucheck.plan import STAGES, Planned, Stage
 from lib.bench.gpucheck.settings import ROOT, describe_shapes
-from lib.bench.gpucheck.worker import SKIPPED
+from lib.bench.gpucheck.worker import SKIPPED, START
 
 MAX_PNGS = 4
 ERROR_LINES = 12
@@ -55,7 +55,7 @@ def run_stage(
     figures_path.unlink(missing_ok=True)
     if resume:
         figures_path.write_text(json.dumps(resume, indent=1) + "\n")
-    command = [sys.executable, "-m", "lib.bench.gpucheck.worker", stage.name, device, str(work)]
+    command = [sys.executable, "-c", START, stage.name, device, str(work)]
     proc = subprocess.Popen(
         command,
         cwd=ROOT,

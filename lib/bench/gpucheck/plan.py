@@ -25,7 +25,16 @@ from typing import Any
 DEFAULT_BUDGET_S = 540.0
 
 # What most stages exercise: the configuration, the model families, the trainer.
-_CORE = ("lib/config", "lib/model", "lib/hardware", "gpt2", "hamt", "Kconfig", "lib/Kconfig")
+_CORE = (
+    "lib/config",
+    "lib/model",
+    "lib/hardware",
+    "lib/speed",
+    "gpt2",
+    "hamt",
+    "Kconfig",
+    "lib/Kconfig",
+)
 _SHAPES = "lib/bench/gpucheck/settings.py"
 _STAGES_PY = "lib/bench/gpucheck/stages.py"
 

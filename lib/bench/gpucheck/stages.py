@@ -137,7 +137,7 @@ def reference_memory(device: str, work: Path, put: Put) -> None:
     g = S.for_device(device)
     batch, accumulation = (32, 4) if device == "cuda" else (2, 2)
     run = run_config(S.REFERENCE, S.overrides(device, batch, accumulation, compile=True))
-    vocab = configured_vocab(run)
+    vocab = configured_vocab(run.data)
     estimate = estimate_memory(run, vocab).total_bytes
     put("estimate_gib", estimate / GIB)
     measured = measure_peak(run, vocab, g["reference_steps"])
@@ -221,7 +221,7 @@ def seqlen(device: str, work: Path, put: Put) -> None:
         run = run_config(S.BASELINE, S.overrides(device, 1, 1, compile=True))
         r = run_seqlen_bench(
             run,
-            configured_vocab(run),
+            configured_vocab(run.data),
             lengths,
             steps=g["seqlen_steps"],
             tokens=g["seqlen_tokens"],
@@ -253,7 +253,7 @@ def seqlen(device: str, work: Path, put: Put) -> None:
     )
     r = run_seqlen_bench(
         run,
-        configured_vocab(run),
+        configured_vocab(run.data),
         g["torch_scan_lengths"],
         steps=g["seqlen_steps"],
         tokens=g["seqlen_tokens"],

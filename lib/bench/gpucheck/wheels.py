@@ -51,6 +51,10 @@ CARRIED: dict[str, tuple[str, ...]] = {
     "sqlalchemy": (),
     "mako": (),
     "colorlog": (),
+    "pydantic": ("pydantic",),  # every record is checked against lib/run/record_model.py
+    "pydantic-core": ("pydantic_core",),
+    "annotated-types": (),
+    "typing-inspection": (),
 }
 # Requirements a carried distribution declares but never imports: not carried.
 UNUSED_REQUIREMENTS: dict[str, tuple[str, ...]] = {

@@ -1,6 +1,6 @@
 """One stage of `make gpu-check` in its own process:
 
-    python -m lib.bench.gpucheck.worker STAGE DEVICE WORK_DIR
+    python -c "$START" STAGE DEVICE WORK_DIR      (START below)
 
 The stage's figures go to WORK_DIR/<stage>.json as each is measured
 (figures.py), so the driver keeps them even when it ends the stage at its
@@ -18,6 +18,13 @@ from pathlib import Path
 from lib.bench.gpucheck.figures import Figures, StageSkipped
 
 SKIPPED = 3
+# How the driver starts a worker: an entry point, so it imports lib/rules.py
+# (every package's rules and analyses) before the stage loads a configuration;
+# this module sits below that layer and cannot import it itself.
+START = (
+    "import sys, lib.rules; from lib.bench.gpucheck.worker import main; "
+    "raise SystemExit(main(sys.argv[1:]))"
+)
 STAGE_FUNCTIONS = {
     "a": "gputests:gpu_tests",
     "b": "stages:trainer_step",
@@ -44,7 +51,3 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

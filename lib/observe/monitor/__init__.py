@@ -1,11 +1,11 @@
 """Monitoring: GPU and process load sampled in the background during a run.
 
-build_monitor(run, device, run_dir, log) picks the backends: NVML on NVIDIA
-GPUs (lib/observe/monitor/nvml.py), rocm-smi on AMD ones (rocm.py), and always the
-process's own RSS and CPU use (proc.py). A GPU run writes gpu_stats.json; a
-run without GPU readings (CPU, MPS, or a GPU without NVML/rocm-smi) writes
-cpu_stats.json, with the same schema. The trainer starts it, stops it, and
-puts write()'s summary into metrics.json under "monitor".
+build_monitor(m, device, run_dir, log) (m: the Monitor section, run.monitor) picks
+the backends: NVML on NVIDIA GPUs (lib/observe/monitor/nvml.py), rocm-smi on AMD
+ones (rocm.py), and always the process's own RSS and CPU use (proc.py). A GPU run
+writes gpu_stats.json; a run without GPU readings (CPU, MPS, or a GPU without
+NVML/rocm-smi) writes cpu_stats.json, with the same schema. The trainer starts it,
+stops it, and puts write()'s summary into metrics.json under "monitor".
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from lib.observe.monitor.recorder import FIELDS, Monitor, MonitorUnavailable, Nu
 from lib.observe.monitor.rocm import RocmSmiSampler
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Monitor as MonitorSettings
 
 GPU_FILE, CPU_FILE = "gpu_stats.json", "cpu_stats.json"
 
@@ -64,17 +64,15 @@ def gpu_sampler(device: Any) -> NvmlSampler | RocmSmiSampler:
 
 
 def build_monitor(
-    run: RunConfig,
+    m: MonitorSettings,
     device: Any,
     run_dir: Path,
     log: Callable[[str], None] = print,
     main: bool = True,
 ) -> Monitor | NullMonitor:
     """The run's monitor; only the main process of a distributed run samples (its own GPU)."""
-    if not run.MONITOR or not main:
+    if not m.MONITOR or not main:
         return NullMonitor()
-    interval_s = run.MONITOR_INTERVAL_S
-    assert interval_s is not None, "MONITOR_INTERVAL_S is active whenever MONITOR is"
     samplers: list[Any] = []
     try:
         gpu = gpu_sampler(device)
@@ -85,4 +83,4 @@ def build_monitor(
             log(f"monitor: no GPU readings ({err}); sampling the process only")
         backend, name, file = "proc", "process", CPU_FILE
     samplers.append(ProcSampler())
-    return Monitor(Path(run_dir) / file, interval_s, samplers, backend, name, log)
+    return Monitor(Path(run_dir) / file, m.MONITOR_INTERVAL_S, samplers, backend, name, log)

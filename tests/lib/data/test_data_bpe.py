@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from lib.model import registry
-from lib.run.checkpoint import load_checkpoint
-from lib.data import DataError, build_tokenizer, load_meta, prepare, tokenizer_from_meta
-from lib.data import corpus
-from lib.data.tokenizers.bpe import BPETokenizer, split_text
+from lib.data import DataError, build_tokenizer, corpus, load_meta, prepare, tokenizer_from_meta
 from lib.data.prepared import data_dir
 from lib.data.sources import Source
+from lib.data.tokenizers.bpe import BPETokenizer, split_text
+from lib.model import registry
+from lib.run.checkpoint import load_checkpoint
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 
@@ -106,8 +105,9 @@ def test_meta_json_records_the_tokenizer_and_its_file(tmp_path, monkeypatch):
 def test_the_vocabulary_size_is_part_of_the_data_key(tiny_run):
     small = tiny_run(DATA_TOKENIZER_BPE="y", DATA_TOKENIZER_CHAR="n", DATA_BPE_VOCAB_SIZE=300)
     large = tiny_run(DATA_TOKENIZER_BPE="y", DATA_TOKENIZER_CHAR="n", DATA_BPE_VOCAB_SIZE=8192)
-    assert data_dir(small).name.endswith("-bpe300")
-    assert data_dir(large).name.endswith("-bpe8192") and data_dir(large) != data_dir(small)
+    assert data_dir(small.data).name.endswith("-bpe300")
+    assert data_dir(large.data).name.endswith("-bpe8192")
+    assert data_dir(large.data) != data_dir(small.data)
     assert corpus.dataset_dir_name("shakespeare", "bpe", 0, 8192) == "shakespeare-bpe8192"
 
 
@@ -118,7 +118,7 @@ def test_a_tiny_run_trains_and_samples_with_the_trained_bpe(tiny_run):
     summary = Trainer(cfg, run_dir, log=lambda _: None).train()
     assert summary["tokenizer"] == "bpe" and summary["status"] == "completed"
     vocab = summary["model_config"]["vocab_size"]
-    assert vocab == load_meta(data_dir(cfg))["vocab_size"] <= 400
+    assert vocab == load_meta(data_dir(cfg.data))["vocab_size"] <= 400
     val = summary["val_loss"]["values"]
     assert val[-1] < val[0] < math.log(vocab)
     state = load_checkpoint(run_dir / "ckpt_best.pt")

@@ -20,7 +20,7 @@ from tests.lib.conftest import synthetic_corpus
 def _run(tmp_path: Path) -> SimpleNamespace:
     return SimpleNamespace(GPT2_DATASET="custom", DATA_CUSTOM_PATH=str(synthetic_corpus(tmp_path / "c.txt")),
                            DATA_DIR=str(tmp_path / "data"), DATA_TOKENIZER="char", DATA_TOKEN_CAP=0,
-                           DATA_BPE_VOCAB_SIZE=None, DATA_VAL_FRACTION=0.1)
+                           DATA_BPE_VOCAB_SIZE=0, DATA_VAL_FRACTION=0.1)
 
 
 @pytest.fixture

@@ -116,7 +116,9 @@ def test_ddp_muon_matches_one_process(tiny_run):
 
 
 def test_torchrun_command_for_one_and_several_machines(tiny_run):
-    one = torchrun_command(tiny_run(GPT2_USE_DDP="y", GPT2_NUM_GPUS=4), "scripts/train.py", [])
+    one = torchrun_command(
+        tiny_run(GPT2_USE_DDP="y", GPT2_NUM_GPUS=4).distributed, "scripts/train.py", []
+    )
     assert one[1:] == [
         "-m",
         "torch.distributed.run",
@@ -132,7 +134,7 @@ def test_torchrun_command_for_one_and_several_machines(tiny_run):
             DIST_NNODES=2,
             DIST_RDZV_ENDPOINT="node0:29400",
             DIST_RDZV_ID="job7",
-        ),
+        ).distributed,
         "scripts/train.py",
         ["MAX_ITERS=5"],
     )
@@ -146,7 +148,9 @@ def test_torchrun_command_for_one_and_several_machines(tiny_run):
         "MAX_ITERS=5",
     ]
     with pytest.raises(ValueError, match="DIST_RDZV_ENDPOINT"):
-        torchrun_command(tiny_run(GPT2_USE_DDP="y", DIST_NNODES=2), "scripts/train.py", [])
+        torchrun_command(
+            tiny_run(GPT2_USE_DDP="y", DIST_NNODES=2).distributed, "scripts/train.py", []
+        )
 
 
 def _alone_and_fsdp(tiny_run, settings, **fsdp_only):

@@ -25,7 +25,7 @@ def test_samples_are_the_greedy_continuation_at_each_evaluation(tiny_run):
     )
     samples = [json.loads(line) for line in (run_dir / "samples.jsonl").read_text().splitlines()]
     assert [s["step"] for s in samples] == [3, 6]
-    tok = tokenizer_from_meta(load_meta(data_dir(trainer.run)))
+    tok = tokenizer_from_meta(load_meta(data_dir(trainer.run.data)))
     prompt = torch.tensor([tok.encode("ROMEO:")])
     greedy = trainer.training.model.generate(prompt, 12, temperature=0.0)[
         0, prompt.size(1) :

@@ -58,7 +58,7 @@ def test_eval_scores_val_and_text_file_and_results_can_read_it(trained, tiny_run
     cfg = tiny_run(EVAL_TEXT_FILE=str(text), EVAL_STRIDE=BLOCK, EVAL_BATCH_SIZE=3)
     record = evaluate_run(run_dir, "best", cfg, log=lines.append)
     val, txt = record["sets"]["val"], record["sets"]["text"]
-    assert val["tokens"] == load_meta(data_dir(run))["val_tokens"] - 1
+    assert val["tokens"] == load_meta(data_dir(run.data))["val_tokens"] - 1
     assert (val["context"], val["stride"], val["truncated"]) == (BLOCK, BLOCK, False)
     # char: a character per token, so the split's loss per character is its loss per token
     assert val["chars"] == val["tokens"] + 1 and val["loss_per_char"] == pytest.approx(val["loss"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import pytest
 
@@ -47,9 +46,11 @@ def test_make_lm_eval_after_training_on_demand_and_offline(project, tmp_path):  
     table = make(project, "results", "RESULTS=results")
     assert "kconfig_llm_rolling word_perplexity" in table.stdout, table.stdout + table.stderr
 
-    started = time.monotonic()
+    # "At once" is a decision, not a wall-clock bound: offline, the hub is never asked
+    # (test_harness.py's test_hub_task_offline_fails_at_once_with_what_to_do proves it
+    # in-process); here the command fails with that message and changes no record.
     hub = make(project, "lm-eval", "TASKS=hellaswag", env=offline)
-    assert hub.returncode != 0 and time.monotonic() - started < 60
+    assert hub.returncode != 0
     assert (
         "error: lm-eval task(s) hellaswag read Rowan/hellaswag from the Hugging Face hub"
         in hub.stderr

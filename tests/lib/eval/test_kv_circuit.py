@@ -17,7 +17,7 @@ from gpt2.model import GPT2
 from lib.config.kconfig import ConfigError
 from lib.eval.kv_circuit import analyse, hard_mask, kv_circuit_at_end, write_records
 from lib.eval.kv_circuit_settings import Settings, kept_count, parse_temperature, progress
-from lib.hardware.precision import Precision
+from lib.speed.precision import Precision
 
 FP32 = Precision(torch.device("cpu"), "fp32", "test")
 VOCAB, T = 16, 8
@@ -92,7 +92,7 @@ def test_bad_settings_are_refused_on_load(tiny_run):
     assert 'CONFIG_MECHINT_KV_SPARSITY="1.0" must be a number from 0 up to' in problems
     assert 'CONFIG_MECHINT_KV_TEMP_SCHEDULE="fast": write "linear:START:END"' in problems
     run = tiny_run(MECHINT_KV="y", MECHINT_KV_SPARSITY="0.9")
-    assert Settings.from_run(run).sparsity == 0.9
+    assert Settings.from_run(run.eval).sparsity == 0.9
 
 
 @pytest.fixture(scope="module")
@@ -173,11 +173,18 @@ def test_at_the_end_a_model_without_kv_heads_is_recorded_not_raised(tmp_path, ti
 
     lines: list[str] = []
     section = kv_circuit_at_end(
-        run, mla, {"train": Loader(), "val": Loader()}, tmp_path, lines.append
+        run.eval,
+        run.speed,
+        run.train,
+        mla,
+        {"train": Loader(), "val": Loader()},
+        tmp_path,
+        lines.append,
     )
     assert section is not None and "no attention layer with per-head keys" in section["error"]
     assert json.loads((tmp_path / "metrics.json").read_text())["kv_circuit"] == section
-    assert kv_circuit_at_end(tiny_run(), mla, {}, tmp_path, print) is None  # MECHINT_KV off
+    off = tiny_run()
+    assert kv_circuit_at_end(off.eval, off.speed, off.train, mla, {}, tmp_path, print) is None
 
 
 @pytest.mark.slow

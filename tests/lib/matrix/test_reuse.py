@@ -49,7 +49,7 @@ class StandIn:
     def __call__(self, runner: Runner, run_dir: Path, slot: dict) -> int:
         self.started.append(run_dir.name)
         run = load_run_config(list(runner.extra_args), run_dir / "config.txt")
-        ensure_prepared(run, log=lambda _: None)
+        ensure_prepared(run.data, log=lambda _: None)
         (run_dir / "metrics.json").write_text(
             json.dumps(
                 {
@@ -171,14 +171,14 @@ def test_other_data_prevents_reuse(matrix_config, standin, capsys):
     path = matrix_config(**TWO)
     _start(path, name="first")
     run = load_run_config([], path)
-    shutil.rmtree(data_dir(run))  # the corpus changed and was prepared again
+    shutil.rmtree(data_dir(run.data))  # the corpus changed and was prepared again
     capsys.readouterr()
     plan.show(*expand([], path))  # before it is prepared, the plan cannot tell
     out = capsys.readouterr().out
     assert "reuse: 2 run(s) not checked, their data is not prepared yet" in out
     assert " reused " not in out
     synthetic_corpus(Path(run.DATA_CUSTOM_PATH), lines=400, seed=7)
-    ensure_prepared(run, log=lambda _: None)
+    ensure_prepared(run.data, log=lambda _: None)
     _start(path)
     assert standin.started == RUNS * 2
 
@@ -213,7 +213,7 @@ def test_single_runs_are_found_and_a_begun_run_is_resumed(matrix_config, standin
         single = Path(run.RESULTS_DIR) / run.RUN_NAME
         single.mkdir(parents=True)
         (single / "config.txt").write_text(run.config_text)
-        ensure_prepared(run, log=lambda _: None)
+        ensure_prepared(run.data, log=lambda _: None)
         (single / "metrics.json").write_text(
             json.dumps({"status": "completed", "fingerprint": fp.fingerprint(run, CLEAN)})
         )

@@ -209,8 +209,10 @@ def test_trackio_gets_the_project_run_name_config_and_every_figure(tiny_run, mon
     )
     assert summary["trackers"] == {"requested": ["trackio"], "active": ["trackio"], "failed": {}}
     # a chosen project and run name; a resumed run continues its Trackio run
+    chosen = tiny_run(TRACKER_TRACKIO="y", TRACKER_PROJECT="study", TRACKER_RUN_NAME="base")
     tracking.Tracker(
-        tiny_run(TRACKER_TRACKIO="y", TRACKER_PROJECT="study", TRACKER_RUN_NAME="base"),
+        chosen.observe,
+        dict(chosen.values),
         run_dir,
         lines.append,
         resumed=True,

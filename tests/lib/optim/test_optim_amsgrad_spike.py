@@ -16,6 +16,7 @@ from lib.estimate.memory import model_counts, optimizer_bytes
 from lib.optim import build_optimizer, optimizer_stats, state_bytes
 from lib.optim.spam import AdamWSPAM
 from lib.optim.spike import SpikeDetector, grad_norm
+from tests.lib.optim.spam_paths import PATHS, check_path, path_options
 
 
 def knlp_spikes(norms: list[float], threshold: float = 2.0) -> list[bool]:
@@ -134,7 +135,7 @@ def transcription(amsgrad: bool, spike_reset: bool):
     return out, damped
 
 
-def run_spam(amsgrad: bool, spike_reset: bool, foreach: bool, fused: bool = False):
+def run_spam(amsgrad: bool, spike_reset: bool, foreach: bool | None, fused: bool = False):
     params = [
         torch.tensor(xs, dtype=torch.float32).reshape(s).requires_grad_()
         for xs, s in zip(INIT, SHAPES)
@@ -163,11 +164,15 @@ def run_spam(amsgrad: bool, spike_reset: bool, foreach: bool, fused: bool = Fals
     return out, opt
 
 
-@pytest.mark.parametrize("foreach", [False, True])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("amsgrad,spike_reset", [(True, True), (True, False), (False, True)])
-def test_spam_with_amsgrad_and_spike_damping_follows_the_formula(foreach, amsgrad, spike_reset):
+def test_spam_with_amsgrad_and_spike_damping_follows_the_formula(
+    path, amsgrad, spike_reset, monkeypatch
+):
     want, damped = transcription(amsgrad, spike_reset)
-    got, opt = run_spam(amsgrad, spike_reset, foreach)
+    options = path_options(path, monkeypatch)
+    got, opt = run_spam(amsgrad, spike_reset, options.get("foreach"), options.get("fused", False))
+    check_path(opt, path)
     for k, (w, g) in enumerate(zip(want, got), start=1):
         torch.testing.assert_close(
             g, torch.tensor(w, dtype=torch.float64), rtol=2e-5, atol=2e-6, msg=f"call {k}"

@@ -15,9 +15,9 @@ from torch import nn
 
 from lib.config.kconfig import ConfigError, load_strict
 from lib.config.run_config import load_run_config, write_outputs
-from lib.hardware.precision import Precision
 from lib.optim import build_optimizer
 from lib.optim.knlp_spam import KnlpAdamWSPAM
+from lib.speed.precision import Precision
 from lib.train.step import TrainStep
 
 STEPS = 30

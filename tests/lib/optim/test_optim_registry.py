@@ -21,7 +21,7 @@ from lib.model import registry as families
 from lib.optim import base_optimizer, build_optimizer, registry, state_bytes
 from lib.optim.registry import OPTIMIZERS
 from lib.results import labels
-from lib.run.fingerprint import optimizer_source
+from lib.run.fingerprint import user_sources
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
 
 VOCAB = 40
@@ -156,10 +156,10 @@ def test_a_class_of_ones_own_trains_by_its_rule_and_is_recorded(tiny_run, lion):
     record = describe(run.optim)
     assert record["class"] == "user_lion:Lion" and record["kwargs"] == {"betas": (0.8, 0.95)}
     assert record["sha256"] == hashlib.sha256(lion.read_bytes()).hexdigest()
-    first = optimizer_source(run)
+    first = user_sources(run)["optimizer_source"]
     lion.write_text(LION.replace("Lion (Chen", "Lion, edited (Chen"))
-    assert optimizer_source(run) not in (first, None)
-    assert optimizer_source(tiny_run()) is None  # the built-in ones: nothing more hashed
+    assert user_sources(run)["optimizer_source"] != first
+    assert user_sources(tiny_run()) == {}  # the built-in ones: nothing more hashed
 
 
 @pytest.mark.parametrize(
@@ -278,6 +278,56 @@ config OPTIMIZER_ENABLE_SIGNSGD
 """
 
 
+PRUNING_MODULE = '''\
+"""First-order Taylor saliency |w * m| (Molchanov et al. 2019), m the momentum."""
+
+
+def taylor(weight, state):
+    m = state.get("exp_avg", state.get("momentum_buffer"))
+    return weight.abs() if m is None else (weight * m).abs()
+'''
+PRUNING_RECORD = (
+    """    PruningMethod("taylor", "|w * m|; mask only", _mask_only, score="taylor:taylor"),\n"""
+)
+PRUNING_CHOICE = """\
+config PRUNING_METHOD_TAYLOR
+	bool "Taylor |w * m|"
+	depends on OPTIM_HAS_MASK_PRUNING
+	help
+	  First-order Taylor saliency with the optimizer's momentum.
+
+"""
+PRUNING_SWITCH = """\
+config PRUNING_ENABLE_TAYLOR
+	bool "Taylor |w * m|"
+	depends on OPTIM_HAS_MASK_PRUNING
+	help
+	  Include Taylor-pruned runs in the test matrix.
+
+"""
+
+
+def add_pruning_method(root) -> None:
+    """The module, the record, the choice member and the matrix switch."""
+    from tests.gpt2.test_gpt2_variant_registry import replace_once
+
+    (root / "lib" / "prune" / "taylor.py").write_text(PRUNING_MODULE)
+    replace_once(
+        root / "lib/prune/registry.py", "\n)\nBY_NAME", "\n" + PRUNING_RECORD + ")\nBY_NAME"
+    )
+    kconfig = root / "lib/prune/Kconfig"
+    replace_once(
+        kconfig,
+        "\nendchoice\n\nchoice ADAMWPRUNE_VARIANT\n",
+        "\n" + PRUNING_CHOICE + "endchoice\n\nchoice ADAMWPRUNE_VARIANT\n",
+    )
+    replace_once(
+        kconfig,
+        '\ncomment "Target sparsities"\n',
+        "\n" + PRUNING_SWITCH + 'comment "Target sparsities"\n',
+    )
+
+
 def add_optimizer(root) -> None:
     """The module, the record, the choice member and the matrix switch."""
     from tests.gpt2.test_gpt2_variant_registry import replace_once
@@ -298,7 +348,9 @@ def add_optimizer(root) -> None:
 
 
 @pytest.mark.slow
-def test_a_new_optimizer_is_a_module_a_record_and_two_kconfig_entries(project):  # noqa: F811
+def test_a_new_optimizer_and_pruning_method_are_each_a_module_a_record_and_two_kconfig_entries(
+    project,  # noqa: F811
+):
     import json
 
     from tests.gpt2.test_gpt2_variant_registry import digests, ok
@@ -306,6 +358,7 @@ def test_a_new_optimizer_is_a_module_a_record_and_two_kconfig_entries(project): 
 
     before = digests(project)
     add_optimizer(project)
+    add_pruning_method(project)
     ok(make(project, "schema"))
     ok(make(project, "defconfig-gpt2-shakespeare-char"))
     sign = "SET=OPTIMIZER_SIGNSGD=y"
@@ -332,7 +385,27 @@ def test_a_new_optimizer_is_a_module_a_record_and_two_kconfig_entries(project): 
 
     signsgd, adamw = ok(make(project, sign, "estimate")), ok(make(project, "estimate"))
     assert optimizer_line(signsgd) != optimizer_line(adamw), signsgd
-    ok(make(project, "results"))
+    assert "| signsgd | none |" in ok(make(project, "results"))  # the latest run's table
+
+    # the pruning method, with AdamW: its score prunes to the target on the shared ramp
+    taylor = "SET=PRUNING_MODE_SINGLE=y PRUNING_METHOD_TAYLOR=y PRUNING_TARGET_SPARSITY=0.5"
+    ok(make(project, taylor, "LR=1e-3", "SCALE_ITERS=30", "YES=1"))
+    metrics = json.loads(((project / "results" / "latest").resolve() / "metrics.json").read_text())
+    assert metrics["status"] == "completed" and metrics["pruning_method"] == "taylor"
+    assert abs(metrics["sparsity"] - 0.5) < 1e-3, metrics["sparsity"]
+    plan = ok(
+        make(
+            project,
+            "SET=PRUNING_MODE_MULTIPLE=y PRUNING_ENABLE_MAGNITUDE=y PRUNING_ENABLE_TAYLOR=y",
+            "test-matrix-dry-run",
+        )
+    )
+    assert "gpt2_adamw_magnitude" in plan and "gpt2_adamw_taylor" in plan, plan
+    # priced by its record: a mask per weight, as magnitude
+    assert "pruning" in ok(make(project, taylor, "estimate")).lower()
+
+    table = ok(make(project, "results"))
+    assert "| adamw | taylor | 50.0 |" in table, table[-2000:]
 
     changed = sorted(n for n, d in digests(project).items() if before.get(n) != d)
     assert changed == [
@@ -340,4 +413,7 @@ def test_a_new_optimizer_is_a_module_a_record_and_two_kconfig_entries(project): 
         "lib/optim/Kconfig",
         "lib/optim/registry.py",
         "lib/optim/signsgd.py",
+        "lib/prune/Kconfig",
+        "lib/prune/registry.py",
+        "lib/prune/taylor.py",
     ], changed

@@ -1,6 +1,7 @@
 """AdamWSPAM against an independent float64 transcription of the SPAM authors'
 algorithm (TianjinYellow/SPAM-Optimizer at e8185fb, galore_torch/SPAM.py: the
-numbered points of lib/optim/spam.py's docstring), step by step through two resets."""
+numbered points of lib/optim/spam.py's docstring), step by step through two resets.
+The one transcription every code path (loop, foreach, fused) is checked against."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from lib.optim.spam import AdamWSPAM
+from tests.lib.optim.spam_paths import PATHS, check_path, path_options
 
 STEPS, INTERVAL, WARMUP, SKIP = 1200, 500, 150, 20  # resets at calls 500 and 1000
 LR, BETAS, EPS, THETA = 1e-2, (0.9, 0.999), 1e-6, 5000.0  # the authors' defaults
@@ -98,7 +100,7 @@ def transcription(restart: bool = False) -> tuple[list[list[float]], list[int]]:
     return trajectory, clipped
 
 
-def ours(foreach: bool, **options) -> tuple[list[list[float]], list[int], AdamWSPAM]:
+def ours(**options) -> tuple[list[list[float]], list[int], AdamWSPAM]:
     params = [
         torch.tensor(xs, dtype=torch.float64).reshape(s).requires_grad_()
         for xs, s in zip(INIT, SHAPES)
@@ -106,7 +108,6 @@ def ours(foreach: bool, **options) -> tuple[list[list[float]], list[int], AdamWS
     opt = AdamWSPAM(
         [{"params": [p], "weight_decay": wd} for p, wd in zip(params, DECAY)],
         lr=LR,
-        foreach=foreach,
         **options,
     )  # everything else: the defaults
     trajectory, clipped, before = [], [], 0
@@ -127,10 +128,11 @@ def reference():
     return transcription()
 
 
-@pytest.mark.parametrize("foreach", [True, False], ids=["foreach", "per_parameter"])
-def test_default_follows_the_authors_code_through_two_resets(reference, foreach):
+@pytest.mark.parametrize("path", PATHS)
+def test_default_follows_the_authors_code_through_two_resets(reference, path, monkeypatch):
     want, want_clipped = reference
-    got, got_clipped, opt = ours(foreach)
+    got, got_clipped, opt = ours(**path_options(path, monkeypatch))
+    check_path(opt, path)
     for k, (a, b) in enumerate(zip(got, want), 1):
         torch.testing.assert_close(
             torch.tensor(a),
@@ -152,7 +154,7 @@ def test_default_follows_the_authors_code_through_two_resets(reference, foreach)
 
 def test_restarting_bias_correction_is_an_option_that_changes_the_trajectory(reference):
     want, want_clipped = transcription(restart=True)
-    got, got_clipped, opt = ours(None, restart_bias_correction=True)
+    got, got_clipped, opt = ours(restart_bias_correction=True)
     torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-6, atol=1e-12)
     assert got_clipped == want_clipped
     assert (

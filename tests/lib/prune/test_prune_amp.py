@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from lib.hardware.precision import Precision
 from lib.prune.pruner import Pruner
+from lib.speed.precision import Precision
 from lib.train.step import TrainStep
 
 INIT_SCALE = 2.0**16

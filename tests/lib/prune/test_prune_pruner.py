@@ -281,7 +281,7 @@ def test_report_before_training():
     )
     report = pruner.report()
     assert report["sparsity"] == 0.0 and report["target"] == 0.0
-    assert set(METHODS) == {"magnitude", "movement", "state"}
+    assert set(METHODS) == {"magnitude", "movement", "state", "custom"}
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,6 @@ headless Chromium where one is installed."""
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
@@ -14,6 +12,7 @@ import pytest
 
 from lib.results.report import build_report
 from tests.lib.results.conftest import make_run
+from tests.scriptrun import run_script_here
 
 ROOT = Path(__file__).resolve().parents[3]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -159,13 +158,15 @@ def test_unreadable_config_and_named_baseline(matrix):
     assert {r[0]: r[header.index("delta %")] for r in rows}["gpt2_adamw_none"] == "-33.3"
 
 
-def test_report_script_writes_index_and_refuses_a_missing_folder(matrix, tmp_path):
-    ok = subprocess.run([sys.executable, "scripts/results.py", "report", "--dir", str(matrix)],
-                        cwd=ROOT, capture_output=True, text=True)
+def test_report_script_writes_index_and_refuses_a_missing_folder(matrix, tmp_path, capsys,
+                                                                  monkeypatch):
+    """scripts/results.py as `python` runs it, in this process (tests/scriptrun.py)."""
+    ok = run_script_here(capsys, monkeypatch, "scripts/results.py", "report", "--dir",
+                         str(matrix))
     assert ok.returncode == 0, ok.stderr
     assert f"wrote {matrix / 'index.html'}" in ok.stdout and (matrix / "index.html").is_file()
-    bad = subprocess.run([sys.executable, "scripts/results.py", "report", "--dir",
-                          str(tmp_path / "nowhere")], cwd=ROOT, capture_output=True, text=True)
+    bad = run_script_here(capsys, monkeypatch, "scripts/results.py", "report", "--dir",
+                          str(tmp_path / "nowhere"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr == (f"error: {tmp_path / 'nowhere'} is not a folder: train a run with "
                           f"`make` (or a matrix with `make test-matrix`) first, or pass "

@@ -8,8 +8,6 @@ import io
 import json
 import math
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from lib.config.kconfig import open_tree
 from lib.config.run_config import write_outputs
 from lib.results.summary import compare, summarize
 from tests.lib.results.conftest import make_run
+from tests.scriptrun import run_script_here
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -303,19 +302,20 @@ def test_monitor_summary_becomes_columns(tmp_path):
     assert [table.row("gpt2_adamw_magnitude_50")[c] for c in monitor] == ["-"] * 6
 
 
-def _script(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "scripts/results.py", *args], cwd=ROOT,
-                          capture_output=True, text=True)
+@pytest.fixture
+def script(capsys, monkeypatch):
+    """`python scripts/results.py ARGS`, run in this process (tests/scriptrun.py)."""
+    return lambda *args: run_script_here(capsys, monkeypatch, "scripts/results.py", *args)
 
 
-def test_results_and_report_of_a_single_run_through_the_latest_link(tmp_path):
+def test_results_and_report_of_a_single_run_through_the_latest_link(tmp_path, script):
     """What `make && make results && make report` meets: results/latest is one run."""
     results = tmp_path / "results"
     run = make_run(results, "gpt2_adamw_none_20260101-120000", 80.0,
                    train_loss={"iters": [0, 10, 20], "values": [10.0, 6.0, 5.0]},
                    lr={"iters": [0, 10, 20], "values": [1e-4, 1e-3, 1e-4]})
     (results / "latest").symlink_to(run.name)
-    out = _script("summary", "--dir", str(results / "latest"))
+    out = script("summary", "--dir", str(results / "latest"))
     assert out.returncode == 0 and out.stderr == "", out.stderr
     (table,) = parse_tables(out.stdout)
     assert table.column("run") == [run.name] and table.column("best ppl") == ["80.00"]
@@ -325,7 +325,7 @@ def test_results_and_report_of_a_single_run_through_the_latest_link(tmp_path):
     assert written == {str(run / name) for name in (
         "summary.md", "summary.csv", "summary.tex", "train_loss.png", "val_loss.png", "lr.png",
         "memory.png", "throughput.png")}
-    out = _script("report", "--dir", str(results / "latest"))
+    out = script("report", "--dir", str(results / "latest"))
     assert out.returncode == 0 and out.stdout == f"wrote {run / 'index.html'}\n", out.stderr
     page = (run / "index.html").read_text()
     assert "<p>1 run: 1 completed." in page and "The only run here" in page
@@ -333,7 +333,7 @@ def test_results_and_report_of_a_single_run_through_the_latest_link(tmp_path):
     assert 'href="output.log"' not in page and 'href="metrics.json"' in page  # beside it
 
 
-def test_a_folder_without_runs_says_what_to_pass(tmp_path):
+def test_a_folder_without_runs_says_what_to_pass(tmp_path, script):
     results = tmp_path / "results"
     make_run(results / "matrix_a", "gpt2_adamw_none", 80.0)
     (results / "empty").mkdir()
@@ -343,7 +343,7 @@ def test_a_folder_without_runs_says_what_to_pass(tmp_path):
         f"{results} holds no runs (no config.txt, no matrix.json, no run folders); the "
         f"folders under it that do: matrix_a. Pass RESULTS=<dir>: a run folder, a matrix "
         f"folder, or a folder of run folders, e.g. RESULTS={results / 'matrix_a'}")
-    out = _script("report", "--dir", str(results / "empty"))
+    out = script("report", "--dir", str(results / "empty"))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr == (f"error: {results / 'empty'} holds no runs (no config.txt, no "
                           f"matrix.json, no run folders). Pass RESULTS=<dir>: a run folder, a "

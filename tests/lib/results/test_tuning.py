@@ -9,8 +9,6 @@ import io
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -22,6 +20,7 @@ from lib.results.collect import collect, load_rows
 from lib.results.report import build_report
 from lib.results.summary import summarize
 from tests.lib.results.tuned import BUDGET_TEXT, LR, STUDIES, tuned, write_record  # noqa: F401
+from tests.scriptrun import run_script_here
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -171,13 +170,7 @@ def test_tuning_curve_plots_loss_against_each_tuned_value_with_pruned_trials_mar
             plt.close(f)
 
 
-def _script(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "scripts/results.py", *args], cwd=ROOT, capture_output=True, text=True
-    )
-
-
-def test_a_malformed_record_is_one_warning_line_naming_it(tuned):
+def test_a_malformed_record_is_one_warning_line_naming_it(tuned, capsys, monkeypatch):
     (tuned / "tune" / "gpt2_muon_none" / "tuning.json").write_text('{"config": "gpt2_mu')
     bad_range = [{**LR, "low": 1e-2, "high": 1e-4, "best": 1e-3}]
     write_record(tuned, "gpt2_adamwspam_none", symbols=bad_range)
@@ -194,7 +187,8 @@ def test_a_malformed_record_is_one_warning_line_naming_it(tuned):
     record = json.loads(path.read_text())
     del record["trials"]
     path.write_text(json.dumps(record))
-    out = _script("summary", "--dir", str(tuned))
+    # scripts/results.py as `python` runs it, in this process (tests/scriptrun.py)
+    out = run_script_here(capsys, monkeypatch, "scripts/results.py", "summary", "--dir", str(tuned))
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     warnings = out.stderr.splitlines()
     assert len(warnings) == 3 and all(w.startswith("warning: ") for w in warnings), warnings

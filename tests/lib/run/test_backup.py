@@ -71,5 +71,5 @@ def test_only_the_main_process_of_a_distributed_run_copies(tiny_run, tmp_path):
     cfg = tiny_run(BACKUP_DIR=str(tmp_path / "nas"))
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "metrics.json").write_text("{}")
-    assert Backup.from_run(cfg, tmp_path / "r", main=False).mirror() == []
-    assert Backup.from_run(cfg, tmp_path / "r", main=True).mirror() == ["metrics.json"]
+    assert Backup.from_run(cfg.run, tmp_path / "r", main=False).mirror() == []
+    assert Backup.from_run(cfg.run, tmp_path / "r", main=True).mirror() == ["metrics.json"]

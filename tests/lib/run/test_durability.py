@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from lib.atomic import remove_stale_temps, write_json_atomic
-from lib.run.checkpoint import load_checkpoint
+from lib.atomic import remove_stale_temps, write_json_atomic, write_text_atomic
+from lib.run.backup import Backup
+from lib.run.checkpoint import load_checkpoint, save_checkpoint
 
 DRIVER = Path(__file__).with_name("kill_driver.py")
 TEMP = re.compile(r"^\..+\.[0-9a-z_]{8}\.tmp$")  # write_atomic's (and mkstemp's) temporaries
@@ -347,35 +348,27 @@ def test_no_space_left_on_a_real_small_filesystem(tmp_path):
     assert step == "step 1"  # the older checkpoint is intact
 
 
-UMASK_WRITER = """
-import sys, torch
-from pathlib import Path
-from lib.atomic import write_json_atomic, write_text_atomic
-from lib.run.backup import Backup
-from lib.run.checkpoint import save_checkpoint
-run = Path(sys.argv[1]) / "run"
-save_checkpoint(run / "ckpt_latest.pt", {"step": 1, "model": {}, "optimizer": {},
-                "model_config": {}, "family": "gpt2"})
-write_json_atomic(run / "metrics.json", {"status": "running"})
-write_text_atomic(run / "config.txt", "CONFIG_X=y\\n")
-write_json_atomic(Path(sys.argv[1]) / "matrix.json", {"runs": []})
-Backup(str(Path(sys.argv[1]) / "nas"), run).mirror()
-"""
+def write_records(root: Path) -> None:
+    """A checkpoint, metrics.json, config.txt, matrix.json and the backup's copies."""
+    run = root / "run"
+    save_checkpoint(
+        run / "ckpt_latest.pt",
+        {"step": 1, "model": {}, "optimizer": {}, "model_config": {}, "family": "gpt2"},
+    )
+    write_json_atomic(run / "metrics.json", {"status": "running"})
+    write_text_atomic(run / "config.txt", "CONFIG_X=y\n")
+    write_json_atomic(root / "matrix.json", {"runs": []})
+    Backup(str(root / "nas"), run).mirror()
 
 
 @pytest.mark.parametrize("umask, mode", [(0o002, 0o664), (0o022, 0o644), (0o077, 0o600)])
 def test_records_are_written_with_the_umask(tmp_path, umask, mode):
-    root = Path(__file__).resolve().parents[3]
-    out = subprocess.run(
-        [sys.executable, "-c", UMASK_WRITER, str(tmp_path)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        preexec_fn=lambda: os.umask(umask),
-    )
-    assert out.returncode == 0, out.stderr
+    """In this process, under the umask (nothing caches it: each write asks open())."""
+    before = os.umask(umask)
+    try:
+        write_records(tmp_path)
+    finally:
+        os.umask(before)
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) == 7  # 3 records, their 3 mirrored copies, matrix.json, nothing else
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == {p.name: mode for p in files}

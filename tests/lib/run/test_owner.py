@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -59,25 +58,33 @@ def test_owning_releases_at_the_end_of_the_block_and_a_probe_never_blocks_a_clai
     with owner.owning(tmp_path, lambda h: "busy"):
         assert owner.owner(tmp_path)["pid"] == os.getpid()
     assert owner.owner(tmp_path) is None
-    # Another process probing in a tight loop must not make a claim fail.
+    # Another process probing in a tight loop must not make a claim fail. The claims run
+    # while it probes, by handshake: it says when it has probed once, and probes on
+    # until the stop file exists (no sleep hoping that the two overlap).
+    stop = tmp_path.parent / f"{tmp_path.name}.stop"
     probe = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "import sys, time; sys.path.insert(0, sys.argv[2]); "
-            "from lib.run import owner\nend = time.time() + 1\n"
-            "while time.time() < end: owner.owner(sys.argv[1])",
+            "import os, sys; sys.path.insert(0, sys.argv[2]); "
+            "from lib.run import owner\nowner.owner(sys.argv[1]); print('probing', flush=True)\n"
+            "while not os.path.exists(sys.argv[3]): owner.owner(sys.argv[1])",
             str(tmp_path),
             str(ROOT),
-        ]
+            str(stop),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
-        time.sleep(0.3)
+        assert probe.stdout.readline() == "probing\n"
         for _ in range(20):
             assert owner.claim(tmp_path, lambda h: "busy") is True
             owner.release(tmp_path)
+        assert probe.poll() is None  # still probing after the last claim
     finally:
-        probe.wait()
+        stop.touch()
+        probe.wait(timeout=60)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -26,15 +27,21 @@ SEED, RANDOM_TRIALS = 20260114, 18
 
 
 def test_a_stop_signal_sets_a_flag_repeats_count_once_a_later_one_abandons(monkeypatch):
-    monkeypatch.setattr(signals, "REPEAT_WINDOW_S", 0.3)
+    # The handler's clock is the test's: "within the window" is decided, not raced (a
+    # loaded host could otherwise pause between the first two signals past the window).
+    now = [1000.0]
+    monkeypatch.setattr(
+        signals, "time", types.SimpleNamespace(monotonic=lambda: now[0], sleep=time.sleep)
+    )
     request = StopRequest()
     assert request.install()
     try:
         os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs before the next line
         assert request.signal == "SIGUSR1" and not request.abandoned
+        now[0] += signals.REPEAT_WINDOW_S * 0.99
         os.kill(os.getpid(), signal.SIGTERM)  # the same stop delivered twice: no effect
         assert request.signal == "SIGUSR1" and not request.abandoned
-        time.sleep(0.35)
+        now[0] += signals.REPEAT_WINDOW_S * 0.02  # past the window of the first signal
         with pytest.raises(Abandoned, match="SIGINT"):
             os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)  # abandoned once: never raises again

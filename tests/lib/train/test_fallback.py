@@ -10,9 +10,9 @@ import torch
 from gpt2.model import GPT2
 from lib.config.run_config import run_config_from_defaults
 from lib.estimate.fit import BatchPlan
+from lib.speed.compile import CompileOff
 from lib.train.fallback import (
     GUARDED_STEPS,
-    CompileOff,
     FirstSteps,
     SmallerBatch,
     is_out_of_memory,
@@ -52,11 +52,16 @@ def settings(**symbols: str):
     return run_config_from_defaults(symbols)
 
 
+def first_steps(distributed: bool, **symbols: str) -> FirstSteps:
+    run = settings(**symbols)
+    return FirstSteps(run.train, run.speed, distributed=distributed)
+
+
 OOM = torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
 
 def test_decisions_walk_the_ladder_without_a_trainer():
-    guard = FirstSteps(settings(TRAIN_OOM_FALLBACK="y", TRAIN_OOM_MIN_BATCH="2"), distributed=False)
+    guard = first_steps(False, TRAIN_OOM_FALLBACK="y", TRAIN_OOM_MIN_BATCH="2")
     error = "OutOfMemoryError: CUDA out of memory (simulated)"
     assert guard.decide(OOM, True, False, plan(8, 1)) == CompileOff("oom_fallback", error)
     first = guard.decide(OOM, False, True, plan(8, 1))
@@ -82,23 +87,23 @@ def test_decisions_walk_the_ladder_without_a_trainer():
 
 def test_other_failures_turn_compile_off_once_unless_strict():
     crash = RuntimeError("backend exploded")
-    guard = FirstSteps(settings(TRAIN_OOM_FALLBACK="y"), distributed=False)
+    guard = first_steps(False, TRAIN_OOM_FALLBACK="y")
     assert guard.decide(crash, True, False, plan(8, 1)).record() == {
         "event": "compile_failed",
         "error": "RuntimeError: backend exploded",
     }
     with pytest.raises(RuntimeError, match="^backend exploded$"):  # compile proven: a real error
         guard.decide(crash, False, True, plan(8, 1))
-    strict = FirstSteps(settings(COMPILE_MODEL="y", COMPILE_STRICT="y"), distributed=False)
+    strict = first_steps(False, COMPILE_MODEL="y", COMPILE_STRICT="y")
     with pytest.raises(RuntimeError, match="COMPILE_STRICT"):
         strict.decide(crash, True, False, plan(8, 1))
-    several = FirstSteps(settings(TRAIN_OOM_FALLBACK="y"), distributed=True)
+    several = first_steps(True, TRAIN_OOM_FALLBACK="y")
     with pytest.raises(torch.OutOfMemoryError):  # ranks cannot agree on a batch mid-step
         several.decide(OOM, True, False, plan(8, 1))
 
 
 def test_guarded_steps_count_from_the_start_or_resume_and_wait_for_compile():
-    guard = FirstSteps(settings(), distributed=False)
+    guard = first_steps(False)
     assert [guard.guards(done, True) for done in range(10, 15)] == [True] * GUARDED_STEPS + [
         False,
         False,
@@ -139,7 +144,7 @@ def memory_limit(monkeypatch):
         return run
 
     monkeypatch.setattr(GPT2, "forward", limited)
-    monkeypatch.setattr("lib.train.speed.compile_model", compiled)
+    monkeypatch.setattr("lib.speed.apply.compile_model", compiled)
     return limit
 
 

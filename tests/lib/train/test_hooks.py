@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from lib.config.rules import load_owners
 from lib.train import hooks
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
@@ -27,7 +26,6 @@ def test_a_registered_analysis_runs_after_each_evaluation_and_at_the_end(tiny_ru
             record = json.loads((self.context.run_dir / "metrics.json").read_text())
             seen.append(("end", record["status"], record["iterations"], sorted(loaders)))
 
-    load_owners()  # the owners' analyses register into the real list first
     monkeypatch.setattr(hooks, "ANALYSES", [*hooks.ANALYSES, Probe])
     run = tiny_run(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3, RUN_NAME="hooks")
     trainer = Trainer(run, create_run_dir(run), log=lambda line: None)

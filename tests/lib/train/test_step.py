@@ -9,8 +9,8 @@ import copy
 import torch
 from torch import nn
 
-from lib.hardware.precision import Precision
 from lib.prune.pruner import Pruner
+from lib.speed.precision import Precision
 from lib.train.step import TrainStep
 
 CLIP = 0.05

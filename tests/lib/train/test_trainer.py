@@ -119,7 +119,7 @@ def failing_compile(model, *options):
 
 
 def test_compile_failure_falls_back_to_eager_and_is_recorded(tiny_run, monkeypatch):
-    monkeypatch.setattr("lib.train.speed.compile_model", failing_compile)
+    monkeypatch.setattr("lib.speed.apply.compile_model", failing_compile)
     settings = dict(GPT2_MAX_ITERS=6, GPT2_EVAL_INTERVAL=3)
     _, eager, _ = train(tiny_run(RUN_NAME="eager", **settings))
     _, fell_back, run_dir = train(tiny_run(RUN_NAME="compiled", COMPILE_MODEL="y", **settings))
@@ -131,7 +131,7 @@ def test_compile_failure_falls_back_to_eager_and_is_recorded(tiny_run, monkeypat
 
 
 def test_compile_failure_stops_the_run_when_strict(tiny_run, monkeypatch):
-    monkeypatch.setattr("lib.train.speed.compile_model", failing_compile)
+    monkeypatch.setattr("lib.speed.apply.compile_model", failing_compile)
     run = tiny_run(GPT2_MAX_ITERS=3, COMPILE_MODEL="y", COMPILE_STRICT="y", RUN_NAME="strict")
     with pytest.raises(RuntimeError, match="COMPILE_STRICT"):
         train(run)

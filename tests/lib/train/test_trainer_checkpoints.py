@@ -42,16 +42,18 @@ def _steps(writes, name):
 
 
 def test_checkpointer_decides_from_the_interval_the_evaluations_and_the_last_step(tiny_run):
-    every6 = Checkpointer.from_run(
-        tiny_run(GPT2_MAX_ITERS=20, GPT2_EVAL_INTERVAL=10, CHECKPOINT_INTERVAL=6)
-    )
+    def checkpointer(**settings):
+        run = tiny_run(**settings)
+        return Checkpointer.from_run(run.run, run.train)
+
+    every6 = checkpointer(GPT2_MAX_ITERS=20, GPT2_EVAL_INTERVAL=10, CHECKPOINT_INTERVAL=6)
     assert [s for s in range(1, 21) if every6.latest_due(s)] == [6, 12, 18, 20]
-    default = Checkpointer.from_run(tiny_run(GPT2_MAX_ITERS=25, GPT2_EVAL_INTERVAL=10))
+    default = checkpointer(GPT2_MAX_ITERS=25, GPT2_EVAL_INTERVAL=10)
     assert [s for s in range(1, 26) if default.latest_due(s)] == [10, 20, 25]
     assert default.record() == {"save": True, "interval": 10}
     assert default.due_at_stop(13) and not default.due_at_stop(20)  # 20 was written in the loop
     assert default.due_at_stop(0)  # stopped before its first step: the loop wrote nothing
-    off = Checkpointer.from_run(tiny_run(GPT2_MAX_ITERS=20, SAVE_CHECKPOINT="n"))
+    off = checkpointer(GPT2_MAX_ITERS=20, SAVE_CHECKPOINT="n")
     assert not any(off.latest_due(s) or off.due_at_stop(s) for s in range(1, 21))
     assert not off.best_due(True) and off.record() == {"save": False, "interval": None}
 

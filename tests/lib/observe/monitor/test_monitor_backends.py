@@ -103,7 +103,10 @@ def test_gpu_run_writes_gpu_stats_json_with_mean_and_max(monkeypatch, tmp_path, 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.version, "hip", None)
     monitor = build_monitor(
-        tiny_run(MONITOR_INTERVAL_S="3600"), torch.device("cuda"), tmp_path, log=lambda _: None
+        tiny_run(MONITOR_INTERVAL_S="3600").monitor,
+        torch.device("cuda"),
+        tmp_path,
+        log=lambda _: None,
     )
     monitor.start()  # one sample now (87 %), one at stop (93 %)
     monitor.stop()
@@ -122,7 +125,7 @@ def test_gpu_without_nvml_falls_back_to_the_process(monkeypatch, tmp_path, tiny_
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.version, "hip", None)
     lines: list[str] = []
-    monitor = build_monitor(tiny_run(), torch.device("cuda"), tmp_path, log=lines.append)
+    monitor = build_monitor(tiny_run().monitor, torch.device("cuda"), tmp_path, log=lines.append)
     assert monitor.backend == "proc" and monitor.path.name == "cpu_stats.json"
     assert "no GPU readings" in lines[0] and "Driver Not Loaded" in lines[0]
 

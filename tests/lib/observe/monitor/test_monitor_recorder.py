@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -16,27 +17,47 @@ class Counter:
 
     backend = "fake"
 
-    def __init__(self):
+    def __init__(self, enough: int = 4):
         self.n, self.closed = 0, False
+        self.enough = threading.Event()  # set once `enough` readings were taken
+        self._enough = enough
 
     def sample(self):
         self.n += 1
+        if self.n >= self._enough:
+            self.enough.set()
         return {"gpu_util": float(self.n)}
 
     def close(self):
         self.closed = True
 
 
+def waits_of(monitor: Monitor) -> list[float | None]:
+    """The timeouts the sampling thread waits with between samples (its interval)."""
+    waits: list[float | None] = []
+    wait = monitor._stop.wait
+
+    def recorded(timeout=None):
+        waits.append(timeout)
+        return wait(timeout)
+
+    monitor._stop.wait = recorded  # type: ignore[method-assign]
+    return waits
+
+
 def test_thread_samples_at_the_interval_until_stopped(tmp_path):
+    """Decided by events, not by how many samples fit into a sleep on a loaded host."""
     sampler, lines = Counter(), []
     monitor = Monitor(tmp_path / "s.json", 0.05, [sampler], "fake", "dev", lines.append)
+    waits = waits_of(monitor)
     monitor.start()
-    time.sleep(0.6)
+    assert sampler.enough.wait(60)  # start's sample and 3 of the thread's (a hang guard)
     monitor.stop()
     after = sampler.n
     time.sleep(0.15)
     assert sampler.n == after and sampler.closed  # nothing sampled after stop
-    assert 3 <= after <= 16  # start, stop and the thread's (12 on an idle machine)
+    assert after >= 5  # start, at least 3 of the thread's, stop
+    assert len(waits) >= after - 2 and set(waits) == {0.05}  # each wait is the interval
     summary = monitor.summary()
     assert summary["samples"] == after and summary["gpu_util_max"] == after
     assert summary["gpu_util_mean"] == pytest.approx((after + 1) / 2)
@@ -92,11 +113,16 @@ def test_a_failing_backend_warns_once_and_the_others_go_on(tmp_path):
 
 
 def test_the_file_is_rewritten_while_the_run_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(recorder, "FLUSH_S", 0.1)
-    monitor = Monitor(tmp_path / "s.json", 0.05, [Counter()], "fake", "dev", lambda _: None)
+    monkeypatch.setattr(recorder, "FLUSH_S", 0.0)  # the thread writes after each sample
+    sampler = Counter(enough=3)
+    monitor = Monitor(tmp_path / "s.json", 0.05, [sampler], "fake", "dev", lambda _: None)
     monitor.start()
     try:
-        time.sleep(1.0)
+        assert sampler.enough.wait(60)  # the thread's second sample (a hang guard)
+        deadline = time.monotonic() + 60  # its write follows the sample: a hang guard too
+        while not (tmp_path / "s.json").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         live = json.loads((tmp_path / "s.json").read_text())  # before stop(): the thread wrote it
     finally:
         monitor.stop()

@@ -44,6 +44,6 @@ def test_monitor_off_writes_nothing(tiny_run):
 
 def test_only_the_main_process_of_a_distributed_run_samples(tiny_run, tmp_path):
     assert isinstance(
-        build_monitor(tiny_run(), torch.device("cpu"), tmp_path, main=False), NullMonitor
+        build_monitor(tiny_run().monitor, torch.device("cpu"), tmp_path, main=False), NullMonitor
     )
-    assert build_monitor(tiny_run(), torch.device("cpu"), tmp_path).backend == "proc"
+    assert build_monitor(tiny_run().monitor, torch.device("cpu"), tmp_path).backend == "proc"

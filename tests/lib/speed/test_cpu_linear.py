@@ -1,4 +1,4 @@
-"""CPU_LINEAR_BACKEND (lib/hardware/cpu_linear.py): oneDNN's linear kernel
+"""CPU_LINEAR_BACKEND (lib/speed/cpu_linear.py): oneDNN's linear kernel
 gives nn.Linear's fp32 numbers and gradients, the swap keeps the model's
 parameters, auto picks it only where it applies, and a run records it."""
 
@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lib.hardware import cpu_linear
-from lib.hardware.cpu_linear import OneDNNLinear, convert_linears, resolve_cpu_linear
+from lib.speed import cpu_linear
+from lib.speed.cpu_linear import OneDNNLinear, convert_linears, resolve_cpu_linear
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.model.test_fused_loss import _tiny

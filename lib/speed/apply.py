@@ -3,22 +3,23 @@ the first step and recorded in metrics.json ("speed"):
 
 * TRAIN_LOSS_IMPL: the LM head's cross-entropy without materialising the
   logits (lib/model/fused_loss.py);
-* COMPILE_MODE, COMPILE_REGIONAL: how torch.compile runs (lib/hardware/precision.py);
+* COMPILE_MODE, COMPILE_REGIONAL: how torch.compile runs (compile.py);
 * SDPA_BACKEND: which scaled-dot-product-attention kernel the forward may use;
 * TF32: TensorFloat-32 for float32 matmuls on NVIDIA GPUs;
-* TRAIN_FLOAT8: float8 linear layers through torchao (lib/hardware/float8.py);
-* CPU_LINEAR_BACKEND: fp32 linear layers through oneDNN on a CPU (lib/hardware/cpu_linear.py);
+* TRAIN_FLOAT8: float8 linear layers through torchao (float8.py);
+* CPU_LINEAR_BACKEND: fp32 linear layers through oneDNN on a CPU (cpu_linear.py);
 * PIN_MEMORY: pinned host batches copied asynchronously (lib/data/loader.py);
 * CUDNN_BENCHMARK: cuDNN's autotuner (torch.backends.cudnn.benchmark);
-* PYTORCH_CUDA_ALLOC_CONF: recorded here, set before CUDA starts (lib/hardware/allocator.py);
-* GPU_WARMUP: untimed forward passes before the first step (lib/hardware/warmup.py).
+* PYTORCH_CUDA_ALLOC_CONF: recorded here, set before CUDA starts (allocator.py);
+* GPU_WARMUP: untimed forward passes before the first step (warmup.py).
 
 What a user asks for is what runs: a kernel or mode the device cannot run is
 an error here, at the start of the run, never a silent substitute. The one
 exceptions are TF32 and CUDNN_BENCHMARK, permissions rather than kernels: on
 a device without them (a CPU) they change nothing, and the record says so.
-It applies lib/hardware's pieces to a model (lib/model/interface.py), so it
-sits above both, with the training stack that bench and estimate share.
+It applies these to a model (lib/model/interface.py), so lib/speed sits
+above lib/model, below the training stack that bench and estimate share.
+apply_speed reads the Speed section (run.speed) and returns AppliedSpeed.
 """
 
 from __future__ import annotations
@@ -32,15 +33,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.nn.functional as F
 
-from lib.hardware.allocator import alloc_conf_record
-from lib.hardware.cpu_linear import convert_linears, resolve_cpu_linear
-from lib.hardware.float8 import check_float8, convert_float8
-from lib.hardware.precision import DTYPES, CompileOptions, Precision, compile_model
-from lib.hardware.warmup import warm_up, warmup_passes
 from lib.model.fused_loss import resolve_loss_impl
+from lib.speed.allocator import alloc_conf_record
+from lib.speed.compile import CompileOptions, compile_model
+from lib.speed.cpu_linear import convert_linears, resolve_cpu_linear
+from lib.speed.float8 import check_float8, convert_float8
+from lib.speed.precision import DTYPES, Precision
+from lib.speed.warmup import warm_up, warmup_passes
 
 if TYPE_CHECKING:
-    from lib.config.run_config import RunConfig
+    from lib.config.symbols import Speed
     from lib.model.interface import LanguageModel
 
 # SDPA_BACKEND value -> torch.nn.attention.SDPBackend member name ("auto": torch picks).
@@ -122,7 +124,7 @@ def apply_cudnn_benchmark(enabled: bool, device: torch.device) -> bool:
 
 
 @dataclass
-class Speed:
+class AppliedSpeed:
     """What the speed options resolved to for this run (module docstring)."""
 
     loss_impl: str = "plain"
@@ -184,58 +186,59 @@ class Speed:
 
 
 def apply_speed(
-    run: RunConfig,
+    s: Speed,
     model: LanguageModel,
     device: torch.device,
     precision: Precision,
-    warm: bool = False,
-) -> Speed:
+    warm_batch: int | None = None,
+) -> AppliedSpeed:
     """Check every option against the device, then apply those that change
     the model (float8 layers, the head loss) and the process (TF32, cuDNN's
-    autotuner), and with `warm` (training) run GPU_WARMUP's passes. Call it
+    autotuner), and with `warm_batch` (training: its micro-batch size) run
+    GPU_WARMUP's passes on batches of that many sequences. Call it
     after the model is on its device and before the optimizer is built (the
     float8 swap keeps the weights, but a wrapper built before would miss the
     new modules)."""
-    options = CompileOptions.from_run(run)
-    if run.COMPILE_MODEL:
+    options = CompileOptions.from_speed(s)
+    if s.COMPILE_MODEL:
         options.check(device)
-    backend = run.SDPA_BACKEND
+    backend = s.SDPA_BACKEND
     config = model.config
     head_dim = config.n_embd // config.n_head if hasattr(config, "n_head") else 64
     check_attention_backend(backend, device, precision.dtype, head_dim)
-    float8 = run.TRAIN_FLOAT8
+    float8 = s.TRAIN_FLOAT8
     layers = 0
     if float8 != "none":
         check_float8(float8, device)
         layers = len(convert_float8(model, float8))
     linear, linear_reason = resolve_cpu_linear(
-        run.CPU_LINEAR_BACKEND, device, precision.dtype, run.COMPILE_MODEL
+        s.CPU_LINEAR_BACKEND, device, precision.dtype, s.COMPILE_MODEL
     )
     linear_layers = len(convert_linears(model)) if linear == "onednn" else 0
-    impl, reason = resolve_loss_impl(run.TRAIN_LOSS_IMPL, device)
+    impl, reason = resolve_loss_impl(s.TRAIN_LOSS_IMPL, device)
     model.use_head_loss(impl)
-    speed = Speed(
+    speed = AppliedSpeed(
         impl,
         reason,
         options,
         backend,
-        apply_tf32(bool(run.TF32), device),
+        apply_tf32(s.TF32, device),
         float8,
         layers,
         linear,
         linear_reason,
         linear_layers,
-        run.PIN_MEMORY and device.type == "cuda",
-        apply_cudnn_benchmark(bool(run.CUDNN_BENCHMARK), device),
-        alloc_conf_record(run.PYTORCH_CUDA_ALLOC_CONF),
+        s.PIN_MEMORY and device.type == "cuda",
+        apply_cudnn_benchmark(s.CUDNN_BENCHMARK, device),
+        alloc_conf_record(s.PYTORCH_CUDA_ALLOC_CONF),
     )
-    if warm:  # before any optimizer or pruner exists: nothing can see the passes
+    if warm_batch is not None:  # before any optimizer or pruner exists: nothing can see the passes
         speed.gpu_warmup = warm_up(
             speed.forward(model),
             model,
-            (run.BATCH_SIZE, model.config.block_size),
+            (warm_batch, model.config.block_size),
             device,
             precision.autocast,
-            warmup_passes(bool(run.GPU_WARMUP), device),
+            warmup_passes(s.GPU_WARMUP, device),
         )
     return speed

@@ -1,4 +1,4 @@
-"""The GPU runtime settings: CUDNN_BENCHMARK (speed.py), PYTORCH_CUDA_ALLOC_CONF
+"""The GPU runtime settings: CUDNN_BENCHMARK (apply.py), PYTORCH_CUDA_ALLOC_CONF
 (allocator.py) and GPU_WARMUP (warmup.py): each reaches torch, is refused when
 malformed, leaves training unchanged, and is recorded."""
 
@@ -13,19 +13,19 @@ from pathlib import Path
 import pytest
 import torch
 
-import lib.train.speed as speed_module
+import lib.speed.apply as speed_module
 from lib.config.kconfig import open_tree
 from lib.config.run_config import write_outputs
-from lib.hardware.allocator import (
+from lib.speed.allocator import (
     ENV,
     GENERIC_ENV,
     AllocConfError,
     apply_alloc_conf,
     check_alloc_conf,
 )
-from lib.hardware.warmup import PASSES, warm_up, warmup_passes
+from lib.speed.apply import apply_cudnn_benchmark
+from lib.speed.warmup import PASSES, warm_up, warmup_passes
 from lib.train.naming import create_run_dir
-from lib.train.speed import apply_cudnn_benchmark
 from lib.train.trainer import Trainer
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
 
@@ -94,7 +94,7 @@ def test_allocator_setting_replaces_the_environment_and_is_refused_after_cuda_st
 def test_allocator_setting_is_in_the_environment_before_cuda_starts(tmp_path):
     """In a fresh process, as scripts/train.py does it: torch loaded, CUDA not started."""
     code = (
-        "import os, torch\nfrom lib.hardware.allocator import apply_alloc_conf\n"
+        "import os, torch\nfrom lib.speed.allocator import apply_alloc_conf\n"
         "apply_alloc_conf('expandable_segments:True')\n"
         f"print(os.environ[{ENV!r}], torch.cuda.is_initialized())\n"
     )

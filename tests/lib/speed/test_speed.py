@@ -1,4 +1,4 @@
-"""The speed options (lib/train/speed.py, precision.py, float8.py): each is
+"""The speed options (lib/speed/: apply.py, compile.py, float8.py): each is
 refused where it cannot run, applied where it can, and recorded."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 import pytest
 import torch
 
-from lib.hardware import float8
-from lib.hardware.precision import CompileOptions, RegionalForward, compile_model
+from lib.speed import float8
+from lib.speed.apply import apply_tf32, check_attention_backend, with_attention_backend
+from lib.speed.compile import CompileOptions, RegionalForward, compile_model
 from lib.train.naming import create_run_dir
-from lib.train.speed import apply_tf32, check_attention_backend, with_attention_backend
 from lib.train.trainer import Trainer
 from tests.lib.model.test_fused_loss import _tiny
 from tests.lib.stops import train_until

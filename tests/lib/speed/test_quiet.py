@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from lib.hardware import quiet
+from lib.speed import quiet
 from tests.conftest import ROOT
 
 
