@@ -7,6 +7,7 @@ Preparation is atomic: everything is written into a hidden sibling folder
 that is renamed onto out_dir only when complete, so an interruption or an
 error leaves no half-written dataset and keeps any previous good one.
 """
+
 from __future__ import annotations
 
 import errno
@@ -16,35 +17,24 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
+# What a prepared folder holds is lib/data/meta.py's (read on every configuration check)
+from lib.data.meta import FORMAT_VERSION, META_NAME, SPLIT_FILES
 from lib.data.sources import DataError, Source, open_source
+from lib.data.tokenfile import ends_digest
 from lib.data.tokenizers import TOKENIZERS, Tokenizer, build_tokenizer
 from lib.data.tokenizers.bpe import bpe_streams
 from lib.data.tokenizers.documents import BATCH_CHARS, encode_documents
-from lib.data.tokenfile import ends_digest
-
-FORMAT_VERSION = 1
-META_NAME = "meta.json"
-SPLIT_FILES = {"train": "train.bin", "val": "val.bin"}
 
 
 def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size <= 65535 else np.uint32)
-
-
-def dataset_dir_name(dataset: str, tokenizer: str, token_cap: int = 0,
-                     bpe_vocab_size: int | None = None) -> str:
-    """Folder name for a prepared dataset, e.g. "shakespeare-gpt2", "shakespeare-bpe8192"
-    or "finewebedu-gpt2-cap1000000"."""
-    if tokenizer == "bpe":
-        tokenizer = f"bpe{bpe_vocab_size}"
-    return f"{dataset}-{tokenizer}" + (f"-cap{token_cap}" if token_cap else "")
 
 
 def write_tokens(docs: Iterable[str], tok: Tokenizer, path: Path, cap: int, desc: str) -> int:
@@ -54,7 +44,10 @@ def write_tokens(docs: Iterable[str], tok: Tokenizer, path: Path, cap: int, desc
     # nothing (text runs at most ~8 characters per token).
     batch_chars = min(BATCH_CHARS, max(1 << 16, 8 * cap)) if cap else BATCH_CHARS
     count = 0
-    with open(path, "wb") as f, tqdm(desc=desc, unit="tok", unit_scale=True, total=cap or None) as bar:
+    with (
+        open(path, "wb") as f,
+        tqdm(desc=desc, unit="tok", unit_scale=True, total=cap or None) as bar,
+    ):
         for ids in encode_documents(docs, tok, batch_chars):
             if cap:
                 ids = ids[: cap - count]
@@ -66,12 +59,16 @@ def write_tokens(docs: Iterable[str], tok: Tokenizer, path: Path, cap: int, desc
     return count
 
 
-def split_tail(train_path: Path, val_path: Path, dtype: np.dtype, val_fraction: float) -> tuple[int, int]:
+def split_tail(
+    train_path: Path, val_path: Path, dtype: np.dtype, val_fraction: float
+) -> tuple[int, int]:
     """Move the last val_fraction of train_path's tokens into val_path."""
     n = train_path.stat().st_size // dtype.itemsize
     n_train = int(n * (1.0 - val_fraction))
     if n_train < 1 or n - n_train < 1:
-        raise DataError(f"Only {n} tokens: too few to hold out a validation share of {val_fraction}.")
+        raise DataError(
+            f"Only {n} tokens: too few to hold out a validation share of {val_fraction}."
+        )
     data = np.memmap(train_path, dtype=dtype, mode="r")
     with open(val_path, "wb") as f:
         for start in range(n_train, n, 1 << 24):  # chunks keep memory flat
@@ -102,7 +99,9 @@ def _char_documents(source: Source, cap: int, val_cap: int) -> dict[str, list[st
     return docs
 
 
-def _streams(source: Source, tokenizer: str, cap: int, val_cap: int) -> tuple[Tokenizer, dict[str, Iterable[str]]]:
+def _streams(
+    source: Source, tokenizer: str, cap: int, val_cap: int
+) -> tuple[Tokenizer, dict[str, Iterable[str]]]:
     if tokenizer == "char":
         docs = _char_documents(source, cap, val_cap)
         # "\n" too: encode_documents separates documents with a blank line.
@@ -117,8 +116,9 @@ def _streams(source: Source, tokenizer: str, cap: int, val_cap: int) -> tuple[To
 # --- prepare -------------------------------------------------------------------
 
 
-def _check_args(dataset: str, tokenizer: str, token_cap: int, val_fraction: float,
-                bpe_vocab_size: int | None) -> None:
+def _check_args(
+    dataset: str, tokenizer: str, token_cap: int, val_fraction: float, bpe_vocab_size: int | None
+) -> None:
     if tokenizer not in TOKENIZERS:
         raise ValueError(f"unknown tokenizer {tokenizer!r}; allowed: {', '.join(TOKENIZERS)}")
     if tokenizer == "bpe" and not bpe_vocab_size:
@@ -129,8 +129,14 @@ def _check_args(dataset: str, tokenizer: str, token_cap: int, val_fraction: floa
         raise ValueError(f"val_fraction must be between 0 and 1 (exclusive), not {val_fraction}")
 
 
-def _write_splits(source: Source, tokenizer: str, tmp: Path, token_cap: int, val_fraction: float,
-                  bpe_vocab_size: int | None = None) -> dict[str, Any]:
+def _write_splits(
+    source: Source,
+    tokenizer: str,
+    tmp: Path,
+    token_cap: int,
+    val_fraction: float,
+    bpe_vocab_size: int | None = None,
+) -> dict[str, Any]:
     """Write train.bin and val.bin into tmp; returns the meta fields they determine."""
     # With its own validation split a dataset's val part is capped in
     # proportion, so a capped run does not stream a whole validation set.
@@ -163,8 +169,9 @@ def _write_splits(source: Source, tokenizer: str, tmp: Path, token_cap: int, val
         "val_from": val_from,
         # SHA-256 of each file's first and last MiB, checked whenever a run
         # opens the dataset (lib/data/validate.py).
-        "checksums": {split: ends_digest(tmp / name, dtype.itemsize)
-                      for split, name in SPLIT_FILES.items()},
+        "checksums": {
+            split: ends_digest(tmp / name, dtype.itemsize) for split, name in SPLIT_FILES.items()
+        },
     }
 
 
@@ -184,7 +191,9 @@ def _remove_stale_partials(out_dir: Path) -> None:
 
 
 def _make_partial(out_dir: Path) -> Path:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-{os.getpid()}-", dir=out_dir.parent))
+    tmp = Path(
+        tempfile.mkdtemp(prefix=f".{out_dir.name}.partial-{os.getpid()}-", dir=out_dir.parent)
+    )
     # mkdtemp makes the folder private (0700); give it the usual permissions.
     umask = os.umask(0)
     os.umask(umask)
@@ -250,9 +259,11 @@ def prepare(
             **fields,
             "token_cap": token_cap,
             "val_fraction": val_fraction,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        (tmp / META_NAME).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / META_NAME).write_text(
+            json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         _install(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -261,38 +272,3 @@ def prepare(
 
 
 # --- reading back ----------------------------------------------------------------
-
-
-def load_meta(out_dir: Path) -> dict[str, Any]:
-    """meta.json of a prepared dataset; DataError if it is missing or unreadable."""
-    path = Path(out_dir) / META_NAME
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"{path} is missing: the dataset in {out_dir} is not prepared.") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path} is unreadable ({exc}); delete {out_dir} to prepare it again.") from exc
-    needed = ("format_version", "dtype", "vocab_size", "train_tokens", "val_tokens", "tokenizer")
-    missing = [k for k in needed if not isinstance(meta, dict) or k not in meta]
-    if missing:
-        raise DataError(f"{path} lacks {', '.join(missing)}; delete {out_dir} to prepare it again.")
-    if meta["format_version"] != FORMAT_VERSION:
-        raise DataError(
-            f"{path} has format version {meta['format_version']}, this code reads "
-            f"{FORMAT_VERSION}; delete {out_dir} to prepare it again."
-        )
-    return meta
-
-
-def is_prepared(out_dir: Path) -> bool:
-    """Whether out_dir holds a complete dataset: meta.json agrees with the .bin sizes."""
-    try:
-        meta = load_meta(out_dir)
-        itemsize = np.dtype(meta["dtype"]).itemsize
-        for split, fname in SPLIT_FILES.items():
-            size = (Path(out_dir) / fname).stat().st_size
-            if size != int(meta[f"{split}_tokens"]) * itemsize or size == 0:
-                return False
-    except (DataError, OSError, TypeError, ValueError):
-        return False
-    return True

@@ -20,6 +20,7 @@ dtype, the ends of each file), and every batch's ids are compared with the
 vocabulary: an id the embedding has no row for stops the run with the file
 and the position, not an IndexError deep inside the model.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lib.data.corpus import SPLIT_FILES, load_meta
+from lib.data.meta import SPLIT_FILES, load_meta
 from lib.data.sources import DataError
 from lib.data.validate import check_prepared
 
@@ -58,7 +59,9 @@ class BatchLoader:
         if split not in SPLIT_FILES:
             raise ValueError(f"split must be one of {', '.join(SPLIT_FILES)}, not {split!r}")
         if batch_size < 1 or block_size < 1:
-            raise ValueError(f"batch_size and block_size must be >= 1, got {batch_size}, {block_size}")
+            raise ValueError(
+                f"batch_size and block_size must be >= 1, got {batch_size}, {block_size}"
+            )
         self.data_dir = Path(data_dir)
         self.meta = load_meta(self.data_dir)
         check_prepared(self.data_dir)
@@ -88,9 +91,12 @@ class BatchLoader:
 
     def next_batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The next (x, y) pair, int64, on the loader's device."""
-        ix = torch.randint(self.num_tokens - self.block_size, (self.batch_size * self.world_size,),
-                           generator=self.generator)
-        ix = ix[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]
+        ix = torch.randint(
+            self.num_tokens - self.block_size,
+            (self.batch_size * self.world_size,),
+            generator=self.generator,
+        )
+        ix = ix[self.rank * self.batch_size : (self.rank + 1) * self.batch_size]
         # One fancy-indexing read of all windows: (B, T+1) tokens.
         starts = ix.numpy()
         windows = self._data()[starts[:, None] + self._offsets].astype(np.int64)
@@ -142,7 +148,9 @@ class BatchLoader:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("split") != self.split:
-            raise ValueError(f"state is for split {state.get('split')!r}, this loader reads {self.split!r}")
+            raise ValueError(
+                f"state is for split {state.get('split')!r}, this loader reads {self.split!r}"
+            )
         self.generator.set_state(torch.as_tensor(state["generator"], dtype=torch.uint8))
         self.seed = int(state.get("seed", self.seed))
         self.batches_drawn = int(state.get("batches_drawn", 0))

@@ -9,9 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lib.data.corpus import dataset_dir_name, prepare
+from lib.data.meta import dataset_dir_name
 from lib.data.sources import DataError
-from lib.data.validate import inspect
 from lib.paths import from_root
 
 if TYPE_CHECKING:
@@ -43,6 +42,8 @@ def _usable(path: Path, log: Callable[[str], None]) -> bool:
     """True when path can be used as it is; False when it is to be prepared
     (saying why, when it was there but damaged); DataError when it must not
     be touched (lib/data/validate.py)."""
+    from lib.data.validate import inspect  # numpy: only where data is read
+
     verdict = inspect(path)
     if verdict.state == "refuse":
         raise DataError(verdict.message)
@@ -54,6 +55,9 @@ def _usable(path: Path, log: Callable[[str], None]) -> bool:
 def ensure_prepared(d: Data, log: Callable[[str], None] = print) -> Path:
     """The prepared dataset folder, tokenizing the corpus first if needed; its
     token files are checked on the way (lib/data/validate.py)."""
+    from lib.data.corpus import prepare
+    from lib.data.validate import inspect  # numpy and the tokenizers: only for real runs
+
     path = data_dir(d)
     if inspect(path).state == "ok":
         return path

@@ -8,6 +8,7 @@ wrong usually touches an end), and their largest token id is compared with
 the vocabulary. BatchLoader checks every batch it reads besides, so an id
 changed in the middle is caught at the first batch that holds it.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from lib.atomic import read_json_object, write_json_atomic
-from lib.data.corpus import SPLIT_FILES
+from lib.data.meta import SPLIT_FILES
 from lib.data.tokenizers import Tokenizer, tokenizer_from_meta
 
 FILE = "val_chars.json"

@@ -18,6 +18,7 @@ vocabulary size). The verdict says what was found and what to do:
            of ours leaves. Replacing it could destroy someone's data, so the
            caller stops with the message, which says how to prepare it again.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from lib.data.corpus import FORMAT_VERSION, META_NAME, SPLIT_FILES, token_dtype
+from lib.data.corpus import token_dtype
+from lib.data.meta import FORMAT_VERSION, META_NAME, SPLIT_FILES
 from lib.data.sources import DataError
 from lib.data.tokenfile import read_ends
 
@@ -44,14 +46,17 @@ class Verdict:
 
 
 def _again(folder: Path) -> str:
-    return (f"Delete {folder} and run `make prepare` (or the run) to tokenize the dataset "
-            f"again, or point DATA_DIR elsewhere")
+    return (
+        f"Delete {folder} and run `make prepare` (or the run) to tokenize the dataset "
+        f"again, or point DATA_DIR elsewhere"
+    )
 
 
 def _rebuild(found: str, folder: Path, meta: dict[str, Any] | None = None) -> Verdict:
     source = f" from {meta['source']}" if meta and meta.get("source") else ""
-    return Verdict("rebuild", found, f"Preparing the dataset again{source}, which replaces "
-                                     f"{folder}")
+    return Verdict(
+        "rebuild", found, f"Preparing the dataset again{source}, which replaces {folder}"
+    )
 
 
 def _read_meta(path: Path) -> dict[str, Any] | str:
@@ -63,8 +68,10 @@ def _read_meta(path: Path) -> dict[str, Any] | str:
     if not isinstance(meta, dict):
         return f"{path} holds no JSON object"
     if meta.get("format_version") != FORMAT_VERSION:
-        return (f"{path} has format version {meta.get('format_version')}, this code "
-                f"reads {FORMAT_VERSION}")
+        return (
+            f"{path} has format version {meta.get('format_version')}, this code "
+            f"reads {FORMAT_VERSION}"
+        )
     needed = ("dtype", "vocab_size", "train_tokens", "val_tokens", "tokenizer")
     missing = [k for k in needed if k not in meta]
     if missing:
@@ -75,8 +82,10 @@ def _read_meta(path: Path) -> dict[str, Any] | str:
     except (TypeError, ValueError) as exc:
         return f"{path} has a malformed field ({exc})"
     if vocab < 1 or min(counts) < 1 or dtype != token_dtype(vocab):
-        return (f"{path} is inconsistent: dtype {meta['dtype']} for a vocabulary of {vocab} "
-                f"tokens (needs {token_dtype(max(vocab, 1)).name}), token counts {counts}")
+        return (
+            f"{path} is inconsistent: dtype {meta['dtype']} for a vocabulary of {vocab} "
+            f"tokens (needs {token_dtype(max(vocab, 1)).name}), token counts {counts}"
+        )
     return meta
 
 
@@ -92,9 +101,11 @@ def _split_size(folder: Path, split: str, meta: dict[str, Any]) -> str | None:
     if size == count * itemsize:
         return None
     whole = "" if size % itemsize == 0 else f", not a whole number of {meta['dtype']} tokens"
-    return (f"{path} is {size:,} bytes, but meta.json records {count:,} tokens of "
-            f"{itemsize} bytes = {count * itemsize:,} bytes{whole} "
-            f"({'cut short' if size < count * itemsize else 'longer than written'})")
+    return (
+        f"{path} is {size:,} bytes, but meta.json records {count:,} tokens of "
+        f"{itemsize} bytes = {count * itemsize:,} bytes{whole} "
+        f"({'cut short' if size < count * itemsize else 'longer than written'})"
+    )
 
 
 def _split_contents(folder: Path, split: str, meta: dict[str, Any]) -> str | None:
@@ -105,13 +116,17 @@ def _split_contents(folder: Path, split: str, meta: dict[str, Any]) -> str | Non
     bad = ends.first_out_of_range(dtype, vocab)
     if bad is not None:
         position, token = bad
-        return (f"{path} holds token id {token:,} at position {position:,}, but its "
-                f"{meta['tokenizer'].get('name', '')} tokenizer has {vocab:,} ids "
-                f"(0 to {vocab - 1:,}): the file does not hold what was prepared")
+        return (
+            f"{path} holds token id {token:,} at position {position:,}, but its "
+            f"{meta['tokenizer'].get('name', '')} tokenizer has {vocab:,} ids "
+            f"(0 to {vocab - 1:,}): the file does not hold what was prepared"
+        )
     recorded = (meta.get("checksums") or {}).get(split)
     if recorded is not None and ends.digest() != recorded:
-        return (f"{path} changed after it was prepared: the SHA-256 of its first and last "
-                f"MiB differs from the one meta.json records")
+        return (
+            f"{path} changed after it was prepared: the SHA-256 of its first and last "
+            f"MiB differs from the one meta.json records"
+        )
     return None
 
 
@@ -123,10 +138,13 @@ def inspect(folder: Path) -> Verdict:
     meta_path = folder / META_NAME
     if not meta_path.exists():
         held = ", ".join(sorted(p.name for p in folder.iterdir())[:5])
-        return Verdict("refuse", f"{folder} holds {held} but no {META_NAME}: it was not "
-                                 f"prepared by this project (every preparation writes "
-                                 f"{META_NAME}), so it is neither read nor replaced",
-                       _again(folder))
+        return Verdict(
+            "refuse",
+            f"{folder} holds {held} but no {META_NAME}: it was not "
+            f"prepared by this project (every preparation writes "
+            f"{META_NAME}), so it is neither read nor replaced",
+            _again(folder),
+        )
     meta = _read_meta(meta_path)
     if isinstance(meta, str):
         return _rebuild(meta, folder)
@@ -137,9 +155,12 @@ def inspect(folder: Path) -> Verdict:
     for split in SPLIT_FILES:
         why = _split_contents(folder, split, meta)
         if why:
-            return Verdict("refuse", f"{why}. It is neither used nor replaced, since "
-                                     f"something other than preparation wrote it",
-                           _again(folder))
+            return Verdict(
+                "refuse",
+                f"{why}. It is neither used nor replaced, since "
+                f"something other than preparation wrote it",
+                _again(folder),
+            )
     return Verdict("ok")
 
 
@@ -150,9 +171,12 @@ def check_prepared(folder: Path) -> None:
     if verdict.state == "ok":
         return
     if verdict.state == "absent":
-        raise DataError(f"{folder} holds no prepared dataset: run `make prepare` with the "
-                        f"run's configuration.")
+        raise DataError(
+            f"{folder} holds no prepared dataset: run `make prepare` with the run's configuration."
+        )
     if verdict.state == "rebuild":  # this reader cannot: say who can
-        raise DataError(f"{verdict.found}. Run `make prepare` with the run's configuration "
-                        f"to prepare it again (a training run does so when it starts).")
+        raise DataError(
+            f"{verdict.found}. Run `make prepare` with the run's configuration "
+            f"to prepare it again (a training run does so when it starts)."
+        )
     raise DataError(verdict.message)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lib.data.corpus import is_prepared, load_meta
+from lib.data.meta import is_prepared, load_meta
 from lib.data.prepared import data_dir
 
 if TYPE_CHECKING:

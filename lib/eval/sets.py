@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lib.data.corpus import SPLIT_FILES, load_meta
+from lib.data.meta import SPLIT_FILES, load_meta
 from lib.data.sources import (
     HUB_DATASETS,
     HUB_TIMEOUT_S,

@@ -7,6 +7,7 @@ seed recorded. Failed and unfinished seeds are left out; configurations of
 one seed are drawn run by run. A series of few points gets a marker on each;
 where every series has one point (one evaluation per run), each configuration
 gets its own row with a marker, not a dot stacked on the others at one step."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +38,13 @@ def _seed_band(c: Configuration, name: str = "val_loss") -> Band:
         return [], [], [], [], 0
     iters = sorted(set.intersection(*(set(k) for k in curves)))
     points = [[k[i] for k in curves] for i in iters]
-    return (iters, [sum(p) / len(p) for p in points], [min(p) for p in points],
-            [max(p) for p in points], len(curves))
+    return (
+        iters,
+        [sum(p) / len(p) for p in points],
+        [min(p) for p in points],
+        [max(p) for p in points],
+        len(curves),
+    )
 
 
 @dataclass
@@ -68,9 +74,15 @@ def _series(rows: list[RunRow], name: str) -> list[Series]:
 
 def _draw(ax: Axes, i: int, iters: list[int], values: list[float], label: str):
     look = style.series(i)
-    line, = ax.plot(iters, values, color=look["color"], linestyle=look["linestyle"],
-                    marker=look["marker"] if len(iters) <= FEW else None, markersize=4,
-                    label=label)
+    (line,) = ax.plot(
+        iters,
+        values,
+        color=look["color"],
+        linestyle=look["linestyle"],
+        marker=look["marker"] if len(iters) <= FEW else None,
+        markersize=4,
+        label=label,
+    )
     return line
 
 
@@ -85,15 +97,26 @@ def _points(ax: Axes, series: list[Series], xlabel: str) -> str:
     for i, s in enumerate(series):
         look = style.series(i)
         err = [[s.values[0] - s.band[0][0]], [s.band[1][0] - s.values[0]]] if s.band else None
-        ax.errorbar(s.values, [i], xerr=err, marker=look["marker"], color=look["color"],
-                    markersize=7, capsize=4 if err else 0, linestyle="none")
+        ax.errorbar(
+            s.values,
+            [i],
+            xerr=err,
+            marker=look["marker"],
+            color=look["color"],
+            markersize=7,
+            capsize=4 if err else 0,
+            linestyle="none",
+        )
     ax.set_yticks(range(len(series)), [style.wrap(s.label) for s in series])
     ax.set_ylim(len(series) - 0.5, -0.5)
     ax.grid(axis="y", visible=False)
     ax.set_xlabel(xlabel, fontsize=10)
     steps = sorted({s.iters[0] for s in series})
-    return (f"iteration {steps[0]}, the only evaluation" if len(steps) == 1
-            else "each run's only evaluation")
+    return (
+        f"iteration {steps[0]}, the only evaluation"
+        if len(steps) == 1
+        else "each run's only evaluation"
+    )
 
 
 def loss_curves(rows: list[RunRow], name: str, ylabel: str, title: str) -> Figure | None:
@@ -107,8 +130,9 @@ def loss_curves(rows: list[RunRow], name: str, ylabel: str, title: str) -> Figur
     if all(len(s.iters) == 1 for s in series):
         fig, ax = style.new_figure(0.35 * len(series) + 1.4)
         when = _points(ax, series, ylabel)
-        ax.set_title(f"{title} at {when}" + (" (bars: min to max over seeds)" if banded else ""),
-                     fontsize=11)
+        ax.set_title(
+            f"{title} at {when}" + (" (bars: min to max over seeds)" if banded else ""), fontsize=11
+        )
         return fig
     fig, ax = style.new_figure()
     for i, s in enumerate(series):
@@ -116,8 +140,9 @@ def loss_curves(rows: list[RunRow], name: str, ylabel: str, title: str) -> Figur
         if s.band:
             ax.fill_between(s.iters, *s.band, color=line.get_color(), alpha=0.2, linewidth=0)
     _iteration_axis(ax, max(max(s.iters) for s in series))
-    style.label_axes(ax, "iteration", ylabel,
-                     title + (" (band: min to max over seeds)" if banded else ""))
+    style.label_axes(
+        ax, "iteration", ylabel, title + (" (band: min to max over seeds)" if banded else "")
+    )
     style.legend_outside(ax)
     return fig
 
@@ -126,8 +151,13 @@ def _shared(members: list[str], schedule: str | None, alone: bool) -> str:
     """The legend entry of one schedule: the configurations that share it
     (`alone`: every configuration does)."""
     shown = ", ".join(members[:4]) + (f" and {len(members) - 4} more" if len(members) > 4 else "")
-    text = (shown if len(members) == 1 else f"all {len(members)} configurations" if alone
-            else f"{len(members)} configurations: {shown}")
+    text = (
+        shown
+        if len(members) == 1
+        else f"all {len(members)} configurations"
+        if alone
+        else f"{len(members)} configurations: {shown}"
+    )
     return f"{text} ({schedule})" if schedule else text
 
 
@@ -151,8 +181,13 @@ def lr_curves(rows: list[RunRow]) -> Figure | None:
         return None
     fig, ax = style.new_figure(3.5)
     for i, ((iters, values), members) in enumerate(groups.items()):
-        _draw(ax, i, list(iters), list(values),
-              _shared(members, kinds[(iters, values)], len(groups) == 1))
+        _draw(
+            ax,
+            i,
+            list(iters),
+            list(values),
+            _shared(members, kinds[(iters, values)], len(groups) == 1),
+        )
     _iteration_axis(ax, max(max(iters) for iters, _ in groups))
     style.label_axes(ax, "iteration", "learning rate", "Learning-rate schedule")
     ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))

@@ -4,6 +4,7 @@ platform, CPU, GPU, driver), gathered for the report: each setting once with
 its value where every run agrees, and each value with its runs where they
 differ. Runs written before the record existed simply have none; an
 environment of another shape is shown as far as it goes, never an error."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,8 +23,10 @@ def flatten(value: Any, prefix: str = "") -> dict[str, str]:
             out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
     if isinstance(value, list):
-        text = "; ".join(", ".join(f"{k}={v}" for k, v in x.items()) if isinstance(x, dict)
-                         else str(x) for x in value)
+        text = "; ".join(
+            ", ".join(f"{k}={v}" for k, v in x.items()) if isinstance(x, dict) else str(x)
+            for x in value
+        )
     else:
         text = "-" if value is None else str(value)
     return {prefix or "value": text}
@@ -46,7 +49,8 @@ class Environments:
         """Every run recorded one, and all records are the same."""
         return not self.missing and all(
             len(s.values) == 1 and len(next(iter(s.values.values()))) == len(self.recorded)
-            for s in self.settings)
+            for s in self.settings
+        )
 
 
 def gather(rows: list[RunRow]) -> Environments:

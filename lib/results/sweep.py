@@ -1,5 +1,6 @@
 """A sweep's extra results: runs ranked by best perplexity with their swept
 values, and the metric plotted against each swept symbol."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,11 +18,15 @@ def _number(text: str) -> float | None:
 
 def ranking(rows: list[RunRow], params: list[str]) -> str:
     """Markdown: completed runs by best validation perplexity, best first."""
-    ranked = sorted(((r.best_ppl, r) for r in rows if r.best_ppl is not None),
-                    key=lambda pair: pair[0])
-    lines = ["## Sweep ranking", "",
-             "| rank | run | " + " | ".join(params) + " | best ppl | final ppl | status |",
-             "|---|---|" + "---|" * len(params) + "---|---|---|"]
+    ranked = sorted(
+        ((r.best_ppl, r) for r in rows if r.best_ppl is not None), key=lambda pair: pair[0]
+    )
+    lines = [
+        "## Sweep ranking",
+        "",
+        "| rank | run | " + " | ".join(params) + " | best ppl | final ppl | status |",
+        "|---|---|" + "---|" * len(params) + "---|---|---|",
+    ]
     for i, (best, r) in enumerate(ranked, 1):
         values = " | ".join(r.overrides.get(p, "-") for p in params)
         final = f"{r.final_ppl:.2f}" if r.final_ppl is not None else "-"

@@ -31,7 +31,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lib.data.corpus import META_NAME, SPLIT_FILES, is_prepared
+from lib.data.meta import META_NAME, SPLIT_FILES, is_prepared
 from lib.data.prepared import data_dir
 from lib.paths import ROOT, from_root
 from lib.user_code import source_digest

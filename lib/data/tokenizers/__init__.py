@@ -11,6 +11,7 @@ its DATA_TOKENIZER name:
 
 documents.py turns a stream of documents into ids for prepare.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,8 +32,9 @@ def _check_name(name: str) -> None:
         raise ValueError(f"unknown tokenizer {name!r}; allowed: {', '.join(TOKENIZERS)}")
 
 
-def build_tokenizer(name: str, text_for_vocab: str | None = None,
-                    vocab_size: int | None = None) -> Tokenizer:
+def build_tokenizer(
+    name: str, text_for_vocab: str | None = None, vocab_size: int | None = None
+) -> Tokenizer:
     """A tokenizer by name; "char" and "bpe" need the text their vocabulary is
     made of, "bpe" also its vocab_size."""
     _check_name(name)

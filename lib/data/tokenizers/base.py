@@ -1,4 +1,5 @@
 """The Tokenizer interface: what the data pipeline and the sampler need."""
+
 from __future__ import annotations
 
 import abc
@@ -35,8 +36,9 @@ class Tokenizer(abc.ABC):
         """Encode several texts; subclasses may parallelise."""
         return [self.encode(t) for t in texts]
 
-    def save_files(self, folder: Path) -> None:
-        """Write files the tokenizer needs beside the prepared data (BPE: tokenizer.json)."""
+    def save_files(self, folder: Path) -> None:  # noqa: B027  (optional: most write none)
+        """Write files the tokenizer needs beside the prepared data (BPE: tokenizer.json);
+        none by default."""
 
     def hf_tokenizer(self) -> Any:
         """The same ids as a Hugging Face `tokenizers.Tokenizer`, which `make export`

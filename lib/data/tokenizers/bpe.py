@@ -12,6 +12,7 @@ validation split trains on its train split; any other is split in text, not
 in tokens: the last val_fraction of the characters (cut at a line end) is
 validation, and the tokenizer learns from the rest.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,14 +48,19 @@ class BPETokenizer(Tokenizer):
     def train(cls, texts: Iterable[str], vocab_size: int) -> BPETokenizer:
         """Learn merges from texts, up to vocab_size tokens (fewer if the text runs out)."""
         if vocab_size < MIN_VOCAB:
-            raise ValueError(f"a byte-level BPE needs at least {MIN_VOCAB} tokens "
-                             f"(256 bytes and {EOT_TEXT}), not {vocab_size}")
+            raise ValueError(
+                f"a byte-level BPE needs at least {MIN_VOCAB} tokens "
+                f"(256 bytes and {EOT_TEXT}), not {vocab_size}"
+            )
         hf = HFTokenizer(models.BPE())
         hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         hf.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOT_TEXT],
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                      show_progress=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=[EOT_TEXT],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        )
         hf.train_from_iterator(texts, trainer)
         return cls(hf, vocab_size)
 
@@ -81,9 +87,15 @@ class BPETokenizer(Tokenizer):
 
     def to_meta(self) -> dict[str, Any]:
         text = self.hf.to_str()
-        return {"name": self.name, "vocab_size": self.vocab_size, "eot_token": self.eot_token,
-                "requested_vocab_size": self.requested_vocab_size, "file": FILE,
-                "sha256": _sha256(text), "json": text}
+        return {
+            "name": self.name,
+            "vocab_size": self.vocab_size,
+            "eot_token": self.eot_token,
+            "requested_vocab_size": self.requested_vocab_size,
+            "file": FILE,
+            "sha256": _sha256(text),
+            "json": text,
+        }
 
     def save_files(self, folder: Path) -> None:
         (Path(folder) / FILE).write_text(self.hf.to_str(), encoding="utf-8")  # meta's sha256
@@ -114,17 +126,19 @@ def split_text(docs: list[str], val_fraction: float) -> tuple[list[str], list[st
             nl = doc.rfind("\n", 0, at)
             cut = nl + 1 if nl >= 0 else at
             head, tail = doc[:cut], doc[cut:]
-            train, val = docs[:i] + ([head] if head else []), [tail] + docs[i + 1:]
+            train, val = docs[:i] + ([head] if head else []), [tail] + docs[i + 1 :]
             if not train or not "".join(val).strip():
                 break
             return train, val
         seen += len(doc)
-    raise DataError(f"Only {total} characters: too few to hold out a validation share "
-                    f"of {val_fraction}.")
+    raise DataError(
+        f"Only {total} characters: too few to hold out a validation share of {val_fraction}."
+    )
 
 
-def bpe_streams(source: Source, vocab_size: int, token_cap: int,
-                val_fraction: float) -> tuple[BPETokenizer, dict[str, Iterable[str]], str]:
+def bpe_streams(
+    source: Source, vocab_size: int, token_cap: int, val_fraction: float
+) -> tuple[BPETokenizer, dict[str, Iterable[str]], str]:
     """Train the tokenizer on the training text; (tokenizer, split streams, val_from)."""
     train = list(_capped(source.documents("train"), CHARS_PER_CAPPED_TOKEN * token_cap))
     if source.has_val_split:

@@ -1,6 +1,7 @@
 """The character tokenizer: one id per character of the training text, as
 nanoGPT's shakespeare_char. Its vocabulary is stored in meta.json so the same
 ids come back when it is rebuilt."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -3,6 +3,7 @@
 Each document is followed by the tokenizer's end-of-text token, or, for a
 tokenizer without one (char), kept apart from the next by one blank line.
 """
+
 from __future__ import annotations
 
 import re

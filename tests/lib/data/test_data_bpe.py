@@ -1,4 +1,5 @@
 """The trained byte-level BPE: training, round trips, meta.json, train-split only."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from lib.data import DataError, build_tokenizer, corpus, load_meta, prepare, tokenizer_from_meta
+from lib.data import (
+    DataError,
+    build_tokenizer,
+    corpus,
+    load_meta,
+    meta,
+    prepare,
+    tokenizer_from_meta,
+)
 from lib.data.prepared import data_dir
 from lib.data.sources import Source
 from lib.data.tokenizers.bpe import BPETokenizer, split_text
@@ -108,12 +117,18 @@ def test_the_vocabulary_size_is_part_of_the_data_key(tiny_run):
     assert data_dir(small.data).name.endswith("-bpe300")
     assert data_dir(large.data).name.endswith("-bpe8192")
     assert data_dir(large.data) != data_dir(small.data)
-    assert corpus.dataset_dir_name("shakespeare", "bpe", 0, 8192) == "shakespeare-bpe8192"
+    assert meta.dataset_dir_name("shakespeare", "bpe", 0, 8192) == "shakespeare-bpe8192"
 
 
 def test_a_tiny_run_trains_and_samples_with_the_trained_bpe(tiny_run):
-    cfg = tiny_run(DATA_TOKENIZER_BPE="y", DATA_TOKENIZER_CHAR="n", DATA_BPE_VOCAB_SIZE=400,
-                   GPT2_MAX_ITERS=40, GPT2_EVAL_INTERVAL=20, RUN_NAME="bpe")
+    cfg = tiny_run(
+        DATA_TOKENIZER_BPE="y",
+        DATA_TOKENIZER_CHAR="n",
+        DATA_BPE_VOCAB_SIZE=400,
+        GPT2_MAX_ITERS=40,
+        GPT2_EVAL_INTERVAL=20,
+        RUN_NAME="bpe",
+    )
     run_dir = create_run_dir(cfg)
     summary = Trainer(cfg, run_dir, log=lambda _: None).train()
     assert summary["tokenizer"] == "bpe" and summary["status"] == "completed"

@@ -1,4 +1,5 @@
 """prepare(): tokens on disk, meta.json, atomic replacement, read-back checks."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lib.data import DataError, is_prepared, load_meta, prepare, tokenizer_from_meta
-from lib.data import corpus
+from lib.data import DataError, corpus, is_prepared, load_meta, prepare, tokenizer_from_meta
+from lib.data.meta import FORMAT_VERSION, dataset_dir_name
 from lib.data.sources import Source
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -22,8 +23,13 @@ def _tokens(out: Path, split: str) -> np.ndarray:
     return np.fromfile(out / f"{split}.bin", dtype=np.dtype(meta["dtype"]))
 
 
-def _fake_source(monkeypatch: pytest.MonkeyPatch, train: list[str], val: list[str] | None = None,
-                 fail_after: int | None = None, error: BaseException | None = None) -> None:
+def _fake_source(
+    monkeypatch: pytest.MonkeyPatch,
+    train: list[str],
+    val: list[str] | None = None,
+    fail_after: int | None = None,
+    error: BaseException | None = None,
+) -> None:
     """Make prepare() read the given documents instead of a real dataset."""
 
     def read(split: str) -> Iterator[str]:
@@ -45,13 +51,16 @@ def test_char_prepare_splits_the_last_tenth_for_validation(tmp_path: Path) -> No
     assert meta["vocab_size"] == len(set(text)) == 17
     assert meta["dtype"] == "uint16"
     tok = tokenizer_from_meta(meta)
-    assert tok.decode(_tokens(out, "train").tolist()) + tok.decode(_tokens(out, "val").tolist()) == text
+    assert (
+        tok.decode(_tokens(out, "train").tolist()) + tok.decode(_tokens(out, "val").tolist())
+        == text
+    )
 
 
 def test_meta_records_how_the_data_was_made(tmp_path: Path) -> None:
     out = prepare("custom", "gpt2", tmp_path / "g", custom_path=str(CUSTOM), val_fraction=0.25)
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["format_version"] == corpus.FORMAT_VERSION
+    assert meta["format_version"] == FORMAT_VERSION
     assert meta["dataset"] == "custom"
     assert meta["source"] == str(CUSTOM.resolve())
     assert meta["tokenizer"] == {"name": "gpt2", "vocab_size": 50257, "eot_token": EOT}
@@ -75,7 +84,9 @@ def _eots(ids: list[int]) -> list[int]:
     return [i for i, t in enumerate(ids) if t == EOT]
 
 
-def test_token_cap_stops_reading_at_exactly_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_token_cap_stops_reading_at_exactly_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     read: list[int] = []
 
     def docs() -> Iterator[str]:
@@ -83,14 +94,18 @@ def test_token_cap_stops_reading_at_exactly_the_cap(tmp_path: Path, monkeypatch:
             read.append(i)
             yield f"Document number {i} says hello.\n"
 
-    monkeypatch.setattr(corpus, "open_source", lambda d, c=None: Source("fake", "test", lambda s: docs()))
+    monkeypatch.setattr(
+        corpus, "open_source", lambda d, c=None: Source("fake", "test", lambda s: docs())
+    )
     out = prepare("finewebedu", "gpt2", tmp_path / "capped", token_cap=1000)
     meta = load_meta(out)
     assert (meta["train_tokens"], meta["val_tokens"], meta["token_cap"]) == (900, 100, 1000)
     assert len(read) < 5_000  # one small batch read, not the 100k stream
 
 
-def test_own_validation_split_is_used_and_capped_in_proportion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_own_validation_split_is_used_and_capped_in_proportion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _fake_source(monkeypatch, train=["Hello world"] * 200, val=["Hi"] * 200)
     out = prepare("tinystories", "gpt2", tmp_path / "ts", token_cap=300, val_fraction=0.1)
     meta = load_meta(out)
@@ -106,7 +121,9 @@ def test_failure_mid_way_leaves_no_output(tmp_path: Path, monkeypatch: pytest.Mo
     assert list(tmp_path.iterdir()) == []
 
 
-def test_interrupt_keeps_the_previous_good_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupt_keeps_the_previous_good_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = prepare("custom", "gpt2", tmp_path / "out", custom_path=str(CUSTOM))
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     _fake_source(monkeypatch, train=["Hello world"] * 50, fail_after=20, error=KeyboardInterrupt())
@@ -117,7 +134,9 @@ def test_interrupt_keeps_the_previous_good_output(tmp_path: Path, monkeypatch: p
     assert is_prepared(out)
 
 
-def test_preparing_again_replaces_the_old_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preparing_again_replaces_the_old_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = prepare("custom", "char", tmp_path / "out", custom_path=str(CUSTOM / "a.txt"))
     _fake_source(monkeypatch, train=["abcdefghij" * 10])
     prepare("custom", "char", out)
@@ -144,7 +163,9 @@ def test_bad_arguments_fail_before_anything_is_written(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_too_little_text_for_a_validation_split_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_too_little_text_for_a_validation_split_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _fake_source(monkeypatch, train=[])
     with pytest.raises(DataError, match="Only 0 tokens"):
         prepare("custom", "gpt2", tmp_path / "tiny")
@@ -183,8 +204,8 @@ def test_token_dtype_widens_only_for_large_vocabularies() -> None:
 
 
 def test_dataset_dir_name_includes_the_cap() -> None:
-    assert corpus.dataset_dir_name("shakespeare", "gpt2") == "shakespeare-gpt2"
-    assert corpus.dataset_dir_name("finewebedu", "gpt2", 10**6) == "finewebedu-gpt2-cap1000000"
+    assert dataset_dir_name("shakespeare", "gpt2") == "shakespeare-gpt2"
+    assert dataset_dir_name("finewebedu", "gpt2", 10**6) == "finewebedu-gpt2-cap1000000"
 
 
 def test_embedded_shakespeare_prepares_1_5m_gpt2_tokens(tmp_path: Path) -> None:

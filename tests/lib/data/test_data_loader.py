@@ -1,4 +1,5 @@
 """BatchLoader: random windows, reproducible and resumable."""
+
 from __future__ import annotations
 
 import io
@@ -11,7 +12,7 @@ import torch
 
 from lib.data import DataError, is_prepared
 from lib.data.loader import BatchLoader
-from lib.data.corpus import FORMAT_VERSION
+from lib.data.meta import FORMAT_VERSION
 
 
 def _write_dataset(root: Path, train: np.ndarray, val: np.ndarray, vocab_size: int) -> Path:
@@ -21,10 +22,14 @@ def _write_dataset(root: Path, train: np.ndarray, val: np.ndarray, vocab_size: i
     train.astype(dtype).tofile(root / "train.bin")
     val.astype(dtype).tofile(root / "val.bin")
     meta = {
-        "format_version": FORMAT_VERSION, "dataset": "synthetic", "source": "test",
+        "format_version": FORMAT_VERSION,
+        "dataset": "synthetic",
+        "source": "test",
         "tokenizer": {"name": "char", "vocab_size": vocab_size, "chars": []},
-        "vocab_size": vocab_size, "dtype": dtype.name,
-        "train_tokens": len(train), "val_tokens": len(val),
+        "vocab_size": vocab_size,
+        "dtype": dtype.name,
+        "train_tokens": len(train),
+        "val_tokens": len(val),
     }
     (root / "meta.json").write_text(json.dumps(meta))
     assert is_prepared(root)
@@ -34,7 +39,9 @@ def _write_dataset(root: Path, train: np.ndarray, val: np.ndarray, vocab_size: i
 @pytest.fixture
 def counting(tmp_path: Path) -> Path:
     # Token i is i % 1000, so every window is a run of consecutive numbers.
-    return _write_dataset(tmp_path / "counting", np.arange(10_000) % 1000, np.arange(500) % 1000, 1000)
+    return _write_dataset(
+        tmp_path / "counting", np.arange(10_000) % 1000, np.arange(500) % 1000, 1000
+    )
 
 
 def test_batches_are_int64_windows_with_targets_shifted_by_one(counting: Path) -> None:
@@ -103,7 +110,9 @@ def test_state_of_another_split_is_refused(counting: Path) -> None:
 
 def test_block_size_must_fit_the_split(tmp_path: Path) -> None:
     data = _write_dataset(tmp_path / "d", np.arange(100), np.arange(9), 100)
-    with pytest.raises(DataError, match=r"block_size 9 needs at least 10 tokens.*val split .* has 9"):
+    with pytest.raises(
+        DataError, match=r"block_size 9 needs at least 10 tokens.*val split .* has 9"
+    ):
         BatchLoader(data, "val", 2, 9)
     x, y = BatchLoader(data, "val", 3, 8).next_batch()  # one possible window
     assert x.tolist() == [list(range(8))] * 3
@@ -112,7 +121,11 @@ def test_block_size_must_fit_the_split(tmp_path: Path) -> None:
 
 def test_every_start_position_is_drawn(tmp_path: Path) -> None:
     data = _write_dataset(tmp_path / "d", np.arange(20), np.arange(20), 20)
-    starts = {int(s) for _ in range(50) for s in BatchLoader(data, "train", 8, 4, seed=_).next_batch()[0][:, 0]}
+    starts = {
+        int(s)
+        for _ in range(50)
+        for s in BatchLoader(data, "train", 8, 4, seed=_).next_batch()[0][:, 0]
+    }
     assert starts == set(range(16))  # 0 .. len - block_size - 1
 
 
@@ -146,6 +159,7 @@ def test_pinning_changes_no_token_and_is_off_on_a_cpu(counting: Path) -> None:
     """The windows are the offsets drawn from the split's own generator, as
     before PIN_MEMORY existed, whether or not pinning is asked for."""
     from lib.data.loader import _split_seed
+
     gen = torch.Generator().manual_seed(_split_seed(5, "train"))
     starts = [torch.randint(10_000 - 8, (3,), generator=gen) for _ in range(2)]
     for pin in (True, False):

@@ -1,4 +1,5 @@
 """ensure_prepared: runs started together tokenize a corpus once."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -14,9 +15,15 @@ from tests.lib.conftest import synthetic_corpus
 
 
 def _run(tmp_path: Path) -> SimpleNamespace:
-    return SimpleNamespace(GPT2_DATASET="custom", DATA_CUSTOM_PATH=str(synthetic_corpus(tmp_path / "c.txt")),
-                           DATA_DIR=str(tmp_path / "data"), DATA_TOKENIZER="char", DATA_TOKEN_CAP=0,
-                           DATA_BPE_VOCAB_SIZE=0, DATA_VAL_FRACTION=0.1)
+    return SimpleNamespace(
+        GPT2_DATASET="custom",
+        DATA_CUSTOM_PATH=str(synthetic_corpus(tmp_path / "c.txt")),
+        DATA_DIR=str(tmp_path / "data"),
+        DATA_TOKENIZER="char",
+        DATA_TOKEN_CAP=0,
+        DATA_BPE_VOCAB_SIZE=0,
+        DATA_VAL_FRACTION=0.1,
+    )
 
 
 def _prepare(run, start, said) -> None:
@@ -24,7 +31,9 @@ def _prepare(run, start, said) -> None:
     ensure_prepared(run, log=said.put)
 
 
-def test_runs_started_together_prepare_the_data_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runs_started_together_prepare_the_data_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Slow tokenizing down so both processes are inside ensure_prepared at once
     # (without the lock the second rename failed with ENOTEMPTY).
     write_splits = corpus._write_splits
@@ -48,9 +57,12 @@ def test_runs_started_together_prepare_the_data_once(tmp_path: Path, monkeypatch
     assert [p.name for p in (tmp_path / "data").iterdir()] == [out.name]
 
 
-def test_install_survives_a_copy_that_appears_between_check_and_rename(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    out = corpus.prepare("custom", "char", tmp_path / "out", custom_path=str(synthetic_corpus(tmp_path / "c.txt")))
+def test_install_survives_a_copy_that_appears_between_check_and_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = corpus.prepare(
+        "custom", "char", tmp_path / "out", custom_path=str(synthetic_corpus(tmp_path / "c.txt"))
+    )
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "meta.json").write_text("{}")

@@ -11,8 +11,7 @@ import datasets
 import huggingface_hub
 import pytest
 
-from lib.data import DATASETS, DataError
-from lib.data import sources
+from lib.data import DATASETS, DataError, sources
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 

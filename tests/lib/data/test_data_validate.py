@@ -1,4 +1,5 @@
 """Token files are checked when a run opens them: what was found, what was done."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from lib.data import DataError, corpus, load_meta
+from lib.data import DataError, load_meta
 from lib.data.loader import BatchLoader
+from lib.data.meta import FORMAT_VERSION
 from lib.data.prepared import data_dir, ensure_prepared
 from lib.data.tokenfile import END_BYTES, ends_digest
 from lib.data.validate import check_prepared, inspect
@@ -18,9 +20,15 @@ from tests.lib.conftest import synthetic_corpus
 
 
 def _run(tmp_path: Path) -> SimpleNamespace:
-    return SimpleNamespace(GPT2_DATASET="custom", DATA_CUSTOM_PATH=str(synthetic_corpus(tmp_path / "c.txt")),
-                           DATA_DIR=str(tmp_path / "data"), DATA_TOKENIZER="char", DATA_TOKEN_CAP=0,
-                           DATA_BPE_VOCAB_SIZE=0, DATA_VAL_FRACTION=0.1)
+    return SimpleNamespace(
+        GPT2_DATASET="custom",
+        DATA_CUSTOM_PATH=str(synthetic_corpus(tmp_path / "c.txt")),
+        DATA_DIR=str(tmp_path / "data"),
+        DATA_TOKENIZER="char",
+        DATA_TOKEN_CAP=0,
+        DATA_BPE_VOCAB_SIZE=0,
+        DATA_VAL_FRACTION=0.1,
+    )
 
 
 @pytest.fixture
@@ -80,8 +88,10 @@ def test_truncated_file_is_prepared_again_with_a_notice(prepared):
     said: list[str] = []
     assert ensure_prepared(run, log=said.append) == folder
     notice = said[0]
-    assert notice.startswith(f"data: {folder / 'train.bin'} is {size - 3:,} bytes, but meta.json "
-                             f"records {meta['train_tokens']:,} tokens of 2 bytes = {size:,} bytes")
+    assert notice.startswith(
+        f"data: {folder / 'train.bin'} is {size - 3:,} bytes, but meta.json "
+        f"records {meta['train_tokens']:,} tokens of 2 bytes = {size:,} bytes"
+    )
     assert "not a whole number of uint16 tokens (cut short)" in notice
     assert f"Preparing the dataset again from {meta['source']}, which replaces {folder}" in notice
     assert said[1].startswith("preparing dataset 'custom'")
@@ -105,7 +115,9 @@ def test_a_folder_without_meta_json_is_not_ours_and_is_left_alone(tmp_path):
     (folder / "train.bin").write_bytes(b"\x01\x00" * 100)  # someone's own tokens
     with pytest.raises(DataError) as err:
         ensure_prepared(run, log=lambda _: None)
-    assert f"{folder} holds train.bin but no meta.json: it was not prepared by this project" in str(err.value)
+    assert f"{folder} holds train.bin but no meta.json: it was not prepared by this project" in str(
+        err.value
+    )
     assert [p.name for p in folder.iterdir()] == ["train.bin"]
 
 
@@ -123,14 +135,21 @@ def test_ends_of_a_large_file_are_checked_and_the_loader_catches_the_middle(tmp_
     # middle only when a batch draws it.
     n = 3 * END_BYTES // 2
     train = np.arange(n) % 1000
-    train[n // 2 - 1000:n // 2 + 1000] = 4242  # beyond the vocabulary, in the middle
+    train[n // 2 - 1000 : n // 2 + 1000] = 4242  # beyond the vocabulary, in the middle
     folder = tmp_path / "d"
     folder.mkdir()
     train.astype(np.uint16).tofile(folder / "train.bin")
     (np.arange(500) % 1000).astype(np.uint16).tofile(folder / "val.bin")
-    meta = {"format_version": corpus.FORMAT_VERSION, "dataset": "synthetic", "source": "test",
-            "tokenizer": {"name": "char", "vocab_size": 1000}, "vocab_size": 1000,
-            "dtype": "uint16", "train_tokens": n, "val_tokens": 500}
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "dataset": "synthetic",
+        "source": "test",
+        "tokenizer": {"name": "char", "vocab_size": 1000},
+        "vocab_size": 1000,
+        "dtype": "uint16",
+        "train_tokens": n,
+        "val_tokens": 500,
+    }
     (folder / "meta.json").write_text(json.dumps(meta))
     assert inspect(folder).state == "ok"  # old meta without checksums: ends in range
     loader = BatchLoader(folder, "train", 64, 256, seed=3)

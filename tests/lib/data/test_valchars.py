@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lib.data import load_meta, prepare, tokenizer_from_meta, valchars
-from lib.data.corpus import SPLIT_FILES
+from lib.data.meta import SPLIT_FILES
 from lib.data.valchars import count_chars, val_chars
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer

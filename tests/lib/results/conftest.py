@@ -1,4 +1,5 @@
 """Hand-made run folders and a five-run matrix for the results tests."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,13 @@ from lib.config.run_config import write_outputs
 from lib.jobs.state import MatrixState
 
 
-def write_run_config(folder: Path, optimizer: str = "adamw", method: str | None = None,
-                     sparsity: str = "0.5", seed: int | None = None) -> None:
+def write_run_config(
+    folder: Path,
+    optimizer: str = "adamw",
+    method: str | None = None,
+    sparsity: str = "0.5",
+    seed: int | None = None,
+) -> None:
     kconf = open_tree()
     if seed is not None:
         kconf.syms["TRAIN_SEED"].set_value(str(seed))
@@ -26,9 +32,18 @@ def write_run_config(folder: Path, optimizer: str = "adamw", method: str | None 
     write_outputs(kconf, folder / "config.txt", folder / "config.py")
 
 
-def make_run(root: Path, name: str, best: float | None, *, optimizer="adamw", method=None,
-             sparsity="0.5", metrics: str | None = None, seed: int | None = None,
-             **extra) -> Path:
+def make_run(
+    root: Path,
+    name: str,
+    best: float | None,
+    *,
+    optimizer="adamw",
+    method=None,
+    sparsity="0.5",
+    metrics: str | None = None,
+    seed: int | None = None,
+    **extra,
+) -> Path:
     """A run folder: config.txt (TRAIN_SEED=seed when given), and metrics.json
     with best perplexity `best` (or the raw text `metrics`; none when both are
     None); extra metrics.json fields replace the defaults."""
@@ -38,13 +53,23 @@ def make_run(root: Path, name: str, best: float | None, *, optimizer="adamw", me
         (folder / "metrics.json").write_text(metrics)
     elif best is not None:
         loss = math.log(best)
-        (folder / "metrics.json").write_text(json.dumps({
-            "status": "completed", "iterations": 20, "best_val_loss": loss,
-            "best_val_perplexity": best,
-            "final_val_perplexity": best + 1,
-            "tokens_per_sec": 1000.0, "peak_memory_mb": 512.0, "params": 2**25,
-            "wall_time_s": 120.0, "val_loss": {"iters": [10, 20], "values": [loss + 1, loss]},
-            **extra}))
+        (folder / "metrics.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "iterations": 20,
+                    "best_val_loss": loss,
+                    "best_val_perplexity": best,
+                    "final_val_perplexity": best + 1,
+                    "tokens_per_sec": 1000.0,
+                    "peak_memory_mb": 512.0,
+                    "params": 2**25,
+                    "wall_time_s": 120.0,
+                    "val_loss": {"iters": [10, 20], "values": [loss + 1, loss]},
+                    **extra,
+                }
+            )
+        )
     return folder
 
 
@@ -56,11 +81,14 @@ def matrix(tmp_path) -> Path:
     make_run(root, "gpt2_adamw_magnitude_50", 110.0, method="magnitude", sparsity="0.5001")
     make_run(root, "gpt2_adamw_magnitude_90", 150.0, method="magnitude", sparsity="0.9")
     make_run(root, "gpt2_adamwspam_none", None, optimizer="adamwspam", metrics="{broken")
-    make_run(root, "gpt2_adamwprune_bitter7_state_50", None, optimizer="adamwprune",
-             method="state")
+    make_run(root, "gpt2_adamwprune_bitter7_state_50", None, optimizer="adamwprune", method="state")
     MatrixState.create(root, "matrix_x", {p.name: [] for p in sorted(root.iterdir())}, {}, 0)
     state = MatrixState.load(root)
-    for name, st in [("gpt2_adamw_none", "completed"), ("gpt2_adamw_magnitude_50", "completed"),
-                     ("gpt2_adamw_magnitude_90", "completed"), ("gpt2_adamwspam_none", "failed")]:
+    for name, st in [
+        ("gpt2_adamw_none", "completed"),
+        ("gpt2_adamw_magnitude_50", "completed"),
+        ("gpt2_adamw_magnitude_90", "completed"),
+        ("gpt2_adamwspam_none", "failed"),
+    ]:
         state.update(name, state=st)
     return root

@@ -1,6 +1,7 @@
 """The figures of `make results` inspected as matplotlib figures: what each one
 draws (lines, bands, markers, points per configuration), where its legend is,
 how large its text is, and how configurations are named."""
+
 from __future__ import annotations
 
 import math
@@ -28,11 +29,27 @@ def _train(seed: int, scale: float = 1.0) -> dict:
     return {"iters": [0, 10, 20, 30], "values": [scale * (8 - i + 0.1 * seed) for i in range(4)]}
 
 
-def _run(root: Path, name: str, best: float, *, seed: int | None = None,
-         scale: float = 1.0, lr: dict = LR, **kw) -> Path:
+def _run(
+    root: Path,
+    name: str,
+    best: float,
+    *,
+    seed: int | None = None,
+    scale: float = 1.0,
+    lr: dict = LR,
+    **kw,
+) -> Path:
     """A run with a training curve, an LR series and one evaluation, at iteration 30."""
-    return make_run(root, name, best, seed=seed, train_loss=_train(seed or 1, scale), lr=lr,
-                    val_loss={"iters": [30], "values": [math.log(best)]}, **kw)
+    return make_run(
+        root,
+        name,
+        best,
+        seed=seed,
+        train_loss=_train(seed or 1, scale),
+        lr=lr,
+        val_loss={"iters": [30], "values": [math.log(best)]},
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -43,12 +60,32 @@ def runs(tmp_path) -> Path:
     root = tmp_path / "runs"
     for seed in (1, 2, 3):
         _run(root, f"gpt2_adamw_none_s{seed}", 100.0 + seed, seed=seed)
-        _run(root, f"gpt2_adamw_magnitude_50_s{seed}", 110.0 + 2 * seed, seed=seed, scale=1.1,
-             method="magnitude")
-        _run(root, f"gpt2_adamwspam_magnitude_50_s{seed}", 111.0 + 3 * seed, seed=seed,
-             scale=1.2, optimizer="adamwspam", method="magnitude")
-    _run(root, "gpt2_adamw_magnitude_90", 150.0, scale=1.3, method="magnitude", sparsity="0.9",
-         lr={"iters": [0, 30], "values": [1e-3, 1e-3]})
+        _run(
+            root,
+            f"gpt2_adamw_magnitude_50_s{seed}",
+            110.0 + 2 * seed,
+            seed=seed,
+            scale=1.1,
+            method="magnitude",
+        )
+        _run(
+            root,
+            f"gpt2_adamwspam_magnitude_50_s{seed}",
+            111.0 + 3 * seed,
+            seed=seed,
+            scale=1.2,
+            optimizer="adamwspam",
+            method="magnitude",
+        )
+    _run(
+        root,
+        "gpt2_adamw_magnitude_90",
+        150.0,
+        scale=1.3,
+        method="magnitude",
+        sparsity="0.9",
+        lr={"iters": [0, 30], "values": [1e-3, 1e-3]},
+    )
     return root
 
 
@@ -76,8 +113,14 @@ def _legend_outside(fig: Figure) -> None:
 
 
 def test_every_figure_is_drawn_with_readable_text(figures):
-    assert set(figures) == {"train_loss.png", "val_loss.png", "lr.png", "ppl_vs_sparsity.png",
-                            "memory.png", "throughput.png"}
+    assert set(figures) == {
+        "train_loss.png",
+        "val_loss.png",
+        "lr.png",
+        "ppl_vs_sparsity.png",
+        "memory.png",
+        "throughput.png",
+    }
     for name, fig in figures.items():
         sizes = {t.get_text(): t.get_fontsize() for t in _texts(fig)}
         assert sizes and min(sizes.values()) >= style.MIN_PT, (name, sizes)
@@ -89,9 +132,12 @@ def test_training_loss_is_a_mean_line_and_band_per_seeded_configuration(figures)
     fig = figures["train_loss.png"]
     (ax,) = fig.axes
     lines = {line.get_label(): line for line in ax.get_lines()}
-    assert list(lines) == ["AdamW magnitude 50 % (mean of 3 seeds)", "AdamW magnitude 90 %",
-                           "AdamW dense (mean of 3 seeds)",
-                           "AdamW-SPAM magnitude 50 % (mean of 3 seeds)"]  # folder order
+    assert list(lines) == [
+        "AdamW magnitude 50 % (mean of 3 seeds)",
+        "AdamW magnitude 90 %",
+        "AdamW dense (mean of 3 seeds)",
+        "AdamW-SPAM magnitude 50 % (mean of 3 seeds)",
+    ]  # folder order
     dense = lines["AdamW dense (mean of 3 seeds)"]
     # seeds 1-3 at 0.1 * seed apart: mean 8 - i + 0.2
     assert list(dense.get_xdata()) == [0, 10, 20, 30]
@@ -114,19 +160,24 @@ def test_one_evaluation_per_run_is_a_marker_per_configuration(figures):
     assert [line.get_ydata()[0] for line in points] == [0, 1, 2, 3]  # one row each
     assert points[2].get_xdata()[0] == pytest.approx(sum(math.log(100 + s) for s in (1, 2, 3)) / 3)
     assert [t.get_text() for t in ax.get_yticklabels()] == [
-        "AdamW magnitude 50 % (mean of 3 seeds)", "AdamW magnitude 90 %",
-        "AdamW dense (mean of 3 seeds)", "AdamW-SPAM magnitude 50 % (mean of 3 seeds)"]
+        "AdamW magnitude 50 % (mean of 3 seeds)",
+        "AdamW magnitude 90 %",
+        "AdamW dense (mean of 3 seeds)",
+        "AdamW-SPAM magnitude 50 % (mean of 3 seeds)",
+    ]
 
 
 def test_identical_schedules_are_one_line_listing_every_configuration(figures):
     (ax,) = figures["lr.png"].axes
     lines = ax.get_lines()
     assert len(lines) == 2  # the shared schedule and the constant one of magnitude 90 %
-    assert lines[0].get_label() == ("3 configurations: AdamW magnitude 50 %, AdamW dense, "
-                                    "AdamW-SPAM magnitude 50 %")
+    assert lines[0].get_label() == (
+        "3 configurations: AdamW magnitude 50 %, AdamW dense, AdamW-SPAM magnitude 50 %"
+    )
     assert lines[1].get_label() == "AdamW magnitude 90 %"
     assert lines[0].get_linestyle() != lines[1].get_linestyle() or (
-        lines[0].get_color() != lines[1].get_color())
+        lines[0].get_color() != lines[1].get_color()
+    )
     _legend_outside(figures["lr.png"])
 
 
@@ -151,8 +202,12 @@ def test_points_at_one_sparsity_are_dodged_and_their_error_bars_apart(figures):
 def test_bar_charts_name_configurations_and_show_seed_spread(figures):
     (ax,) = figures["throughput.png"].axes
     names = [t.get_text() for t in ax.get_yticklabels()]
-    assert names == ["AdamW magnitude 50 %", "AdamW magnitude 90 %", "AdamW dense",
-                     "AdamW-SPAM magnitude 50 %"]
+    assert names == [
+        "AdamW magnitude 50 %",
+        "AdamW magnitude 90 %",
+        "AdamW dense",
+        "AdamW-SPAM magnitude 50 %",
+    ]
     assert all(t.get_fontsize() >= style.MIN_PT for t in ax.get_yticklabels())
     assert [p.get_width() for p in ax.patches] == pytest.approx([1000.0] * 4)
 
@@ -162,5 +217,8 @@ def test_names_tell_apart_configurations_that_differ_in_an_override(tmp_path):
     rows = [read_run(make_run(root, name, 100.0)) for name in ("lr_a", "lr_b", "plain")]
     rows[0].overrides, rows[1].overrides = {"LEARNING_RATE": "1e-3"}, {"LEARNING_RATE": "3e-3"}
     got = labels.names(configurations(rows))
-    assert got == {"lr_a": "AdamW dense (LEARNING_RATE=1e-3)",
-                   "lr_b": "AdamW dense (LEARNING_RATE=3e-3)", "plain": "AdamW dense"}
+    assert got == {
+        "lr_a": "AdamW dense (LEARNING_RATE=1e-3)",
+        "lr_b": "AdamW dense (LEARNING_RATE=3e-3)",
+        "plain": "AdamW dense",
+    }

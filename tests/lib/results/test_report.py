@@ -1,6 +1,7 @@
 """`make report` on a hand-made matrix: index.html parsed back (tables, numbers,
 embedded PNGs, configuration differences, links), the script, and a render in
 headless Chromium where one is installed."""
+
 from __future__ import annotations
 
 import base64
@@ -86,21 +87,44 @@ def test_summary_table_rows_and_numbers(report):
     path, page = report
     assert path.name == "index.html" and len(page.tables["summary"]) == 1
     header, *rows = page.tables["summary"][0]
-    assert header[:8] == ["run", "optimizer", "pruning", "sparsity", "variant", "best ppl",
-                          "final ppl", "delta %"] and header[-1] == "logs"
+    assert (
+        header[:8]
+        == [
+            "run",
+            "optimizer",
+            "pruning",
+            "sparsity",
+            "variant",
+            "best ppl",
+            "final ppl",
+            "delta %",
+        ]
+        and header[-1] == "logs"
+    )
     by = {r[0]: dict(zip(header, r)) for r in rows}
-    assert list(by) == ["gpt2_adamw_magnitude_50", "gpt2_adamw_magnitude_90", "gpt2_adamw_none",
-                        "gpt2_adamwprune_bitter7_state_50", "gpt2_adamwspam_none"]  # matrix order
-    assert (by["gpt2_adamw_magnitude_90"]["best ppl"], by["gpt2_adamw_magnitude_90"]["final ppl"],
-            by["gpt2_adamw_magnitude_90"]["delta %"]) == ("150.00", "151.00", "+50.0")
+    assert list(by) == [
+        "gpt2_adamw_magnitude_50",
+        "gpt2_adamw_magnitude_90",
+        "gpt2_adamw_none",
+        "gpt2_adamwprune_bitter7_state_50",
+        "gpt2_adamwspam_none",
+    ]  # matrix order
+    assert (
+        by["gpt2_adamw_magnitude_90"]["best ppl"],
+        by["gpt2_adamw_magnitude_90"]["final ppl"],
+        by["gpt2_adamw_magnitude_90"]["delta %"],
+    ) == ("150.00", "151.00", "+50.0")
     assert by["gpt2_adamw_magnitude_50"]["delta %"] == "+10.0"
     dense = by["gpt2_adamw_none"]
     assert (dense["tokens/s"], dense["peak GiB"], dense["wall min"]) == ("1,000", "0.50", "2.0")
     assert by["gpt2_adamwspam_none"]["status"].startswith(
-        f"invalid ({path.parent / 'gpt2_adamwspam_none' / 'metrics.json'}: not readable as JSON")
+        f"invalid ({path.parent / 'gpt2_adamwspam_none' / 'metrics.json'}: not readable as JSON"
+    )
     assert by["gpt2_adamwprune_bitter7_state_50"]["status"].startswith("pending (no metrics.json")
-    assert by["gpt2_adamwprune_bitter7_state_50"]["logs"] == \
-        "no output.log no console.log no metrics.json"
+    assert (
+        by["gpt2_adamwprune_bitter7_state_50"]["logs"]
+        == "no output.log no console.log no metrics.json"
+    )
     assert "Baseline: gpt2_adamw_none" in "".join(page.text)
 
 
@@ -138,8 +162,10 @@ def test_links_point_to_existing_files_and_anchors(report):
     anchors = [h[1:] for h in page.hrefs if h.startswith("#")]
     assert len(anchors) == 5 and set(anchors) <= page.ids
     # output.log x3, console.log x1, metrics.json x4 (the malformed one is still a file)
-    assert sorted(Path(h).name for h in files) == ["console.log"] + ["metrics.json"] * 4 + \
-        ["output.log"] * 3
+    assert (
+        sorted(Path(h).name for h in files)
+        == ["console.log"] + ["metrics.json"] * 4 + ["output.log"] * 3
+    )
     for h in files:
         assert not Path(h).is_absolute() and (path.parent / unquote(h)).is_file()
 
@@ -158,24 +184,30 @@ def test_unreadable_config_and_named_baseline(matrix):
     assert {r[0]: r[header.index("delta %")] for r in rows}["gpt2_adamw_none"] == "-33.3"
 
 
-def test_report_script_writes_index_and_refuses_a_missing_folder(matrix, tmp_path, capsys,
-                                                                  monkeypatch):
+def test_report_script_writes_index_and_refuses_a_missing_folder(
+    matrix, tmp_path, capsys, monkeypatch
+):
     """scripts/results.py as `python` runs it, in this process (tests/scriptrun.py)."""
-    ok = run_script_here(capsys, monkeypatch, "scripts/results.py", "report", "--dir",
-                         str(matrix))
+    ok = run_script_here(capsys, monkeypatch, "scripts/results.py", "report", "--dir", str(matrix))
     assert ok.returncode == 0, ok.stderr
     assert f"wrote {matrix / 'index.html'}" in ok.stdout and (matrix / "index.html").is_file()
-    bad = run_script_here(capsys, monkeypatch, "scripts/results.py", "report", "--dir",
-                          str(tmp_path / "nowhere"))
+    bad = run_script_here(
+        capsys, monkeypatch, "scripts/results.py", "report", "--dir", str(tmp_path / "nowhere")
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
-    assert bad.stderr == (f"error: {tmp_path / 'nowhere'} is not a folder: train a run with "
-                          f"`make` (or a matrix with `make test-matrix`) first, or pass "
-                          f"RESULTS=<dir>: a run folder, a matrix folder, or a folder of run "
-                          f"folders\n")
+    assert bad.stderr == (
+        f"error: {tmp_path / 'nowhere'} is not a folder: train a run with "
+        f"`make` (or a matrix with `make test-matrix`) first, or pass "
+        f"RESULTS=<dir>: a run folder, a matrix folder, or a folder of run "
+        f"folders\n"
+    )
 
 
-ENV = {"python": "3.11.9", "torch": {"version": "2.5.1+cu124", "cuda": "12.4"},
-       "gpu": "NVIDIA H100 80GB HBM3"}
+ENV = {
+    "python": "3.11.9",
+    "torch": {"version": "2.5.1+cu124", "cuda": "12.4"},
+    "gpu": "NVIDIA H100 80GB HBM3",
+}
 
 
 def test_environment_shown_once_when_identical(tmp_path):
@@ -183,9 +215,15 @@ def test_environment_shown_once_when_identical(tmp_path):
     make_run(root, "a", 100.0, environment=ENV)
     make_run(root, "b", 101.0, environment=ENV)
     page = Page(build_report(root)[0].read_text())
-    assert page.tables["environment"] == [[
-        ["setting", "value"], ["python", "3.11.9"], ["torch.version", "2.5.1+cu124"],
-        ["torch.cuda", "12.4"], ["gpu", "NVIDIA H100 80GB HBM3"]]]
+    assert page.tables["environment"] == [
+        [
+            ["setting", "value"],
+            ["python", "3.11.9"],
+            ["torch.version", "2.5.1+cu124"],
+            ["torch.cuda", "12.4"],
+            ["gpu", "NVIDIA H100 80GB HBM3"],
+        ]
+    ]
     assert "The same for all 2 runs." in "".join(page.text)
 
 
@@ -209,21 +247,55 @@ def test_environment_names_the_runs_of_each_differing_value(tmp_path):
 
 def test_measurement_columns_go_to_tables_of_their_own(tmp_path):
     root = tmp_path / "runs"
-    monitor = {"gpu_util_mean": 51.4, "gpu_util_max": 96.0, "power_w_mean": 406.7,
-               "power_w_max": 658.8, "cpu_percent_mean": 84.9, "rss_mb_max": 1470.0}
-    inference = {"lengths": [{"prompt_tokens": n, "prefill_ms": 1.5, "decode_tokens_per_sec":
-                              900.0, "cache_bytes": 4096} for n in (128, 512)]}
+    monitor = {
+        "gpu_util_mean": 51.4,
+        "gpu_util_max": 96.0,
+        "power_w_mean": 406.7,
+        "power_w_max": 658.8,
+        "cpu_percent_mean": 84.9,
+        "rss_mb_max": 1470.0,
+    }
+    inference = {
+        "lengths": [
+            {
+                "prompt_tokens": n,
+                "prefill_ms": 1.5,
+                "decode_tokens_per_sec": 900.0,
+                "cache_bytes": 4096,
+            }
+            for n in (128, 512)
+        ]
+    }
     make_run(root, "gpt2_adamw_none", 100.0, monitor=monitor, inference=inference)
     page = Page(build_report(root)[0].read_text())
     (summary,) = page.tables["summary"]
-    assert summary[0] == ["run", "optimizer", "pruning", "sparsity", "variant", "best ppl",
-                          "final ppl", "delta %", "tokens/s", "peak GiB", "mem x weights",
-                          "wall min", "status", "logs"]
+    assert summary[0] == [
+        "run",
+        "optimizer",
+        "pruning",
+        "sparsity",
+        "variant",
+        "best ppl",
+        "final ppl",
+        "delta %",
+        "tokens/s",
+        "peak GiB",
+        "mem x weights",
+        "wall min",
+        "status",
+        "logs",
+    ]
     first, second = page.tables["measurements"]
     # 6 monitor columns and 3 per prompt length: 12, ten to a table, each led by the run
     assert first[0][0] == second[0][0] == "run" and len(first[0]) == 11 and len(second[0]) == 3
-    assert first[0][1:7] == ["GPU util % mean", "GPU util % max", "power W mean",
-                             "power W max", "CPU % mean", "RSS MiB max"]
+    assert first[0][1:7] == [
+        "GPU util % mean",
+        "GPU util % max",
+        "power W mean",
+        "power W max",
+        "CPU % mean",
+        "RSS MiB max",
+    ]
     assert first[1][1:8] == ["51", "96", "407", "659", "85", "1470", "1.50"]
     assert second[0][1:] == ["decode tok/s @512", "cache KiB @512"]
     assert second[1] == ["gpt2_adamw_none", "900", "4"]

@@ -8,6 +8,7 @@ The fixture matrix has four configurations of gpt2 (seeds in brackets):
   gpt2_adamw_magnitude_90  [1 2 4] completed: 150, 160, 155; [3] still running (best 500 so far)
   gpt2_adamwspam_none      [1 2] completed: 99, 102.5; [3] failed (best 50 before it failed)
 """
+
 from __future__ import annotations
 
 import csv
@@ -37,10 +38,22 @@ UNEQUAL = {1: 150.0, 2: 160.0, 4: 155.0}
 FAILED = {1: 99.0, 2: 102.5}
 TOKENS = {1: 1000.0, 2: 1100.0, 3: 900.0}  # the baseline's; other runs 1000
 PEAK_MB = {1: 1024.0, 2: 1536.0, 3: 2048.0}  # the baseline's; other runs 512
-WIKITEXT = {"gpt2_adamw_none": {1: 60.0, 2: 62.0, 3: 64.0},
-            "gpt2_adamw_magnitude_50": {1: 70.0, 2: 72.0}}  # its seed 3 has no eval.json
-HEADER = ["configuration", "seeds", "n", "best val loss", "best ppl", "final ppl", "tokens/s",
-          "peak GiB", "wikitext-2 ppl", "paired Δ best ppl"]
+WIKITEXT = {
+    "gpt2_adamw_none": {1: 60.0, 2: 62.0, 3: 64.0},
+    "gpt2_adamw_magnitude_50": {1: 70.0, 2: 72.0},
+}  # its seed 3 has no eval.json
+HEADER = [
+    "configuration",
+    "seeds",
+    "n",
+    "best val loss",
+    "best ppl",
+    "final ppl",
+    "tokens/s",
+    "peak GiB",
+    "wikitext-2 ppl",
+    "paired Δ best ppl",
+]
 
 
 def mean(xs: list[float]) -> float:
@@ -79,39 +92,72 @@ def spread_cell(xs: list[float], spec: str = "") -> str:
 def interval_cell(diff: float, half: float) -> str:
     """The paired difference and its interval to half's second significant digit."""
     places = 1 - math.floor(math.log10(half))
-    low, mid, high = (f"{round(x, places):+.{max(places, 0)}f}"
-                      for x in (diff - half, diff, diff + half))
+    low, mid, high = (
+        f"{round(x, places):+.{max(places, 0)}f}" for x in (diff - half, diff, diff + half)
+    )
     return f"{mid} [{low}, {high}]"
 
 
 def write_eval(run: Path, ppl: float) -> None:
-    (run / "eval.json").write_text(json.dumps(
-        {"format": 1, "sets": {"wikitext-2": {"kind": "perplexity", "perplexity": ppl}}}))
+    (run / "eval.json").write_text(
+        json.dumps({"format": 1, "sets": {"wikitext-2": {"kind": "perplexity", "perplexity": ppl}}})
+    )
 
 
 def build_matrix(root: Path) -> Path:
     states = {}
     for s, best in BASE.items():
-        run = make_run(root, f"gpt2_adamw_none_s{s}", best, seed=s, tokens_per_sec=TOKENS[s],
-                       peak_memory_mb=PEAK_MB[s])
+        run = make_run(
+            root,
+            f"gpt2_adamw_none_s{s}",
+            best,
+            seed=s,
+            tokens_per_sec=TOKENS[s],
+            peak_memory_mb=PEAK_MB[s],
+        )
         write_eval(run, WIKITEXT["gpt2_adamw_none"][s])
     for s, best in PRUNED.items():
         run = make_run(root, f"gpt2_adamw_magnitude_50_s{s}", best, seed=s, method="magnitude")
         if s in WIKITEXT["gpt2_adamw_magnitude_50"]:
             write_eval(run, WIKITEXT["gpt2_adamw_magnitude_50"][s])
     for s, best in UNEQUAL.items():
-        make_run(root, f"gpt2_adamw_magnitude_90_s{s}", best, seed=s, method="magnitude",
-                 sparsity="0.9")
-    make_run(root, "gpt2_adamw_magnitude_90_s3", None, seed=3, method="magnitude", sparsity="0.9",
-             metrics=json.dumps({"status": "running", "best_val_perplexity": 500.0}))
+        make_run(
+            root, f"gpt2_adamw_magnitude_90_s{s}", best, seed=s, method="magnitude", sparsity="0.9"
+        )
+    make_run(
+        root,
+        "gpt2_adamw_magnitude_90_s3",
+        None,
+        seed=3,
+        method="magnitude",
+        sparsity="0.9",
+        metrics=json.dumps({"status": "running", "best_val_perplexity": 500.0}),
+    )
     states["gpt2_adamw_magnitude_90_s3"] = "running"
-    make_run(root, "gpt2_adamwspam_none_s1", FAILED[1], seed=1, optimizer="adamwspam",
-             val_loss={"iters": [10, 20, 30], "values": [5.5, 4.6, 4.5]})
+    make_run(
+        root,
+        "gpt2_adamwspam_none_s1",
+        FAILED[1],
+        seed=1,
+        optimizer="adamwspam",
+        val_loss={"iters": [10, 20, 30], "values": [5.5, 4.6, 4.5]},
+    )
     make_run(root, "gpt2_adamwspam_none_s2", FAILED[2], seed=2, optimizer="adamwspam")
-    make_run(root, "gpt2_adamwspam_none_s3", None, seed=3, optimizer="adamwspam",
-             metrics=json.dumps({"status": "failed", "error": "CUDA out of memory",
-                                 "best_val_perplexity": 50.0,
-                                 "val_loss": {"iters": [10], "values": [9.0]}}))
+    make_run(
+        root,
+        "gpt2_adamwspam_none_s3",
+        None,
+        seed=3,
+        optimizer="adamwspam",
+        metrics=json.dumps(
+            {
+                "status": "failed",
+                "error": "CUDA out of memory",
+                "best_val_perplexity": 50.0,
+                "val_loss": {"iters": [10], "values": [9.0]},
+            }
+        ),
+    )
     states["gpt2_adamwspam_none_s3"] = "failed"
     names = sorted(p.name for p in root.iterdir())
     MatrixState.create(root, "matrix_seeds", {n: [] for n in names}, {}, 0)
@@ -139,8 +185,9 @@ def parse_seed_tables(md: str) -> dict[str, tuple[str, list[str], list[dict[str,
     """model -> (baseline configuration, header, rows) of the "## Seed statistics" part."""
     part = md.split("## Seed statistics\n")[1].split("\n## Runs\n")[0]
     out = {}
-    for m in re.finditer(r"^\*\*(.+?)\*\*: baseline configuration (.+?)\.\n\n((?:\|.*\n)+)",
-                         part, flags=re.M):
+    for m in re.finditer(
+        r"^\*\*(.+?)\*\*: baseline configuration (.+?)\.\n\n((?:\|.*\n)+)", part, flags=re.M
+    ):
         lines = m.group(3).splitlines()
         header = [c.strip() for c in lines[0][1:-1].split("|")]
         assert lines[1] == "|" + "|".join(["---"] * len(header)) + "|"
@@ -154,11 +201,14 @@ def by_config(rows: list[dict[str, str]]) -> dict[str, dict[str, str]]:
 
 
 def test_seed_table_cells_match_hand_computed_statistics(seeded):
-    (model, (baseline, header, rows)), = parse_seed_tables(seeded.md).items()
+    ((model, (baseline, header, rows)),) = parse_seed_tables(seeded.md).items()
     assert (model, baseline, header) == ("gpt2", "gpt2_adamw_none", HEADER)
     assert [r["configuration"] for r in rows] == [  # first seen, in matrix.json's order
-        "gpt2_adamw_magnitude_50", "gpt2_adamw_magnitude_90", "gpt2_adamw_none",
-        "gpt2_adamwspam_none"]
+        "gpt2_adamw_magnitude_50",
+        "gpt2_adamw_magnitude_90",
+        "gpt2_adamw_none",
+        "gpt2_adamwspam_none",
+    ]
     t = by_config(rows)
     base = t["gpt2_adamw_none"]
     # best ppl: mean 302 / 3 = 100.667; deviations -0.667, 3.333, -2.667, squares sum 18.667,
@@ -222,33 +272,51 @@ def test_per_run_table_follows_with_each_runs_seed(seeded):
     assert (seeded.root / "summary.md").read_text().endswith(seeded.md)
 
 
-CSV_FIGURES = ["best_val_loss", "best_ppl", "final_ppl", "tokens_per_sec", "peak_gib",
-               "wikitext-2_ppl"]
+CSV_FIGURES = [
+    "best_val_loss",
+    "best_ppl",
+    "final_ppl",
+    "tokens_per_sec",
+    "peak_gib",
+    "wikitext-2_ppl",
+]
 
 
 def test_seed_csv_has_mean_sd_interval_and_n_of_each_figure(seeded):
     lines = list(csv.DictReader(io.StringIO((seeded.root / "summary_seeds.csv").read_text())))
     head = list(lines[0])
-    assert head == (["model", "configuration", "baseline", "seeds", "n", "failed", "unfinished"]
-                    + [f"{f}_{x}" for f in CSV_FIGURES
-                       for x in ("mean", "sd", "ci_low", "ci_high", "n")]
-                    + [f"delta_best_ppl_{x}" for x in ("mean", "ci_low", "ci_high", "n", "p_t",
-                                                        "p_wilcoxon", "excludes_zero")])
+    assert head == (
+        ["model", "configuration", "baseline", "seeds", "n", "failed", "unfinished"]
+        + [f"{f}_{x}" for f in CSV_FIGURES for x in ("mean", "sd", "ci_low", "ci_high", "n")]
+        + [
+            f"delta_best_ppl_{x}"
+            for x in ("mean", "ci_low", "ci_high", "n", "p_t", "p_wilcoxon", "excludes_zero")
+        ]
+    )
     rows = {r["configuration"]: r for r in lines}
     pruned = rows["gpt2_adamw_magnitude_50"]
     xs = list(PRUNED.values())
     half = T_975[2] * sd(xs) / math.sqrt(3)
     assert [float(pruned[f"best_ppl_{x}"]) for x in ("mean", "sd", "ci_low", "ci_high")] == [
-        pytest.approx(v, rel=1e-5) for v in (mean(xs), sd(xs), mean(xs) - half, mean(xs) + half)]
+        pytest.approx(v, rel=1e-5) for v in (mean(xs), sd(xs), mean(xs) - half, mean(xs) + half)
+    ]
     assert pruned["best_ppl_n"] == "3" and pruned["wikitext-2_ppl_n"] == "2"
     diff, dhalf, p = paired_by_hand(BASE, PRUNED)
     assert [float(pruned[f"delta_best_ppl_{x}"]) for x in ("mean", "ci_low", "ci_high", "p_t")] == [
-        pytest.approx(v, rel=1e-5) for v in (diff, diff - dhalf, diff + dhalf, p)]
-    assert (pruned["delta_best_ppl_n"], pruned["delta_best_ppl_p_wilcoxon"],
-            pruned["delta_best_ppl_excludes_zero"]) == ("3", "", "y")
+        pytest.approx(v, rel=1e-5) for v in (diff, diff - dhalf, diff + dhalf, p)
+    ]
+    assert (
+        pruned["delta_best_ppl_n"],
+        pruned["delta_best_ppl_p_wilcoxon"],
+        pruned["delta_best_ppl_excludes_zero"],
+    ) == ("3", "", "y")
     failed = rows["gpt2_adamwspam_none"]
     assert (failed["n"], failed["failed"], failed["unfinished"], failed["seeds"]) == (
-        "2", "1", "0", "1 2 3")
+        "2",
+        "1",
+        "0",
+        "1 2 3",
+    )
     assert failed["delta_best_ppl_excludes_zero"] == "n"
     assert rows["gpt2_adamw_magnitude_90"]["unfinished"] == "1"
     base = rows["gpt2_adamw_none"]
@@ -263,23 +331,30 @@ def test_latex_seed_table_is_booktabs_with_escaped_cells(seeded):
     assert tex[start - 1] == r"\begin{tabular}{ll" + "r" * (len(HEADER) - 2) + "}"
     assert tex[start + 1] == " & ".join(HEADER[:-1]) + r" & paired $\Delta$ best ppl \\"
     assert tex[start + 2] == r"\midrule"
-    body = tex[start + 3:tex.index(r"\bottomrule")]
+    body = tex[start + 3 : tex.index(r"\bottomrule")]
     md_rows = parse_seed_tables(seeded.md)["gpt2"][2]
 
     def escaped(cell: str) -> str:
         return cell.replace("_", r"\_").replace("±", r"$\pm$").replace("<", "$<$")
 
     # Rows named by configuration (lib/results/labels.py), not by run id.
-    names = {"gpt2_adamw_magnitude_50": r"AdamW magnitude 50 \%",
-             "gpt2_adamw_magnitude_90": r"AdamW magnitude 90 \%", "gpt2_adamw_none": "AdamW dense",
-             "gpt2_adamwspam_none": "AdamW-SPAM dense"}
-    assert body == [" & ".join([names[r["configuration"]]] + [escaped(r[h]) for h in HEADER[1:]])
-                    + r" \\" for r in md_rows]
-    assert body[0] == (r"AdamW magnitude 50 \% & 1 2 3 & 3 & 4.706 $\pm$ 0.028 & "
-                       r"110.7 $\pm$ 3.2 & 111.7 $\pm$ 3.2 & 1,000 $\pm$ 0 & 0.50 $\pm$ 0.00 & "
-                       r"71.0 $\pm$ 1.4 (n=2) & +10.00 [+9.75, +10.25] (n=3, p$<$0.001) * \\")
+    names = {
+        "gpt2_adamw_magnitude_50": r"AdamW magnitude 50 \%",
+        "gpt2_adamw_magnitude_90": r"AdamW magnitude 90 \%",
+        "gpt2_adamw_none": "AdamW dense",
+        "gpt2_adamwspam_none": "AdamW-SPAM dense",
+    }
+    assert body == [
+        " & ".join([names[r["configuration"]]] + [escaped(r[h]) for h in HEADER[1:]]) + r" \\"
+        for r in md_rows
+    ]
+    assert body[0] == (
+        r"AdamW magnitude 50 \% & 1 2 3 & 3 & 4.706 $\pm$ 0.028 & "
+        r"110.7 $\pm$ 3.2 & 111.7 $\pm$ 3.2 & 1,000 $\pm$ 0 & 0.50 $\pm$ 0.00 & "
+        r"71.0 $\pm$ 1.4 (n=2) & +10.00 [+9.75, +10.25] (n=3, p$<$0.001) * \\"
+    )
     # A table* as wide as the text, shrunk to it when wider; the per-run tables follow.
-    assert tex[start - 2:start] == [r"\begin{adjustbox}{max width=\textwidth}", tex[start - 1]]
+    assert tex[start - 2 : start] == [r"\begin{adjustbox}{max width=\textwidth}", tex[start - 1]]
     assert tex[start - 5] == r"\begin{table*}[t]"
     assert tex.count(r"\toprule") == 3 and tex.count(r"\end{table*}") == 2
     assert tex.count(r"\end{table}") == 1
@@ -299,9 +374,11 @@ def test_report_shows_the_same_seed_table(seeded, tmp_path):
 def test_one_seed_everywhere_says_so_instead_of_statistics(matrix):
     md, files, _ = summarize(matrix)
     assert md.startswith(seeds.ONE_SEED + "\n\n### gpt2\n")
-    assert seeds.ONE_SEED == ("Each configuration has one seed, so no spread, interval or test "
-                              "is given: MATRIX_SEEDS=3 trains every configuration with three "
-                              "seeds.")
+    assert seeds.ONE_SEED == (
+        "Each configuration has one seed, so no spread, interval or test "
+        "is given: MATRIX_SEEDS=3 trains every configuration with three "
+        "seeds."
+    )
     assert "±" not in md and "Seed statistics" not in md and "| seed |" not in md
     assert "summary_seeds.csv" not in {f.name for f in files}
     page = Page(build_report(matrix)[0].read_text())
@@ -355,7 +432,9 @@ def test_a_repeated_seed_stays_its_own_configuration(tmp_path):
     make_run(root, "gpt2_adamw_none_s1337", 101.0, seed=1337)
     rows = [read_run(p) for p in sorted(root.iterdir())]
     assert [(c.key, c.seeds) for c in seeds.configurations(rows)] == [
-        ("gpt2_adamw_none", [1337]), ("gpt2_adamw_none_s1337", [1337])]
+        ("gpt2_adamw_none", [1337]),
+        ("gpt2_adamw_none_s1337", [1337]),
+    ]
     assert summarize(root)[0].startswith(seeds.ONE_SEED)
 
 
@@ -376,8 +455,12 @@ def test_plots_draw_a_seed_band_and_error_bars(seeded, tmp_path, monkeypatch):
     monkeypatch.setattr(Axes, "errorbar", spy_errorbar)
     (base,) = [r for r in seeded.rows if r.run_id == "gpt2_adamw_none_s1"]
     written = plots.write_all(seeded.rows, {"gpt2": base}, tmp_path)
-    assert sorted(p.name for p in written) == ["memory.png", "ppl_vs_sparsity.png",
-                                               "throughput.png", "val_loss.png"]
+    assert sorted(p.name for p in written) == [
+        "memory.png",
+        "ppl_vs_sparsity.png",
+        "throughput.png",
+        "val_loss.png",
+    ]
     assert all(p.stat().st_size > 1000 for p in written)
     # One min-max band per configuration, in order, around its mean line; each seed's curve
     # is (ln best + 1, ln best) at iterations 10, 20. adamwspam's seed 1 is (5.5, 4.6, 4.5)
@@ -392,9 +475,14 @@ def test_plots_draw_a_seed_band_and_error_bars(seeded, tmp_path, monkeypatch):
         assert list(got[1:]) == [pytest.approx(w, rel=1e-12) for w in want[1:]]
     means = [curves._seed_band(c)[1] for c in seeds.configurations(seeded.rows)]
     assert means[:3] == [pytest.approx([mean(v) + 1, mean(v)], rel=1e-12) for v in logs]
-    assert means[3] == pytest.approx([(5.5 + math.log(102.5) + 1) / 2,
-                                      (4.6 + math.log(102.5)) / 2], rel=1e-12)
+    assert means[3] == pytest.approx(
+        [(5.5 + math.log(102.5) + 1) / 2, (4.6 + math.log(102.5)) / 2], rel=1e-12
+    )
     # One magnitude method: points at 50 % and 90 %, mean best ppl, sd error bars
-    assert bars == [([pytest.approx(50.0), pytest.approx(90.0)],
-                     [pytest.approx(mean(list(PRUNED.values()))), 155.0],
-                     [pytest.approx(sd(list(PRUNED.values()))), 5.0])]
+    assert bars == [
+        (
+            [pytest.approx(50.0), pytest.approx(90.0)],
+            [pytest.approx(mean(list(PRUNED.values()))), 155.0],
+            [pytest.approx(sd(list(PRUNED.values()))), 5.0],
+        )
+    ]

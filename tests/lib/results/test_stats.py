@@ -1,4 +1,5 @@
 """Seed statistics against numbers worked out by hand (arithmetic in the comments)."""
+
 from __future__ import annotations
 
 import math
@@ -82,8 +83,13 @@ def test_paired_uses_only_shared_seeds_when_seed_counts_differ():
     d = paired(baseline, other)
     # differences other - baseline: -0.2, -0.1, -0.3; mean -0.2
     # sd = sqrt((0 + 0.01 + 0.01) / 2) = 0.1; half-width = 4.30265 * 0.1 / sqrt(3) = 0.24841
-    assert (d.n, d.seeds, d.only_baseline, d.only_other, d.dropped) == (3, (1, 2, 3), (4,), (5,),
-                                                                      (4, 5))
+    assert (d.n, d.seeds, d.only_baseline, d.only_other, d.dropped) == (
+        3,
+        (1, 2, 3),
+        (4,),
+        (5,),
+        (4, 5),
+    )
     assert d.diff == pytest.approx(-0.2, rel=1e-12)
     assert d.half_width == pytest.approx(T_975_2DOF * 0.1 / math.sqrt(3), rel=1e-9)
     assert d.ci_low == pytest.approx(-0.4484138, abs=1e-7)
@@ -152,15 +158,17 @@ def test_no_shared_seed_gives_no_difference():
 def test_wilcoxon_threshold_is_the_smallest_n_where_p_below_005_exists():
     # exact two-sided test: smallest p = 2 / 2^n (all signs equal, either way)
     assert 2 / 2 ** (WILCOXON_MIN_N - 1) >= 0.05  # n = 5: 0.0625
-    assert 2 / 2 ** WILCOXON_MIN_N < 0.05  # n = 6: 0.03125
+    assert 2 / 2**WILCOXON_MIN_N < 0.05  # n = 6: 0.03125
     # scipy agrees at the boundary, for the most extreme data possible
     assert st.wilcoxon([1.0, 2.0, 3.0, 4.0, 5.0]).pvalue == pytest.approx(2 / 32, rel=EXACT)
     assert st.wilcoxon([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).pvalue == pytest.approx(2 / 64, rel=EXACT)
 
 
 def _six_seeds(diffs: list[float]) -> Paired:
-    return paired({s: 3.0 for s in range(1, len(diffs) + 1)},
-                  {s: 3.0 + x for s, x in enumerate(diffs, start=1)})
+    return paired(
+        {s: 3.0 for s in range(1, len(diffs) + 1)},
+        {s: 3.0 + x for s, x in enumerate(diffs, start=1)},
+    )
 
 
 def test_wilcoxon_p_from_six_non_zero_differences():
@@ -169,7 +177,8 @@ def test_wilcoxon_p_from_six_non_zero_differences():
     # {} and {1}, 2 of 64; two-sided p = 2 * 2 / 64 = 0.0625
     assert d.p_wilcoxon == pytest.approx(4 / 64, rel=EXACT)
     assert _six_seeds([-0.6, -0.5, -0.4, -0.3, -0.2, -0.125]).p_wilcoxon == pytest.approx(
-        2 / 64, rel=EXACT)
+        2 / 64, rel=EXACT
+    )
     five = _six_seeds([-0.6, -0.5, -0.4, -0.3, -0.2])
     assert five.p_wilcoxon is None and "needs 6 non-zero differences, has 5" in five.note
     assert five.p_t is not None
@@ -193,7 +202,9 @@ def test_group_by_config_keeps_first_seen_order_and_unequal_seeds():
     groups = group_by_config(rows, key=lambda r: r[0], seed=lambda r: r[1])
     assert list(groups) == ["adamw", "muon"]
     assert {k: {s: r[2] for s, r in g.items()} for k, g in groups.items()} == {
-        "adamw": {2: "a2", 1: "a1", 3: "a3"}, "muon": {1: "m1"}}
+        "adamw": {2: "a2", 1: "a1", 3: "a3"},
+        "muon": {1: "m1"},
+    }
     ppl = {"a1": 30.0, "a2": 31.0, "a3": None, "m1": 29.5}
     assert seed_values(groups["adamw"], lambda r: ppl[r[2]]) == {2: 31.0, 1: 30.0, 3: None}
 
@@ -215,7 +226,8 @@ def test_format_helpers_for_tables():
     d = _six_seeds([-0.6, -0.5, -0.4, -0.3, -0.2, -0.125])
     # mean -(0.6 + 0.5 + 0.4 + 0.3 + 0.2 + 0.125) / 6 = -0.354; Wilcoxon 2 / 64 = 0.031
     assert format_paired(d, ".2f") == (
-        f"-0.35 [-0.54, -0.16] (n=6, p=0.0049, Wilcoxon p=0.031) {MARKER}")
+        f"-0.35 [-0.54, -0.16] (n=6, p=0.0049, Wilcoxon p=0.031) {MARKER}"
+    )
 
 
 def test_mean_is_given_to_the_spreads_two_significant_digits():
