@@ -133,6 +133,7 @@ CHECKS = """
 import json, sys
 import torch
 import gpt2
+import lib.rules  # as every script does (lib/cli.py): the packages' rules
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
 from lib.estimate import estimate_memory

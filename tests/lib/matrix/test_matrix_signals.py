@@ -99,7 +99,7 @@ def test_matrix_and_cluster_job_stop_on_signals_and_resume_exactly(matrix_config
     pending, and the run, resumed twice, equals an uninterrupted one."""
     config = matrix_config(GPT2_MAX_ITERS="150", GPT2_EVAL_INTERVAL="50", TRAIN_LOG_INTERVAL="1")
     code = (
-        "import sys; from pathlib import Path; from lib.matrix import launch; "
+        "import sys; from pathlib import Path; import lib.rules; from lib.matrix import launch; "
         "sys.exit(launch.start(['YES=1'], lambda _: True, lambda *a: None, "
         f"path=Path({str(config)!r})))"
     )
