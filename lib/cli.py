@@ -1,9 +1,10 @@
 """How every script ends: user errors as one 'error:' paragraph, no traceback.
 
 Imports nothing heavy: configuration commands must stay fast, so scripts
-pass the error types they can raise besides ConfigError. It imports lib/rules.py,
-so every script checks its configuration against every package's rules and
-every trainer runs every package's analyses.
+pass the error types they can raise besides ConfigError. It hands lib/rules.py
+down to the configuration layer, imported on the first check, so every script
+checks its configuration against every package's rules and every trainer runs
+every package's analyses.
 """
 
 from __future__ import annotations
@@ -11,8 +12,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-import lib.rules  # noqa: F401  (registers every package's rules and analyses)
 from lib.config.kconfig import ConfigError
+from lib.config.rules import register_owners_with
+
+
+def _register_owners() -> None:
+    import lib.rules  # noqa: F401  (every package's rules and the trainer's analyses)
+
+
+# On the first configuration check or trainer start, not at every script's start.
+register_owners_with(_register_owners)
 
 
 def run_script(

@@ -1,8 +1,9 @@
 """The registry of every package's registrations with the layers below it: its
 rules across symbols (lib/config/rules.py) and, for lib/bench and lib/eval, the
-trainer's analyses (lib/train/hooks.py). Every script imports it through
-lib/cli.py (the tests through tests/conftest.py); lib/config/rules.py refuses
-to check a configuration, and a trainer to start, before it has run. A package
+trainer's analyses (lib/train/hooks.py). Every script has lib/cli.py hand its
+import down, run on the first configuration check (the tests import it in
+tests/conftest.py); lib/config/rules.py refuses to check a configuration, and
+a trainer to start, without it. A package
 that adds a rules.py lists it here; tests/test_layers.py checks that none is
 left out.
 """

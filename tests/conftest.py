@@ -63,7 +63,7 @@ def _hermetic_environment() -> dict[str, str]:
 
 _ENVIRONMENT_BEFORE = _hermetic_environment()
 
-# As every script does through lib/cli.py: every package's rules and the
+# As every script gets through lib/cli.py: every package's rules and the
 # trainer's analyses, registered before any test checks a configuration.
 import lib.rules  # noqa: E402, F401
 

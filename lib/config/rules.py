@@ -9,10 +9,12 @@ rule runs on every configuration, so all conflicts are reported together.
 
 This layer imports nothing above it, so it cannot import the owners' modules,
 and it does not load them by name either: lib/rules.py, at the top of the
-layers, imports them and then calls `owners_registered`. Every script reaches
-it through lib/cli.py, the tests through tests/conftest.py. A configuration
-checked before that is refused (`OwnersMissing`) rather than passed with
-some rules silently absent. Rule modules stay free of torch and numpy, so
+layers, imports them and then calls `owners_registered`. Every script hands
+down a function that imports it (lib/cli.py, `register_owners_with`), called
+on the first check, so a command that reads an already-checked config.py
+loads no rule module at all; the tests import it (tests/conftest.py). A
+configuration checked without either is refused (`OwnersMissing`) rather
+than passed with some rules silently absent. Rule modules stay free of torch and numpy, so
 configuration commands stay fast.
 """
 
@@ -28,6 +30,9 @@ Rule = Callable[["RunConfig"], list[str]]
 RULES: list[Rule] = []
 # The owners' modules, once lib/rules.py has imported them all (empty before).
 OWNERS: list[str] = []
+# What imports lib/rules.py when a check first needs it, handed down by the
+# entry point (lib/cli.py): most commands read a checked config.py and never do.
+_REGISTER: list[Callable[[], None]] = []
 
 
 class OwnersMissing(RuntimeError):
@@ -47,12 +52,21 @@ def owners_registered(modules: list[str]) -> None:
     OWNERS[:] = modules
 
 
+def register_owners_with(register: Callable[[], None]) -> None:
+    """The entry point's way to import lib/rules.py, called on the first check
+    (lib/cli.py hands it down: a static import in the top layer, run late)."""
+    _REGISTER[:] = [register]
+
+
 def require_owners(purpose: str) -> None:
-    """Stop unless lib/rules.py has run: `purpose` would miss rules or analyses."""
+    """Stop unless lib/rules.py has run (or the entry point's hook runs it now):
+    `purpose` would miss rules or analyses."""
+    if not OWNERS and _REGISTER:
+        _REGISTER[0]()
     if not OWNERS:
         raise OwnersMissing(
             f"{purpose} before the packages' rules were registered: the entry point must "
-            "`import lib.rules` first (every script does so through lib/cli.py)"
+            "`import lib.rules` or `import lib.cli` first (every script imports lib/cli.py)"
         )
 
 
