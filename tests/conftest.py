@@ -15,6 +15,7 @@ test that needs one of these variables sets it with monkeypatch.
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import sys
@@ -174,3 +175,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             for title, text in report.sections:
                 if title.startswith("reproduce"):
                     terminalreporter.write_line(f"{report.nodeid}: {text}")
+
+
+@pytest.fixture(scope="session")
+def compiled_sources(tmp_path_factory) -> Path:
+    """The project's sources copied once per test process, with their bytecode, for
+    the `project` fixture (tests/scripts/conftest.py) to copy.
+
+    Where PYTHONDONTWRITEBYTECODE is set (common on shared hosts), every process a
+    test starts in a fresh copy would compile the library anew, some 0.4 s of CPU
+    for a training process. A .pyc holds its source's mtime and size, which copy2
+    keeps, so each copy made from this one starts with valid bytecode; a source a
+    test edits is compiled from its text again, as Python does anywhere.
+    """
+    from tests.scripts.conftest import SOURCES
+
+    root = tmp_path_factory.mktemp("sources")
+    for name in SOURCES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, root / name)
+    for package in ("lib", "gpt2", "hamt", "scripts"):
+        compileall.compile_dir(root / package, quiet=1)
+    return root

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.stochastic import observe
 
@@ -51,6 +53,7 @@ def run_scratch(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow  # two pytest processes; `make test-flaky` runs the gate itself in CI
 def test_a_failing_stochastic_test_names_its_seed_threads_and_kernels(tmp_path):
     observed = tmp_path / "observed.jsonl"
     passed = run_scratch(tmp_path, TEST_SEED="2", TEST_OBSERVE=str(observed))

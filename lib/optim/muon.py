@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import Tensor, nn
 
+from lib.distributed.shards import full, like
+
 if TYPE_CHECKING:
     from lib.config.symbols import Optim
 
@@ -83,12 +85,7 @@ def _orthogonalised(u: Tensor, steps: int) -> Tensor:
     """newton_schulz(u), also for an FSDP-sharded DTensor u: gathered whole,
     orthogonalised on every rank, and re-sharded like u without communication
     (every rank computed the same full result)."""
-    from torch.distributed.tensor import DTensor, distribute_tensor
-
-    if isinstance(u, DTensor):
-        whole = newton_schulz(u.full_tensor(), steps).to(u.dtype)
-        return distribute_tensor(whole, u.device_mesh, u.placements, src_data_rank=None)
-    return newton_schulz(u, steps)
+    return like(newton_schulz(full(u), steps).to(u.dtype), u)
 
 
 class Muon(torch.optim.Optimizer):

@@ -48,10 +48,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from lib.distributed.shards import full, like, local
 from lib.prune import layers, registry, reselect
 from lib.prune import scores as score_fns
 from lib.prune.schedule import KINDS, check_schedule, is_update_step, sparsity_at
-from lib.prune.shards import full, like, local
 from lib.prune.state import STATE_VERSION, check_choice, check_int, check_state
 from lib.prune.threshold import smallest_k
 from lib.run.metrics import LogField

@@ -31,19 +31,18 @@ SOURCES = [
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
+def project(tmp_path, monkeypatch, compiled_sources) -> Path:
     """The project's sources copied to tmp_path, sharing the real .venv.
 
     The .venv's editable install points at the real tree: the copy goes first on
     PYTHONPATH (inherited by every process a test starts) so its own sources run.
     """
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    for name in SOURCES:
-        src = ROOT / name
+    for src in compiled_sources.iterdir():
         if src.is_dir():
-            shutil.copytree(src, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif src.exists():
-            shutil.copy2(src, tmp_path / name)
+            shutil.copytree(src, tmp_path / src.name)
+        else:
+            shutil.copy2(src, tmp_path / src.name)
     (tmp_path / ".venv").symlink_to(ROOT / ".venv")
     return tmp_path
 

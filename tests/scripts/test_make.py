@@ -126,11 +126,15 @@ def test_clean_keeps_results_and_mrproper_removes_config(project):
     assert (project / "results" / "run1").is_dir()
 
 
-def test_bootstrap_skips_when_installed_and_explains_a_failed_install(project, tmp_path):
+def test_bootstrap_skips_when_installed(project):
     skip = subprocess.run(
         ["bash", "scripts/bootstrap.sh", ".venv"], cwd=project, capture_output=True, text=True
     )
     assert skip.returncode == 0 and skip.stdout == ""
+
+
+@pytest.mark.slow  # makes a new environment and runs an installer in it
+def test_bootstrap_explains_a_failed_install(project, tmp_path):
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "requirements.txt").write_text("this is not a requirement!!\n")

@@ -56,6 +56,7 @@ def test_dry_run_prints_the_run_and_trains_nothing(project):
     assert not (project / "results").exists() and not (project / "data").exists()
 
 
+@pytest.mark.slow  # test_verdict.py has the fast one of `make prepare` offline
 def test_unreachable_hub_dataset_fails_at_once_and_leaves_nothing(project):
     assert make(project, "defconfig-gpt2-vanilla-baseline").returncode == 0
     out = make(project, "DEVICE=cpu", env={"HF_HUB_OFFLINE": "1"})

@@ -70,6 +70,8 @@ def test_make_prepare_offline_says_how_to_bring_the_data_and_what_runs_here(proj
     assert "(`make prepare` with this .config writes data/finewebedu-gpt2/)" in said
     assert 'point DATA_DIR at the folder that holds it (SET="DATA_DIR=<folder>")' in said
     assert "`make defconfig-gpt2-tiny-shakespeare && make`" in said
+    assert not (project / "results").exists()  # and it leaves nothing behind
+    assert not (project / "data").exists() or not any((project / "data").iterdir())
 
 
 @pytest.mark.slow

@@ -57,6 +57,7 @@ def launch(run_dir, *args):
     return json.loads((run_dir / "metrics.json").read_text())
 
 
+@pytest.mark.slow  # two torchrun launches of two processes; the command is checked fast below
 def test_ddp_on_two_processes_matches_one_process_with_the_same_effective_batch(tiny_run):
     single = Trainer(
         tiny_run(RUN_NAME="single", BATCH_SIZE=8, **SETTINGS),

@@ -80,6 +80,7 @@ def temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if TEMP.match(p.name))
 
 
+@pytest.mark.slow  # six training processes; test_checkpoint.py has the fast crash mid-save
 def test_kills_between_and_during_checkpoint_writes(tiny_run, tmp_path):
     """Five processes, each SIGKILLed at another point of the evaluation-time writes,
     then one that completes: ckpt_best.pt is never behind the recorded best, killed
@@ -132,6 +133,7 @@ def test_kills_between_and_during_checkpoint_writes(tiny_run, tmp_path):
         assert modes == dict.fromkeys(modes, 0o664), modes
 
 
+@pytest.mark.slow  # two training processes; test_checkpoint.py has the fast full-disk paragraph
 def test_a_full_disk_is_a_clear_error_and_keeps_the_last_checkpoint(tiny_run, tmp_path):
     """The resumed run's next checkpoint is larger than the file size limit (EFBIG,
     a real failed write): the run fails with one paragraph, in the terminal, output.log
