@@ -22,6 +22,7 @@ import torch
 from lib.config.kconfig import float_bounds, load_strict, open_tree
 from lib.config.run_config import RunConfig, check_rules, typed_values
 from lib.paths import ROOT
+from lib.speed.compile import COMPILE_MODES
 from lib.train.resolved import resolved_settings
 
 # The menus whose symbols shape the run's model, optimizer, pruner, schedule,
@@ -132,19 +133,31 @@ def _candidates(sym: kconfiglib.Symbol) -> list[str]:
     return [now + "x"]
 
 
-class Subject:
-    """One configuration in memory whose symbols can be changed and restored."""
+def _resolution(values: dict) -> dict | None:
+    """The run's resolved settings; None for a configuration that breaks a rule or
+    is a test matrix (several runs)."""
+    run = RunConfig.from_values(values)
+    if check_rules(values) or _is_multiple(run):
+        return None
+    return resolved_settings(run)
 
-    def __init__(self, kconf: kconfiglib.Kconfig):
+
+class Subject:
+    """One configuration in memory whose symbols can be changed and restored.
+    `known`: resolutions already made, by the configuration's values (a
+    resolution depends on them alone), shared by the tests of this file."""
+
+    def __init__(self, kconf: kconfiglib.Kconfig, known: dict | None = None):
         self.kconf = kconf
+        self.known = {} if known is None else known
         self.base = self.resolve()
 
     def resolve(self) -> dict | None:
         values = typed_values(self.kconf)
-        run = RunConfig.from_values(values)
-        if check_rules(values) or _is_multiple(run):
-            return None
-        return resolved_settings(run)
+        key = tuple(values.items())
+        if key not in self.known:
+            self.known[key] = _resolution(values)
+        return self.known[key]
 
     def changed_by(self, sym: kconfiglib.Symbol) -> bool | None:
         """Whether some valid other value of sym changes the resolution; None: none valid."""
@@ -177,8 +190,8 @@ class Subject:
             saved.set_value(2)
 
 
-def _dead_symbols(kconf: kconfiglib.Kconfig) -> list[str]:
-    subject = Subject(kconf)
+def _dead_symbols(kconf: kconfiglib.Kconfig, known: dict | None = None) -> list[str]:
+    subject = Subject(kconf, known)
     if subject.base is None:
         return []
     dead = []
@@ -222,6 +235,30 @@ def _no_initialisers_on_meta(monkeypatch):
             monkeypatch.setattr(torch.nn.init, name, _skipped_on_meta(initialise))
 
 
+@pytest.fixture(autouse=True)
+def _compile_recorded(monkeypatch) -> list[tuple[object, str | None]]:
+    """resolved_settings reports whether the forward is compiled
+    (training.step.compile.compiled: CompileState.use ran), never the compiled
+    code. torch.compile, lazy as it is, still loads dynamo and inductor (seconds
+    per process) and sets up a wrapper (tens of ms a call, for every
+    resolution of a COMPILE_MODEL configuration); its stand-in records what it
+    was asked (the forward and the mode) and hands back the forward."""
+    asked = []
+
+    def compile_recorded(model, *, mode=None):
+        assert mode in COMPILE_MODES.values(), mode
+        asked.append((model, mode))
+        return model
+
+    monkeypatch.setattr(torch, "compile", compile_recorded)
+    return asked
+
+
+# Resolutions by configuration values, for the tests that read the project's own
+# code (the one below that changes it resolves afresh).
+KNOWN: dict = {}
+
+
 def _fork_bases() -> list[tuple[str, str]]:
     kconf = open_tree()
     return [(name, member.name) for name in FORKS for member in kconf.named_choices[name].syms]
@@ -232,7 +269,7 @@ DEFCONFIGS = sorted(p.name for p in (ROOT / "defconfigs").iterdir())
 
 @pytest.mark.parametrize("name", DEFCONFIGS)
 def test_every_visible_symbol_of_a_defconfig_is_read(name):
-    assert _dead_symbols(load_strict(ROOT / "defconfigs" / name)) == []
+    assert _dead_symbols(load_strict(ROOT / "defconfigs" / name), KNOWN) == []
 
 
 @pytest.mark.parametrize("choice, member", _fork_bases())
@@ -251,7 +288,7 @@ def test_every_visible_symbol_of_each_choice_is_read(tmp_path: Path, choice, mem
         kconf.syms["OPTIMIZER_ADAMWPRUNE"].set_value(2)
     kconf.syms[member].set_value(2)
     assert kconf.syms[member].tri_value == 2, f"{member} cannot be selected from the defaults"
-    assert _dead_symbols(kconf) == []
+    assert _dead_symbols(kconf, KNOWN) == []
 
 
 def test_symbols_read_elsewhere_are_read_there():

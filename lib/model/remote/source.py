@@ -41,9 +41,11 @@ def project_imports(name: str) -> list[tuple[int, str]]:
     file: deferred and TYPE_CHECKING imports are code the copy must hold too."""
     path = module_file(name)
     assert path is not None, name
-    found = []
+    found, rel = [], path.relative_to(ROOT)
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        where = f"{rel}:{node.lineno}"
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if _is_project(alias.name):

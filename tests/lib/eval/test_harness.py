@@ -118,6 +118,33 @@ def lm() -> KconfigLM:
     return KconfigLM(model=model, tokenizer=GPT2Tokenizer(), batch_size=4)
 
 
+# The folders of lm-eval's own tasks the hub tests name (lm-eval's whole tree,
+# thousands of YAML files, takes half a minute to index on a busy host).
+OWN_TASKS = ("arc", "hellaswag", "mmlu")
+
+
+@pytest.fixture(scope="module")
+def own_index():
+    """lm-eval's own tasks of OWN_TASKS, indexed by lm-eval from its own YAML files."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    tasks = Path(lm_eval.__file__).parent / "tasks"
+    return TaskManager(include_path=[str(tasks / f) for f in OWN_TASKS], include_defaults=False)
+
+
+@pytest.fixture
+def own_tasks(monkeypatch, own_index):
+    """downstream's index of lm-eval's own tasks (no include path, defaults) holds
+    those of OWN_TASKS; an include folder is indexed as ever."""
+    index = downstream._index
+
+    def own_or_folder(folder: str, defaults: bool):
+        return own_index if (folder, defaults) == ("", True) else index(folder, defaults)
+
+    monkeypatch.setattr(downstream, "_index", own_or_folder)
+
+
 def request(kind: str, *args) -> Instance:
     return Instance(request_type=kind, doc={}, arguments=args, idx=0)
 
@@ -213,7 +240,7 @@ def test_unknown_task_names_a_close_match():
         downstream.load_tasks(["kconfig_llm_mcq"], str(TASKS), defaults=False)
 
 
-def test_groups_and_tags_expand_to_their_hub_datasets():
+def test_groups_and_tags_expand_to_their_hub_datasets(own_tasks):
     manager = downstream.task_manager()
     assert downstream.hub_sources(manager, ["ai2_arc", "hellaswag"]) == {
         "arc_challenge": "allenai/ai2_arc",
@@ -234,7 +261,7 @@ def test_groups_and_tags_expand_to_their_hub_datasets():
         (("TRANSFORMERS_OFFLINE",), "TRANSFORMERS_OFFLINE is set"),
     ],
 )
-def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch, switches, named):
+def test_hub_task_offline_fails_at_once_with_what_to_do(own_tasks, monkeypatch, switches, named):
     import datasets
     import huggingface_hub
 
@@ -267,7 +294,7 @@ def test_hub_task_offline_fails_at_once_with_what_to_do(monkeypatch, switches, n
     assert [n for n in OFFLINE_VARS if n in message] == list(switches)  # only those set
 
 
-def test_unreachable_hub_fails_after_one_short_request(monkeypatch):
+def test_unreachable_hub_fails_after_one_short_request(own_tasks, monkeypatch):
     import datasets
     import huggingface_hub
 
@@ -292,6 +319,7 @@ def test_unreachable_hub_fails_after_one_short_request(monkeypatch):
         downstream.load_tasks(["arc_easy", "hellaswag"])
     assert "unset" not in str(err.value)  # the network failed, no offline switch to blame
     assert asked == [("Rowan/hellaswag", HUB_TIMEOUT_S)]  # the first failure ends it
+    assert 0 < HUB_TIMEOUT_S <= 30  # seconds, not the client's minutes of retries
 
 
 FAMILIES = {  # every attention variant of GPT-2 (the reciprocal ones switched on), and HAMT

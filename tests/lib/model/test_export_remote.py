@@ -108,6 +108,8 @@ HAMT_CODE = [
 ]
 
 # Run in a fresh interpreter, elsewhere, with no PYTHONPATH: only the folders' code.
+# It starts while the folders are exported (its imports take seconds) and reads
+# them, as JSON {name: folder}, from its standard input.
 LOADER = """
 import importlib.util, json, sys
 import torch
@@ -116,9 +118,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 # As if this project were not installed: drop the .venv's editable-install finder.
 sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
 assert importlib.util.find_spec("gpt2") is None and importlib.util.find_spec("lib") is None
-inputs = torch.load(sys.argv[2], weights_only=True)
+inputs = torch.load(sys.argv[1], weights_only=True)
 results = {}
-for name, folder in json.loads(sys.argv[1]).items():
+for name, folder in json.loads(sys.stdin.read()).items():
     model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
     with torch.no_grad():
         out = model(inputs["tokens"], labels=inputs["tokens"])
@@ -133,7 +135,7 @@ for name, folder in json.loads(sys.argv[1]).items():
     if (Path(folder) / "vocab.json").is_file():  # as the model card says to load it
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
         results[name]["encoded"] = tokenizer.encode(inputs["text"])
-torch.save(results, sys.argv[3])
+torch.save(results, sys.argv[2])
 """
 
 
@@ -171,22 +173,6 @@ def checkpoint_run(
 def exported(tmp_path_factory):
     """Every variant exported and loaded back: (our models, the loader's results, folders)."""
     root = tmp_path_factory.mktemp("runs")
-    torch.manual_seed(0)
-    models = {
-        name: perturbed(GPT2(GPT2Config(**TINY, **options)), i)
-        for i, (name, options) in enumerate(GPT2_VARIANTS.items())
-    }
-    models["hamt"] = perturbed(HAMT(HAMTConfig(**HAMT_CONFIG)), 99)
-    folders = {}
-    for name, model in models.items():
-        run_dir = checkpoint_run(
-            root,
-            name,
-            "hamt" if name == "hamt" else "gpt2",
-            model,
-            BPE if name == "ra_mla" else CHARS,
-        )
-        folders[name] = str(export_run(run_dir, "best", log=lambda _: None))
     g = torch.Generator().manual_seed(1)
     inputs = {
         "tokens": torch.randint(0, VOCAB, (2, 12), generator=g),
@@ -204,20 +190,38 @@ def exported(tmp_path_factory):
         "TRANSFORMERS_OFFLINE": "1",
         "HF_MODULES_CACHE": str(elsewhere / "modules"),
     }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(root / "load.py"),
-            json.dumps(folders),
-            str(root / "inputs.pt"),
-            str(root / "results.pt"),
-        ],
+    loader = subprocess.Popen(
+        [sys.executable, str(root / "load.py"), str(root / "inputs.pt"), str(root / "results.pt")],
         cwd=elsewhere,
         env=env,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    try:
+        torch.manual_seed(0)
+        models = {
+            name: perturbed(GPT2(GPT2Config(**TINY, **options)), i)
+            for i, (name, options) in enumerate(GPT2_VARIANTS.items())
+        }
+        models["hamt"] = perturbed(HAMT(HAMTConfig(**HAMT_CONFIG)), 99)
+        folders = {}
+        for name, model in models.items():
+            run_dir = checkpoint_run(
+                root,
+                name,
+                "hamt" if name == "hamt" else "gpt2",
+                model,
+                BPE if name == "ra_mla" else CHARS,
+            )
+            folders[name] = str(export_run(run_dir, "best", log=lambda _: None))
+    except BaseException:
+        loader.kill()
+        loader.communicate()
+        raise
+    _, stderr = loader.communicate(json.dumps(folders))
+    assert loader.returncode == 0, stderr[-4000:]
     return models, inputs, torch.load(root / "results.pt", weights_only=True), folders
 
 
