@@ -1,4 +1,4 @@
-"""Benchmarks: `make bench` (training step vs a plain PyTorch loop),
+"""Benchmarks: `make bench` (training step, then the whole loop, vs a plain PyTorch loop),
 `make bench-optim` (AdamWSPAM and AdamWPrune vs AdamW), `make bench-seqlen`
 (attention variants and HAMT from 64 to 2048 tokens) [BENCH_STEPS=N], and
 `make bench-inference [RUN=] [CHECKPOINT=]` (a finished run's prefill, decode
@@ -43,6 +43,24 @@ def print_step(r: dict) -> None:
         )
         print(f"  {name}: {r[name]['optimizer']}{pruning}{linear}")
     print_breakdown(r["breakdown"])
+
+
+def print_loop(r: dict) -> None:
+    print(
+        f"the whole loop on the prepared data, {r['steps_per_round']} steps after "
+        f"{r['warmup_steps']} per round: the trainer (loader, loss reads, log lines every "
+        f"{r['log_interval']}, progress bar, records, monitor {'on' if r['monitor'] else 'off'}) "
+        f"against a plain loop (nanoGPT's):"
+    )
+    print(f"{'loop':<8}{'ms/iter':>12}{'tokens/s':>14}  optimizer")
+    for name in ("ours", "plain"):
+        m = r[name]
+        print(f"{name:<8}{m['ms_per_iter']:>12.1f}{m['tokens_per_sec']:>14,.0f}  {m['optimizer']}")
+    rounds = ", ".join(f"{x:.3f}" for x in r["ours_vs_plain_time_rounds"])
+    print(
+        f"the trainer's step takes {r['ours_vs_plain_time']:.3f}x the plain loop's time "
+        f"(<1 is faster; per round {rounds})"
+    )
 
 
 def print_breakdown(b: dict) -> None:
@@ -151,10 +169,13 @@ def main(argv: list[str]) -> None:
         return bench_inference(args)
     run = load_run_config(args.overrides)
     if args.what == "step":
+        from lib.bench.loop import run_loop_bench
         from lib.bench.step import run_bench
 
         result = run_bench(run, steps=args.steps, rounds=args.rounds)
         print_step(result)
+        result["loop"] = run_loop_bench(run, steps=args.steps, rounds=args.rounds)
+        print_loop(result["loop"])
     elif args.what == "optimizers":
         from lib.bench.optimizers import run_optimizer_bench
 
