@@ -11,6 +11,7 @@ import pytest
 from lib.config.kconfig import open_tree
 from lib.config.run_config import write_outputs
 from lib.jobs.state import MatrixState
+from lib.results import style
 
 
 def write_run_config(
@@ -75,8 +76,12 @@ def make_run(
 
 @pytest.fixture
 def matrix(tmp_path) -> Path:
+    return build_matrix(tmp_path)
+
+
+def build_matrix(folder: Path) -> Path:
     """Dense, two magnitude runs, a malformed metrics.json (failed), one never started."""
-    root = tmp_path / "matrix_x"
+    root = folder / "matrix_x"
     make_run(root, "gpt2_adamw_none", 100.0)
     make_run(root, "gpt2_adamw_magnitude_50", 110.0, method="magnitude", sparsity="0.5001")
     make_run(root, "gpt2_adamw_magnitude_90", 150.0, method="magnitude", sparsity="0.9")
@@ -92,3 +97,13 @@ def matrix(tmp_path) -> Path:
     ]:
         state.update(name, state=st)
     return root
+
+
+@pytest.fixture(scope="module")
+def draft_dpi():
+    """PNGs at a draft resolution, for a module that asks (style.DPI 200 draws the same
+    figures into 16 times the pixels): for tests of what is drawn and written, not of
+    its resolution (tests/lib/results/test_figure_honesty.py checks that)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(style, "DPI", 50)
+        yield

@@ -52,12 +52,12 @@ def _run(
     )
 
 
-@pytest.fixture
-def runs(tmp_path) -> Path:
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
     """Dense AdamW with seeds 1-3; magnitude 50 % with AdamW and AdamW-SPAM (seeds 1-3
     each), magnitude 90 % with AdamW (one seed): one evaluation each, one LR schedule
-    but the last run's."""
-    root = tmp_path / "runs"
+    but the last run's. Built once: no test writes to it."""
+    root = tmp_path_factory.mktemp("plots") / "runs"
     for seed in (1, 2, 3):
         _run(root, f"gpt2_adamw_none_s{seed}", 100.0 + seed, seed=seed)
         _run(
@@ -89,8 +89,10 @@ def runs(tmp_path) -> Path:
     return root
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def figures(runs):
+    """The figures, drawn once for the module: the tests read them (and draw them to
+    measure text and legends), none changes what they show."""
     rows = _rows(runs)
     base = next(r for r in rows if r.run_id == "gpt2_adamw_none_s1")
     made = plots.figures(rows, {"gpt2": base})

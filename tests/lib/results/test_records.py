@@ -8,8 +8,6 @@ import csv
 import io
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from lib.results.report import FILE as REPORT
 from lib.results.report import build_report
 from lib.results.summary import compare_runs, summarize
 from tests.lib.results.conftest import make_run
+from tests.scriptrun import run_script_here
 
 ROOT = Path(__file__).resolve().parents[3]
 CURVE = {"iters": [20], "values": [4.0]}
@@ -50,6 +49,10 @@ BAD_METRICS = {
         "metrics.json: params must be an integer >= 0 or null, got 'big' (and 1 more problem)",
     ),
 }
+
+
+# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
+pytestmark = pytest.mark.usefixtures("draft_dpi")
 
 
 @pytest.fixture
@@ -123,13 +126,8 @@ def test_wrong_types_become_invalid_rows_naming_file_and_field(runs):
     assert (runs / "summary.md").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
-def test_script_prints_each_invalid_run_and_succeeds(runs):
-    out = subprocess.run(
-        [sys.executable, "scripts/results.py", "summary", "--dir", str(runs)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+def test_script_prints_each_invalid_run_and_succeeds(runs, capsys, monkeypatch):
+    out = run_script_here(capsys, monkeypatch, "scripts/results.py", "summary", "--dir", str(runs))
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     warnings = [x for x in out.stderr.splitlines() if x.startswith("warning:")]
@@ -139,18 +137,13 @@ def test_script_prints_each_invalid_run_and_succeeds(runs):
     assert "| good_dense | adamw | none | - | vanilla | 100.00 |" in out.stdout
 
 
-def test_truncated_or_non_object_metrics_is_invalid_with_a_warning(tmp_path):
+def test_truncated_or_non_object_metrics_is_invalid_with_a_warning(tmp_path, capsys, monkeypatch):
     root = tmp_path / "runs"
     make_run(root, "good", 100.0)
     truncated = make_run(root, "truncated", 100.0) / "metrics.json"
     truncated.write_text(truncated.read_text()[:40])  # cut mid-write by an older version
     make_run(root, "a_list", None, metrics="[1, 2]")
-    out = subprocess.run(
-        [sys.executable, "scripts/results.py", "summary", "--dir", str(root)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    out = run_script_here(capsys, monkeypatch, "scripts/results.py", "summary", "--dir", str(root))
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     try:
         json.loads(truncated.read_text())
@@ -174,7 +167,7 @@ def test_report_and_compare_show_invalid_rows(runs, tmp_path):
     assert "best_val_perplexity must be a finite number or null, got nan" in md
 
 
-def test_matrix_run_entry_and_matrix_fields(matrix):
+def test_matrix_run_entry_and_matrix_fields(matrix, capsys, monkeypatch):
     state = MatrixState.load(matrix)
     state.update("gpt2_adamw_magnitude_90", overrides="PRUNING_TARGET_SPARSITY=0.9")
     state.update("gpt2_adamw_magnitude_50", error=["oom"])
@@ -194,11 +187,8 @@ def test_matrix_run_entry_and_matrix_fields(matrix):
     data = json.loads(path.read_text())
     data["sweep"] = {"params": 5}
     path.write_text(json.dumps(data))
-    out = subprocess.run(
-        [sys.executable, "scripts/results.py", "summary", "--dir", str(matrix)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    out = run_script_here(
+        capsys, monkeypatch, "scripts/results.py", "summary", "--dir", str(matrix)
     )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.startswith(f"error: {path}: sweep.params must be a list of strings, got 5")
@@ -261,7 +251,9 @@ def test_failure_mid_summary_leaves_previous_outputs_untouched(matrix, monkeypat
         ({"status": "stopped", "best_val_loss": None}, "iterations"),
     ],
 )
-def test_a_record_without_what_every_run_records_is_invalid(tmp_path, record, missing):
+def test_a_record_without_what_every_run_records_is_invalid(
+    tmp_path, capsys, monkeypatch, record, missing
+):
     """{} or a completed record without iterations or best_val_loss is no completed run:
     an invalid row, warned about on stderr, not a completed row without figures."""
     root = tmp_path / "runs"
@@ -272,12 +264,7 @@ def test_a_record_without_what_every_run_records_is_invalid(tmp_path, record, mi
     reason = f"{root / 'hollow' / 'metrics.json'}: {missing} is missing"
     assert (by["hollow"].status, by["hollow"].problems[0]) == ("invalid", reason)
     assert by["good"].status == "completed"
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "results.py"), "summary", "--dir", str(root)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    out = run_script_here(capsys, monkeypatch, "scripts/results.py", "summary", "--dir", str(root))
     assert out.returncode == 0 and f"warning: hollow is invalid: {reason}" in out.stderr
 
 

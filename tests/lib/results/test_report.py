@@ -12,11 +12,16 @@ from urllib.parse import unquote
 import pytest
 
 from lib.results.report import build_report
+from tests.lib.results import conftest as results_conftest
 from tests.lib.results.conftest import make_run
 from tests.scriptrun import run_script_here
 
 ROOT = Path(__file__).resolve().parents[3]
 PNG = b"\x89PNG\r\n\x1a\n"
+
+
+# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
+pytestmark = pytest.mark.usefixtures("draft_dpi")
 
 
 class Page(HTMLParser):
@@ -74,8 +79,11 @@ def _diff_rows(page: Page, run_id: str) -> dict[str, tuple[str, str]]:
     return {r[0]: (r[1], r[2]) for r in tables[0][1:]}
 
 
-@pytest.fixture
-def report(matrix) -> tuple[Path, Page]:
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[Path, Page]:
+    """conftest's matrix with logs beside three runs, reported once for the module:
+    the tests using it only read the page and the files it links."""
+    matrix = results_conftest.build_matrix(tmp_path_factory.mktemp("report"))
     for name in ("gpt2_adamw_none", "gpt2_adamw_magnitude_90", "gpt2_adamwspam_none"):
         (matrix / name / "output.log").write_text("iter 10 | loss 5.0\n")
     (matrix / "gpt2_adamwspam_none" / "console.log").write_text("Traceback ...\n")

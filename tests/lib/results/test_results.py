@@ -17,6 +17,7 @@ import pytest
 from lib.config.kconfig import open_tree
 from lib.config.run_config import write_outputs
 from lib.results.summary import compare, summarize
+from tests.lib.results import conftest as results_conftest
 from tests.lib.results.conftest import make_run
 from tests.scriptrun import run_script_here
 
@@ -112,8 +113,20 @@ def expected_numbers(run: Path, base_best: float) -> dict[str, str]:
     }
 
 
-def test_markdown_table_of_a_matrix(matrix):
-    md, _, _ = summarize(matrix)
+# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
+pytestmark = pytest.mark.usefixtures("draft_dpi")
+
+
+@pytest.fixture(scope="module")
+def summarized(tmp_path_factory):
+    """conftest's matrix and what summarize(matrix) returned, once for the module:
+    the tests using it only read them and the files it wrote."""
+    matrix = results_conftest.build_matrix(tmp_path_factory.mktemp("summarized"))
+    return matrix, *summarize(matrix)
+
+
+def test_markdown_table_of_a_matrix(summarized):
+    matrix, md, _, _ = summarized
     (table,) = parse_tables(md)
     assert (table.model, table.baseline) == ("gpt2", "gpt2_adamw_none")
     assert table.header == COLUMNS + ["status"]
@@ -166,8 +179,8 @@ def test_markdown_table_of_a_matrix(matrix):
     ]
 
 
-def test_summary_rows_and_files(matrix):
-    md, files, rows = summarize(matrix)
+def test_summary_rows_and_files(summarized):
+    matrix, md, files, rows = summarized
     by = {r.run_id: r for r in rows}
     assert [r.run_id for r in rows] == MATRIX_ORDER
     assert by["gpt2_adamw_magnitude_50"].delta_pct == pytest.approx(10.0)
@@ -193,8 +206,8 @@ def test_summary_rows_and_files(matrix):
     )
 
 
-def test_csv_and_latex_hold_the_markdown_rows(matrix):
-    md, _, _ = summarize(matrix)
+def test_csv_and_latex_hold_the_markdown_rows(summarized):
+    matrix, md, _, _ = summarized
     (table,) = parse_tables(md)
     lines = list(csv.reader(io.StringIO((matrix / "summary.csv").read_text())))
     assert lines[0] == ["model"] + table.header

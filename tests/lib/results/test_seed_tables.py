@@ -56,6 +56,10 @@ HEADER = [
 ]
 
 
+# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
+pytestmark = pytest.mark.usefixtures("draft_dpi")
+
+
 def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 

@@ -19,10 +19,15 @@ from lib.results import plots, style, tables, tuning
 from lib.results.collect import collect, load_rows
 from lib.results.report import build_report
 from lib.results.summary import summarize
+from tests.lib.results import tuned as tuned_matrix
 from tests.lib.results.tuned import BUDGET_TEXT, LR, STUDIES, tuned, write_record  # noqa: F401
 from tests.scriptrun import run_script_here
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
+pytestmark = pytest.mark.usefixtures("draft_dpi")
 
 
 def section(md: str, heading: str) -> str:
@@ -48,8 +53,16 @@ def test_edge_is_where_the_best_value_lies_in_its_range():
     assert tuning.Symbol("W", 0, 200, False, None).edge is None  # no complete trial yet
 
 
-def test_tuning_table_of_a_tuned_matrix(tuned):
-    md, files, rows = summarize(tuned)
+@pytest.fixture(scope="module")
+def summarized(tmp_path_factory):
+    """tests/lib/results/tuned.py's matrix and what summarize returned, once for the
+    module: the tests using it only read them and the files it wrote."""
+    root = tuned_matrix.build_tuned(tmp_path_factory.mktemp("tuned"))
+    return root, *summarize(root)
+
+
+def test_tuning_table_of_a_tuned_matrix(summarized):
+    _, md, files, rows = summarized
     part = section(md, "## Tuning")
     assert md.index("## Tuning") < md.index("## Seed statistics")
     # The budget, the same for all three, is stated once, with the tuned-baseline sentence.
@@ -90,8 +103,8 @@ def test_tuning_table_of_a_tuned_matrix(tuned):
     assert {"summary_tuning.csv", "tuning_curve.png"} <= names
 
 
-def test_tuning_csv_and_latex(tuned):
-    _, files, _ = summarize(tuned)
+def test_tuning_csv_and_latex(summarized):
+    tuned, _, files, _ = summarized
     lines = list(csv.DictReader(io.StringIO((tuned / "summary_tuning.csv").read_text())))
     muon = next(r for r in lines if r["configuration"] == "gpt2_muon_none")
     assert (muon["complete"], muon["pruned"], muon["failed"], muon["running"]) == (
@@ -117,7 +130,8 @@ def test_tuning_csv_and_latex(tuned):
     assert tables.tex(BUDGET_TEXT) in tex
 
 
-def test_tuning_curve_is_the_best_so_far_with_pruned_trials_marked(tuned):
+def test_tuning_curve_is_the_best_so_far_with_pruned_trials_marked(summarized):
+    tuned = summarized[0]
     found = tuning.read(tuned)
     assert found.problems == []
     curves = {s.config: s.curve() for s in found.studies}
@@ -131,7 +145,8 @@ def test_tuning_curve_is_the_best_so_far_with_pruned_trials_marked(tuned):
         assert values == sorted(values, reverse=True)  # never rises
 
 
-def test_tuning_curve_plots_loss_against_each_tuned_value_with_pruned_trials_marked(tuned):
+def test_tuning_curve_plots_loss_against_each_tuned_value_with_pruned_trials_marked(summarized):
+    tuned = summarized[0]
     found = tuning.read(tuned)
     rows, _, _ = load_rows(tuned)
     made = plots.figures(rows, {}, found)
@@ -228,7 +243,8 @@ def test_an_untuned_matrix_shows_no_tuning(matrix):
     assert "Tuning" not in page and "tuning_curve" not in page and "tuned" not in page
 
 
-def test_report_of_a_tuned_matrix(tuned):
+def test_report_of_a_tuned_matrix(summarized):
+    tuned = summarized[0]
     page = build_report(tuned)[0].read_text()
     part = page[page.index("<h2>Tuning</h2>") : page.index("<h2>Seed statistics</h2>")]
     assert BUDGET_TEXT in part and "the baseline is the tuned baseline" in part

@@ -108,9 +108,13 @@ def write_record(root: Path, config: str, **changes) -> Path:
 
 @pytest.fixture
 def tuned(tmp_path) -> Path:
+    return build_tuned(tmp_path)
+
+
+def build_tuned(folder: Path) -> Path:
     """Three tuned configurations, two seeds each at the tuned values; two trial
     runs under tune/, one of them listed in matrix.json as an older engine might."""
-    root = tmp_path / "matrix_t"
+    root = folder / "matrix_t"
     runs = {}
     for config, study in STUDIES.items():
         write_record(root, config)
