@@ -267,6 +267,9 @@ def _fork_bases() -> list[tuple[str, str]]:
 DEFCONFIGS = sorted(p.name for p in (ROOT / "defconfigs").iterdir())
 
 
+# Slow: 38 configurations of some 80 resolutions each. The fast suite keeps the sweep
+# below, from the defaults through every member of every choice on the run's path.
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DEFCONFIGS)
 def test_every_visible_symbol_of_a_defconfig_is_read(name):
     assert _dead_symbols(load_strict(ROOT / "defconfigs" / name), KNOWN) == []

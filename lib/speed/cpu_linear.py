@@ -6,7 +6,9 @@ for bf16 matmuls and for inductor's frozen inference graphs but not for
 fp32 training. On the 2-core AMD EPYC reference machine oneDNN's linear
 kernel (torch.ops.mkldnn._linear_pointwise, which takes ordinary dense
 tensors) runs the products of gpt2-shakespeare-char at 390-420 GFLOP/s
-against MKL's 200-210 (docs/benchmarks.md).
+against MKL's 200-210 (docs/benchmarks.md). On a 2-core EPYC with AVX2 and no
+AVX-512 it was slower than MKL, so auto takes it only where PyTorch runs its
+AVX-512 kernels.
 
 OneDNNLinear is an nn.Linear whose forward and input gradient go through
 that kernel; the weight gradient stays a torch matmul (oneDNN would need
@@ -101,6 +103,13 @@ def convert_linears(model: nn.Module) -> list[str]:
     return names
 
 
+def avx512_kernels() -> bool:
+    """Whether PyTorch dispatches to its AVX-512 kernels on this CPU (the hardware
+    has them and ATEN_CPU_CAPABILITY does not lower it): where oneDNN's linear
+    was measured faster than MKL's; on AVX2 it was slower."""
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+
 def resolve_cpu_linear(
     choice: str, device: torch.device, dtype: str, compiled: bool
 ) -> tuple[str, str]:
@@ -119,6 +128,11 @@ def resolve_cpu_linear(
         why_not = "the model is compiled, and torch.compile picks its own kernels"
     elif not onednn_available():
         why_not = "this PyTorch lacks oneDNN's linear kernel (torch.ops.mkldnn._linear_pointwise)"
+    elif choice == "auto" and not avx512_kernels():
+        why_not = (
+            f"PyTorch runs its {torch.backends.cpu.get_cpu_capability()} kernels here, where "
+            f"oneDNN's linear measured slower than MKL's (docs/benchmarks.md)"
+        )
     if why_not is None:
         return "onednn", "as configured" if choice == "onednn" else "auto: fp32 eager on a CPU"
     if choice == "auto":

@@ -13,6 +13,7 @@ from lib.speed import quiet
 from tests.conftest import ROOT
 
 
+@pytest.mark.slow  # a fresh interpreter importing transformers; the filters are checked below
 def test_importing_the_hf_modules_prints_nothing():
     # lib.model.remote.causal_lm imports transformers, which imports torchao.
     out = subprocess.run(
