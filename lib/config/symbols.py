@@ -2485,10 +2485,13 @@ class Symbols:
     PyTorch's x86 wheels carry but use only for bf16: the same fp32
     arithmetic up to summation order, 2x MKL's GFLOP/s at
     gpt2-shakespeare-char's shapes on a 2-core AMD EPYC and
-    1.22-1.26x its whole training step (docs/benchmarks.md). Auto uses oneDNN
-    for fp32 eager training on a CPU whose PyTorch has the kernel
-    and Aten otherwise (GPUs; bf16 autocast, whose CPU matmuls go
-    to oneDNN already; torch.compile, which picks its own kernels).
+    1.22-1.26x its whole training step with AVX-512; slower than MKL
+    on a 2-core EPYC with AVX2 only (docs/benchmarks.md). Auto uses
+    oneDNN for fp32 eager training on a CPU where PyTorch runs its
+    AVX-512 kernels and has oneDNN's kernel, and Aten otherwise
+    (AVX2 CPUs, or ATEN_CPU_CAPABILITY=avx2; GPUs; bf16 autocast,
+    whose CPU matmuls go to oneDNN already; torch.compile, which
+    picks its own kernels).
     The log and metrics.json ("speed") say which ran. If unsure,
     keep Auto; say Aten to reproduce another tool's fp32 numbers
     to the last bit.
