@@ -40,6 +40,19 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def vector_isa() -> str:
+    """The widest x86 vector extension the CPU reports (test times differ by it)."""
+    try:
+        flags = next(
+            line.split(":", 1)[1].split()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("flags")
+        )
+    except (OSError, StopIteration):
+        return "unknown"
+    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+
+
 def read_junit(path: Path) -> tuple[list[tuple[str, float]], float]:
     """(test id, seconds) for every test that ran, slowest first; and the suite's wall time."""
     root = ET.parse(path).getroot()
@@ -63,6 +76,7 @@ def record(junit: Path) -> dict:
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M"),
         "commit": commit,
         "cpu": cpu_model(),
+        "isa": vector_isa(),
         "cores": os.cpu_count(),
         "load_1min": round(os.getloadavg()[0], 2),
         "tests": len(tests),
@@ -77,8 +91,8 @@ def render(data: dict) -> str:
         BEGIN,
         "",
         f"The {len(data['slowest'])} slowest of the {data['tests']} fast tests that ran, "
-        f"measured by `make test` on {data['date']} at `{data['commit']}`: {data['cpu']}, "
-        f"{data['cores']} cores, load {data['load_1min']} at the end; the suite took "
+        f"measured by `make test` on {data['date']} at `{data['commit']}`: {data['cpu']}"
+        f"{' (' + data['isa'] + ')' if data.get('isa') else ''}, {data['cores']} cores, load {data['load_1min']} at the end; the suite took "
         f"{data['wall_s']} s of wall time, its tests {data['sum_s']} s in all.",
         "",
         "| test | seconds |",
