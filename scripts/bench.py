@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 from lib.atomic import write_json_atomic
 from lib.cli import run_script
@@ -16,17 +17,21 @@ from lib.run.checkpoint import CheckpointError
 from lib.run.rundir import RunDirError, claim_run, results_root, run_folder
 
 
+def print_loops(r: dict, last: str, shown: Callable[[dict], str]) -> None:
+    """Ours and the plain loop: ms/iter, tokens/s and one more column."""
+    print(f"{'loop':<8}{'ms/iter':>12}{'tokens/s':>14}  {last}")
+    for name in ("ours", "plain"):
+        m = r[name]
+        print(f"{name:<8}{m['ms_per_iter']:>12.1f}{m['tokens_per_sec']:>14,.0f}  {shown(m)}")
+
+
 def print_step(r: dict) -> None:
     print(
         f"{r['params']:,} parameters, batch {r['batch_size']} x accumulation "
         f"{r['gradient_accumulation']} x block {r['model_config']['block_size']}, "
         f"{r['dtype']}, compile {'on' if r['compiled'] else 'off'}, {r['device']}"
     )
-    print(f"{'loop':<8}{'ms/iter':>12}{'tokens/s':>14}{'MFU':>8}")
-    for name in ("ours", "plain"):
-        m = r[name]
-        shown = f"{100 * m['mfu']:.1f}%" if m["mfu"] is not None else "n/a"
-        print(f"{name:<8}{m['ms_per_iter']:>12.1f}{m['tokens_per_sec']:>14,.0f}{shown:>8}")
+    print_loops(r, "MFU", lambda m: f"{100 * m['mfu']:.1f}%" if m["mfu"] is not None else "n/a")
     rounds = ", ".join(f"{x:.3f}" for x in r["speed_vs_plain_rounds"])
     print(
         f"ours runs at {r['speed_vs_plain']:.3f}x the plain loop's speed "
@@ -52,10 +57,7 @@ def print_loop(r: dict) -> None:
         f"{r['log_interval']}, progress bar, records, monitor {'on' if r['monitor'] else 'off'}) "
         f"against a plain loop (nanoGPT's):"
     )
-    print(f"{'loop':<8}{'ms/iter':>12}{'tokens/s':>14}  optimizer")
-    for name in ("ours", "plain"):
-        m = r[name]
-        print(f"{name:<8}{m['ms_per_iter']:>12.1f}{m['tokens_per_sec']:>14,.0f}  {m['optimizer']}")
+    print_loops(r, "optimizer", lambda m: m["optimizer"])
     rounds = ", ".join(f"{x:.3f}" for x in r["ours_vs_plain_time_rounds"])
     print(
         f"the trainer's step takes {r['ours_vs_plain_time']:.3f}x the plain loop's time "

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from lib.bench.step import plain_step
 from lib.data.meta import SPLIT_FILES, load_meta
 from lib.data.prepared import data_dir
 from lib.model import registry
@@ -103,31 +104,25 @@ def plain(
     device = next(trained.model.parameters()).device
     torch.manual_seed(run.TRAIN_SEED)
     model = registry.family(run.MODEL).build(trained.config).to(device)
-    precision = trained.precision
     next_batch = nanogpt_batches(run, device)
     optimizer = torch.optim.AdamW(
         model.param_groups(run.WEIGHT_DECAY),
         lr=run.LEARNING_RATE,
         fused=device.type == "cuda",
     )
-    accumulation, clip, every = (
+    one_step = plain_step(
+        model,
+        model,
+        optimizer,
+        trained.precision,
         run.GPT2_GRADIENT_ACCUMULATION,
         run.TRAIN_GRAD_CLIP,
-        run.TRAIN_LOG_INTERVAL,
     )
     stamps: list[float] = []
     with open(folder / "plain.log", "w") as log:
         for step in range(1, warmup + steps + 1):
-            for _ in range(accumulation):
-                x, y = next_batch()
-                with precision.autocast():
-                    _, loss = model(x, y)
-                (loss / accumulation).backward()
-            if clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            if step % every == 0:
+            loss = one_step(next_batch, run.LEARNING_RATE)
+            if step % run.TRAIN_LOG_INTERVAL == 0:
                 print(f"iter {step}: loss {loss.item():.4f}", file=log, flush=True)
             stamps.append(time.perf_counter())
     return _timed_rest(stamps, warmup), optimizer_impl(optimizer)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
 
 
-def _plain_step(
+def plain_step(
     model: torch.nn.Module,
     forward: Callable,
     optimizer: torch.optim.Optimizer,
@@ -49,7 +49,8 @@ def _plain_step(
     accumulation: int,
     clip: float,
 ) -> Callable:
-    def step(next_batch: Callable, lr: float) -> None:
+    def step(next_batch: Callable, lr: float) -> torch.Tensor:
+        """One optimizer step; the last micro-batch's loss, unread."""
         for _ in range(accumulation):
             x, y = next_batch()
             with precision.autocast():
@@ -59,6 +60,7 @@ def _plain_step(
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        return loss
 
     return step
 
@@ -206,7 +208,7 @@ def run_bench(
         plain_opt = torch.optim.AdamW(
             reference.param_groups(run.WEIGHT_DECAY), lr=1e-4, fused=device.type == "cuda"
         )
-        loops["plain"] = _plain_step(reference, plain_forward, plain_opt, precision, accum, clip)
+        loops["plain"] = plain_step(reference, plain_forward, plain_opt, precision, accum, clip)
 
     for loop in loops.values():
         _time(loop, next_batch, warmup, device)

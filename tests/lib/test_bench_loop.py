@@ -38,3 +38,25 @@ def test_the_plain_loop_reads_windows_of_the_prepared_file(tiny_run, tmp_path):
     x, y = nanogpt_batches(run, torch.device("cpu"))()
     assert x.shape == y.shape == (8, 32) and x.dtype == torch.int64
     assert torch.equal(x[:, 1:], y[:, :-1])  # targets: the inputs shifted by one
+
+
+def test_make_bench_prints_both_rows_of_a_record(capsys):
+    import importlib.util
+    import json
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("bench", ROOT / "scripts" / "bench.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    record = next((ROOT / "docs" / "bench-data" / "cpu-avx2").glob("step_*.json"))
+    r = json.loads(record.read_text())
+    bench.print_step(r)
+    bench.print_loop(r["loop"])
+    out = capsys.readouterr().out.splitlines()
+    ours = [line.split() for line in out if line.split()[:1] == ["ours"] and line[8:9] == " "]
+    assert ours[0][1] == f"{r['ours']['ms_per_iter']:.1f}" and ours[0][3] == "n/a"  # CPU: no MFU
+    assert ours[1][1] == f"{r['loop']['ours']['ms_per_iter']:.1f}"
+    assert " ".join(ours[1][3:]) == r["loop"]["ours"]["optimizer"]
+    assert f"takes {r['loop']['ours_vs_plain_time']:.3f}x the plain loop's time" in "\n".join(out)
