@@ -67,3 +67,32 @@ def test_record_run_keeps_a_runs_figures_and_sample_and_renders_them(project):
     missing = record(project, "record-run", "results/none")
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     assert "error:" in missing.stderr
+
+
+def test_a_slow_hosts_time_is_given_beside_the_reference(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dr", ROOT / "scripts" / "default_record.py")
+    assert spec and spec.loader
+    dr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dr)
+    run = json.loads((ROOT / "docs/bench-data/default/run.json").read_text())
+    slow = {
+        **run,
+        "run_seconds": 444.4,
+        "best_val_loss_per_char": 1.5421,
+        "machine": {
+            "host": "slowbox",
+            "cpu": "AMD EPYC",
+            "device": "CPU (2 cores, 2 threads)",
+            "kernels": "AVX2",
+            "cpu_percent_mean": 190.0,
+        },
+    }
+    text = dr.quick_start(run, slow)
+    assert (
+        "; 7 min 24 s on CPU (2 cores, 2 threads) of AMD EPYC (slowbox, AVX2 kernels), to 1.542)"
+        in text
+    )
+    assert dr.quick_start(run) == dr.quick_start(run, None)  # no slow record: the reference alone
+    assert "slowbox" not in dr.quick_start(run)
