@@ -1,0 +1,262 @@
+"""scripts/nanogpt_compare.py: ours and nanoGPT alternate, nanoGPT's log is read without
+its evaluation iterations, the ratios are ours/nanoGPT, and the page shows the records.
+
+Both sides are stubs: a Makefile that copies a metrics.json for ours, and a train.py that
+prints nanoGPT's log lines for nanoGPT (fixture text written here, none of its code)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pickle
+import sys
+from array import array
+
+import pytest
+
+from tests.scripts.conftest import ROOT
+
+spec = importlib.util.spec_from_file_location(
+    "nanogpt_compare", ROOT / "scripts/nanogpt_compare.py"
+)
+assert spec and spec.loader
+nc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(nc)
+
+CHARS = ["\n", "a", "b"]
+# nanoGPT's lines at eval_interval=4: the evaluation prints before its iteration, whose time
+# then includes it (iterations 0, 4 and 8 here); the other six took 700 ms in all.
+LOG = """tokens per iteration will be: 768
+found vocab_size = 3 (inside data/shakespeare_char/meta.pkl)
+step 0: train loss 4.2000, val loss 4.2100
+iter 0: loss 4.1000, time 900.00ms, mfu -100.00%
+iter 1: loss 3.9000, time 100.00ms, mfu -100.00%
+iter 2: loss 3.5000, time 110.00ms, mfu -100.00%
+iter 3: loss 3.1000, time 120.00ms, mfu -100.00%
+step 4: train loss 2.5000, val loss 2.6000
+iter 4: loss 2.9000, time 700.00ms, mfu -100.00%
+iter 5: loss 2.7000, time 130.00ms, mfu 0.01%
+iter 6: loss 2.5000, time 90.00ms, mfu 0.01%
+iter 7: loss 2.4000, time 150.00ms, mfu 0.01%
+step 8: train loss 2.1000, val loss 2.2500
+saving checkpoint to out-shakespeare-char
+iter 8: loss 2.3000, time 600.00ms, mfu 0.01%
+"""
+NANOGPT_MS = 700 / 6
+NANOGPT_TPS = 768 * 1000 / NANOGPT_MS  # 6582.857...
+
+
+def prepared(tmp_path, dtype="uint16", name="shakespeare-char"):
+    """A prepared character folder as `make prepare` writes it, three characters."""
+    folder = tmp_path / "data" / name
+    folder.mkdir(parents=True)
+    tokens = {"train": [1, 2, 0, 1, 2, 1], "val": [2, 1, 0]}
+    for split, ids in tokens.items():
+        (folder / f"{split}.bin").write_bytes(
+            array("H" if dtype == "uint16" else "I", ids).tobytes()
+        )
+    meta = {
+        "format_version": 1,
+        "dataset": "shakespeare",
+        "tokenizer": {"name": "char", "vocab_size": 3, "chars": CHARS},
+        "vocab_size": 3,
+        "dtype": dtype,
+        "train_tokens": 6,
+        "val_tokens": 3,
+    }
+    (folder / "meta.json").write_text(json.dumps(meta))
+    return folder
+
+
+def stub_nanogpt(tmp_path):
+    folder = tmp_path / "ngpt"
+    folder.mkdir()
+    (folder / "train.py").write_text(
+        "import os, sys\n"
+        "with open(os.environ['ORDER'], 'a') as f:\n"
+        "    f.write('nanogpt ' + ' '.join(sys.argv[1:]) + '\\n')\n"
+        f"print({LOG!r}, end='')\n"
+    )
+    return folder
+
+
+def stub_checkout(tmp_path, ours):
+    """A checkout whose `make` copies metrics-<RUN_NAME>.json into results/<RUN_NAME>/."""
+    folder = tmp_path / "ours"
+    folder.mkdir()
+    (folder / "Makefile").write_text(
+        ".DEFAULT_GOAL := all\n"
+        "defconfig-gpt2-shakespeare-char:\n"
+        "\t@echo defconfig >> $(ORDER)\n"
+        "all:\n"
+        "\t@echo ours $(RUN_NAME) $(SET) $(SCALE_ITERS) >> $(ORDER)\n"
+        "\t@mkdir -p results/$(RUN_NAME)\n"
+        "\t@cp metrics-$(RUN_NAME).json results/$(RUN_NAME)/metrics.json\n"
+    )
+    for i, (ms, final) in enumerate(ours, 1):
+        metrics = {
+            "status": "completed",
+            "run_id": f"nanogpt-compare-t-{i}",
+            "iterations": 8,
+            "tokens_per_iter": 768,
+            "ms_per_iter": ms,
+            "tokens_per_sec": 768 * 1000 / ms,
+            "final_val_loss": final,
+            "speed": {"cpu_linear": "aten"},
+        }
+        (folder / f"metrics-nanogpt-compare-t-{i}.json").write_text(json.dumps(metrics))
+    return folder
+
+
+HOST = {
+    "node": "h",
+    "cpu": "AMD EPYC",
+    "cores": 2,
+    "threads": 2,
+    "torch": "2.13.0+cpu",
+    "cpu_capability": "AVX2",
+    "python": "py",
+}
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    """Two pairs against the stubs: ours at 100 then 96 ms/iter."""
+    order = tmp_path / "order.txt"
+    monkeypatch.setenv("ORDER", str(order))
+    monkeypatch.setattr(nc, "host", lambda: HOST)
+    data = prepared(tmp_path)
+    ngpt, ours = stub_nanogpt(tmp_path), stub_checkout(tmp_path, [(100.0, 1.9), (96.0, 1.8)])
+    record = nc.compare(ngpt, data, 2, ours, "t", sys.executable, iters=8)
+    return record, order.read_text().splitlines(), tmp_path
+
+
+def test_the_sides_alternate_back_to_back_with_each_ones_command(recorded):
+    record, order, tmp_path = recorded
+    assert [line.split()[0] for line in order] == [
+        "defconfig",
+        "ours",
+        "nanogpt",
+        "ours",
+        "nanogpt",
+    ]
+    data_dir = tmp_path / "data"
+    assert order[1] == f"ours nanogpt-compare-t-1 DATA_DIR={data_dir} 8"
+    assert order[3].startswith("ours nanogpt-compare-t-2 ")
+    assert order[2] == "nanogpt " + " ".join(nc.nanogpt_args(8))
+    assert "--max_iters=8" in order[2] and "--lr_decay_iters=8" in order[2]
+    assert "--block_size=64" in order[2] and "--batch_size=12" in order[2]
+    assert "--dropout=0.0" in order[2] and "--compile=False" in order[2]
+    assert record["commands"]["ours"] == [
+        "make defconfig-gpt2-shakespeare-char",
+        f"make SET=DATA_DIR={data_dir} RUN_NAME=nanogpt-compare-t-<pair> SCALE_ITERS=8",
+    ]
+
+
+def test_the_record_holds_each_sides_figures_and_the_ratios(recorded):
+    record, _, tmp_path = recorded
+    first, second = record["pairs"]
+    theirs = first["nanogpt"]
+    assert theirs["ms_per_iter"] == pytest.approx(116.6667, abs=1e-4)
+    assert theirs["tokens_per_sec"] == pytest.approx(NANOGPT_TPS)
+    assert theirs["excluded_iters"] == [0, 4, 8] and theirs["timed_iters"] == 6
+    assert theirs["steps"] == 9 and theirs["final_val_loss"] == 2.25
+    assert first["ours"]["ms_per_iter"] == 100.0 and first["ours"]["final_val_loss"] == 1.9
+    # ours 100 ms against nanoGPT's 116.67 ms: 7/6 the tokens/s; 96 ms: 1.21528
+    assert first["ratio"]["tokens_per_sec"] == pytest.approx(7 / 6)
+    assert second["ratio"]["tokens_per_sec"] == pytest.approx(1.2152778, abs=1e-7)
+    assert record["median"]["tokens_per_sec"] == pytest.approx((7 / 6 + 1.2152778) / 2, abs=1e-7)
+    walls = first["ours"]["wall_s"], first["nanogpt"]["wall_s"]
+    assert first["ratio"]["wall"] == pytest.approx(walls[0] / walls[1])
+    assert first["ratio"]["whole_run_tokens_per_sec"] == pytest.approx(8 / 9 * walls[1] / walls[0])
+    assert second["ratio"]["final_val_loss"] == pytest.approx(1.8 / 2.25)
+    assert record["work"]["data"]["vocab_size"] == 3 and record["work"]["iters"] == 8
+    assert record["ours_commit"] is None and record["nanogpt_commit"] is None  # not git repos
+    assert record["ours_dirty"] is None
+    assert record["host"] == HOST and record["label"] == "t"
+    assert (tmp_path / "ngpt" / "nanogpt-compare-t-2.log").read_text() == LOG
+
+
+def test_nanogpt_reads_our_token_files_and_a_meta_pkl_of_our_vocabulary(recorded):
+    _, _, tmp_path = recorded
+    folder = tmp_path / "ngpt" / "data" / "shakespeare_char"
+    for name in ("train.bin", "val.bin"):
+        assert (folder / name).resolve() == tmp_path / "data" / "shakespeare-char" / name
+    assert (folder / "train.bin").read_bytes() == array("H", [1, 2, 0, 1, 2, 1]).tobytes()
+    # nanoGPT's input, compared as bytes: nothing here is unpickled
+    meta = {"vocab_size": 3, "itos": {0: "\n", 1: "a", 2: "b"}, "stoi": {"\n": 0, "a": 1, "b": 2}}
+    assert (folder / "meta.pkl").read_bytes() == pickle.dumps(meta)
+
+
+def test_the_pair_ratios_are_ours_over_nanogpts():
+    ours = {"tokens_per_sec": 7680.0, "wall_s": 50.0, "steps": 2000, "final_val_loss": 1.9}
+    theirs = {"tokens_per_sec": 6400.0, "wall_s": 80.0, "steps": 2001, "final_val_loss": 1.88}
+    ratio = nc.pair_ratios(ours, theirs)
+    assert ratio["tokens_per_sec"] == pytest.approx(1.2)
+    assert ratio["wall"] == pytest.approx(0.625)
+    # (2000 x 768 / 50) / (2001 x 768 / 80) = 3200 / 2001
+    assert ratio["whole_run_tokens_per_sec"] == pytest.approx(1.5992004, abs=1e-7)
+    assert ratio["final_val_loss"] == pytest.approx(1.0106383, abs=1e-7)
+
+
+def test_a_log_without_timed_iterations_or_evaluations_is_refused():
+    with pytest.raises(nc.CompareError, match="no `iter N"):
+        nc.parse_nanogpt_log("iter 1: loss 3.0, time 10.00ms, mfu -100.00%\n")
+    with pytest.raises(nc.CompareError, match="without an evaluation"):
+        nc.parse_nanogpt_log("step 0: train loss 4.0, val loss 4.1\niter 0: loss 4.0, time 9.0ms")
+
+
+def test_data_nanogpt_cannot_read_as_it_is_is_refused(tmp_path):
+    with pytest.raises(nc.CompareError, match="nanoGPT reads uint16"):
+        nc.char_vocabulary(prepared(tmp_path / "wide", dtype="uint32"))
+    with pytest.raises(nc.CompareError, match="DATA_DIR/shakespeare-char"):
+        nc.char_vocabulary(prepared(tmp_path / "named", name="shakespeare-gpt2"))
+    short = prepared(tmp_path / "short")
+    (short / "val.bin").write_bytes(b"\x01\x00")
+    with pytest.raises(nc.CompareError, match="do not match"):
+        nc.char_vocabulary(short)
+
+
+def test_render_writes_the_records_table_and_check_sees_a_stale_page(recorded):
+    record, _, tmp_path = recorded
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "t.json").write_text(json.dumps(record))
+    page = tmp_path / "page.md"
+    page.write_text(f"# Before\n\n{nc.BEGIN}\nstale\n{nc.END}\n\nafter\n")
+    assert nc.render(check=False, folder=folder, page=page) is False  # it rewrote the page
+    text = page.read_text()
+    assert text.startswith(f"# Before\n\n{nc.BEGIN}\n\n") and text.endswith(f"{nc.END}\n\nafter\n")
+    assert "stale" not in text
+    assert "| `t.json` | 1 | 100.0 / 116.7 | 7,680 / 6,583 | **1.167x** |" in text
+    assert "| `t.json` | 2 | 96.0 / 116.7 | 8,000 / 6,583 | **1.215x** |" in text
+    assert "| median | 2 pairs | | | **1.191x** |" in text
+    assert "| 1.9000 / 2.2500 |" in text and "| 1.8000 / 2.2500 |" in text
+    assert "**AMD EPYC, 2 cores (AVX2 kernels), torch 2.13.0+cpu, 2 threads**" in text
+    assert nc.render(check=True, folder=folder, page=page) is True
+    page.write_text(text.replace("1.167x", "1.2x"))
+    assert nc.render(check=True, folder=folder, page=page) is False
+    assert "1.2x" in page.read_text()  # --check leaves the page as it is
+
+
+def test_the_page_holds_what_the_recorded_comparisons_render():
+    assert nc.render(check=True) is True
+
+
+def test_render_check_exits_1_on_a_stale_page_and_0_once_rendered(recorded, monkeypatch):
+    record, _, tmp_path = recorded
+    folder, page = tmp_path / "records", tmp_path / "page.md"
+    folder.mkdir()
+    (folder / "t.json").write_text(json.dumps(record))
+    page.write_text(f"{nc.BEGIN}\nNo record yet\n{nc.END}\n")
+    monkeypatch.setattr(nc, "RECORD_DIR", folder)
+    monkeypatch.setattr(nc, "PAGE", page)
+    assert nc.main(["render", "--check"]) == 1
+    assert "No record yet" in page.read_text()
+    assert nc.main(["render"]) == 0 and nc.main(["render", "--check"]) == 0
+    assert "**1.167x**" in page.read_text()
+
+
+def test_a_label_that_is_no_run_name_is_refused(tmp_path):
+    with pytest.raises(nc.CompareError, match="--label 'a b'"):
+        nc.main(["run", "--nanogpt", str(tmp_path), "--data", str(tmp_path), "--label", "a b"])
