@@ -16,6 +16,7 @@ test that needs one of these variables sets it with monkeypatch.
 from __future__ import annotations
 
 import compileall
+import gc
 import os
 import shutil
 import sys
@@ -89,6 +90,25 @@ def _share_the_cores() -> None:
 
 
 _share_the_cores()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """Collect with a lazier garbage collector, then put its thresholds back.
+
+    Every xdist worker imports and assertion-rewrites all ~220 test modules (no
+    cached .pyc under PYTHONDONTWRITEBYTECODE); the rewriting allocates AST nodes
+    by the million, and at the default thresholds that set off thousands of
+    young and ~17 full collections, each full one walking torch's objects: some
+    6 s of a worker's ~25 s collection. No test runs in between, so none sees
+    the change.
+    """
+    thresholds = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 1000)
+    try:
+        return (yield)
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import GPT2LMHeadModel
 
 from gpt2.config import GPT2Config
 from gpt2.hf import load_pretrained, save_pretrained
@@ -56,6 +55,8 @@ def test_an_unknown_form_is_refused():
 def test_hf_folders_round_trip_with_their_form(tmp_path, gelu, activation):
     ours = model(gelu, seed=3)
     save_pretrained(ours, tmp_path)
+    from transformers import GPT2LMHeadModel  # seconds to import: only here
+
     hf = GPT2LMHeadModel.from_pretrained(tmp_path).eval()
     assert hf.config.activation_function == activation
     loaded, _ = load_pretrained(tmp_path)  # GPT2_INIT_FROM=hf's reader

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
-from transformers import GPT2Config as HFConfig
-from transformers import GPT2LMHeadModel
+
+# transformers.utils.logging (about a second) stays at import, so the verbosity is
+# set at collection as before; its GPT-2 model (torchao, scipy, ...) takes seconds
+# more, so it is imported where a test uses it.
 from transformers.utils import logging as hf_logging
 
 from gpt2.config import GPT2Config
@@ -15,10 +18,16 @@ from gpt2.hf import load_pretrained, save_pretrained
 from gpt2.model import GPT2
 from lib.run.checkpoint import CheckpointError
 
+if TYPE_CHECKING:
+    from transformers import GPT2LMHeadModel
+
 hf_logging.set_verbosity_error()
 
 
 def hf_model(init: float = 0.02, **shape) -> GPT2LMHeadModel:
+    from transformers import GPT2Config as HFConfig
+    from transformers import GPT2LMHeadModel
+
     torch.manual_seed(0)
     shape = {
         "vocab_size": 101,
@@ -134,6 +143,8 @@ def test_export_loads_in_transformers_with_the_same_logits(tmp_path, bias):
     for p in ours.parameters():
         p.data.normal_(0, 0.2)
     save_pretrained(ours, tmp_path / "out")
+    from transformers import GPT2LMHeadModel
+
     hf = GPT2LMHeadModel.from_pretrained(tmp_path / "out").eval()
     x = torch.randint(0, 97, (2, 16), generator=torch.Generator().manual_seed(4))
     assert max_diff(hf, ours, x) < 1e-5

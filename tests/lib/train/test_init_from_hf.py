@@ -13,8 +13,10 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import GPT2Config as HFConfig
-from transformers import GPT2LMHeadModel
+
+# transformers.utils.logging (about a second) stays at import, so the verbosity is
+# set at collection as before; its GPT-2 model (torchao, scipy, ...) takes seconds
+# more, so it is imported where a test uses it.
 from transformers.utils import logging as hf_logging
 
 import gpt2
@@ -31,6 +33,9 @@ VOCAB = 50257  # GPT-2's BPE: the tokenizer the run's data is prepared with
 
 
 def save_hf(path, seed=0, **shape):
+    from transformers import GPT2Config as HFConfig
+    from transformers import GPT2LMHeadModel
+
     torch.manual_seed(seed)
     shape = {
         "vocab_size": VOCAB,
