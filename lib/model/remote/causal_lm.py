@@ -135,7 +135,7 @@ class RemoteCausalLM(PreTrainedModel, GenerationMixin):
             )
         return CausalLMOutput(loss=loss, logits=logits)
 
-    def prepare_inputs_for_generation(  # type: ignore[override]
+    def prepare_inputs_for_generation(
         self,
         input_ids: Tensor,
         attention_mask: Tensor | None = None,
