@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
+from matplotlib.figure import Figure
 
 from lib.config.kconfig import open_tree
 from lib.config.run_config import write_outputs
@@ -106,4 +108,21 @@ def draft_dpi():
     its resolution (tests/lib/results/test_figure_honesty.py checks that)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(style, "DPI", 50)
+        yield
+
+
+@pytest.fixture(scope="module")
+def draft_figures(draft_dpi):
+    """Draft PNGs, uncropped too, for a module whose tests read the tables and pages
+    and only count the figures: cropping to what is drawn ("tight") draws each figure
+    twice."""
+    draw = Figure.savefig
+
+    def uncropped(fig: Figure, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("bbox_inches", None)
+        kwargs.pop("pad_inches", None)
+        draw(fig, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", uncropped)
         yield

@@ -51,8 +51,8 @@ BAD_METRICS = {
 }
 
 
-# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
-pytestmark = pytest.mark.usefixtures("draft_dpi")
+# Draft PNGs (conftest.py): these tests check what is drawn, not its resolution or margins.
+pytestmark = pytest.mark.usefixtures("draft_figures")
 
 
 @pytest.fixture

@@ -113,8 +113,8 @@ def expected_numbers(run: Path, base_best: float) -> dict[str, str]:
     }
 
 
-# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
-pytestmark = pytest.mark.usefixtures("draft_dpi")
+# Draft PNGs (conftest.py): these tests check what is drawn, not its resolution or margins.
+pytestmark = pytest.mark.usefixtures("draft_figures")
 
 
 @pytest.fixture(scope="module")

@@ -56,8 +56,8 @@ HEADER = [
 ]
 
 
-# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
-pytestmark = pytest.mark.usefixtures("draft_dpi")
+# Draft PNGs (conftest.py): these tests check what is drawn, not its resolution or margins.
+pytestmark = pytest.mark.usefixtures("draft_figures")
 
 
 def mean(xs: list[float]) -> float:

@@ -26,8 +26,8 @@ from tests.scriptrun import run_script_here
 ROOT = Path(__file__).resolve().parents[3]
 
 
-# PNGs at a draft resolution (conftest.py): these tests check what is drawn, not its resolution.
-pytestmark = pytest.mark.usefixtures("draft_dpi")
+# Draft PNGs (conftest.py): these tests check what is drawn, not its resolution or margins.
+pytestmark = pytest.mark.usefixtures("draft_figures")
 
 
 def section(md: str, heading: str) -> str:
