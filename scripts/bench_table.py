@@ -1,14 +1,14 @@
 """A folder of `make bench` records as a table in docs/benchmarks.md.
 
-    .venv/bin/python scripts/bench_table.py [FOLDER]
+    .venv/bin/python scripts/bench_table.py [FOLDER] [--check]
 
 Reads every step_*.json `make bench` wrote into FOLDER (default
 docs/bench-data/cpu-avx2) and rewrites the table between that folder's markers in
 docs/benchmarks.md: per record, the linear-layer kernel our side ran, the step
 comparison (ours and the plain loop, ms/iter, and ours' speed as a multiple of the
 plain loop's, per round too) and the whole-loop comparison (the trainer's time per
-step as a multiple of the plain loop's). tests/test_bench_table.py checks the page
-holds what the records say.
+step as a multiple of the plain loop's). --check writes nothing and exits 1 when the
+table differs. tests/test_bench_table.py checks the page holds what the records say.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from lib.cli import run_script
+from lib.doc_blocks import BlockError, body_of, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "benchmarks.md"
@@ -68,27 +71,35 @@ def render(folder: Path) -> str:
     return "\n".join(lines)
 
 
-def rewrite_page(folder: Path, page: Path = PAGE) -> None:
+def rewrite_page(folder: Path, page: Path = PAGE, check: bool = False) -> str:
+    """Bring the page's table for folder up to date ("" when it was); check: write
+    nothing, return the diff."""
     begin, end = markers(folder)
-    text = page.read_text()
-    start, stop = text.index(begin), text.index(end) + len(end)
-    page.write_text(text[:start] + render(folder) + text[stop:])
+    return write_or_check(page, [(begin, end, body_of(render(folder), begin, end))], check=check)
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT)
-    folder = parser.parse_args().folder.resolve()
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 when the table differs"
+    )
+    args = parser.parse_args(argv)
+    folder = args.folder.resolve()
     if not any(folder.glob("step_*.json")):
         print(f"error: {folder} holds no step_*.json from `make bench`.", file=sys.stderr)
         return 1
     begin, _ = markers(folder)
-    if begin not in PAGE.read_text():
+    if begin not in PAGE.read_text():  # before rendering, which reads the folder's records
         print(f"error: {PAGE} has no '{begin}' marker for this folder.", file=sys.stderr)
         return 1
-    rewrite_page(folder)
+    diff = rewrite_page(folder, check=args.check)
+    if diff and args.check:
+        print(f"{PAGE}: differs from {folder} (run `{Path(__file__).name}` without --check)")
+        print(diff, end="")
+        return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main, (BlockError,))

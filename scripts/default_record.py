@@ -25,8 +25,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lib.atomic import read_json_object, write_json_atomic, write_text_atomic
+from lib.atomic import read_json_object, write_json_atomic
 from lib.cli import run_script
+from lib.doc_blocks import BlockError, write_or_check
 from lib.paths import from_root
 
 RECORD_DIR = Path("docs/bench-data/default")
@@ -49,7 +50,7 @@ RUNNER_ONLY = {
 
 
 class RecordError(ValueError):
-    """A run or study that cannot be recorded, or docs without their markers."""
+    """A run or study that cannot be recorded (docs without their markers: BlockError)."""
 
 
 # --- record ------------------------------------------------------------------------
@@ -367,15 +368,9 @@ def blocks() -> dict[str, str]:
     return out
 
 
-def fill(text: str, name: str, body: str) -> str:
-    """text with the block between <!-- default-run:NAME --> and <!-- /default-run:NAME -->
-    replaced by body."""
-    pattern = re.compile(
-        rf"(<!-- default-run:{name} -->\n).*?(<!-- /default-run:{name} -->)", re.DOTALL
-    )
-    if not pattern.search(text):
-        raise RecordError(f"no <!-- default-run:{name} --> ... <!-- /default-run:{name} --> block")
-    return pattern.sub(lambda m: m.group(1) + body + m.group(2), text)
+def markers(name: str) -> tuple[str, str]:
+    """The marker lines around the block NAME."""
+    return f"<!-- default-run:{name} -->", f"<!-- /default-run:{name} -->"
 
 
 def render(check: bool) -> bool:
@@ -385,18 +380,17 @@ def render(check: bool) -> bool:
     for doc in DOCS:
         path = from_root(doc)
         text = path.read_text()
-        new = text
-        for name, body in filled.items():
-            if f"<!-- default-run:{name} -->" in text:
-                new = fill(new, name, body)
-        if new != text:
+        # Each doc holds some of the blocks; the body starts on the begin marker's next line.
+        found = [(*markers(name), "\n" + body) for name, body in filled.items()]
+        diff = write_or_check(path, [b for b in found if b[0] in text], check=check)
+        if diff:
             same = False
             if check:
                 print(
                     f"{doc}: differs from docs/bench-data/default (run `{Path(__file__).name} render`)"
                 )
+                print(diff, end="")
             else:
-                write_text_atomic(path, new)
                 print(f"rewrote {doc}")
     return same
 
@@ -426,4 +420,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    run_script(main, (RecordError, OSError))
+    run_script(main, (RecordError, BlockError, OSError))

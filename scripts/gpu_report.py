@@ -38,7 +38,8 @@ def main(argv: list[str]) -> None:
     page = args.benchmarks.parent
     shown = ", ".join(f"`{f.relative_to(page) if f.is_relative_to(page) else f}`" for f in filed)
     text = args.benchmarks.read_text() if args.benchmarks.is_file() else "# Measured figures\n"
-    write_text_atomic(args.benchmarks, replace_section(text, render(record, shown)))
+    section = render(record, shown)
+    write_text_atomic(args.benchmarks, replace_section(text, section, str(args.benchmarks)))
     print(
         f"filed {', '.join(str(f) for f in filed)}; regenerated the GPU section of "
         f"{args.benchmarks}"

@@ -36,10 +36,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lib.atomic import read_json_object, write_atomic, write_json_atomic, write_text_atomic
+from lib.atomic import read_json_object, write_atomic, write_json_atomic
 from lib.cli import run_script
 from lib.data.meta import SPLIT_FILES, dataset_dir_name, is_prepared, load_meta
 from lib.data.sources import DataError
+from lib.doc_blocks import BlockError, write_or_check
 from lib.paths import from_root
 from lib.plural import counted
 
@@ -62,7 +63,7 @@ EVAL_LINE = re.compile(r"^step (\d+): train loss ([\d.]+), val loss ([\d.]+)", r
 
 
 class CompareError(ValueError):
-    """Data nanoGPT cannot read, a run that failed, or docs without their markers."""
+    """Data nanoGPT cannot read or a run that failed (docs without their markers: BlockError)."""
 
 
 def nanogpt_args(iters: int = ITERS) -> list[str]:
@@ -408,24 +409,17 @@ def block(folder: Path) -> str:
     return method + "\n" + tables + "\n"
 
 
-def fill(text: str, body: str) -> str:
-    if BEGIN not in text or END not in text:
-        raise CompareError(f"no {BEGIN} ... {END} block")
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n\n" + body + "\n" + text[stop:]
-
-
 def render(check: bool, folder: Path | None = None, page: Path | None = None) -> bool:
     """Rewrite the page's block; True when it already matched."""
     folder, page = folder or from_root(RECORD_DIR), page or from_root(PAGE)
-    text = page.read_text()
-    new = fill(text, block(folder))
-    if new == text:
+    # A blank line after BEGIN and a newline before END keep the Markdown apart.
+    diff = write_or_check(page, [(BEGIN, END, "\n\n" + block(folder) + "\n")], check=check)
+    if not diff:
         return True
     if check:
         print(f"{page}: differs from {folder} (run `{Path(__file__).name} render`)")
+        print(diff, end="")
     else:
-        write_text_atomic(page, new)
         print(f"rewrote {page}")
     return False
 
@@ -471,4 +465,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    run_script(main, (CompareError, DataError, OSError, subprocess.CalledProcessError))
+    run_script(main, (CompareError, BlockError, DataError, OSError, subprocess.CalledProcessError))

@@ -1,13 +1,14 @@
 """The fast suite's slowest tests, recorded and written into docs/development.md.
 
     .venv/bin/python scripts/slowest_tests.py record [--junit FILE]
-    .venv/bin/python scripts/slowest_tests.py render
+    .venv/bin/python scripts/slowest_tests.py render [--check]
 
 `make test` leaves each test's time in .pytest_cache/junit.xml. `record` reads
 it (with the host's CPU model, core count and load, since the times are this
 host's) into docs/bench-data/tests/durations.json and rewrites the table
 between the test-durations markers of docs/development.md; `render` rewrites
-the table from the JSON alone. tests/test_docs.py checks the two agree.
+the table from the JSON alone (--check: write nothing, exit 1 when it differs).
+tests/test_flaky_gate.py checks the two agree.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import sys
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
+
+from lib.doc_blocks import BlockError, body_of, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "docs" / "bench-data" / "tests" / "durations.json"
@@ -103,18 +106,23 @@ def render(data: dict) -> str:
     return "\n".join(lines)
 
 
-def rewrite_page(data: dict, page: Path = PAGE) -> None:
-    text = page.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    page.write_text(text[:start] + render(data) + text[end:])
+def rewrite_page(data: dict, page: Path = PAGE, check: bool = False) -> str:
+    """Bring the page's table up to date ("" when it was); check: write nothing, return
+    the diff."""
+    return write_or_check(page, [(BEGIN, END, body_of(render(data), BEGIN, END))], check=check)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["record", "render"])
     parser.add_argument("--junit", type=Path, default=ROOT / ".pytest_cache" / "junit.xml")
+    parser.add_argument(
+        "--check", action="store_true", help="render: write nothing; exit 1 when the table differs"
+    )
     args = parser.parse_args()
     if args.action == "record":
+        if args.check:
+            parser.error("--check goes with render")
         if not args.junit.is_file():
             print(f"error: {args.junit} does not exist: run `make test` first.", file=sys.stderr)
             return 1
@@ -122,7 +130,16 @@ def main() -> int:
         RECORD.parent.mkdir(parents=True, exist_ok=True)
         RECORD.write_text(json.dumps(data, indent=1) + "\n")
     data = json.loads(RECORD.read_text())
-    rewrite_page(data)
+    try:
+        diff = rewrite_page(data, check=args.check)
+    except BlockError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.check:
+        if diff:
+            print(f"{PAGE.relative_to(ROOT)}: differs from {RECORD.relative_to(ROOT)}")
+            print(diff, end="")
+        return 1 if diff else 0
     print(f"{PAGE.relative_to(ROOT)}: the {len(data['slowest'])} slowest tests of {data['date']}")
     return 0
 
