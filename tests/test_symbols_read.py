@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from lib.config.kconfig import float_bounds, load_strict, open_tree
-from lib.config.run_config import RunConfig, check_rules, typed_values
+from lib.config.rules import broken_rules
+from lib.config.run_config import RunConfig, typed_values
 from lib.paths import ROOT
 from lib.speed.compile import COMPILE_MODES
 from lib.train.resolved import resolved_settings
@@ -137,7 +138,7 @@ def _resolution(values: dict) -> dict | None:
     """The run's resolved settings; None for a configuration that breaks a rule or
     is a test matrix (several runs)."""
     run = RunConfig.from_values(values)
-    if check_rules(values) or _is_multiple(run):
+    if broken_rules(run) or _is_multiple(run):
         return None
     return resolved_settings(run)
 

@@ -65,12 +65,15 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Literal
 
+from lib.config.fields import Fields
 
-@dataclass(frozen=True, kw_only=True)
-class Symbols:
+
+# init, repr and eq from Fields, here and below: lib/config/fields.py says why
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Symbols(Fields):
 '''
 OFF_VALUES = "off_values.toml"  # a package's off values, beside its Kconfig files
-_TAKEN = {"Symbols", "Any", "Literal"}  # names symbols.py already binds
+_TAKEN = {"Symbols", "Any", "Literal", "Fields"}  # names symbols.py already binds
 
 
 def _always_active(dep: object) -> bool:
@@ -308,8 +311,8 @@ def render_symbols(kconf: kconfiglib.Kconfig, root: Path = ROOT) -> str:
         lines += [
             "",
             "",
-            "@dataclass(frozen=True, kw_only=True)",
-            f"class {section.name}:",
+            "@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)",
+            f"class {section.name}(Fields):",
             f'    """{_summary(section)} ({", ".join(section.files)})."""',
             "",
         ]

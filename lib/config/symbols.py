@@ -18,9 +18,12 @@ from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Literal
 
+from lib.config.fields import Fields
 
-@dataclass(frozen=True, kw_only=True)
-class Symbols:
+
+# init, repr and eq from Fields, here and below: lib/config/fields.py says why
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Symbols(Fields):
     MODEL: Literal["gpt2", "hamt"]
     """Model family.
 
@@ -3534,8 +3537,8 @@ def _shown(symbols: Symbols, section: Any) -> dict[str, Any]:
     return {f.name: v for f in fields(section) if (v := getattr(symbols, f.name)) is not None}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Root:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Root(Fields):
     """The top-level Kconfig's own symbols (Kconfig)."""
 
     MODEL: Literal["gpt2", "hamt"]  # Model family
@@ -3543,8 +3546,8 @@ class Root:
     MODEL_HAMT: bool  # HAMT (holographic memory transformer)
 
 
-@dataclass(frozen=True, kw_only=True)
-class GPT2:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class GPT2(Fields):
     """gpt2's settings (gpt2/Kconfig, gpt2/Kconfig.rgsa, gpt2/Kconfig.kvsplice)."""
 
     GPT2_MODEL: Literal["124m", "350m", "774m", "1558m", "custom"] | None = None  # Model size
@@ -3642,8 +3645,8 @@ class GPT2:
     GPT2_INIT_PATH: str | None = None  # Hugging Face GPT-2 folder
 
 
-@dataclass(frozen=True, kw_only=True)
-class HAMT:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class HAMT(Fields):
     """hamt's settings (hamt/Kconfig)."""
 
     HAMT_N_LAYER: int | None = None  # Number of blocks
@@ -3671,8 +3674,8 @@ class HAMT:
     HAMT_KERNEL_PIN: bool = False  # Pin the Triton kernels' configurations (no autotuning)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Data:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Data(Fields):
     """lib/data's settings (lib/data/Kconfig)."""
 
     GPT2_DATASET_SHAKESPEARE: bool  # Shakespeare (embedded, offline)
@@ -3694,8 +3697,8 @@ class Data:
     DATA_DIR: str  # Folder for prepared datasets
 
 
-@dataclass(frozen=True, kw_only=True)
-class Train:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Train(Fields):
     """lib/train's settings (lib/train/Kconfig)."""
 
     GPT2_BLOCK_SIZE: int  # Context length (tokens)
@@ -3733,8 +3736,8 @@ class Train:
     TRAIN_OOM_MIN_BATCH: int = 1  # Smallest micro-batch the fallback may reach
 
 
-@dataclass(frozen=True, kw_only=True)
-class Optim:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Optim(Fields):
     """lib/optim's settings (lib/optim/Kconfig, lib/optim/Kconfig.spam, lib/optim/Kconfig.muon)."""
 
     OPTIMIZER_MODE: Literal["single", "multiple"]  # Optimizer mode
@@ -3803,8 +3806,8 @@ class Optim:
     MUON_SCALE_RMS: bool = False  # 0.2 sqrt(max(rows, cols)): AdamW's update RMS (Moonshot)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Prune:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Prune(Fields):
     """lib/prune's settings (lib/prune/Kconfig)."""
 
     PRUNING_MODE: Literal["none", "single", "multiple"]  # Pruning
@@ -3869,8 +3872,8 @@ class Prune:
     PRUNING_HEAD: bool = False  # Also prune the LM head (tied: the token embedding)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Speed:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Speed(Fields):
     """lib/speed's settings (lib/speed/Kconfig)."""
 
     DEVICE: Literal["auto", "cuda", "cpu", "mps"]  # Device
@@ -3917,8 +3920,8 @@ class Speed:
     GPU_WARMUP: bool = False  # Warm up the GPU before the first step
 
 
-@dataclass(frozen=True, kw_only=True)
-class Distributed:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Distributed(Fields):
     """lib/distributed's settings (lib/distributed/Kconfig)."""
 
     GPT2_USE_DDP: bool  # Train on several GPUs (torchrun + DistributedDataParallel)
@@ -3935,8 +3938,8 @@ class Distributed:
     DIST_RDZV_ID: str | None = None  # Rendezvous job id
 
 
-@dataclass(frozen=True, kw_only=True)
-class Run:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Run(Fields):
     """lib/run's settings (lib/run/Kconfig)."""
 
     RUN_NAME: str  # Run name (empty = automatic)
@@ -3946,8 +3949,8 @@ class Run:
     BACKUP_DIR: str  # Mirror checkpoints to this folder (empty = off)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Matrix:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Matrix(Fields):
     """lib/matrix's settings (lib/matrix/Kconfig)."""
 
     MATRIX_MODELS: str  # Model families to run (space-separated; empty = the chosen one)
@@ -3972,8 +3975,8 @@ class Matrix:
     SLURM_RDZV_PORT: int | None = None  # Rendezvous port for runs over several nodes
 
 
-@dataclass(frozen=True, kw_only=True)
-class Tune:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Tune(Fields):
     """lib/tune's settings (lib/tune/Kconfig)."""
 
     MATRIX_TUNE: bool  # Tune every configuration with the same budget before comparing
@@ -3994,8 +3997,8 @@ class Tune:
     MATRIX_TUNE_SEED: int | None = None  # Sampler seed
 
 
-@dataclass(frozen=True, kw_only=True)
-class Eval:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Eval(Fields):
     """lib/eval's settings (lib/eval/Kconfig)."""
 
     EVAL_VAL: bool  # Evaluate the training dataset's validation split
@@ -4026,8 +4029,8 @@ class Eval:
     MECHINT_KV_SAVE_MASKS: bool = False  # Save the learned masks and scores
 
 
-@dataclass(frozen=True, kw_only=True)
-class Bench:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Bench(Fields):
     """lib/bench's settings (lib/bench/Kconfig)."""
 
     INFERENCE_BENCH: Literal["auto", "y", "n"]  # Measure inference when a run ends
@@ -4038,8 +4041,8 @@ class Bench:
     INFERENCE_BENCH_DECODE_TOKENS: int  # Tokens decoded after each prompt
 
 
-@dataclass(frozen=True, kw_only=True)
-class Observe:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Observe(Fields):
     """lib/observe's settings (lib/observe/Kconfig)."""
 
     TRACKER_TENSORBOARD: bool  # TensorBoard event files
@@ -4052,8 +4055,8 @@ class Observe:
     TRACKER_RUN_NAME: str | None = None  # Run name in W&B and Trackio (empty = the run id)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Monitor:
+@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)
+class Monitor(Fields):
     """lib/observe/monitor's settings (lib/observe/monitor/Kconfig)."""
 
     MONITOR: bool  # Sample GPU and process load during runs
