@@ -2853,8 +2853,10 @@ class Symbols(Fields):
 
     How many runs train at once, at most. On GPUs each run is given
     a GPU through CUDA_VISIBLE_DEVICES, MATRIX_RUNS_PER_GPU runs per
-    GPU; 0 fills them all. On a CPU runs share the cores, so more
-    than 1 rarely helps. Override with PARALLEL_JOBS=. If unsure, 0.
+    GPU; 0 fills them all. On a CPU runs share the cores (each gets
+    OMP_NUM_THREADS = cores / runs at a time), so more than 1 helps
+    only small runs, whose start-up is one core's work. Override with
+    PARALLEL_JOBS=. If unsure, 0.
     """
 
     MATRIX_EXECUTOR: Literal["local", "slurm"]

@@ -241,7 +241,7 @@ class Runner:
             log_tail=None,
             env=slot or None,
         )
-        where = f" on {', '.join(f'{k}={v}' for k, v in slot.items())}" if slot else ""
+        where = f" with {', '.join(f'{k}={v}' for k, v in slot.items())}" if slot else ""
         self.log(f"[matrix] {run_id}: started{where}")
         started = time.time()
         result: dict[str, Any]

@@ -165,6 +165,19 @@ def test_a_ddp_run_on_the_cpu_has_the_machine_to_itself():
     assert _start(packer, waiting) == {"b": "all"}
 
 
+def test_cpu_runs_at_once_share_the_cores_threads(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(packing, "_cores", lambda: 8)
+    needs = {"a": Need(), "b": Need(), "c": Need()}
+    packer = Packer([], needs, per_gpu=1, jobs=2)
+    started = [packer.next(["a", "b", "c"]), packer.next(["b", "c"]), packer.next(["c"])]
+    assert started == [("a", {"OMP_NUM_THREADS": "4"}), ("b", {"OMP_NUM_THREADS": "4"}), None]
+    assert Packer([], needs, per_gpu=1, jobs=16).next(["a"]) == ("a", {"OMP_NUM_THREADS": "1"})
+    assert Packer([], needs, per_gpu=1, jobs=1).next(["a"]) == ("a", {})  # one run: all cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own setting stands
+    assert Packer([], needs, per_gpu=1, jobs=2).next(["a"]) == ("a", {})
+
+
 def test_a_run_too_big_for_every_gpu_is_refused_before_any_starts():
     needs = {"ok60": _gib(60), "huge": _gib(100)}
     packer = Packer(TWO_80 + [Gpu("2", 24 * GIB, "Fake 24GB")], needs, per_gpu=None)
