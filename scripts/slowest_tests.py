@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lib.atomic import write_text_atomic
 from lib.doc_blocks import BlockError, body_of, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,7 +129,7 @@ def main() -> int:
             return 1
         data = record(args.junit)
         RECORD.parent.mkdir(parents=True, exist_ok=True)
-        RECORD.write_text(json.dumps(data, indent=1) + "\n")
+        write_text_atomic(RECORD, json.dumps(data, indent=1) + "\n")
     data = json.loads(RECORD.read_text())
     try:
         diff = rewrite_page(data, check=args.check)
