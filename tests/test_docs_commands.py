@@ -125,10 +125,32 @@ RUNNABLE = ("", "all", "train", "tune", "test-matrix", "test-matrix-dry-run", "e
 AFTER = ("results", "report", "sample", "export")
 
 
+# What the slow test adds to a command that trains: 2 validation batches an evaluation,
+# not 20. A run cut to 10 steps evaluates after each one (its interval scales to 1), and
+# 20 batches each would cost twenty times its training.
+SHORT_EVAL = "TRAIN_EVAL_ITERS=2"
+TRAINS = ("", "all", "train", "tune", "test-matrix")
+
+
+def _cut_short(words: list[str], target: str) -> list[str]:
+    """`words` cut to 10 steps, with SHORT_EVAL in its SET= when it trains: SCALE_ITERS=10,
+    in place of a MAX_ITERS= above 10 (which would cut the run and not its warmup)."""
+    out = [w for w in words if not (w.startswith("MAX_ITERS=") and int(w[10:]) > 10)]
+    if not any(w.startswith(("MAX_ITERS=", "SCALE_ITERS=")) for w in out):
+        out.append("SCALE_ITERS=10")
+    if target in TRAINS:
+        sets = [i for i, w in enumerate(out) if w.startswith("SET=")]
+        if sets:
+            out[sets[-1]] += f" {SHORT_EVAL}"
+        else:
+            out.append(f"SET={SHORT_EVAL}")
+    return out
+
+
 def runnable() -> list[list[str]]:
-    """The default's commands as the slow test runs them: cut to 10 steps (SCALE_ITERS;
-    a tuning trial gets 2), tuning with 2 trials, confirmations answered; the commands
-    that read a run read results/latest."""
+    """The default's commands as the slow test runs them: cut to 10 steps with short
+    evaluations (_cut_short; a tuning trial gets 2 steps), tuning with 2 trials,
+    confirmations answered; the commands that read a run read results/latest."""
     shown = [c for c in COMMANDS if c.defconfig == DEFAULT and not c.error]
     out = []
     for group in (RUNNABLE, AFTER):
@@ -140,8 +162,7 @@ def runnable() -> list[list[str]]:
             if group is RUNNABLE:
                 if any(f"{n}=" in " ".join(words) for n in (*TIED, "MECHINT_KV")):
                     continue  # lengths of its own (an analysis after the run): loaded only
-                if not any(w.startswith(("MAX_ITERS=", "SCALE_ITERS=")) for w in words):
-                    words.append("SCALE_ITERS=10")
+                words = _cut_short(words, target)
                 words += [*(["YES=1"] if "YES=1" not in words else [])]
                 words += ["TUNE_TRIALS=2"] if target == "tune" else []
             if words not in out:
@@ -162,10 +183,19 @@ def part(words: list[str]) -> str:
 
 def test_the_slow_test_runs_the_defaults_training_and_tuning_commands():
     assert {part(w) for w in runnable()} == set(PARTS)  # no part is empty
-    assert [w for w in runnable() if part(w) == "run"][0] == ["SCALE_ITERS=10", "YES=1"]
+    short = f"SET={SHORT_EVAL}"
+    assert [w for w in runnable() if part(w) == "run"][0] == ["SCALE_ITERS=10", short, "YES=1"]
     commands = [" ".join(w) for w in runnable()]
-    assert "tune TUNE=LR WARMUP TUNE_TRIALS=8 YES=1 SCALE_ITERS=10 TUNE_TRIALS=2" in commands
-    assert "SCALE_ITERS=10 YES=1" in commands  # the README's `make`
+    assert f"tune TUNE=LR WARMUP TUNE_TRIALS=8 YES=1 SCALE_ITERS=10 {short} TUNE_TRIALS=2" in (
+        commands
+    )
+    assert f"SCALE_ITERS=10 {short} YES=1" in commands  # the README's `make`
+    # a shown MAX_ITERS=100 runs as SCALE_ITERS=10; a SET= of its own gains SHORT_EVAL
+    assert f"SET=WEIGHT_DECAY=0.05 {SHORT_EVAL} SCALE_ITERS=10 YES=1" in commands
+    assert all(c.count("SET=") <= 1 for c in commands)
+    assert all(
+        "SCALE_ITERS=10" in c for c in commands if c.split(" ")[0] in ("tune", "test-matrix")
+    )
     assert any(c.startswith("sample") for c in commands)
 
 
