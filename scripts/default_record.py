@@ -6,7 +6,9 @@
       keeps the time of the same run on a slow host in run-slow.json instead
   scripts/default_record.py record-studies LABEL=<matrix> [LABEL=<matrix> ...]
       keeps the `make tune` studies that chose its settings (each a matrix folder:
-      its tuning.json and its final run) in docs/bench-data/default/study.json, then renders
+      its tuning.json and its final run) in docs/bench-data/default/study.json, then
+      renders; the studies recorded before stay, and one given again under its label
+      is replaced
   scripts/default_record.py render [--check]
       rewrites the blocks between <!-- default-run:NAME --> markers in README.md,
       docs/getting-started.md and docs/fair-comparisons.md from those records
@@ -173,7 +175,12 @@ def record_studies(studies: list[str]) -> None:
     found = [study_record(label, Path(path)) for label, _, path in pairs]
     folder = from_root(RECORD_DIR)
     folder.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(folder / STUDY_FILE, {"studies": found})
+    # A study's matrix folder is gone once recorded: the earlier studies stay as recorded,
+    # one given again under its label is replaced in place, a new one is added at the end.
+    given = {x["label"]: x for x in found}
+    kept = (read_json_object(folder / STUDY_FILE) or {}).get("studies") or []
+    studies = [given.pop(x["label"], x) for x in kept] + list(given.values())
+    write_json_atomic(folder / STUDY_FILE, {"studies": studies})
 
 
 # --- render ------------------------------------------------------------------------
