@@ -14,7 +14,7 @@ from lib.run import rundir
 
 @pytest.fixture
 def dot_config(tmp_path) -> Path:
-    """The tiny Shakespeare defconfig (MAX_ITERS 2000, not the Kconfig default 300)."""
+    """The tiny Shakespeare defconfig (its own MAX_ITERS, not the Kconfig default 300)."""
     path = tmp_path / ".config"
     write_outputs(load_valid(DEFCONFIGS / "gpt2-tiny-shakespeare"), path, tmp_path / "config.py")
     return path
@@ -23,7 +23,9 @@ def dot_config(tmp_path) -> Path:
 def test_a_refused_override_names_the_value_the_configuration_keeps(dot_config):
     with pytest.raises(ConfigError) as err:
         load_run_config(["MAX_ITERS=0"], dot_config)
-    assert "CONFIG_GPT2_MAX_ITERS=0 was not applied (it would be 2000): out of range" in str(
+    kept = load_run_config([], dot_config).GPT2_MAX_ITERS
+    assert kept != 300  # the defconfig's, which the Kconfig default would hide
+    assert f"CONFIG_GPT2_MAX_ITERS=0 was not applied (it would be {kept}): out of range" in str(
         err.value
     )
 
