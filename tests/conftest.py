@@ -159,6 +159,26 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A stochastic test's file must say `mark.stochastic`: scripts/flaky_gate.sh finds
+    the files to rerun by that text instead of collecting every test module."""
+    texts: dict[Path, str] = {}
+    hidden = sorted(
+        {
+            str(item.path)
+            for item in items
+            if item.get_closest_marker("stochastic")
+            and "mark.stochastic" not in texts.setdefault(item.path, item.path.read_text())
+        }
+    )
+    if hidden:
+        raise pytest.UsageError(
+            f"{', '.join(hidden)}: marked stochastic without the text `mark.stochastic` "
+            "(e.g. @pytest.mark.stochastic): scripts/flaky_gate.sh, which finds the files "
+            "to rerun by it, would leave these tests out"
+        )
+
+
 @pytest.fixture
 def seed() -> int:
     """The base seed of a stochastic test: 0 unless TEST_SEED says otherwise."""

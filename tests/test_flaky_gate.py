@@ -111,3 +111,26 @@ def test_recording_without_a_junit_file_says_what_to_run(tmp_path):
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert out.returncode == 1 and "run `make test` first" in out.stderr
+
+
+def test_a_stochastic_test_whose_file_does_not_say_so_is_refused(tmp_path):
+    # scripts/flaky_gate.sh finds the files to rerun by the text `mark.stochastic`
+    from tests.conftest import pytest_collection_modifyitems
+
+    class Item:
+        def __init__(self, path, stochastic: bool):
+            self.path, self.stochastic = path, stochastic
+
+        def get_closest_marker(self, name: str):
+            return object() if name == "stochastic" and self.stochastic else None
+
+    said, hidden = tmp_path / "test_said.py", tmp_path / "test_hidden.py"
+    said.write_text("@pytest.mark.stochastic\ndef test_a(seed): ...\n")
+    hidden.write_text("pytestmark = [getattr(pytest.mark, 'stoch' + 'astic')]\n")
+    fine = [Item(said, True), Item(hidden, False)]
+    pytest_collection_modifyitems(None, fine)  # type: ignore[arg-type]
+    with pytest.raises(pytest.UsageError, match="test_hidden.py: marked stochastic") as err:
+        pytest_collection_modifyitems(None, [*fine, Item(hidden, True)])  # type: ignore[arg-type]
+    assert "test_said.py" not in str(err.value)
+    gate = (ROOT / "scripts" / "flaky_gate.sh").read_text()
+    assert "-e 'mark.stochastic' tests" in gate  # the text the check asks for
