@@ -369,6 +369,10 @@ schema: | $(STAMP)
 TEST_JOBS ?= auto
 export TEST_JOBS
 TEST_ORDER_ARG = $(if $(TEST_ORDER),"--randomly-seed=$${TEST_ORDER}")
+# The test files that say mark.<marker>: `make test-slow` and `make test-engines` collect
+# only those, since collecting all of tests/ costs each worker some 25 s (tests/conftest.py
+# refuses a marked test whose file does not say so). All of tests/ where none does.
+marked = $(or $(shell grep -rl --include='test_*.py' -e 'mark.$(1)' tests 2>/dev/null | sort),tests)
 
 ## lint and format-check the tree (ruff), type-check (mypy), then run the test suite in a random order [TEST_JOBS= TEST_ORDER=<seed>]
 .PHONY: test
@@ -394,7 +398,8 @@ format: | $(STAMP)
 ## the slow tests: torch.compile, runs stopped and resumed, end-to-end make runs
 .PHONY: test-slow
 test-slow: | $(STAMP)
-	$(PY) -m pytest -q -n "$${TEST_JOBS}" --dist worksteal -m "slow and not engine" tests
+	$(PY) -m pytest -q -n "$${TEST_JOBS}" --dist worksteal -m "slow and not engine" \
+		$(call marked,slow)
 
 ## record the last `make test`'s slowest tests (docs/bench-data/tests/durations.json)
 ## and write them into docs/development.md
@@ -411,7 +416,7 @@ test-gpu: | $(STAMP)
 ## the tests that drive real engines: a one-node Slurm cluster, headless Chromium
 .PHONY: test-engines
 test-engines: | $(STAMP)
-	$(PY) -m pytest -q -m engine tests
+	$(PY) -m pytest -q -m engine $(call marked,engine)
 
 # NO_MKDOCS_2_WARNING: mkdocs-material prints a banner about MkDocs 2.0 on every build.
 ## build the documentation site from docs/ into site/ (strict: a broken link fails)

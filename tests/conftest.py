@@ -159,23 +159,29 @@ def pytest_configure(config: pytest.Config) -> None:
         sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
+# Markers whose suites collect only the files that name them (`make test-slow`, `make
+# test-engines`, scripts/flaky_gate.sh), found by the text mark.<marker>.
+FOUND_BY_TEXT = ("slow", "engine", "stochastic")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A stochastic test's file must say `mark.stochastic`: scripts/flaky_gate.sh finds
-    the files to rerun by that text instead of collecting every test module."""
+    """A test marked slow, engine or stochastic must be in a file that says
+    `mark.<marker>`: the suites that run them find their files by that text instead of
+    collecting every test module, and would leave such a test out."""
     texts: dict[Path, str] = {}
     hidden = sorted(
-        {
-            str(item.path)
-            for item in items
-            if item.get_closest_marker("stochastic")
-            and "mark.stochastic" not in texts.setdefault(item.path, item.path.read_text())
-        }
+        f"{item.path} ({name})"
+        for item in items
+        for name in FOUND_BY_TEXT
+        if item.get_closest_marker(name)
+        and f"mark.{name}" not in texts.setdefault(item.path, item.path.read_text())
     )
     if hidden:
         raise pytest.UsageError(
-            f"{', '.join(hidden)}: marked stochastic without the text `mark.stochastic` "
-            "(e.g. @pytest.mark.stochastic): scripts/flaky_gate.sh, which finds the files "
-            "to rerun by it, would leave these tests out"
+            f"{', '.join(sorted(set(hidden)))}: marked without the text `mark.<marker>` "
+            "(e.g. @pytest.mark.slow or pytestmark = pytest.mark.slow): `make test-slow`, "
+            "`make test-engines` and `make test-flaky` find their files by it and would "
+            "leave these tests out"
         )
 
 

@@ -129,8 +129,10 @@ def test_a_stochastic_test_whose_file_does_not_say_so_is_refused(tmp_path):
     hidden.write_text("pytestmark = [getattr(pytest.mark, 'stoch' + 'astic')]\n")
     fine = [Item(said, True), Item(hidden, False)]
     pytest_collection_modifyitems(None, fine)  # type: ignore[arg-type]
-    with pytest.raises(pytest.UsageError, match="test_hidden.py: marked stochastic") as err:
+    with pytest.raises(pytest.UsageError, match=r"test_hidden.py \(stochastic\): marked") as err:
         pytest_collection_modifyitems(None, [*fine, Item(hidden, True)])  # type: ignore[arg-type]
     assert "test_said.py" not in str(err.value)
     gate = (ROOT / "scripts" / "flaky_gate.sh").read_text()
     assert "-e 'mark.stochastic' tests" in gate  # the text the check asks for
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-e 'mark.$(1)' tests" in makefile and "$(call marked,slow)" in makefile

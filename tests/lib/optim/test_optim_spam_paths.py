@@ -10,7 +10,11 @@ import pytest
 import torch
 
 from lib.optim.spam import AdamWSPAM
-from tests.lib.optim.spam_paths import PATHS, check_path, path_options
+from tests.lib.optim.spam_paths import (  # PATHS: "compiled" is pytest.mark.slow
+    PATHS,
+    check_path,
+    path_options,
+)
 from tests.lib.optim.test_optim_spam_foreach import LAGGING, SHAPES, gradients
 
 STEPS, NORM_SPIKE = 40, 25  # resets at calls 9, 18, 27 and 36; call 25's gradient norm spikes

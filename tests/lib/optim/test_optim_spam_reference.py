@@ -12,7 +12,11 @@ import pytest
 import torch
 
 from lib.optim.spam import AdamWSPAM
-from tests.lib.optim.spam_paths import PATHS, check_path, path_options
+from tests.lib.optim.spam_paths import (  # PATHS: "compiled" is pytest.mark.slow
+    PATHS,
+    check_path,
+    path_options,
+)
 
 STEPS, INTERVAL, WARMUP, SKIP = 1200, 500, 150, 20  # resets at calls 500 and 1000
 LR, BETAS, EPS, THETA = 1e-2, (0.9, 0.999), 1e-6, 5000.0  # the authors' defaults
