@@ -20,6 +20,10 @@ from lib.train.trainer import Trainer
 from tests.lib.stops import train_until
 from tests.stochastic import observe
 
+# How far bfloat16's rounding may move a singular value, or the distance, past
+# the band exact arithmetic guarantees (the spread is measured in the test below).
+ALLOWANCE = 0.07
+
 
 def quintic(x: torch.Tensor, steps: int = 5) -> torch.Tensor:
     """The scalar map Newton-Schulz applies to each normalised singular value."""
@@ -53,17 +57,21 @@ def test_newton_schulz_orthogonalises_like_the_svd(shape, seed):
     torch.testing.assert_close(
         newton_schulz(g, dtype=torch.float32).double(), exact_ns(g), atol=2e-4, rtol=0
     )
-    # bfloat16, as training runs it: singular values near the band, the result
-    # within the band's distance of U V^T. Spread over seeds 0-7 at one thread
-    # (AVX-512, AVX2 kernels) and 0-2 at 2 and 4 (scripts/stochastic_margins.py):
-    # smallest 0.654 (7 x 5) to 0.718, largest 1.025 to 1.144, distance 0.282
-    # to 0.329; the bounds sit 0.024 below and 0.026 above the extremes.
+    # bfloat16, as training runs it: in exact arithmetic every singular value lands in
+    # the quintic's band [0.6818, 1.1344] and the distance to U V^T is at most
+    # 1 - 0.6818 = 0.3182 (test_quintic_band...); bfloat16's rounding widens each by up to
+    # ALLOWANCE. Over every seed the flakiness gate draws (1000-10000, one thread, AVX2)
+    # the extremes were 0.649 and 1.173 with a distance of 0.351, all at 7 x 5, the
+    # shape where rounding weighs most; 64 x 16 and 16 x 64 stayed within 0.661, 1.158
+    # and 0.339, the three larger shapes (300 seeds each) within 0.669, 1.148 and 0.331.
+    # Each bound sits at least 0.031 beyond its extreme.
     out = newton_schulz(g).double()
     assert out.dtype == torch.float64 and out.shape == g.shape
     sv = torch.linalg.svdvals(out)
-    assert observe("bf16 smallest singular value", sv.min()) > 0.63, sv.min()
-    assert observe("bf16 largest singular value", sv.max()) < 1.17, sv.max()
-    assert observe("bf16 distance to U V^T", torch.linalg.matrix_norm(out - polar, ord=2)) < 0.35
+    assert observe("bf16 smallest singular value", sv.min()) > 0.6818 - ALLOWANCE, sv.min()
+    assert observe("bf16 largest singular value", sv.max()) < 1.1344 + ALLOWANCE, sv.max()
+    distance = torch.linalg.matrix_norm(out - polar, ord=2)
+    assert observe("bf16 distance to U V^T", distance) < 1 - 0.6818 + ALLOWANCE
 
 
 def test_update_scale_rules():
