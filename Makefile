@@ -399,7 +399,7 @@ format: | $(STAMP)
 .PHONY: test-slow
 test-slow: | $(STAMP)
 	$(PY) -m pytest -q -n "$${TEST_JOBS}" --dist worksteal -m "slow and not engine" \
-		$(call marked,slow)
+		--junitxml=.pytest_cache/junit-slow.xml $(call marked,slow)
 
 ## record the last `make test`'s slowest tests (docs/bench-data/tests/durations.json)
 ## and write them into docs/development.md
