@@ -301,7 +301,13 @@ def test_file_name_and_test_jobs_reach_python_as_typed_or_from_the_environment(s
     pytest_argv = ["-m", "pytest", "-q", "-n", f"{benign}?", "--dist", "worksteal"]
     assert [argv for _, argv in co.calls()] == [
         ["scripts/kconfig.py", "import-knlp", benign, f"{benign}!"],
-        [*pytest_argv, "-m", "slow and not engine", "tests"],
+        [
+            *pytest_argv,
+            "-m",
+            "slow and not engine",
+            "--junitxml=.pytest_cache/junit-slow.xml",
+            "tests",
+        ],
     ]
     # The recipes read these from the environment too: frozen there as well.
     marker = co.root.parent / "marker"
