@@ -41,7 +41,7 @@ cd "$work"
 # The copy's own sources run, not the tree an editable install points at.
 export PYTHONPATH="$work${PYTHONPATH:+:$PYTHONPATH}"
 "$PY" scripts/kconfig.py defconfig gpt2-tiny-shakespeare >/dev/null
-if ! "$PY" scripts/prepare.py "DEVICE=$DEVICE" >"$work/prepare.txt" 2>&1; then
+if ! "$PY" scripts/prepare.py "DEVICE=$DEVICE" ${BENCH_SET:+"SET=$BENCH_SET"} >"$work/prepare.txt" 2>&1; then
     tail -n 30 "$work/prepare.txt" >&2
     exit 1
 fi

@@ -69,14 +69,14 @@ def inference(device: str, work: Path) -> dict[str, Any]:
     g = S.for_device(device)
     project = scratch_project(work)
     _script(project, "scripts/kconfig.py", "defconfig", "gpt2-tiny-shakespeare")
-    _script(project, "scripts/prepare.py", f"DEVICE={device}")
+    _script(project, "scripts/prepare.py", f"DEVICE={device}", f"SET={g['tiny_run']}")
     _script(
         project,
         "scripts/train.py",
         f"DEVICE={device}",
         f"MAX_ITERS={g['tiny_iters']}",
         "TRACKER=none",
-        f"SET={S.TINY_RUN}",
+        f"SET={g['tiny_run']}",
     )
     _script(project, "scripts/bench.py", "inference", f"DEVICE={device}")
     run_dir = (project / "results" / "latest").resolve()
@@ -95,7 +95,7 @@ def packing(device: str, work: Path) -> dict[str, Any]:
         "BENCH_ITERS": str(g["matrix_iters"]),
         "BENCH_MODES": "1 auto",
         "BENCH_OUT": str(out),
-        "BENCH_SET": S.TINY_RUN,
+        "BENCH_SET": g["tiny_run"],
     }
     done = subprocess.run(
         ["bash", str(S.ROOT / "scripts" / "bench_packing.sh")],
