@@ -2,8 +2,8 @@
 
 The stages compile into cache_root() (TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR,
 and Triton's autotuning results with TRITON_CACHE_AUTOTUNING=1). At the end
-`pack` writes them to one OUT/compile-cache.tar.gz (a device call returns at
-most 8 files of 16 MiB each); carried back in the tree as
+`pack` writes them to one OUT/compile-cache.tar.gz (small enough to copy back
+from a time-limited node with the record); put back in the tree as
 .gpu-cache/compile-cache.tar.gz, `restore` unpacks it at the start of the next
 check. The caches unpack to the same absolute folder they were written in:
 the caches' own indexes may name absolute paths.
@@ -16,9 +16,9 @@ import tarfile
 from pathlib import Path
 
 ARCHIVE = "compile-cache.tar.gz"
-CARRIED = Path(".gpu-cache") / ARCHIVE  # in the tree: the device tool's `carry`
+CARRIED = Path(".gpu-cache") / ARCHIVE  # in the tree, copied to the next node with it
 DEFAULT_ROOT = Path("/tmp/kconfig-llm-gpu-check-cache")
-MAX_BYTES = 15 * 2**20  # under the 16 MiB a device call returns per file
+MAX_BYTES = 15 * 2**20  # under 16 MiB: a file a node's job may copy back without fuss
 
 
 def cache_root() -> Path:

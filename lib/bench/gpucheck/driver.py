@@ -2,7 +2,7 @@
 carried from the last window (cache.py), then the stages in the converging
 order (plan.py), each in its own process group under its time cap, into
 OUT/: gpu_check.json, gpu_check.log, at most MAX_PNGS plots and
-compile-cache.tar.gz (at most 8 files: what a device call returns).
+compile-cache.tar.gz (at most 8 files, few enough to copy back at once).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Each stage has its own time cap (seconds; the CPU ones cover the tiny shapes
 on 2 busy shared cores). The scheduler never starts a stage whose cap would
 overrun what is left of the budget: it is recorded skipped, and a later,
 shorter stage may still run. A `flexible` stage instead takes what is left,
-if at least its minimum. DEFAULT_BUDGET_S is what a 10-minute device call
+if at least its minimum. DEFAULT_BUDGET_S is what a 10-minute allocation
 holds after the node's set-up (wheels, imports, packing the compile caches).
 """
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 REQUIREMENTS = ("requirements-gpu.txt", "requirements.txt", "requirements-lock.txt")
 WHEEL_DIR = ROOT / ".whl"
-MAX_BYTES = 64 * 2**20  # what a device session may carry along with the tree
+MAX_BYTES = 64 * 2**20  # a tree copied to a node with its wheels stays small
 
 # Distribution -> the top-level modules the project imports from it (empty:
 # only a dependency of another carried distribution).
