@@ -24,6 +24,7 @@ from torch import Tensor
 from gpt2 import pretrained
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
+from lib.model.meta import shapes_only
 from lib.run.checkpoint import CheckpointError
 
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
@@ -184,7 +185,7 @@ def load_weights(model: GPT2, config: pretrained.PretrainedGPT2Config) -> None:
         )
     folder = pretrained.resolve(config.init_path)
     tensors, weights = read_weights(folder)
-    with torch.device("meta"):  # the checkpoint's own shape, to check every tensor against
+    with shapes_only():  # the checkpoint's own shape, to check every tensor against
         reference = GPT2(gpt2_config(hf))
     state = from_hf_state_dict(tensors, reference, str(folder / weights))
     state["transformer.wpe.weight"] = state["transformer.wpe.weight"][: config.block_size]
@@ -234,7 +235,7 @@ def to_hf_state_dict(model: GPT2) -> dict[str, Tensor]:
         )
     state = model.state_dict()
     out: dict[str, Tensor] = {}
-    with torch.device("meta"):  # shapes only: nothing is allocated
+    with shapes_only():  # nothing is allocated
         reference = GPT2(GPT2Config(**{**asdict(cfg), "bias": True})).state_dict()
     for name, ref in reference.items():
         if name == "lm_head.weight":

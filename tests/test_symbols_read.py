@@ -217,25 +217,6 @@ def _dead_symbols(kconf: kconfiglib.Kconfig, known: dict | None = None) -> list[
     return dead
 
 
-def _skipped_on_meta(initialise):
-    def initialise_unless_meta(tensor, *args, **kwargs):
-        return tensor if tensor.is_meta else initialise(tensor, *args, **kwargs)
-
-    return initialise_unless_meta
-
-
-@pytest.fixture(autouse=True)
-def _no_initialisers_on_meta(monkeypatch):
-    """resolved_settings builds every model on the meta device, where an initialiser
-    fills nothing and no resolved setting reads a weight's value; skipping them there
-    cuts this file's time by some 40 % (each configuration builds its model some 60
-    times; 12-layer ones gain most)."""
-    for name in dir(torch.nn.init):
-        if name.endswith("_") and not name.startswith("_"):
-            initialise = getattr(torch.nn.init, name)
-            monkeypatch.setattr(torch.nn.init, name, _skipped_on_meta(initialise))
-
-
 @pytest.fixture(autouse=True)
 def _compile_recorded(monkeypatch) -> list[tuple[object, str | None]]:
     """resolved_settings reports whether the forward is compiled

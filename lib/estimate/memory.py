@@ -135,12 +135,13 @@ def model_counts(run: RunConfig, vocab_size: int) -> tuple[Any, ModelCounts]:
     import torch
 
     from lib.model import registry
+    from lib.model.meta import shapes_only
 
     family = registry.family(run.MODEL)
     cfg = family.from_run_config(run, vocab_size)
     key = f"{run.MODEL}:{cfg!r}"
     if key not in _COUNTS:
-        with torch.device("meta"):
+        with shapes_only():
             model = family.build(cfg)
         params = list(model.parameters())
         linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))

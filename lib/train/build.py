@@ -17,6 +17,7 @@ import torch
 
 from lib.distributed.runtime import SINGLE, DistEnv
 from lib.model import registry
+from lib.model.meta import shapes_only
 from lib.optim import build_optimizer, optimizer_impl, optimizer_log_fields
 from lib.optim import custom as custom_optimizer
 from lib.prune import custom as custom_pruning
@@ -127,7 +128,7 @@ def build_training(
     config = family.from_run_config(run, vocab_size)
     torch.manual_seed(run.TRAIN_SEED)  # identical weights on every rank and in every tool
     if device.type == "meta":  # built there: no memory, no time
-        with torch.device("meta"):
+        with shapes_only():
             model = family.build(config)
     else:
         model = family.build(config).to(device)

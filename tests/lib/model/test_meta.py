@@ -1,0 +1,59 @@
+"""shapes_only(): a model on the meta device with the shapes of the real one, built
+without running an initialiser on a meta tensor, while a real tensor's still runs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+from gpt2.config import GPT2Config
+from gpt2.model import GPT2
+from hamt.config import HAMTConfig
+from hamt.model import HAMT
+from lib.model.meta import shapes_only
+
+BUILDS = {
+    "gpt2": lambda: GPT2(GPT2Config(vocab_size=80, block_size=32, n_layer=2, n_head=2, n_embd=32)),
+    "hamt": lambda: HAMT(HAMTConfig(vocab_size=80, block_size=32, n_layer=2, n_embd=32)),
+}
+
+
+class Fills(TorchFunctionMode):
+    """Records every random fill that reaches it, with its tensor's device."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        if func in (torch.Tensor.normal_, torch.Tensor.uniform_, torch.nn.init.normal_):
+            tensor = args[0] if args else kwargs.get("tensor")
+            self.seen.append(f"{func.__name__} on {tensor.device.type}")
+        return func(*args, **kwargs)
+
+
+@pytest.mark.parametrize("family", list(BUILDS))
+def test_the_shapes_are_the_real_models_and_no_fill_runs_on_meta(family):
+    real = {name: p.shape for name, p in BUILDS[family]().named_parameters()}
+    # beneath torch.device("meta") alone the fills run (the recorder sees them) ...
+    with Fills() as plain, torch.device("meta"):
+        BUILDS[family]()
+    assert "normal_ on meta" in plain.seen, plain.seen
+    # ... beneath shapes_only none reaches it
+    with Fills() as recorded, shapes_only():
+        model = BUILDS[family]()
+    assert recorded.seen == []
+    assert {name: p.shape for name, p in model.named_parameters()} == real
+    assert all(p.is_meta for p in model.parameters())
+
+
+def test_a_real_tensors_initialiser_still_runs_inside():
+    weight = torch.zeros(64, 8, device="cpu")
+    with shapes_only():
+        torch.nn.init.normal_(weight, std=0.02)
+        torch.nn.init.uniform_(bias := torch.zeros(8, device="cpu"))
+        created = torch.empty(3)
+    assert weight.std().item() > 0.01 and bias.abs().sum().item() > 0
+    assert created.is_meta  # tensors made inside are on meta, as under torch.device("meta")
