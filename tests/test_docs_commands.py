@@ -20,7 +20,7 @@ import pytest
 from lib.config.kconfig import ConfigError
 from lib.config.lengths import TIED
 from lib.config.run_config import load_run_config, load_valid, write_outputs
-from tests.scripts.conftest import make
+from tests.scripts.conftest import SHORT_EVAL, make, with_set
 from tests.test_docs import FENCE, PAGES, ROOT, make_commands, page_id
 
 DEFAULT = "gpt2-tiny-shakespeare"
@@ -125,10 +125,9 @@ RUNNABLE = ("", "all", "train", "tune", "test-matrix", "test-matrix-dry-run", "e
 AFTER = ("results", "report", "sample", "export")
 
 
-# What the slow test adds to a command that trains: 2 validation batches an evaluation,
-# not 20. A run cut to 10 steps evaluates after each one (its interval scales to 1), and
-# 20 batches each would cost twenty times its training.
-SHORT_EVAL = "TRAIN_EVAL_ITERS=2"
+# The targets whose commands train: the slow test gives them SHORT_EVAL. A run cut to 10
+# steps evaluates after each one (its interval scales to 1), and 20 batches each would
+# cost twenty times its training.
 TRAINS = ("", "all", "train", "tune", "test-matrix")
 
 
@@ -138,13 +137,7 @@ def _cut_short(words: list[str], target: str) -> list[str]:
     out = [w for w in words if not (w.startswith("MAX_ITERS=") and int(w[10:]) > 10)]
     if not any(w.startswith(("MAX_ITERS=", "SCALE_ITERS=")) for w in out):
         out.append("SCALE_ITERS=10")
-    if target in TRAINS:
-        sets = [i for i, w in enumerate(out) if w.startswith("SET=")]
-        if sets:
-            out[sets[-1]] += f" {SHORT_EVAL}"
-        else:
-            out.append(f"SET={SHORT_EVAL}")
-    return out
+    return with_set(out, SHORT_EVAL) if target in TRAINS else out
 
 
 def runnable() -> list[list[str]]:

@@ -20,7 +20,7 @@ from lib.matrix.grid import expand
 from lib.model import registry as families
 from lib.optim import build_optimizer, state_bytes
 from lib.prune.build import build_pruner
-from tests.scripts.conftest import make, project  # noqa: F401 (fixture)
+from tests.scripts.conftest import SHORT_EVAL, make, project, with_set  # noqa: F401 (fixture)
 from tests.test_docs import FENCE, ROOT, make_commands
 
 PAGE = ROOT / "docs" / "bring-your-own-method.md"
@@ -130,7 +130,7 @@ def test_the_pages_commands_run_with_make_and_record_the_files(project):  # noqa
     for words in shown("my_lion"):
         target = next((w for w in words if "=" not in w), "")
         extra = {"": ["SCALE_ITERS=20", "YES=1"], "tune": ["TUNE_TRIALS=2"]}.get(target, [])
-        done = make(project, *words, *extra)
+        done = make(project, *(with_set(words, SHORT_EVAL) if target == "" else words), *extra)
         assert done.returncode == 0, (
             f"make {' '.join(words)}\n{done.stdout[-1500:]}{done.stderr[-1500:]}"
         )
@@ -149,8 +149,9 @@ def test_the_pages_commands_run_with_make_and_record_the_files(project):  # noqa
     assert done.returncode == 0 and "| custom | none |" in done.stdout, done.stdout[-1500:]
 
     for words in shown("my_score"):
-        extra = ["SCALE_ITERS=20", "YES=1"] if "test-matrix-dry-run" not in words else []
-        done = make(project, *words, *extra)
+        trains = "test-matrix-dry-run" not in words
+        extra = ["SCALE_ITERS=20", "YES=1"] if trains else []
+        done = make(project, *(with_set(words, SHORT_EVAL) if trains else words), *extra)
         assert done.returncode == 0, f"{done.stdout[-1500:]}{done.stderr[-1500:]}"
     metrics = json.loads(((project / "results" / "latest").resolve() / "metrics.json").read_text())
     assert metrics["status"] == "completed", metrics.get("error")

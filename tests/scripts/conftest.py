@@ -30,6 +30,24 @@ SOURCES = [
 ]
 
 
+# Two validation batches an evaluation for a test's short training run through make: a
+# run cut to a few dozen steps keeps its configuration's evaluations (SCALE_ITERS scales
+# the interval with the run), 20 batches each, which would cost more than its training.
+SHORT_EVAL = "TRAIN_EVAL_ITERS=2"
+
+
+def with_set(words: list[str] | tuple[str, ...], *symbols: str) -> list[str]:
+    """`words` with `symbols` added to their SET= (make keeps only the last one), or in
+    a SET= of their own."""
+    out = list(words)
+    sets = [i for i, w in enumerate(out) if w.startswith("SET=")]
+    if sets:
+        out[sets[-1]] = " ".join([out[sets[-1]], *symbols])
+    else:
+        out.append("SET=" + " ".join(symbols))
+    return out
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch, compiled_sources) -> Path:
     """The project's sources copied to tmp_path, sharing the real .venv.

@@ -354,7 +354,7 @@ def test_a_new_optimizer_and_pruning_method_are_each_a_module_a_record_and_two_k
     import json
 
     from tests.gpt2.test_gpt2_variant_registry import digests, ok
-    from tests.scripts.conftest import make
+    from tests.scripts.conftest import SHORT_EVAL, make
 
     before = digests(project)
     add_optimizer(project)
@@ -362,7 +362,7 @@ def test_a_new_optimizer_and_pruning_method_are_each_a_module_a_record_and_two_k
     ok(make(project, "schema"))
     ok(make(project, "defconfig-gpt2-shakespeare-char"))
     sign = "SET=OPTIMIZER_SIGNSGD=y"
-    ok(make(project, sign, "LR=1e-3", "SCALE_ITERS=30", "YES=1"))
+    ok(make(project, f"{sign} {SHORT_EVAL}", "LR=1e-3", "SCALE_ITERS=30", "YES=1"))
     run_dir = (project / "results" / "latest").resolve()
     assert "_signsgd_" in f"_{run_dir.name}_", run_dir.name
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -389,7 +389,7 @@ def test_a_new_optimizer_and_pruning_method_are_each_a_module_a_record_and_two_k
 
     # the pruning method, with AdamW: its score prunes to the target on the shared ramp
     taylor = "SET=PRUNING_MODE_SINGLE=y PRUNING_METHOD_TAYLOR=y PRUNING_TARGET_SPARSITY=0.5"
-    ok(make(project, taylor, "LR=1e-3", "SCALE_ITERS=30", "YES=1"))
+    ok(make(project, f"{taylor} {SHORT_EVAL}", "LR=1e-3", "SCALE_ITERS=30", "YES=1"))
     metrics = json.loads(((project / "results" / "latest").resolve() / "metrics.json").read_text())
     assert metrics["status"] == "completed" and metrics["pruning_method"] == "taylor"
     assert abs(metrics["sparsity"] - 0.5) < 1e-3, metrics["sparsity"]
