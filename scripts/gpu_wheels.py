@@ -66,7 +66,7 @@ def main(argv: list[str]) -> None:
     if total > MAX_BYTES:
         raise RuntimeError(
             f"{args.dest} holds {total / 2**20:.1f} MiB, over the "
-            f"{MAX_BYTES // 2**20} MiB a device session carries: trim CARRIED "
+            f"{MAX_BYTES // 2**20} MiB kept for a tree copied to a GPU node: trim CARRIED "
             f"in lib/bench/gpucheck/wheels.py"
         )
 
