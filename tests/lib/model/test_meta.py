@@ -3,6 +3,8 @@ without running an initialiser on a meta tensor, while a real tensor's still run
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 from torch.overrides import TorchFunctionMode
@@ -34,8 +36,24 @@ class Fills(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+@pytest.fixture
+def own_mode_stack():
+    """The builds below see only this test's modes. A mode left on the stack by an
+    earlier test is named; objects of earlier tests are collected first and none
+    mid-build, where a finalizer that leaves a mode would change the stack under it.
+    (Once, in CI's random order, the HAMT build below ended with parameters off the
+    meta device; two full replays of that order did not repeat it.)"""
+    assert torch._C._len_torch_function_stack() == 0, "an earlier test left a torch mode on"
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("family", list(BUILDS))
-def test_the_shapes_are_the_real_models_and_no_fill_runs_on_meta(family):
+def test_the_shapes_are_the_real_models_and_no_fill_runs_on_meta(family, own_mode_stack):
     real = {name: p.shape for name, p in BUILDS[family]().named_parameters()}
     # beneath torch.device("meta") alone the fills run (the recorder sees them) ...
     with Fills() as plain, torch.device("meta"):
@@ -46,7 +64,8 @@ def test_the_shapes_are_the_real_models_and_no_fill_runs_on_meta(family):
         model = BUILDS[family]()
     assert recorded.seen == []
     assert {name: p.shape for name, p in model.named_parameters()} == real
-    assert all(p.is_meta for p in model.parameters())
+    off_meta = [name for name, p in model.named_parameters() if not p.is_meta]
+    assert off_meta == [], f"{off_meta} were built off the meta device"
 
 
 def test_a_real_tensors_initialiser_still_runs_inside():
