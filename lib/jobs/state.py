@@ -23,6 +23,8 @@ from typing import Any
 
 from lib.atomic import write_json_atomic
 from lib.run import owner
+from lib.run.record_model import MatrixFields, check_matrix_run, problems_of
+from lib.run.rundir import is_name
 
 STATES = ("pending", "running", "completed", "failed", "diverged")
 FILE = "matrix.json"
@@ -34,6 +36,19 @@ class MatrixError(Exception):
 
 def is_matrix(path: Path) -> bool:
     return (Path(path) / FILE).is_file()
+
+
+def _problems(path: Path, data: dict[str, Any]) -> list[str]:
+    # a folder of the matrix, or one below it (an older engine listed tuning trials as
+    # tune/<configuration>/trial-N): never absolute, never through ".."
+    problems = [
+        f"run {run_id!r} is not a folder inside the matrix"
+        for run_id in data["runs"]
+        if not all(is_name(part) for part in run_id.split("/"))
+    ]
+    for run_id, entry in data["runs"].items():
+        problems += check_matrix_run(path, run_id, entry)
+    return problems + problems_of(MatrixFields, path, data)
 
 
 class MatrixState:
@@ -69,7 +84,12 @@ class MatrixState:
         return state
 
     @classmethod
-    def load(cls, root: Path) -> MatrixState:
+    def load(cls, root: Path, entries: bool = True) -> MatrixState:
+        """matrix.json, refused when a run's state is unknown and, with `entries`, when
+        any field the matrix's runs are trained from is wrong (lib/run/record_model.py:
+        MatrixRun, MatrixFields) or a run id is no folder inside the matrix (an edited
+        file must not point a run at a folder elsewhere). The results pass
+        entries=False: they show such a run as invalid and the others as they are."""
         path = Path(root) / FILE
         try:
             data = json.loads(path.read_text())
@@ -81,6 +101,12 @@ class MatrixState:
             ) from None
         if bad:
             raise MatrixError(f"{path}: runs with an unknown state: {', '.join(bad)}")
+        if entries and (problems := _problems(path, data)):
+            raise MatrixError(
+                f"{path} cannot be resumed as it is: {'; '.join(problems)}. Nothing was "
+                f"changed; put back the file the matrix wrote (each run's own settings "
+                f"are also in its folder's config.txt)"
+            )
         return cls(root, data)
 
     @property

@@ -214,7 +214,7 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
     root = Path(root)
     if (root / MATRIX_FILE).exists():
         try:
-            state = MatrixState.load(root)
+            state = MatrixState.load(root, entries=False)  # checked run by run below
         except MatrixError as err:
             raise FileNotFoundError(str(err)) from None
         check_matrix(root / MATRIX_FILE, state.data)  # raises RecordError (a ValueError)

@@ -411,8 +411,8 @@ def _override(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
 
 
 class MatrixRun(Record):
-    """One run's entry of matrix.json as the results read it (its state is checked
-    by lib/jobs/state.py's MatrixState.load)."""
+    """One run's entry of matrix.json (its state is checked by lib/jobs/state.py's
+    MatrixState.load, which resumes no matrix with an entry wrong here)."""
 
     overrides: Annotated[
         list[Annotated[str, _must("a 'SYMBOL=value' string"), WrapValidator(_override)]],
@@ -420,6 +420,7 @@ class MatrixRun(Record):
     ] = Field(default_factory=list)
     error: OptText = None
     tuned: OptTuned = None
+    attempts: Count = 0
 
 
 class Sweep(Record):
