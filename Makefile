@@ -387,7 +387,7 @@ test: | $(STAMP)
 ## of CPU kernels (CI runs it after `make test`) [TEST_SEED=]
 .PHONY: test-flaky
 test-flaky: | $(STAMP)
-	$(Q)PY=$(PY) bash scripts/flaky_gate.sh
+	$(Q)PY=$(PY) bash scripts/flaky_gate.sh $(call marked,stochastic)
 
 ## reformat the tree and apply ruff's safe fixes (what `make test` checks)
 .PHONY: format
