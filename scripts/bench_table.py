@@ -1,14 +1,18 @@
-"""A folder of `make bench` records as a table in docs/benchmarks.md.
+"""Folders of `make bench` records as tables in docs/benchmarks.md.
 
-    .venv/bin/python scripts/bench_table.py [FOLDER] [--check]
+    .venv/bin/python scripts/bench_table.py [FOLDER ...] [--check]
 
-Reads every step_*.json `make bench` wrote into FOLDER (default
-docs/bench-data/cpu-avx2) and rewrites the table between that folder's markers in
-docs/benchmarks.md: per record, the linear-layer kernel our side ran, the step
-comparison (ours and the plain loop, ms/iter, and ours' speed as a multiple of the
-plain loop's, per round too) and the whole-loop comparison (the trainer's time per
-step as a multiple of the plain loop's). --check writes nothing and exits 1 when the
-table differs. tests/test_bench_table.py checks the page holds what the records say.
+Reads every *step_*.json `make bench` wrote into each FOLDER (default: both folders
+with a table, docs/bench-data/cpu-avx2 and docs/bench-data/cpu) and rewrites the
+table between that folder's markers in docs/benchmarks.md: per record, the settings
+that differ between the folder's records (those all share are said once above the
+table), the linear-layer kernel our side ran, the step comparison (ours and the plain
+loop, ms/iter, and ours' speed as a multiple of the plain loop's, per round too), the
+peak memory, where ours' step time went (the profile `make bench` prints) and the
+whole-loop comparison (the trainer's time per step as a multiple of the plain loop's).
+A figure a record does not hold (older records lack the whole loop and the kernel) is
+an em dash. --check writes nothing and exits 1 when a table differs.
+tests/test_bench_table.py checks the page holds what the records say.
 """
 
 from __future__ import annotations
@@ -16,14 +20,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from lib.cli import run_script
 from lib.doc_blocks import BlockError, body_of, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "benchmarks.md"
-DEFAULT = ROOT / "docs" / "bench-data" / "cpu-avx2"
+FOLDERS = (ROOT / "docs" / "bench-data" / "cpu-avx2", ROOT / "docs" / "bench-data" / "cpu")
+# `make bench` writes step_<time>.json; a record renamed for its defconfig keeps that tail
+# (bpe8k_step_..., hamt_step_...).
+PATTERN = "*step_*.json"
+DASH = "—"
+MEASURES = {"peak_rss": "process peak RSS", "cuda_max_allocated": "CUDA max allocated"}
 
 
 def markers(folder: Path) -> tuple[str, str]:
@@ -34,39 +45,123 @@ def markers(folder: Path) -> tuple[str, str]:
     )
 
 
-def _rounds(values: list[float]) -> str:
-    return " / ".join(f"{v:.3f}" for v in values)
+def records(folder: Path) -> list[Path]:
+    # By the time in the name, not the whole name: a prefix would otherwise reorder them.
+    return sorted(folder.glob(PATTERN), key=lambda p: (p.name.split("step_", 1)[1], p.name))
 
 
-def row(name: str, r: dict) -> str:
-    loop = r["loop"]
-    return (
-        f"| `{name}` | {r['ours']['speed']['cpu_linear']} | {r['ours']['ms_per_iter']:.1f} | "
-        f"{r['plain']['ms_per_iter']:.1f} | {r['speed_vs_plain']:.3f}x | "
-        f"{_rounds(r['speed_vs_plain_rounds'])} | {loop['ours']['ms_per_iter']:.1f} | "
-        f"{loop['plain']['ms_per_iter']:.1f} | {loop['ours_vs_plain_time']:.3f}x | "
-        f"{_rounds(loop['ours_vs_plain_time_rounds'])} |"
-    )
+def _get(r: dict, path: str) -> Any:
+    """r's value at a dotted path, None where any part is missing."""
+    for key in path.split("."):
+        if not isinstance(r, dict) or key not in r:
+            return None
+        r = r[key]
+    return r
+
+
+def _num(value: Any, spec: str, suffix: str = "") -> str:
+    return DASH if value is None else f"{value:{spec}}{suffix}"
+
+
+def _rounds(values: list[float] | None) -> str:
+    return DASH if not values else " / ".join(f"{v:.3f}" for v in values)
+
+
+def _when(*paths: str) -> Callable[[Callable[..., str]], Callable[[dict], str | None]]:
+    """A setting's phrase from the values at paths; None when the record lacks one."""
+
+    def wrap(phrase: Callable[..., str]) -> Callable[[dict], str | None]:
+        def of(r: dict) -> str | None:
+            values = [_get(r, p) for p in paths]
+            return None if any(v is None for v in values) else phrase(*values)
+
+        return of
+
+    return wrap
+
+
+# What a record ran with, each as a phrase; those all of a folder's records share go in
+# the sentence above its table, the others in each row's settings cell.
+SETTINGS: list[Callable[[dict], str | None]] = [
+    _when("model_config.n_layer", "model_config.n_embd")(lambda n, c: f"{n} layers x {c}"),
+    _when("model_config.attention")(lambda a: f"{a} attention"),
+    _when("model_config.num_slots")(lambda s: f"{s} memory slots"),
+    _when("model_config.vocab_size")(lambda v: f"vocabulary {v}"),
+    _when("params")(lambda p: f"{p:,} parameters"),
+    _when("batch_size", "model_config.block_size", "gradient_accumulation")(
+        lambda b, t, g: f"batch {b} x {t}" + (f" x {g} accumulated" if g != 1 else "")
+    ),
+    _when("steps_per_round", "rounds")(lambda s, n: f"{s} steps x {n} rounds"),
+    _when("threads")(lambda t: f"{t} threads"),
+    _when("dtype")(str),
+    _when("compiled")(lambda c: "compiled" if c else "eager"),
+    _when("peak_memory_measure")(lambda m: f"peak memory as {MEASURES.get(m, m)}"),
+]
+
+
+def _profile(r: dict) -> str:
+    shares = _get(r, "breakdown.shares")
+    if not shares:
+        return DASH
+    named = ("forward", "backward", "optimizer")
+    rest = sum(v for k, v in shares.items() if k not in named)
+    return " / ".join(f"{100 * v:.1f}" for v in [*(shares.get(k, 0.0) for k in named), rest])
+
+
+def row(name: str, r: dict, differing: list[Callable[[dict], str | None]]) -> str:
+    cells = [f"`{name}`"]
+    if differing:
+        cells.append(", ".join(p for p in (s(r) for s in differing) if p) or DASH)
+    cells += [
+        _get(r, "ours.speed.cpu_linear") or DASH,
+        _num(_get(r, "ours.ms_per_iter"), ".1f"),
+        _num(_get(r, "plain.ms_per_iter"), ".1f"),
+        _num(_get(r, "speed_vs_plain"), ".3f", "x"),
+        _rounds(_get(r, "speed_vs_plain_rounds")),
+        _num(_get(r, "peak_memory_mb"), ",.0f"),
+        _profile(r),
+        _num(_get(r, "loop.ours.ms_per_iter"), ".1f"),
+        _num(_get(r, "loop.plain.ms_per_iter"), ".1f"),
+        _num(_get(r, "loop.ours_vs_plain_time"), ".3f", "x"),
+        _rounds(_get(r, "loop.ours_vs_plain_time_rounds")),
+    ]
+    return "| " + " | ".join(cells) + " |"
 
 
 def render(folder: Path) -> str:
     begin, end = markers(folder)
-    records = sorted(folder.glob("step_*.json"))
-    first = json.loads(records[0].read_text())
+    paths = records(folder)
+    loaded = [json.loads(p.read_text()) for p in paths]
+    shared = [s for s in SETTINGS if len({s(r) for r in loaded}) == 1]
+    differing = [s for s in SETTINGS if s not in shared]
+    common = [p for p in (s(loaded[0]) for s in shared) if p]
+    head = ["record"] + (["settings"] if differing else [])
+    head += [
+        "our linear layers",
+        "step: ours ms/iter",
+        "plain ms/iter",
+        "ours' speed vs plain",
+        "per round",
+        "peak MiB",
+        "ours' profile, %: forward / backward / optimizer / rest",
+        "whole loop: ours ms/iter",
+        "plain ms/iter",
+        "ours' time vs plain",
+        "per round",
+    ]
+    align = ["---"] + (["---"] if differing else []) + ["---"]
+    align += ["---:", "---:", "---:", "---", "---:", "---", "---:", "---:", "---:", "---"]
     lines = [
         begin,
         "",
-        f"{len(records)} records in `{folder.relative_to(ROOT)}/`, in the order they were "
-        f"taken; {first['steps_per_round']} steps x {first['rounds']} alternating rounds "
-        f"each, {first['threads']} threads, {first['dtype']}, "
-        f"{'compiled' if first['compiled'] else 'eager'}.",
+        f"{len(paths)} records in `{folder.relative_to(ROOT)}/`, in the order they were "
+        f"taken, each timing the two loops in alternating rounds; all with {', '.join(common) or 'nothing in common'}. The profile is "
+        "`make bench`'s breakdown of ours' step (its rest: data, pruning, host overhead).",
         "",
-        "| record | our linear layers | step: ours ms/iter | plain ms/iter | ours' speed "
-        "vs plain | per round | whole loop: ours ms/iter | plain ms/iter | ours' time vs "
-        "plain | per round |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---|",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(align) + "|",
     ]
-    lines += [row(p.name, json.loads(p.read_text())) for p in records]
+    lines += [row(p.name, r, differing) for p, r in zip(paths, loaded)]
     lines += ["", end]
     return "\n".join(lines)
 
@@ -80,25 +175,26 @@ def rewrite_page(folder: Path, page: Path = PAGE, check: bool = False) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("folder", nargs="*", type=Path, default=list(FOLDERS))
     parser.add_argument(
-        "--check", action="store_true", help="write nothing; exit 1 when the table differs"
+        "--check", action="store_true", help="write nothing; exit 1 when a table differs"
     )
     args = parser.parse_args(argv)
-    folder = args.folder.resolve()
-    if not any(folder.glob("step_*.json")):
-        print(f"error: {folder} holds no step_*.json from `make bench`.", file=sys.stderr)
-        return 1
-    begin, _ = markers(folder)
-    if begin not in PAGE.read_text():  # before rendering, which reads the folder's records
-        print(f"error: {PAGE} has no '{begin}' marker for this folder.", file=sys.stderr)
-        return 1
-    diff = rewrite_page(folder, check=args.check)
-    if diff and args.check:
-        print(f"{PAGE}: differs from {folder} (run `{Path(__file__).name}` without --check)")
-        print(diff, end="")
-        return 1
-    return 0
+    stale = False
+    for folder in (f.resolve() for f in args.folder):
+        if not records(folder):
+            print(f"error: {folder} holds no {PATTERN} from `make bench`.", file=sys.stderr)
+            return 1
+        begin, _ = markers(folder)
+        if begin not in PAGE.read_text():  # before rendering, which reads the folder's records
+            print(f"error: {PAGE} has no '{begin}' marker for this folder.", file=sys.stderr)
+            return 1
+        diff = rewrite_page(folder, check=args.check)
+        if diff and args.check:
+            print(f"{PAGE}: differs from {folder} (run `{Path(__file__).name}` without --check)")
+            print(diff, end="")
+            stale = True
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import json
 
+import pytest
+
 from tests.conftest import ROOT
 
 spec = importlib.util.spec_from_file_location("bench_table", ROOT / "scripts" / "bench_table.py")
@@ -13,9 +15,14 @@ bench_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_table)
 
 
-def test_the_page_holds_the_table_its_records_render():
-    folder = ROOT / "docs" / "bench-data" / "cpu-avx2"
+@pytest.mark.parametrize("name", ["cpu-avx2", "cpu"])
+def test_the_page_holds_the_table_its_records_render(name):
+    folder = ROOT / "docs" / "bench-data" / name
     assert bench_table.render(folder) in (ROOT / "docs" / "benchmarks.md").read_text()
+
+
+def test_check_without_a_folder_covers_every_table():
+    assert bench_table.main(["--check"]) == 0
 
 
 def test_a_row_reads_each_figure_from_its_record(tmp_path, monkeypatch):
@@ -36,3 +43,47 @@ def test_a_row_reads_each_figure_from_its_record(tmp_path, monkeypatch):
     assert text.startswith("before\n") and text.endswith("\nafter\n") and "stale" not in text
     assert "| 12.3 | 56.8 | 4.600x | 4.500 / 4.700 |" in text
     assert "| 0.500x | 0.250 |" in text
+
+
+def _old_record(**changes: object) -> dict:
+    """A record as `make bench` wrote it before the whole-loop comparison and the
+    linear-layer kernel were recorded."""
+    record = {
+        "model_config": {"vocab_size": 80, "block_size": 64, "n_layer": 4, "n_embd": 128},
+        "params": 806016,
+        "dtype": "fp32",
+        "compiled": False,
+        "batch_size": 12,
+        "gradient_accumulation": 1,
+        "steps_per_round": 30,
+        "rounds": 3,
+        "threads": 2,
+        "ours": {"ms_per_iter": 30.0, "speed": {"loss_impl": "plain"}},
+        "plain": {"ms_per_iter": 31.5},
+        "peak_memory_mb": 378.7,
+        "peak_memory_measure": "peak_rss",
+        "speed_vs_plain": 1.05,
+        "speed_vs_plain_rounds": [1.04, 1.06],
+    }
+    record.update(changes)
+    return record
+
+
+def test_an_old_record_shows_what_it_lacks_as_dashes(tmp_path, monkeypatch):
+    folder = tmp_path / "old"
+    folder.mkdir()
+    (folder / "step_20260101-000000.json").write_text(json.dumps(_old_record()))
+    # A renamed record sorts by its time, after the earlier one whatever its prefix.
+    (folder / "a_step_20260101-000001.json").write_text(json.dumps(_old_record(dtype="bf16")))
+    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
+    lines = bench_table.render(folder).splitlines()
+    # What both share is said once; what differs (the dtype) is each row's settings.
+    assert "all with 4 layers x 128, vocabulary 80, 806,016 parameters" in lines[2]
+    assert "bf16" not in lines[2] and lines[4].startswith("| record | settings |")
+    first, second = (line for line in lines if line.startswith("| `"))
+    assert second.startswith("| `a_step_20260101-000001.json` | bf16 | — | 30.0 |")
+    # No kernel, no profile and no whole loop recorded: dashes, never a figure.
+    assert first == (
+        "| `step_20260101-000000.json` | fp32 | — | 30.0 | 31.5 | 1.050x | 1.040 / 1.060 | 379 "
+        "| — | — | — | — | — |"
+    )
