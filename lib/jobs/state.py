@@ -38,14 +38,17 @@ def is_matrix(path: Path) -> bool:
     return (Path(path) / FILE).is_file()
 
 
+def run_id_problems(run_id: str) -> list[str]:
+    """A run id names a folder of the matrix, or one below it (an older engine listed
+    tuning trials as tune/<configuration>/trial-N): never absolute, never through "..",
+    so an edited matrix.json cannot point a run, or the results, at a folder elsewhere."""
+    if all(is_name(part) for part in run_id.split("/")):
+        return []
+    return [f"run {run_id!r} is not a folder inside the matrix"]
+
+
 def _problems(path: Path, data: dict[str, Any]) -> list[str]:
-    # a folder of the matrix, or one below it (an older engine listed tuning trials as
-    # tune/<configuration>/trial-N): never absolute, never through ".."
-    problems = [
-        f"run {run_id!r} is not a folder inside the matrix"
-        for run_id in data["runs"]
-        if not all(is_name(part) for part in run_id.split("/"))
-    ]
+    problems = [p for run_id in data["runs"] for p in run_id_problems(run_id)]
     for run_id, entry in data["runs"].items():
         problems += check_matrix_run(path, run_id, entry)
     return problems + problems_of(MatrixFields, path, data)

@@ -22,7 +22,7 @@ from typing import Any
 from lib.config.kconfig import ConfigError
 from lib.config.run_config import load_run_config, value_or
 from lib.jobs.state import FILE as MATRIX_FILE
-from lib.jobs.state import MatrixError, MatrixState
+from lib.jobs.state import MatrixError, MatrixState, run_id_problems
 from lib.model import registry
 from lib.run.eval_record import EVAL_FILE, lm_eval_scores, load_eval
 from lib.run.record_model import (
@@ -220,6 +220,12 @@ def collect(root: Path) -> tuple[list[RunRow], dict[str, Any]]:
         check_matrix(root / MATRIX_FILE, state.data)  # raises RecordError (a ValueError)
         rows = []
         for run_id, entry in state.runs.items():
+            if escapes := run_id_problems(run_id):
+                # read nothing there: the row names the id and why it is not a run
+                row = RunRow(run_id, root / MATRIX_FILE, entry["state"])
+                _invalid(row, [f"{shown(root / MATRIX_FILE)}: {escapes[0]}"])
+                rows.append(row)
+                continue
             if is_trial(root, root / run_id):
                 continue  # a tuning trial, not a run of the comparison
             row = read_run(root / run_id, entry["state"])

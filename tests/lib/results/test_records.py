@@ -195,6 +195,25 @@ def test_matrix_run_entry_and_matrix_fields(matrix, capsys, monkeypatch):
     assert (matrix / "summary.md").read_bytes() == before
 
 
+def test_a_run_id_leading_out_of_the_matrix_is_invalid_and_nothing_there_is_read(matrix):
+    """An edited matrix.json naming ../elsewhere: the row says so, and the completed run
+    that folder holds (outside the matrix) lends it no figures."""
+    make_run(matrix.parent, "elsewhere", 80.0)
+    path = matrix / "matrix.json"
+    data = json.loads(path.read_text())
+    data["runs"]["../elsewhere"] = data["runs"].pop("gpt2_adamw_magnitude_90")
+    path.write_text(json.dumps(data))
+    _, _, rows = summarize(matrix)
+    by = {r.run_id: r for r in rows}
+    outside = by["../elsewhere"]
+    assert outside.status == "invalid"
+    assert outside.problems[0] == f"{path}: run '../elsewhere' is not a folder inside the matrix"
+    assert (outside.best_ppl, outside.optimizer, outside.metrics) == (None, None, {})
+    assert by["gpt2_adamw_none"].status == "completed" and by["gpt2_adamw_none"].best_ppl
+    page = build_report(matrix)[0].read_text()
+    assert "run &#x27;../elsewhere&#x27; is not a folder inside the matrix" in page
+
+
 def _outputs(root: Path) -> dict[str, bytes]:
     return {
         p.name: p.read_bytes()
