@@ -67,36 +67,34 @@ def _rounds(values: list[float] | None) -> str:
     return DASH if not values else " / ".join(f"{v:.3f}" for v in values)
 
 
-def _when(*paths: str) -> Callable[[Callable[..., str]], Callable[[dict], str | None]]:
-    """A setting's phrase from the values at paths; None when the record lacks one."""
-
-    def wrap(phrase: Callable[..., str]) -> Callable[[dict], str | None]:
-        def of(r: dict) -> str | None:
-            values = [_get(r, p) for p in paths]
-            return None if any(v is None for v in values) else phrase(*values)
-
-        return of
-
-    return wrap
-
-
-# What a record ran with, each as a phrase; those all of a folder's records share go in
-# the sentence above its table, the others in each row's settings cell.
-SETTINGS: list[Callable[[dict], str | None]] = [
-    _when("model_config.n_layer", "model_config.n_embd")(lambda n, c: f"{n} layers x {c}"),
-    _when("model_config.attention")(lambda a: f"{a} attention"),
-    _when("model_config.num_slots")(lambda s: f"{s} memory slots"),
-    _when("model_config.vocab_size")(lambda v: f"vocabulary {v}"),
-    _when("params")(lambda p: f"{p:,} parameters"),
-    _when("batch_size", "model_config.block_size", "gradient_accumulation")(
-        lambda b, t, g: f"batch {b} x {t}" + (f" x {g} accumulated" if g != 1 else "")
+# What a record ran with: the values at these paths as one phrase. Those all of a
+# folder's records share go in the sentence above its table, the others in each row's
+# settings cell.
+SETTINGS: list[tuple[tuple[str, ...], Callable[..., str]]] = [
+    (("model_config.n_layer", "model_config.n_embd"), lambda n, c: f"{n} layers x {c}"),
+    (("model_config.attention",), lambda a: f"{a} attention"),
+    (("model_config.num_slots",), lambda s: f"{s} memory slots"),
+    (("model_config.vocab_size",), lambda v: f"vocabulary {v}"),
+    (("params",), lambda p: f"{p:,} parameters"),
+    (
+        ("batch_size", "model_config.block_size", "gradient_accumulation"),
+        lambda b, t, g: f"batch {b} x {t}" + (f" x {g} accumulated" if g != 1 else ""),
     ),
-    _when("steps_per_round", "rounds")(lambda s, n: f"{s} steps x {n} rounds"),
-    _when("threads")(lambda t: f"{t} threads"),
-    _when("dtype")(str),
-    _when("compiled")(lambda c: "compiled" if c else "eager"),
-    _when("peak_memory_measure")(lambda m: f"peak memory as {MEASURES.get(m, m)}"),
+    (("steps_per_round", "rounds"), lambda s, n: f"{s} steps x {n} rounds"),
+    (("threads",), lambda t: f"{t} threads"),
+    (("dtype",), str),
+    (("compiled",), lambda c: "compiled" if c else "eager"),
+    (("peak_memory_measure",), lambda m: f"peak memory as {MEASURES.get(m, m)}"),
 ]
+
+
+def phrases(r: dict) -> list[str | None]:
+    """Each setting's phrase for record r; None where the record lacks a value."""
+    out = []
+    for paths, phrase in SETTINGS:
+        values = [_get(r, p) for p in paths]
+        out.append(None if any(v is None for v in values) else phrase(*values))
+    return out
 
 
 def _profile(r: dict) -> str:
@@ -108,10 +106,12 @@ def _profile(r: dict) -> str:
     return " / ".join(f"{100 * v:.1f}" for v in [*(shares.get(k, 0.0) for k in named), rest])
 
 
-def row(name: str, r: dict, differing: list[Callable[[dict], str | None]]) -> str:
+def row(name: str, r: dict, differing: list[int]) -> str:
+    """differing: the indices in SETTINGS of the settings this row's cell names."""
     cells = [f"`{name}`"]
     if differing:
-        cells.append(", ".join(p for p in (s(r) for s in differing) if p) or DASH)
+        mine = phrases(r)
+        cells.append(", ".join(p for p in (mine[i] for i in differing) if p) or DASH)
     cells += [
         _get(r, "ours.speed.cpu_linear") or DASH,
         _num(_get(r, "ours.ms_per_iter"), ".1f"),
@@ -132,9 +132,9 @@ def render(folder: Path) -> str:
     begin, end = markers(folder)
     paths = records(folder)
     loaded = [json.loads(p.read_text()) for p in paths]
-    shared = [s for s in SETTINGS if len({s(r) for r in loaded}) == 1]
-    differing = [s for s in SETTINGS if s not in shared]
-    common = [p for p in (s(loaded[0]) for s in shared) if p]
+    each = [phrases(r) for r in loaded]
+    differing = [i for i in range(len(SETTINGS)) if len({p[i] for p in each}) > 1]
+    common = [p for i, p in enumerate(each[0]) if p and i not in differing]
     head = ["record"] + (["settings"] if differing else [])
     head += [
         "our linear layers",
