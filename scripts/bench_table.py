@@ -2,8 +2,8 @@
 
     .venv/bin/python scripts/bench_table.py [FOLDER ...] [--check]
 
-Reads every *step_*.json `make bench` wrote into each FOLDER (default: both folders
-with a table, docs/bench-data/cpu-avx2 and docs/bench-data/cpu) and rewrites the
+Reads every *step_*.json `make bench` wrote into each FOLDER (default: every folder
+of docs/bench-data with a table in the page: cpu-avx2, cpu-xeon, cpu) and rewrites the
 table between that folder's markers in docs/benchmarks.md: per record, the settings
 that differ between the folder's records (those all share are said once above the
 table), the linear-layer kernel our side ran, the step comparison (ours and the plain
@@ -29,7 +29,7 @@ from lib.doc_blocks import BlockError, body_of, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "benchmarks.md"
-FOLDERS = (ROOT / "docs" / "bench-data" / "cpu-avx2", ROOT / "docs" / "bench-data" / "cpu")
+FOLDERS = tuple(ROOT / "docs" / "bench-data" / name for name in ("cpu-avx2", "cpu-xeon", "cpu"))
 # `make bench` writes step_<time>.json; a record renamed for its defconfig keeps that tail
 # (bpe8k_step_..., hamt_step_...).
 PATTERN = "*step_*.json"

@@ -15,7 +15,7 @@ bench_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_table)
 
 
-@pytest.mark.parametrize("name", ["cpu-avx2", "cpu"])
+@pytest.mark.parametrize("name", ["cpu-avx2", "cpu-xeon", "cpu"])
 def test_the_page_holds_the_table_its_records_render(name):
     folder = ROOT / "docs" / "bench-data" / name
     assert bench_table.render(folder) in (ROOT / "docs" / "benchmarks.md").read_text()

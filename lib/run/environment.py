@@ -57,18 +57,30 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]
     return versions
 
 
-def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name as the OS reports it (Linux: /proc/cpuinfo)."""
+def _cpuinfo_field(keys: tuple[str, ...], cpuinfo: Path) -> str | None:
+    """The first of keys that Linux's /proc/cpuinfo (or a file like it) holds."""
     try:
         text = cpuinfo.read_text(errors="replace")
     except OSError:
-        text = ""
-    # x86 says "model name"; some ARM kernels say "Model" or "Hardware".
-    for key in ("model name", "Model", "Hardware"):
+        return None
+    for key in keys:
         m = re.search(rf"^{key}\s*:\s*(.+)$", text, re.M)
         if m:
             return m.group(1).strip()
-    return platform.processor() or platform.machine() or "unknown"
+    return None
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name as the OS reports it (Linux: /proc/cpuinfo)."""
+    # x86 says "model name"; some ARM kernels say "Model" or "Hardware".
+    found = _cpuinfo_field(("model name", "Model", "Hardware"), cpuinfo)
+    return found or platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The x86 CPU's maker as its CPUID names it (GenuineIntel, AuthenticAMD); None
+    where the OS does not say (not Linux, or not x86)."""
+    return _cpuinfo_field(("vendor_id",), cpuinfo)
 
 
 def usable_cpus() -> int:

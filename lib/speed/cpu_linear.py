@@ -3,12 +3,13 @@
 PyTorch's CPU wheels send an fp32 nn.Linear to the BLAS they were built
 with (MKL for the x86 wheels). They also carry oneDNN, which PyTorch uses
 for bf16 matmuls and for inductor's frozen inference graphs but not for
-fp32 training. On the 2-core AMD EPYC reference machine oneDNN's linear
-kernel (torch.ops.mkldnn._linear_pointwise, which takes ordinary dense
-tensors) runs the products of gpt2-shakespeare-char at 390-420 GFLOP/s
-against MKL's 200-210 (docs/benchmarks.md). On a 2-core EPYC with AVX2 and no
-AVX-512 it was slower than MKL, so auto takes it only where PyTorch runs its
-AVX-512 kernels.
+fp32 training. On a 2-core AMD EPYC with AVX-512 oneDNN's linear kernel
+(torch.ops.mkldnn._linear_pointwise, which takes ordinary dense tensors)
+runs the products of gpt2-shakespeare-char at 390-420 GFLOP/s against
+MKL's 200-210 (docs/benchmarks.md). On a 2-core EPYC with AVX2 and no
+AVX-512, and on a 2-core Intel Xeon with AVX-512, it made the step slower
+than MKL, so auto takes it only on AMD CPUs where PyTorch runs its AVX-512
+kernels.
 
 OneDNNLinear is an nn.Linear whose forward and input gradient go through
 that kernel; the weight gradient stays a torch matmul (oneDNN would need
@@ -28,6 +29,8 @@ import functools
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from lib.run.environment import cpu_vendor
 
 BACKENDS = ("auto", "aten", "onednn")
 
@@ -103,11 +106,35 @@ def convert_linears(model: nn.Module) -> list[str]:
     return names
 
 
-def avx512_kernels() -> bool:
-    """Whether PyTorch dispatches to its AVX-512 kernels on this CPU (the hardware
-    has them and ATEN_CPU_CAPABILITY does not lower it): where oneDNN's linear
-    was measured faster than MKL's; on AVX2 it was slower."""
-    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+# Where oneDNN's fp32 linear measured faster than PyTorch's own (MKL) in training
+# (docs/benchmarks.md, the CPU sections): AVX-512 CPUs of this maker. MKL takes its
+# fastest paths on Intel's own CPUs, where it measured faster than oneDNN; on AMD CPUs
+# with AVX2 only, oneDNN measured slower.
+ONEDNN_FASTER_VENDORS = ("AuthenticAMD",)
+
+
+def why_not_onednn() -> str | None:
+    """None where auto takes oneDNN's linear on this CPU (measured faster than MKL's
+    there); else why PyTorch's own linear stays (the kernels ATEN_CPU_CAPABILITY
+    lets PyTorch run, and the CPU's maker)."""
+    kernels = torch.backends.cpu.get_cpu_capability()
+    if not kernels.startswith("AVX512"):
+        return (
+            f"PyTorch runs its {kernels} kernels here, where oneDNN's linear measured "
+            f"slower than MKL's (docs/benchmarks.md)"
+        )
+    vendor = cpu_vendor()
+    if vendor not in ONEDNN_FASTER_VENDORS:
+        maker = (
+            "an Intel CPU"
+            if vendor == "GenuineIntel"
+            else f"a CPU by {vendor or 'an unnamed maker'}"
+        )
+        return (
+            f"on {maker} with AVX-512 oneDNN's linear is not measured faster than MKL's "
+            f"(it was slower on Intel; docs/benchmarks.md)"
+        )
+    return None
 
 
 def resolve_cpu_linear(
@@ -128,11 +155,8 @@ def resolve_cpu_linear(
         why_not = "the model is compiled, and torch.compile picks its own kernels"
     elif not onednn_available():
         why_not = "this PyTorch lacks oneDNN's linear kernel (torch.ops.mkldnn._linear_pointwise)"
-    elif choice == "auto" and not avx512_kernels():
-        why_not = (
-            f"PyTorch runs its {torch.backends.cpu.get_cpu_capability()} kernels here, where "
-            f"oneDNN's linear measured slower than MKL's (docs/benchmarks.md)"
-        )
+    elif choice == "auto":
+        why_not = why_not_onednn()
     if why_not is None:
         return "onednn", "as configured" if choice == "onednn" else "auto: fp32 eager on a CPU"
     if choice == "auto":

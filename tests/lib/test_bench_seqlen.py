@@ -8,7 +8,7 @@ import torch
 import lib.bench.seqlen as seqlen
 from lib.bench.seqlen import BenchSettings, run_seqlen_bench
 from lib.speed import cpu_linear
-from lib.speed.cpu_linear import avx512_kernels, onednn_available
+from lib.speed.cpu_linear import onednn_available, why_not_onednn
 from lib.speed.precision import Precision
 
 
@@ -50,7 +50,7 @@ def test_chosen_variants_rows_and_what_ran(tiny_run, monkeypatch):
     ]
     assert result["settings"]["dtype"] == "fp32"
     # fp32 eager on a CPU: the linear layers where auto puts them, as the trainer runs them
-    onednn = onednn_available() and avx512_kernels()
+    onednn = onednn_available() and why_not_onednn() is None
     assert result["settings"]["cpu_linear"] == ("onednn" if onednn else "aten")
     assert bool(calls) == onednn
     assert result["compiled"] == {"vanilla": False, "hamt": False}

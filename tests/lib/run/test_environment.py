@@ -58,9 +58,12 @@ def test_cpu_name_from_cpuinfo(tmp_path):
         "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13 64-Core Processor\n"
     )
     assert env.cpu_name(info) == "AMD EPYC 7B13 64-Core Processor"
+    assert env.cpu_vendor(info) == "AuthenticAMD"
     info.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nModel\t: Raspberry Pi 4 Model B\n")
     assert env.cpu_name(info) == "Raspberry Pi 4 Model B"
+    assert env.cpu_vendor(info) is None  # ARM: no CPUID vendor string
     assert env.cpu_name(tmp_path / "absent")  # falls back to the platform module
+    assert env.cpu_vendor(tmp_path / "absent") is None
 
 
 def test_metrics_json_carries_the_environment(tmp_path):

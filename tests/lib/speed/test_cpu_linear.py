@@ -118,6 +118,7 @@ def test_inputs_the_kernel_is_not_for_take_nn_linear_s_path(onednn_calls):
 def test_auto_picks_onednn_only_for_fp32_eager_cpu_training(monkeypatch):
     monkeypatch.setattr(cpu_linear, "onednn_available", lambda: True)
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    monkeypatch.setattr(cpu_linear, "cpu_vendor", lambda: "AuthenticAMD")
     assert resolve_cpu_linear("auto", CPU, "fp32", False) == ("onednn", "auto: fp32 eager on a CPU")
     assert resolve_cpu_linear("onednn", CPU, "fp32", False) == ("onednn", "as configured")
     assert resolve_cpu_linear("aten", CPU, "fp32", False) == ("aten", "as configured")
@@ -133,6 +134,14 @@ def test_auto_picks_onednn_only_for_fp32_eager_cpu_training(monkeypatch):
             RuntimeError, match=f"CONFIG_CPU_LINEAR_BACKEND_ONEDNN is set but {why}"
         ):
             resolve_cpu_linear("onednn", device, dtype, compiled)
+    # On an Intel CPU, or one whose maker the OS does not name, oneDNN is not measured
+    # faster: auto keeps PyTorch's linear even with AVX-512 kernels.
+    for vendor, named in (("GenuineIntel", "on an Intel CPU"), (None, "an unnamed maker")):
+        monkeypatch.setattr(cpu_linear, "cpu_vendor", lambda v=vendor: v)
+        backend, reason = resolve_cpu_linear("auto", CPU, "fp32", False)
+        assert backend == "aten" and named in reason
+        assert resolve_cpu_linear("onednn", CPU, "fp32", False) == ("onednn", "as configured")
+    monkeypatch.setattr(cpu_linear, "cpu_vendor", lambda: "AuthenticAMD")
     # On AVX2 kernels (no AVX-512, or ATEN_CPU_CAPABILITY=avx2) oneDNN measured slower:
     # auto keeps PyTorch's linear; asked for by name, oneDNN still runs.
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
