@@ -100,6 +100,11 @@ def test_a_slow_hosts_time_is_given_beside_the_reference(monkeypatch):
         in text
     )
     assert dr.quick_start(run) == dr.quick_start(run, None)  # no slow record: the reference alone
+    # the install's time: the slow host the record names, and a run on another host
+    venv = json.loads((ROOT / "docs/bench-data/install/make_venv.json").read_text())
+    fast = next(r for r in venv["runs"] if r.get("host"))
+    assert f"fetches when uv is not on PATH, {fast['seconds']} s on a fast one;" in text
+    assert f"; on {fast['host']}\n" in dr.install()
     assert "slowbox" not in dr.quick_start(run)
 
 
