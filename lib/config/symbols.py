@@ -2371,7 +2371,8 @@ class Symbols(Fields):
     flags) bf16 can be faster: on a 2-core EPYC with AVX512_BF16
     gpt2-shakespeare-char's step was 1.13x faster in bf16 than in
     fp32 on MKL, but slower than fp32 on oneDNN
-    (CPU_LINEAR_BACKEND, docs/benchmarks.md). Time it with
+    (CPU_LINEAR_BACKEND); on a 2-core Intel Xeon with AMX it was
+    slower than fp32 (docs/benchmarks.md). Time it with
     make bench SET="MIXED_PRECISION_DTYPE=bf16" before you switch.
     The choice is printed and recorded.
     """
@@ -2489,12 +2490,13 @@ class Symbols(Fields):
     arithmetic up to summation order, 2x MKL's GFLOP/s at
     gpt2-shakespeare-char's shapes on a 2-core AMD EPYC and
     1.22-1.26x its whole training step with AVX-512; slower than MKL
-    on a 2-core EPYC with AVX2 only (docs/benchmarks.md). Auto uses
-    oneDNN for fp32 eager training on a CPU where PyTorch runs its
-    AVX-512 kernels and has oneDNN's kernel, and Aten otherwise
-    (AVX2 CPUs, or ATEN_CPU_CAPABILITY=avx2; GPUs; bf16 autocast,
-    whose CPU matmuls go to oneDNN already; torch.compile, which
-    picks its own kernels).
+    on a 2-core EPYC with AVX2 only and on a 2-core Intel Xeon with
+    AVX-512, where MKL takes its fastest paths (docs/benchmarks.md).
+    Auto uses oneDNN for fp32 eager training on an AMD CPU where
+    PyTorch runs its AVX-512 kernels and has oneDNN's kernel, and
+    Aten otherwise (Intel CPUs; AVX2 CPUs, or
+    ATEN_CPU_CAPABILITY=avx2; GPUs; bf16 autocast, whose CPU matmuls
+    go to oneDNN already; torch.compile, which picks its own kernels).
     The log and metrics.json ("speed") say which ran. If unsure,
     keep Auto; say Aten to reproduce another tool's fp32 numbers
     to the last bit.
