@@ -87,3 +87,77 @@ def test_an_old_record_shows_what_it_lacks_as_dashes(tmp_path, monkeypatch):
         "| `step_20260101-000000.json` | fp32 | — | 30.0 | 31.5 | 1.050x | 1.040 / 1.060 | 379 "
         "| — | — | — | — | — |"
     )
+
+
+def test_a_record_block_renders_the_records_its_pattern_names(tmp_path, monkeypatch):
+    data = tmp_path / "docs" / "bench-data" / "gpu"
+    data.mkdir(parents=True)
+    optim = {
+        "device": "cuda",
+        "dtype": "bf16",
+        "params": 1000,
+        "frequency": 50,
+        "adamw": {"full_step_ms": 50.0, "optimizer_step_ms": 1.5},
+        "adamwspam": {
+            "full_step_ms": 51.5,
+            "optimizer_step_ms": 3.0,
+            "impl": "AdamWSPAM (foreach)",
+            "full_step_vs_adamw": 1.03,
+            "optimizer_step_vs_adamw": 2.0,
+        },
+        "adamwprune": {
+            "full_step_ms": 50.5,
+            "optimizer_step_ms": 1.5,
+            "full_step_vs_adamw": 1.01,
+            "optimizer_step_vs_adamw": 1.0,
+            "mask_apply_ms": 0.25,
+            "mask_update_ms": 40.0,
+            "mask_update_share_of_step": 0.016,
+        },
+    }
+    (data / "optimizers_20260101-000000.json").write_text(json.dumps(optim))
+    seqlen = {
+        "device": "cuda",
+        "vocab_size": 256,
+        "n_layer": 2,
+        "n_head": 2,
+        "n_embd": 64,
+        "params": {"vanilla": 5000, "hamt": 6000},
+        "tokens_per_train_step": 2048,
+        "rows": [
+            {
+                "variant": v,
+                "seq_len": n,
+                "train_tokens_per_sec": 100.0 * n + k,
+                "peak_memory_mb": 10.0 + k,
+                "gen_ms_per_token": 1.5 + k,
+                "state_bytes": n * (k + 1),
+            }
+            for n in (64, 128)
+            for k, v in enumerate(("vanilla", "hamt"))
+        ],
+    }
+    (data / "seqlen_20260101-000001.json").write_text(json.dumps(seqlen))
+    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
+    lines = bench_table.render_records("gpu/optimizers_*.json").splitlines()
+    assert (
+        "| `optimizers_20260101-000000.json` | AdamWSPAM (foreach) | 51.5 | 1.030x | 3.00 | 2.00x |"
+        in lines
+    )
+    assert (
+        "| `optimizers_20260101-000000.json` | AdamWPrune | 50.5 | 1.010x | 1.50 | 1.00x |" in lines
+    )
+    assert any(
+        "masks applied in 0.25 ms per step and recomputed in 40 ms every 50 steps: 1.60 %" in x
+        for x in lines
+    )
+    lines = bench_table.render_records("gpu/seqlen_*.json").splitlines()
+    assert (
+        "| variant | parameters | train tok/s at 64 | train tok/s at 128 | train MiB at 128 | gen ms/token at 128 | state bytes at 128 |"
+        in lines
+    )
+    assert "| hamt | 6,000 | 6,401 | 12,801 | 11 | 2.50 | 256 |" in lines
+    # a pattern that matches nothing, or records of two kinds, is named, not rendered
+    for pattern in ("gpu/step_*.json", "gpu/*.json"):
+        with pytest.raises(bench_table.BlockError, match=pattern.replace("*", r"\*")):
+            bench_table.render_records(pattern)
