@@ -209,7 +209,8 @@ def step_records(found: list[tuple[Path, dict]]) -> list[str]:
                 f"{_num(_get(r, side + '.tokens_per_sec'), ',.0f')} | "
                 f"{_num(_pct(_get(r, side + '.mfu')), '.1f', ' %')} |"
             )
-        measure = MEASURES.get(r.get("peak_memory_measure"), r.get("peak_memory_measure"))
+        measured = str(r.get("peak_memory_measure"))
+        measure = MEASURES.get(measured, measured)
         notes.append(
             f"`{path.name}`: {', '.join(p for p in phrases(r) if p)}; on {r.get('device')}; "
             f"ours' speed {_num(r.get('speed_vs_plain'), '.3f', 'x')} the plain loop's; "
