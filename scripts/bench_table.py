@@ -261,32 +261,37 @@ def optimizers_records(found: list[tuple[Path, dict]]) -> list[str]:
 
 
 def seqlen_records(found: list[tuple[Path, dict]]) -> list[str]:
-    """Per variant: training tokens/s at each length, and at the longest the peak
-    memory, the generation time per token and the state (cache) it holds."""
-    out: list[str] = []
+    """Per record and variant: training tokens/s at each length, and at the longest the
+    peak memory, the generation time per token and the state (cache) it holds."""
+
+    def described(r: dict) -> str:
+        tokens = r.get("tokens_per_train_step")
+        return (
+            f"{r.get('device')}, {r.get('n_layer')} layers x {r.get('n_embd')} x "
+            f"{r.get('n_head')} heads, vocabulary {r.get('vocab_size')}, "
+            f"{_num(tokens, ',')} tokens per training step at every length"
+        )
+
+    lengths = sorted({x["seq_len"] for _, r in found for x in r.get("rows") or []})
+    last = lengths[-1]
+    head = (
+        ["record", "our linear layers", "variant", "parameters"]
+        + [f"train tok/s at {n}" for n in lengths]
+        + [f"train MiB at {last}", f"gen ms/token at {last}", f"state bytes at {last}"]
+    )
+    shared = {described(r) for _, r in found}
+    if len(shared) == 1:
+        out = [f"All on {shared.pop()}.", ""]
+    else:
+        out = [f"`{path.name}`: {described(r)}." for path, r in found] + [""]
+    out += ["| " + " | ".join(head) + " |", "|---|---|---|" + "---:|" * (len(head) - 3)]
     for path, r in found:
         rows = r.get("rows") or []
-        lengths = sorted({x["seq_len"] for x in rows})
-        variants = list(dict.fromkeys(x["variant"] for x in rows))
         at = {(x["variant"], x["seq_len"]): x for x in rows}
-        last = lengths[-1]
-        head = (
-            ["variant", "parameters"]
-            + [f"train tok/s at {n}" for n in lengths]
-            + [f"train MiB at {last}", f"gen ms/token at {last}", f"state bytes at {last}"]
-        )
-        out += [
-            f"`{path.name}`: {r.get('device')}, {r.get('n_layer')} layers x "
-            f"{r.get('n_embd')} x {r.get('n_head')} heads, vocabulary "
-            f"{r.get('vocab_size')}, {r.get('tokens_per_train_step'):,} tokens per "
-            "training step at every length.",
-            "",
-            "| " + " | ".join(head) + " |",
-            "|---|" + "---:|" * (len(head) - 1),
-        ]
-        for v in variants:
+        linear = _get(r, "settings.cpu_linear") or DASH
+        for v in dict.fromkeys(x["variant"] for x in rows):
             end = at.get((v, last), {})
-            cells = [v, _num((r.get("params") or {}).get(v), ",")]
+            cells = [f"`{path.name}`", linear, v, _num((r.get("params") or {}).get(v), ",")]
             cells += [_num(at.get((v, n), {}).get("train_tokens_per_sec"), ",.0f") for n in lengths]
             cells += [
                 _num(end.get("peak_memory_mb"), ",.0f"),
@@ -294,8 +299,7 @@ def seqlen_records(found: list[tuple[Path, dict]]) -> list[str]:
                 _num(end.get("state_bytes"), ","),
             ]
             out.append("| " + " | ".join(cells) + " |")
-        out.append("")
-    return out[:-1]
+    return out
 
 
 RECORD_KINDS: dict[str, Callable[[list[tuple[Path, dict]]], list[str]]] = {

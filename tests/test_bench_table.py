@@ -153,10 +153,14 @@ def test_a_record_block_renders_the_records_its_pattern_names(tmp_path, monkeypa
     )
     lines = bench_table.render_records("gpu/seqlen_*.json").splitlines()
     assert (
-        "| variant | parameters | train tok/s at 64 | train tok/s at 128 | train MiB at 128 | gen ms/token at 128 | state bytes at 128 |"
+        "| record | our linear layers | variant | parameters | train tok/s at 64 "
+        "| train tok/s at 128 | train MiB at 128 | gen ms/token at 128 | state bytes at 128 |"
         in lines
     )
-    assert "| hamt | 6,000 | 6,401 | 12,801 | 11 | 2.50 | 256 |" in lines
+    assert (
+        "| `seqlen_20260101-000001.json` | — | hamt | 6,000 | 6,401 | 12,801 | 11 | 2.50 | 256 |"
+        in lines
+    )
     # a pattern that matches nothing, or records of two kinds, is named, not rendered
     for pattern in ("gpu/step_*.json", "gpu/*.json"):
         with pytest.raises(bench_table.BlockError, match=pattern.replace("*", r"\*")):
