@@ -339,7 +339,7 @@ def _overrides(given: dict[str, str] | None) -> str:
     return f"`{' '.join(shown)}`" if shown else "-"
 
 
-def study_table(s: dict[str, Any], r: dict[str, Any]) -> str:
+def study_table(s: dict[str, Any], r: dict[str, Any], slow: dict[str, Any] | None = None) -> str:
     rows = "".join(
         f"| {x['label']} | {_overrides(x['overrides'])} | "
         f"{x['final']['iterations']} x {x['final']['tokens_per_iter']} | "
@@ -357,7 +357,14 @@ def study_table(s: dict[str, Any], r: dict[str, Any]) -> str:
     return out + (
         f"\nThe default, {r['iterations']} steps at the last study's best values: "
         f"{r['best_val_loss_per_char']:.4f} nats per character, "
-        f"{_minutes(r['run_seconds'])} from start to end on {_machine_text(r)}.\n"
+        f"{_minutes(r['run_seconds'])} from start to end on {_machine_text(r)}"
+        + (
+            f"; {slow['best_val_loss_per_char']:.4f}, {_minutes(slow['run_seconds'])} on "
+            f"{_machine_text(slow)}"
+            if slow
+            else ""
+        )
+        + ".\n"
     )
 
 
@@ -377,7 +384,7 @@ def blocks() -> dict[str, str]:
         }
         s = read_json_object(folder / STUDY_FILE)
         if s:
-            out["study"] = study_table(s, r)
+            out["study"] = study_table(s, r, slow)
     except (KeyError, TypeError) as err:  # a record of an older version of this script
         raise RecordError(
             f"{folder} lacks {err} or holds it damaged: record the run and studies again"

@@ -100,6 +100,11 @@ def test_a_slow_hosts_time_is_given_beside_the_reference(monkeypatch):
         in text
     )
     assert dr.quick_start(run) == dr.quick_start(run, None)  # no slow record: the reference alone
+    study = json.loads((ROOT / "docs/bench-data/default/study.json").read_text())
+    assert (
+        "; 1.5421, 7 min 24 s on CPU (2 cores, 2 threads) of AMD EPYC (slowbox, AVX2 kernels).\n"
+        in dr.study_table(study, run, slow)
+    )
     # the install's time: the slow host the record names, and a run on another host
     venv = json.loads((ROOT / "docs/bench-data/install/make_venv.json").read_text())
     fast = next(r for r in venv["runs"] if r.get("host"))
