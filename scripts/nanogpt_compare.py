@@ -358,7 +358,7 @@ def _row(name: str, p: dict[str, Any]) -> str:
 
 
 def host_table(records: list[tuple[str, dict[str, Any]]]) -> str:
-    """One host's records: a row per pair, then the medians over all of them."""
+    """One host's records of one kernel: a row per pair, then the medians over them."""
     pairs = [(name, p) for name, r in records for p in r["pairs"]]
     med = medians([p for _, p in pairs])
     first = records[0][1]
@@ -390,9 +390,11 @@ def block(folder: Path) -> str:
     if not records:
         return "No record yet: `scripts/nanogpt_compare.py run` writes one.\n"
     try:
-        hosts: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        # A table and its medians per host and way ours ran: the pairs of records whose
+        # linear layers took another kernel measure something else.
+        hosts: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
         for name, r in records:
-            hosts.setdefault(_host_title(r["host"]), []).append((name, r))
+            hosts.setdefault((_host_title(r["host"]), _linears(r)), []).append((name, r))
         first = records[0][1]
         method = (
             f"Alternating back to back, `{first['commands']['ours'][1]}` (after "

@@ -234,6 +234,19 @@ def test_render_writes_the_records_table_and_check_sees_a_stale_page(recorded):
     assert "| 1.9000 / 2.2500 |" in text and "| 1.8000 / 2.2500 |" in text
     assert "**AMD EPYC, 2 cores (AVX2 kernels), torch 2.13.0+cpu, 2 threads**" in text
     assert nc.render(check=True, folder=folder, page=page) is True
+    # Another kernel for ours' linear layers on the same host: a table of its own, never
+    # one median over both.
+    other = json.loads(json.dumps(record))
+    for pair in other["pairs"]:
+        pair["ours"]["cpu_linear"], pair["ratio"]["tokens_per_sec"] = "onednn", 0.5
+    (folder / "u.json").write_text(json.dumps(other))
+    nc.render(check=False, folder=folder, page=page)
+    both = page.read_text()
+    assert "| median | 2 pairs | | | **1.191x** |" in both
+    assert "| median | 2 pairs | | | **0.500x** |" in both and "4 pairs" not in both
+    (folder / "u.json").unlink()
+    nc.render(check=False, folder=folder, page=page)
+    assert page.read_text() == text
     page.write_text(text.replace("1.167x", "1.2x"))
     assert nc.render(check=True, folder=folder, page=page) is False
     assert "1.2x" in page.read_text()  # --check leaves the page as it is
