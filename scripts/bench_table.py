@@ -319,8 +319,16 @@ def render_records(pattern: str) -> str:
             + (f"records of kinds {', '.join(sorted(kinds))}" if paths else "no record")
             + f" under docs/bench-data: name records of one kind ({', '.join(RECORD_KINDS)})"
         )
-    found = [(p, json.loads(p.read_text())) for p in paths]
-    return "\n".join([begin, "", *RECORD_KINDS[kinds.pop()](found), "", end])
+    kind = kinds.pop()
+    try:
+        found = [(p, json.loads(p.read_text())) for p in paths]
+        body = RECORD_KINDS[kind](found)
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise BlockError(
+            f"{pattern}: a record there is not a readable {kind} record ({type(err).__name__}: "
+            f"{err}); take it again with `make bench`, or name the records that are"
+        ) from None
+    return "\n".join([begin, "", *body, "", end])
 
 
 def record_patterns(page: Path = PAGE) -> list[str]:

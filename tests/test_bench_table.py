@@ -163,6 +163,9 @@ def test_a_record_block_renders_the_records_its_pattern_names(tmp_path, monkeypa
         in lines
     )
     # a pattern that matches nothing, or records of two kinds, is named, not rendered
+    (data / "seqlen_20260101-000002.json").write_text('{"rows": [{"variant": "x"}]}')
+    with pytest.raises(bench_table.BlockError, match="not a readable seqlen record"):
+        bench_table.render_records("gpu/seqlen_*.json")
     for pattern in ("gpu/step_*.json", "gpu/*.json"):
         with pytest.raises(bench_table.BlockError, match=pattern.replace("*", r"\*")):
             bench_table.render_records(pattern)
