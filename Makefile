@@ -318,6 +318,11 @@ bench-optim: config.py
 bench-seqlen: config.py
 	$(Q)$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
 
+## the model's linear layers on this CPU: PyTorch's kernel against oneDNN's, GFLOP/s (JSON)
+.PHONY: bench-linear
+bench-linear: config.py
+	$(Q)$(PY) scripts/bench.py linear $(BENCH_ARGS) $(OVERRIDES)
+
 ## a run's prefill ms, decode tokens/s, cache bytes -> metrics.json [RUN= CHECKPOINT=]
 .PHONY: bench-inference
 bench-inference: | $(STAMP)

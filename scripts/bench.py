@@ -1,6 +1,8 @@
 """Benchmarks: `make bench` (training step, then the whole loop, vs a plain PyTorch loop),
 `make bench-optim` (AdamWSPAM and AdamWPrune vs AdamW), `make bench-seqlen`
-(attention variants and HAMT from 64 to 2048 tokens) [BENCH_STEPS=N], and
+(attention variants and HAMT from 64 to 2048 tokens) [BENCH_STEPS=N], `make
+bench-linear` (the model's linear layers on this CPU: PyTorch's kernel against
+oneDNN's, GFLOP/s), and
 `make bench-inference [RUN=] [CHECKPOINT=]` (a finished run's prefill, decode
 and cache figures into its metrics.json)."""
 
@@ -137,7 +139,7 @@ def bench_inference(args: argparse.Namespace) -> None:
 
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("what", choices=["step", "optimizers", "seqlen", "inference"])
+    p.add_argument("what", choices=["step", "optimizers", "seqlen", "linear", "inference"])
     p.add_argument(
         "--vocab",
         type=int,
@@ -178,6 +180,11 @@ def main(argv: list[str]) -> None:
         print_step(result)
         result["loop"] = run_loop_bench(run, steps=args.steps, rounds=args.rounds)
         print_loop(result["loop"])
+    elif args.what == "linear":
+        from lib.bench.linear import describe, run_linear_bench
+
+        result = run_linear_bench(run, calls=args.steps, rounds=args.rounds)
+        print(describe(result))
     elif args.what == "optimizers":
         from lib.bench.optimizers import run_optimizer_bench
 

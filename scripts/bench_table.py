@@ -15,7 +15,7 @@ an em dash. With no FOLDER it also fills every bench-record block of the page: a
 that names records under docs/bench-data by a pattern (h100/optimizers_*.json) gets
 their table, by their kind: step records' loops (ms/iter, tokens/s, MFU), optimizer
 records' steps against AdamW's and AdamWPrune's mask work, sequence-length records'
-variants at each length. --check writes nothing and exits 1 when a table differs.
+variants at each length, linear records' kernels' GFLOP/s per shape. --check writes nothing and exits 1 when a table differs.
 tests/test_bench_table.py checks the page holds what the records say.
 """
 
@@ -301,10 +301,40 @@ def seqlen_records(found: list[tuple[Path, dict]]) -> list[str]:
     return out
 
 
+def linear_records(found: list[tuple[Path, dict]]) -> list[str]:
+    """Per record and linear shape: each product's GFLOP/s through PyTorch's kernel and
+    oneDNN's (`make bench-linear`), and what CPU_LINEAR_BACKEND's auto picked there."""
+    notes = [
+        f"`{path.name}`: {r['cpu']} ({r['cpu_kernels']} kernels), {r['threads']} threads, "
+        f"{r['rows']} rows (batch x block), medians of {r['rounds']} rounds of "
+        f"{r['calls_per_round']} calls; auto took {r['auto']['cpu_linear']} "
+        f"({r['auto']['reason']})."
+        for path, r in found
+    ]
+    lines = [
+        "| record | in x out | layers | forward GFLOP/s: torch | oneDNN | oneDNN / torch "
+        "| input gradient: torch | oneDNN | oneDNN / torch |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for path, r in found:
+        for x in r["shapes"]:
+            cells = [f"`{path.name}`", f"{x['in']} x {x['out']}", str(len(x["layers"]))]
+            for product in ("forward", "input_grad"):
+                rates = x[product]["gflops"]
+                cells += [
+                    f"{rates['torch']:.0f}",
+                    f"{rates['onednn']:.0f}",
+                    f"{x[product]['onednn_vs_torch']:.2f}x",
+                ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return notes + [""] + lines
+
+
 RECORD_KINDS: dict[str, Callable[[list[tuple[Path, dict]]], list[str]]] = {
     "step": step_records,
     "optimizers": optimizers_records,
     "seqlen": seqlen_records,
+    "linear": linear_records,
 }
 
 

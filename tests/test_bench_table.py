@@ -169,3 +169,19 @@ def test_a_record_block_renders_the_records_its_pattern_names(tmp_path, monkeypa
     for pattern in ("gpu/step_*.json", "gpu/*.json"):
         with pytest.raises(bench_table.BlockError, match=pattern.replace("*", r"\*")):
             bench_table.render_records(pattern)
+
+
+def test_a_linear_record_shows_each_shapes_rates_and_autos_choice(tmp_path, monkeypatch):
+    source = next((ROOT / "docs" / "bench-data" / "cpu-xeon").glob("linear_*.json"))
+    record = json.loads(source.read_text())
+    shape = record["shapes"][0]
+    shape.update(**{"in": 7, "out": 9, "layers": ["a", "b", "c"]})
+    shape["forward"] = {"gflops": {"torch": 100.4, "onednn": 200.6}, "onednn_vs_torch": 2.0}
+    record["auto"] = {"cpu_linear": "onednn", "reason": "auto: because"}
+    data = tmp_path / "docs" / "bench-data" / "here"
+    data.mkdir(parents=True)
+    (data / "linear_20260101-000000.json").write_text(json.dumps(record))
+    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
+    text = bench_table.render_records("here/linear_*.json")
+    assert "| `linear_20260101-000000.json` | 7 x 9 | 3 | 100 | 201 | 2.00x |" in text
+    assert "auto took onednn (auto: because)." in text

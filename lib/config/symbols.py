@@ -2497,9 +2497,10 @@ class Symbols(Fields):
     Aten otherwise (Intel CPUs; AVX2 CPUs, or
     ATEN_CPU_CAPABILITY=avx2; GPUs; bf16 autocast, whose CPU matmuls
     go to oneDNN already; torch.compile, which picks its own kernels).
-    The log and metrics.json ("speed") say which ran. If unsure,
-    keep Auto; say Aten to reproduce another tool's fp32 numbers
-    to the last bit.
+    The log and metrics.json ("speed") say which ran; make
+    bench-linear compares the two kernels on this CPU in seconds.
+    If unsure, keep Auto; say Aten to reproduce another tool's fp32
+    numbers to the last bit.
     """
 
     CPU_LINEAR_BACKEND_AUTO: bool

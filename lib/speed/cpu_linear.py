@@ -35,7 +35,7 @@ from lib.run.environment import cpu_vendor
 BACKENDS = ("auto", "aten", "onednn")
 
 
-def _onednn_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+def onednn_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """x @ weight.T + bias for 2-D contiguous fp32 x and weight, by oneDNN."""
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
@@ -49,7 +49,7 @@ def onednn_available() -> bool:
     try:
         gen = torch.Generator().manual_seed(0)
         x, w, b = (torch.randn(*s, generator=gen) for s in ((5, 8), (3, 8), (3,)))
-        return torch.allclose(_onednn_linear(x, w, b), F.linear(x, w, b), rtol=1e-5, atol=1e-6)
+        return torch.allclose(onednn_linear(x, w, b), F.linear(x, w, b), rtol=1e-5, atol=1e-6)
     except (RuntimeError, AttributeError):
         return False
 
@@ -63,7 +63,7 @@ class _LinearFunction(torch.autograd.Function):
         ctx.save_for_backward(x2, weight)
         ctx.input_shape = x.shape
         ctx.has_bias = bias is not None
-        y = _onednn_linear(x2, weight.contiguous(), bias)
+        y = onednn_linear(x2, weight.contiguous(), bias)
         return y.view(*x.shape[:-1], weight.shape[0])
 
     @staticmethod
@@ -72,7 +72,7 @@ class _LinearFunction(torch.autograd.Function):
         g2 = grad.reshape(-1, grad.shape[-1]).contiguous()
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_x = _onednn_linear(g2, weight.t().contiguous(), None).view(ctx.input_shape)
+            grad_x = onednn_linear(g2, weight.t().contiguous(), None).view(ctx.input_shape)
         if ctx.needs_input_grad[1]:
             grad_w = g2.t() @ x2
         if ctx.has_bias and ctx.needs_input_grad[2]:

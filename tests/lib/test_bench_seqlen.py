@@ -37,8 +37,8 @@ def test_cpu_keeps_the_small_eager_settings_and_cuda_gets_the_long_ones(tiny_run
 
 def test_chosen_variants_rows_and_what_ran(tiny_run, monkeypatch):
     calls = []
-    real = cpu_linear._onednn_linear
-    monkeypatch.setattr(cpu_linear, "_onednn_linear", lambda *a: calls.append(1) or real(*a))
+    real = cpu_linear.onednn_linear
+    monkeypatch.setattr(cpu_linear, "onednn_linear", lambda *a: calls.append(1) or real(*a))
     run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="2")
     result = run_seqlen_bench(
         run, vocab=64, lengths=(16,), steps=1, tokens=64, variants=("vanilla", "hamt")

@@ -29,13 +29,13 @@ needs_onednn = pytest.mark.skipif(
 def onednn_calls(monkeypatch):
     """How many products went through oneDNN."""
     calls = []
-    real = cpu_linear._onednn_linear
+    real = cpu_linear.onednn_linear
 
     def counted(*args):
         calls.append(args[0].shape)
         return real(*args)
 
-    monkeypatch.setattr(cpu_linear, "_onednn_linear", counted)
+    monkeypatch.setattr(cpu_linear, "onednn_linear", counted)
     return calls
 
 
@@ -160,7 +160,7 @@ def test_a_broken_kernel_is_not_available(monkeypatch):
     def wrong(x, w, b):
         return F.linear(x, w, b) + 1.0
 
-    monkeypatch.setattr(cpu_linear, "_onednn_linear", wrong)
+    monkeypatch.setattr(cpu_linear, "onednn_linear", wrong)
     cpu_linear.onednn_available.cache_clear()
     try:
         assert cpu_linear.onednn_available() is False
