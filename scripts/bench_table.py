@@ -69,6 +69,10 @@ def _num(value: Any, spec: str, suffix: str = "") -> str:
     return DASH if value is None else f"{value:{spec}}{suffix}"
 
 
+def _pct(share: float | None) -> float | None:
+    return None if share is None else 100 * share
+
+
 def _rounds(values: list[float] | None) -> str:
     return DASH if not values else " / ".join(f"{v:.3f}" for v in values)
 
@@ -218,10 +222,6 @@ def step_records(found: list[tuple[Path, dict]]) -> list[str]:
             "loops' models and optimizers held at once)."
         )
     return lines + [""] + notes
-
-
-def _pct(share: float | None) -> float | None:
-    return None if share is None else 100 * share
 
 
 def optimizers_records(found: list[tuple[Path, dict]]) -> list[str]:
