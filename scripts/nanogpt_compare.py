@@ -10,7 +10,12 @@
       batch 12, 2000 iterations, dropout 0, no compile), PAIRS times each. Keeps
       each process's wall clock, its ms/iter and tokens/s and its final validation
       loss, and the ratios ours/nanoGPT, in docs/bench-data/nanogpt/<label>.json,
-      then renders. --data is the prepared folder (DATA_DIR/shakespeare-char of
+      then renders. After each pair, both final models are scored by our code on
+      every token of the validation split (disjoint windows of the block): one
+      estimator for both, where each trainer's own figure averages 20 random
+      batches. --seeds S1,S2,..: ours' pair i runs at TRAIN_SEED=S_i (cycling)
+      to show the seed-to-seed spread (nanoGPT's seed is fixed in its train.py).
+      --data is the prepared folder (DATA_DIR/shakespeare-char of
       `make prepare` on that defconfig); `make defconfig-gpt2-shakespeare-char`
       rewrites the checkout's .config first.
   scripts/nanogpt_compare.py render [--check]
@@ -54,7 +59,12 @@ DATASET = dataset_dir_name("shakespeare", "char")  # the folder `make` looks for
 ITERS = 2000
 BATCH_SIZE, BLOCK_SIZE = 12, 64
 TOKENS_PER_ITER = BATCH_SIZE * BLOCK_SIZE
+EVAL_ITERS = 20  # nanoGPT's validation batches per evaluation; the defconfig's TRAIN_EVAL_ITERS
 NANOGPT_DATA = Path("data/shakespeare_char")  # nanoGPT's dataset='shakespeare_char'
+# Its config's out_dir; --always_save_checkpoint=True makes the file hold the last iteration.
+NANOGPT_CKPT = Path("out-shakespeare-char/ckpt.pt")
+SCORE_BATCH = 64  # windows per forward when scoring the validation split
+SIDES = ("ours", "nanogpt")
 
 # nanoGPT's log lines (its train.py): one per iteration at --log_interval=1, and one per
 # evaluation, printed at the start of the iteration whose time then includes it.
@@ -72,7 +82,7 @@ def nanogpt_args(iters: int = ITERS) -> list[str]:
         "config/train_shakespeare_char.py",
         "--device=cpu",
         "--compile=False",
-        "--eval_iters=20",
+        f"--eval_iters={EVAL_ITERS}",
         "--log_interval=1",
         f"--block_size={BLOCK_SIZE}",
         f"--batch_size={BATCH_SIZE}",
@@ -82,13 +92,15 @@ def nanogpt_args(iters: int = ITERS) -> list[str]:
         f"--max_iters={iters}",
         f"--lr_decay_iters={iters}",
         "--dropout=0.0",
+        "--always_save_checkpoint=True",
     ]
 
 
-def ours_args(data: Path, run_name: str, iters: int = ITERS) -> list[str]:
+def ours_args(data: Path, run_name: str, iters: int = ITERS, seed: int | None = None) -> list[str]:
     """`make` on the configured defconfig, reading the prepared folder data."""
     extra = [] if iters == ITERS else [f"SCALE_ITERS={iters}"]
-    return [f"SET=DATA_DIR={data.resolve().parent}", f"RUN_NAME={run_name}", *extra]
+    settings = f"DATA_DIR={data.resolve().parent}" + ("" if seed is None else f" TRAIN_SEED={seed}")
+    return [f"SET={settings}", f"RUN_NAME={run_name}", *extra]
 
 
 # --- nanoGPT's input -----------------------------------------------------------------
@@ -166,6 +178,7 @@ def parse_nanogpt_log(text: str) -> dict[str, Any]:
 def run_nanogpt(nanogpt: Path, python: str, log: Path, iters: int = ITERS) -> dict[str, Any]:
     """nanoGPT's train.py in its folder, its output in log; wall clock and figures."""
     command = [python, "train.py", *nanogpt_args(iters)]
+    (nanogpt / NANOGPT_CKPT).unlink(missing_ok=True)  # an earlier run's is not this one's
     with log.open("w") as out:
         start = time.perf_counter()
         done = subprocess.run(command, cwd=nanogpt, stdout=out, stderr=subprocess.STDOUT)
@@ -193,20 +206,32 @@ def ours_figures(run_dir: Path) -> dict[str, Any]:
         "ms_per_iter": m["ms_per_iter"],
         "tokens_per_sec": m["tokens_per_sec"],
         "final_val_loss": m["final_val_loss"],
+        "seed": _config_seed(run_dir / "config.txt"),
         "cpu_linear": (m.get("speed") or {}).get("cpu_linear"),
         "torch": (m.get("environment") or {}).get("torch"),
         "optimizer_impl": m.get("optimizer_impl"),
     }
 
 
-def run_ours(checkout: Path, data: Path, run_name: str, iters: int = ITERS) -> dict[str, Any]:
+def _config_seed(config: Path) -> int | None:
+    """The run's TRAIN_SEED, from the config.txt it ran."""
+    try:
+        found = re.search(r"^CONFIG_TRAIN_SEED=(\d+)$", config.read_text(), re.M)
+    except OSError:
+        return None
+    return int(found[1]) if found else None
+
+
+def run_ours(
+    checkout: Path, data: Path, run_name: str, iters: int = ITERS, seed: int | None = None
+) -> dict[str, Any]:
     """`make` in checkout; wall clock and the run's own figures."""
     command = [
         "make",
         "--no-print-directory",
         "-C",
         str(checkout),
-        *ours_args(data, run_name, iters),
+        *ours_args(data, run_name, iters, seed),
     ]
     start = time.perf_counter()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -214,6 +239,82 @@ def run_ours(checkout: Path, data: Path, run_name: str, iters: int = ITERS) -> d
     if done.returncode != 0:
         raise CompareError(f"`make` exited {done.returncode}: {done.stderr.strip()[-2000:]}")
     return {"wall_s": wall, **ours_figures(checkout / "results" / run_name)}
+
+
+# --- one estimator for both final models ---------------------------------------------
+
+
+def whole_split_loss(model: Any, tokens: Any, block: int) -> float:
+    """Mean cross-entropy (nats per token) of model over every token of a 1-D token
+    tensor, in disjoint windows of `block` (each token scored once, with 0 to block-1
+    tokens of context, as the random windows of both trainers' validation see them)."""
+    from lib.eval.perplexity import sliding_window_nll
+
+    model.eval()
+    return sliding_window_nll(model, tokens, block, block, batch_size=SCORE_BATCH).loss
+
+
+def ours_final_model(run_dir: Path, iters: int) -> Any:
+    """The model of ours' last step (its ckpt_latest.pt)."""
+    from lib.eval.harness import load_run_model
+    from lib.run.checkpoint import CheckpointError
+
+    try:
+        model, _, info = load_run_model(run_dir, "latest")
+    except CheckpointError as err:
+        raise CompareError(str(err)) from None
+    if info["step"] != iters:
+        raise CompareError(f"{run_dir}/ckpt_latest.pt is step {info['step']}, not {iters}")
+    return model
+
+
+def nanogpt_final_model(path: Path, like: Any, iters: int) -> Any:
+    """nanoGPT's checkpoint of its last iteration, in our GPT-2 (the same layers under the
+    same names: a strict load proves it), after checking it is the configuration `like`
+    was built with. Read weights-only: nothing in it is unpickled as code."""
+    from gpt2.model import GPT2
+    from lib.run.safeload import UnsafeCheckpoint, safe_load
+
+    if not path.is_file():
+        raise CompareError(f"nanoGPT saved no checkpoint at {path}")
+    try:
+        state = safe_load(path)
+        args, step, weights = state["model_args"], state["iter_num"], state["model"]
+    except (UnsafeCheckpoint, pickle.UnpicklingError, KeyError, TypeError) as err:
+        raise CompareError(f"{path} is not a nanoGPT checkpoint this script reads: {err}") from None
+    if step != iters:
+        raise CompareError(f"{path} holds iteration {step}, not {iters}")
+    config = like.config
+    differ = {
+        k: (v, getattr(config, k, None))
+        for k, v in args.items()
+        if k != "dropout" and getattr(config, k, None) != v
+    }
+    if differ or getattr(config, "attention", "vanilla") != "vanilla":
+        raise CompareError(f"{path}: nanoGPT's model differs from ours (theirs, ours): {differ}")
+    model = GPT2(config)
+    try:
+        model.load_state_dict(weights, strict=True)
+    except RuntimeError as err:
+        raise CompareError(f"{path}: its weights do not fit our GPT-2: {err}") from None
+    return model
+
+
+def score_finals(run_dir: Path, ckpt: Path, data: Path, iters: int) -> dict[str, Any]:
+    """Both final models' loss on every validation token, by the same code."""
+    import numpy as np
+    import torch
+
+    ours = ours_final_model(run_dir, iters)
+    theirs = nanogpt_final_model(ckpt, ours, iters)
+    meta = load_meta(data)
+    val = np.fromfile(data / SPLIT_FILES["val"], dtype=meta["dtype"]).astype(np.int64)
+    tokens, block = torch.from_numpy(val), ours.config.block_size
+    return {
+        "ours": whole_split_loss(ours, tokens, block),
+        "nanogpt": whole_split_loss(theirs, tokens, block),
+        "tokens": len(val) - 1,
+    }
 
 
 # --- the comparison ------------------------------------------------------------------
@@ -231,6 +332,11 @@ def pair_ratios(ours: dict[str, Any], nanogpt: dict[str, Any]) -> dict[str, floa
         "wall": ours["wall_s"] / nanogpt["wall_s"],
         "whole_run_tokens_per_sec": whole["ours"] / whole["nanogpt"],
         "final_val_loss": ours["final_val_loss"] / nanogpt["final_val_loss"],
+        **(
+            {"whole_val_loss": ours["whole_val_loss"] / nanogpt["whole_val_loss"]}
+            if "whole_val_loss" in ours and "whole_val_loss" in nanogpt
+            else {}
+        ),
     }
 
 
@@ -274,8 +380,11 @@ def compare(
     label: str,
     python: str = sys.executable,
     iters: int = ITERS,
+    seeds: list[int] | None = None,
+    score: Any = score_finals,
 ) -> dict[str, Any]:
-    """Ours, nanoGPT, ours, nanoGPT ...: pairs of runs back to back, and the record."""
+    """Ours, nanoGPT, ours, nanoGPT ...: pairs of runs back to back, and the record.
+    After each pair (untimed), `score` gives both final models' whole-split loss."""
     started = datetime.now(UTC).isoformat(timespec="seconds")
     fed = prepare_nanogpt_data(nanogpt, data)
     defconfig = ["make", "--no-print-directory", "-C", str(checkout), f"defconfig-{DEFCONFIG}"]
@@ -283,15 +392,22 @@ def compare(
     done = []
     for i in range(1, pairs + 1):
         load = os.getloadavg()[0]  # the 1-minute load average as each side starts
-        ours = {
-            "load_before": load,
-            **run_ours(checkout, data, f"nanogpt-compare-{label}-{i}", iters),
-        }
+        run_name, seed = (
+            f"nanogpt-compare-{label}-{i}",
+            seeds[(i - 1) % len(seeds)] if seeds else None,
+        )
+        ours = {"load_before": load, **run_ours(checkout, data, run_name, iters, seed)}
         print(f"pair {i}: ours {ours['ms_per_iter']:.1f} ms/iter, {ours['wall_s']:.1f} s")
         log = nanogpt / f"nanogpt-compare-{label}-{i}.log"
         load = os.getloadavg()[0]
         theirs = {"load_before": load, **run_nanogpt(nanogpt, python, log, iters)}
         print(f"pair {i}: nanoGPT {theirs['ms_per_iter']:.1f} ms/iter, {theirs['wall_s']:.1f} s")
+        scored = score(checkout / "results" / run_name, nanogpt / NANOGPT_CKPT, data, iters)
+        ours["whole_val_loss"], theirs["whole_val_loss"] = scored["ours"], scored["nanogpt"]
+        print(
+            f"pair {i}: every validation token: ours {scored['ours']:.4f}, "
+            f"nanoGPT {scored['nanogpt']:.4f}"
+        )
         done.append(
             {
                 "pair": i,
@@ -309,6 +425,7 @@ def compare(
             "iters": iters,
             "tokens_per_iter": TOKENS_PER_ITER,
             "data": fed,
+            "scored_tokens": fed["val_tokens"] - 1,
         },
         "ours_commit": git_commit(checkout),
         "ours_dirty": git_dirty(checkout),
@@ -317,9 +434,9 @@ def compare(
         "commands": {  # ours in the checkout, nanoGPT's in its folder
             "ours": [
                 f"make defconfig-{DEFCONFIG}",
-                shlex.join(["make", *ours_args(data, "RUN", iters)]).replace(
-                    "RUN_NAME=RUN", f"RUN_NAME=nanogpt-compare-{label}-<pair>"
-                ),
+                shlex.join(["make", *ours_args(data, "RUN", iters, -1 if seeds else None)])
+                .replace("RUN_NAME=RUN", f"RUN_NAME=nanogpt-compare-{label}-<pair>")
+                .replace("TRAIN_SEED=-1", "TRAIN_SEED=<seed>"),
             ],
             "nanogpt": shlex.join(["python", "train.py", *nanogpt_args(iters)]),
         },
@@ -329,7 +446,9 @@ def compare(
 
 
 def medians(pairs: list[dict[str, Any]]) -> dict[str, float]:
-    return {k: statistics.median(p["ratio"][k] for p in pairs) for k in pairs[0]["ratio"]}
+    """The median of each ratio the pairs all hold (older records lack the scored loss)."""
+    keys = set.intersection(*(set(p["ratio"]) for p in pairs))
+    return {k: statistics.median(p["ratio"][k] for p in pairs) for k in sorted(keys)}
 
 
 # --- render --------------------------------------------------------------------------
@@ -346,18 +465,39 @@ def _linears(r: dict[str, Any]) -> str:
     return "/".join(sorted({str(p["ours"].get("cpu_linear")) for p in r["pairs"]}))
 
 
+def _scored(pairs: list[dict[str, Any]]) -> str:
+    """Both sides' loss on every validation token: each pair's, or the medians of the
+    pairs scored so."""
+    done = [p for p in pairs if "whole_val_loss" in p["ours"]]
+    if not done:
+        return "not scored"
+    ours, theirs = (statistics.median(p[side]["whole_val_loss"] for p in done) for side in SIDES)
+    return f"{ours:.4f} / {theirs:.4f}"
+
+
 def _row(name: str, p: dict[str, Any]) -> str:
     o, n, r = p["ours"], p["nanogpt"], p["ratio"]
+    seed = "" if o.get("seed") is None else f" (seed {o['seed']})"
     return (
-        f"| `{name}` | {p['pair']} | {o['ms_per_iter']:.1f} / {n['ms_per_iter']:.1f} | "
+        f"| `{name}` | {p['pair']}{seed} | {o['ms_per_iter']:.1f} / {n['ms_per_iter']:.1f} | "
         f"{o['tokens_per_sec']:,.0f} / {n['tokens_per_sec']:,.0f} | "
         f"**{r['tokens_per_sec']:.3f}x** | {o['wall_s']:.1f} / {n['wall_s']:.1f} s | "
         f"{r['wall']:.3f}x | {r['whole_run_tokens_per_sec']:.3f}x | "
-        f"{o['final_val_loss']:.4f} / {n['final_val_loss']:.4f} |"
+        f"{o['final_val_loss']:.4f} / {n['final_val_loss']:.4f} | {_scored([p])} |"
     )
 
 
-def host_table(records: list[tuple[str, dict[str, Any]]]) -> str:
+def _command_note(r: dict[str, Any], newest: dict[str, Any]) -> str:
+    """How the record's nanoGPT command differs from the newest record's (the one the
+    method names), if it does."""
+    mine, theirs = (shlex.split(x["commands"]["nanogpt"]) for x in (r, newest))
+    without = [a for a in theirs if a not in mine]
+    extra = [a for a in mine if a not in theirs]
+    parts = [f"without `{a}`" for a in without] + [f"with `{a}`" for a in extra]
+    return f", nanoGPT {' and '.join(parts)}" if parts else ""
+
+
+def host_table(records: list[tuple[str, dict[str, Any]]], newest: dict[str, Any]) -> str:
     """One host's records of one kernel: a row per pair, then the medians over them."""
     pairs = [(name, p) for name, r in records for p in r["pairs"]]
     med = medians([p for _, p in pairs])
@@ -368,18 +508,20 @@ def host_table(records: list[tuple[str, dict[str, Any]]]) -> str:
             f"`{name}` {r['date'][:10]}, ours {str(r['ours_commit'])[:7]}"
             f"{' (uncommitted changes)' if r.get('ours_dirty') else ''}, "
             f"nanoGPT {str(r['nanogpt_commit'])[:7]}, {r['work']['iters']} iterations, "
-            f"ours' linear layers {_linears(r)}"
+            f"ours' linear layers {_linears(r)}{_command_note(r, newest)}"
             for name, r in records
         )
         + ".",
         "",
         "| record | pair | ms/iter, ours / nanoGPT | tokens/s, ours / nanoGPT | ours' tokens/s "
         "vs nanoGPT's | wall, ours / nanoGPT | ours' wall vs nanoGPT's | whole run: ours' "
-        "tokens/s vs nanoGPT's | final val loss, ours / nanoGPT |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "tokens/s vs nanoGPT's | final val loss (own estimate), ours / nanoGPT | loss on "
+        "every val token, ours / nanoGPT |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(_row(name, p) for name, p in pairs),
         f"| median | {counted(len(pairs), 'pair')} | | | **{med['tokens_per_sec']:.3f}x** | | "
-        f"{med['wall']:.3f}x | {med['whole_run_tokens_per_sec']:.3f}x | |",
+        f"{med['wall']:.3f}x | {med['whole_run_tokens_per_sec']:.3f}x | | "
+        f"{_scored([p for _, p in pairs])} |",
     ]
     return "\n".join(lines)
 
@@ -395,7 +537,7 @@ def block(folder: Path) -> str:
         hosts: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
         for name, r in records:
             hosts.setdefault((_host_title(r["host"]), _linears(r)), []).append((name, r))
-        first = records[0][1]
+        first = max((r for _, r in records), key=lambda r: r["date"])  # the newest
         method = (
             f"Alternating back to back, `{first['commands']['ours'][1]}` (after "
             f"`{first['commands']['ours'][0]}`) and nanoGPT's `{first['commands']['nanogpt']}` "
@@ -403,9 +545,14 @@ def block(folder: Path) -> str:
             "token files. Ours' ms/iter and tokens/s are the trainer's own (`metrics.json`); "
             "nanoGPT's are the mean of its per-iteration times without iteration 0 and the "
             "iterations that evaluate; wall is the whole command, and the whole-run tokens/s "
-            "is each side's steps x tokens per step over it (nanoGPT takes one step more).\n"
+            "is each side's steps x tokens per step over it (nanoGPT takes one step more). "
+            f"Each trainer's own final val loss averages {EVAL_ITERS} random validation "
+            f"batches ({EVAL_ITERS * TOKENS_PER_ITER:,} tokens), each its own sample; the "
+            "last column scores both final models (ours' `ckpt_latest.pt`, nanoGPT's "
+            "`ckpt.pt`, loaded into our GPT-2) by the same code on every token of the "
+            "validation split, in disjoint windows of the block.\n"
         )
-        tables = "\n\n".join(host_table(rs) for rs in hosts.values())
+        tables = "\n\n".join(host_table(rs, first) for rs in hosts.values())
     except (KeyError, TypeError, IndexError) as err:
         raise CompareError(f"{folder} holds a record without {err}: record it again") from None
     return method + "\n" + tables + "\n"
@@ -438,6 +585,9 @@ def main(argv: list[str]) -> int:
     run.add_argument("--out", type=Path, help="default docs/bench-data/nanogpt/<label>.json")
     run.add_argument("--python", default=sys.executable, help="nanoGPT's interpreter")
     run.add_argument("--iters", type=int, default=ITERS, help="only to try the script out")
+    run.add_argument(
+        "--seeds", help="ours' TRAIN_SEED per pair, cycling, e.g. 1337,1338,1339 (the defconfig's)"
+    )
     check = sub.add_parser("render", help="rewrite docs/benchmarks.md's block")
     check.add_argument("--check", action="store_true", help="only say whether it differs")
     args = p.parse_args(argv)
@@ -449,6 +599,10 @@ def main(argv: list[str]) -> int:
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]{0,60}", label):
         raise CompareError(f"--label {label!r}: letters, digits, '.', '_' and '-' only")
     out = args.out or from_root(RECORD_DIR) / f"{label}.json"
+    try:
+        seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else None
+    except ValueError:
+        raise CompareError(f"--seeds {args.seeds!r}: whole numbers separated by commas") from None
     record = compare(
         args.nanogpt.resolve(),
         args.data,
@@ -457,6 +611,7 @@ def main(argv: list[str]) -> int:
         label,
         args.python,
         args.iters,
+        seeds,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, record)

@@ -92,6 +92,9 @@ def stub_checkout(tmp_path, ours):
         "\t@echo ours $(RUN_NAME) $(SET) $(SCALE_ITERS) >> $(ORDER)\n"
         "\t@mkdir -p results/$(RUN_NAME)\n"
         "\t@cp metrics-$(RUN_NAME).json results/$(RUN_NAME)/metrics.json\n"
+        # the seed SET gave, else the defconfig's, in the config.txt a run writes
+        "\t@echo CONFIG_TRAIN_SEED=$(or $(lastword $(subst =, ,$(filter TRAIN_SEED=%,$(SET)))),"
+        "1337) > results/$(RUN_NAME)/config.txt\n"
     )
     for i, (ms, final) in enumerate(ours, 1):
         metrics = {
@@ -119,6 +122,19 @@ HOST = {
 }
 
 
+class Scores:
+    """Stands in for score_finals (tested on real models below): pair i's models score
+    2.0 + i/10 (ours) and 2.05 (nanoGPT); it keeps what it was asked to score, and
+    whether nanoGPT's checkpoint path held a file then."""
+
+    def __init__(self):
+        self.asked = []
+
+    def __call__(self, run_dir, ckpt, data, iters):
+        self.asked.append((run_dir, ckpt, ckpt.exists(), data, iters))
+        return {"ours": 2.0 + len(self.asked) / 10, "nanogpt": 2.05, "tokens": 2}
+
+
 @pytest.fixture
 def recorded(tmp_path, monkeypatch):
     """Two pairs against the stubs: ours at 100 then 96 ms/iter."""
@@ -127,12 +143,16 @@ def recorded(tmp_path, monkeypatch):
     monkeypatch.setattr(nc, "host", lambda: HOST)
     data = prepared(tmp_path)
     ngpt, ours = stub_nanogpt(tmp_path), stub_checkout(tmp_path, [(100.0, 1.9), (96.0, 1.8)])
-    record = nc.compare(ngpt, data, 2, ours, "t", sys.executable, iters=8)
-    return record, order.read_text().splitlines(), tmp_path
+    stale = ngpt / nc.NANOGPT_CKPT  # an earlier run's checkpoint: never this run's
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"earlier")
+    scores = Scores()
+    record = nc.compare(ngpt, data, 2, ours, "t", sys.executable, iters=8, score=scores)
+    return record, order.read_text().splitlines(), tmp_path, scores
 
 
 def test_the_sides_alternate_back_to_back_with_each_ones_command(recorded):
-    record, order, tmp_path = recorded
+    record, order, tmp_path, _ = recorded
     assert [line.split()[0] for line in order] == [
         "defconfig",
         "ours",
@@ -154,7 +174,7 @@ def test_the_sides_alternate_back_to_back_with_each_ones_command(recorded):
 
 
 def test_the_record_holds_each_sides_figures_and_the_ratios(recorded):
-    record, _, tmp_path = recorded
+    record, _, tmp_path, _ = recorded
     first, second = record["pairs"]
     theirs = first["nanogpt"]
     assert theirs["ms_per_iter"] == pytest.approx(116.6667, abs=1e-4)
@@ -178,7 +198,7 @@ def test_the_record_holds_each_sides_figures_and_the_ratios(recorded):
 
 
 def test_nanogpt_reads_our_token_files_and_a_meta_pkl_of_our_vocabulary(recorded):
-    _, _, tmp_path = recorded
+    _, _, tmp_path, _ = recorded
     folder = tmp_path / "ngpt" / "data" / "shakespeare_char"
     for name in ("train.bin", "val.bin"):
         assert (folder / name).resolve() == tmp_path / "data" / "shakespeare-char" / name
@@ -218,7 +238,7 @@ def test_data_nanogpt_cannot_read_as_it_is_is_refused(tmp_path):
 
 
 def test_render_writes_the_records_table_and_check_sees_a_stale_page(recorded):
-    record, _, tmp_path = recorded
+    record, _, tmp_path, _ = recorded
     folder = tmp_path / "records"
     folder.mkdir()
     (folder / "t.json").write_text(json.dumps(record))
@@ -228,10 +248,12 @@ def test_render_writes_the_records_table_and_check_sees_a_stale_page(recorded):
     text = page.read_text()
     assert text.startswith(f"# Before\n\n{nc.BEGIN}\n\n") and text.endswith(f"{nc.END}\n\nafter\n")
     assert "stale" not in text
-    assert "| `t.json` | 1 | 100.0 / 116.7 | 7,680 / 6,583 | **1.167x** |" in text
-    assert "| `t.json` | 2 | 96.0 / 116.7 | 8,000 / 6,583 | **1.215x** |" in text
+    assert "| `t.json` | 1 (seed 1337) | 100.0 / 116.7 | 7,680 / 6,583 | **1.167x** |" in text
+    assert "| `t.json` | 2 (seed 1337) | 96.0 / 116.7 | 8,000 / 6,583 | **1.215x** |" in text
     assert "| median | 2 pairs | | | **1.191x** |" in text
-    assert "| 1.9000 / 2.2500 |" in text and "| 1.8000 / 2.2500 |" in text
+    assert "| 1.9000 / 2.2500 | 2.1000 / 2.0500 |" in text
+    assert "| 1.8000 / 2.2500 | 2.2000 / 2.0500 |" in text
+    assert text.count("| 2.1500 / 2.0500 |") == 1  # the medians of the scored losses
     assert "**AMD EPYC, 2 cores (AVX2 kernels), torch 2.13.0+cpu, 2 threads**" in text
     assert nc.render(check=True, folder=folder, page=page) is True
     # Another kernel for ours' linear layers on the same host: a table of its own, never
@@ -257,7 +279,7 @@ def test_the_page_holds_what_the_recorded_comparisons_render():
 
 
 def test_render_check_exits_1_on_a_stale_page_and_0_once_rendered(recorded, monkeypatch):
-    record, _, tmp_path = recorded
+    record, _, tmp_path, _ = recorded
     folder, page = tmp_path / "records", tmp_path / "page.md"
     folder.mkdir()
     (folder / "t.json").write_text(json.dumps(record))
@@ -273,3 +295,159 @@ def test_render_check_exits_1_on_a_stale_page_and_0_once_rendered(recorded, monk
 def test_a_label_that_is_no_run_name_is_refused(tmp_path):
     with pytest.raises(nc.CompareError, match="--label 'a b'"):
         nc.main(["run", "--nanogpt", str(tmp_path), "--data", str(tmp_path), "--label", "a b"])
+
+
+def test_each_pair_scores_both_final_models_and_never_an_earlier_nanogpt_checkpoint(recorded):
+    record, _, tmp_path, scores = recorded
+    ckpt = tmp_path / "ngpt" / nc.NANOGPT_CKPT
+    data = tmp_path / "data" / "shakespeare-char"
+    assert [a[:2] for a in scores.asked] == [
+        (tmp_path / "ours" / "results" / f"nanogpt-compare-t-{i}", ckpt) for i in (1, 2)
+    ]
+    # the stub nanoGPT saves nothing: the earlier file was removed before its run
+    assert [a[2:] for a in scores.asked] == [(False, data, 8)] * 2
+    first, second = record["pairs"]
+    assert first["ours"]["whole_val_loss"] == 2.1 and first["nanogpt"]["whole_val_loss"] == 2.05
+    assert second["ratio"]["whole_val_loss"] == pytest.approx(2.2 / 2.05)
+    assert record["median"]["whole_val_loss"] == pytest.approx((2.1 + 2.2) / 2 / 2.05)
+    assert record["work"]["scored_tokens"] == 2  # 3 validation tokens: 2 predicted
+    assert "--always_save_checkpoint=True" in record["commands"]["nanogpt"]
+    assert first["ours"]["seed"] == 1337  # the defconfig's: no --seeds
+
+
+def test_seeds_cycle_over_ours_pairs(tmp_path, monkeypatch):
+    order = tmp_path / "order.txt"
+    monkeypatch.setenv("ORDER", str(order))
+    monkeypatch.setattr(nc, "host", lambda: HOST)
+    runs = [(100.0, 1.9), (96.0, 1.8), (98.0, 1.85)]
+    ngpt, ours = stub_nanogpt(tmp_path), stub_checkout(tmp_path, runs)
+    record = nc.compare(
+        ngpt, prepared(tmp_path), 3, ours, "t", iters=8, seeds=[7, 9], score=Scores()
+    )
+    lines = [line for line in order.read_text().splitlines() if line.startswith("ours")]
+    assert [line.split()[-2] for line in lines] == ["TRAIN_SEED=7", "TRAIN_SEED=9", "TRAIN_SEED=7"]
+    assert [p["ours"]["seed"] for p in record["pairs"]] == [7, 9, 7]
+    assert " TRAIN_SEED=<seed>' RUN_NAME=nanogpt-compare-t-<pair>" in record["commands"]["ours"][1]
+
+
+def _tiny(seed):
+    import torch
+
+    from gpt2.config import GPT2Config
+    from gpt2.model import GPT2
+
+    torch.manual_seed(seed)
+    shape = {"n_layer": 1, "n_head": 2, "n_embd": 8, "block_size": 4, "bias": False}
+    return GPT2(GPT2Config(vocab_size=3, dropout=0.0, **shape)), {"vocab_size": 3, **shape}
+
+
+def _nanogpt_checkpoint(path, model, args, iters=8, **extra):
+    """A checkpoint in the layout nanoGPT's train.py saves (written here, not its code)."""
+    import torch
+
+    state = {
+        "model": model.state_dict(),
+        "optimizer": {},
+        "model_args": {**args, "dropout": 0.0},
+        "iter_num": iters,
+        "best_val_loss": torch.tensor(1.5),
+        "config": {"dataset": "shakespeare_char", "always_save_checkpoint": True},
+        **extra,
+    }
+    torch.save(state, path)
+
+
+def test_nanogpts_checkpoint_loads_into_our_gpt2_and_is_scored_on_every_token(tmp_path):
+    import torch
+    import torch.nn.functional as F
+
+    ours, args = _tiny(0)
+    theirs, _ = _tiny(1)  # other weights, the same shape
+    ckpt = tmp_path / "ckpt.pt"
+    _nanogpt_checkpoint(ckpt, theirs, args)
+    loaded = nc.nanogpt_final_model(ckpt, ours, 8)
+    assert all(torch.equal(a, b) for a, b in zip(loaded.parameters(), theirs.parameters()))
+    tokens = torch.tensor([0, 1, 2, 2, 1, 0, 0, 1, 2, 1, 1])  # 10 predictions, block 4
+    # Transcription: disjoint windows [0, 4), [4, 8), [8, 10); each predicts its next tokens.
+    loaded.eval()
+    nll = 0.0
+    for b in (0, 4, 8):
+        e = min(b + 4, len(tokens) - 1)
+        x, y = tokens[b:e][None], tokens[b + 1 : e + 1][None]
+        logits, _ = loaded(x, y)
+        nll += F.cross_entropy(logits[0].double(), y[0], reduction="sum").item()
+    got = nc.whole_split_loss(loaded, tokens, 4)
+    assert got == pytest.approx(nll / 10, rel=1e-6)
+    assert nc.whole_split_loss(ours, tokens, 4) != pytest.approx(got, rel=1e-3)
+
+
+def test_a_nanogpt_checkpoint_of_another_step_model_or_content_is_refused(tmp_path):
+    import argparse
+
+    ours, args = _tiny(0)
+    path = tmp_path / "ckpt.pt"
+    with pytest.raises(nc.CompareError, match="saved no checkpoint"):
+        nc.nanogpt_final_model(path, ours, 8)
+    _nanogpt_checkpoint(path, ours, args, iters=6)  # its last save was not the last step
+    with pytest.raises(nc.CompareError, match="holds iteration 6, not 8"):
+        nc.nanogpt_final_model(path, ours, 8)
+    wider, wide_args = _tiny(0)
+    _nanogpt_checkpoint(path, wider, {**wide_args, "n_layer": 2})
+    with pytest.raises(nc.CompareError, match="differs from ours.*n_layer"):
+        nc.nanogpt_final_model(path, ours, 8)
+    _nanogpt_checkpoint(path, ours, args, code=argparse.Namespace(x=1))  # not unpickled
+    with pytest.raises(nc.CompareError, match="not a nanoGPT checkpoint"):
+        nc.nanogpt_final_model(path, ours, 8)
+
+
+def test_ours_final_model_is_its_latest_checkpoint_at_the_last_step(tmp_path):
+    import dataclasses
+
+    import torch
+
+    from lib.run.checkpoint import FORMAT
+
+    model, _ = _tiny(3)
+    run = tmp_path / "run"
+    run.mkdir()
+    state = {
+        "format": FORMAT,
+        "step": 8,
+        "family": "gpt2",
+        "model": model.state_dict(),
+        "optimizer": {},
+        "model_config": dataclasses.asdict(model.config),
+        "tokenizer": {"name": "char", "vocab_size": 3, "chars": CHARS},
+    }
+    torch.save(state, run / "ckpt_latest.pt")
+    loaded = nc.ours_final_model(run, 8)
+    assert all(torch.equal(a, b) for a, b in zip(loaded.parameters(), model.parameters()))
+    with pytest.raises(nc.CompareError, match="is step 8, not 9"):
+        nc.ours_final_model(run, 9)
+    (run / "ckpt_latest.pt").unlink()
+    with pytest.raises(nc.CompareError, match="no checkpoint at .*ckpt_latest.pt"):
+        nc.ours_final_model(run, 8)
+
+
+def test_older_records_render_unscored_and_note_their_nanogpt_command(recorded, tmp_path):
+    record = recorded[0]
+    old = json.loads(json.dumps(record))
+    old["date"] = "2000-01-01T00:00:00+00:00"
+    old["commands"]["nanogpt"] = old["commands"]["nanogpt"].replace(
+        " --always_save_checkpoint=True", ""
+    )
+    for pair in old["pairs"]:
+        for side in ("ours", "nanogpt"):
+            pair[side].pop("whole_val_loss")
+        pair["ours"].pop("seed")
+        pair["ratio"].pop("whole_val_loss")
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "a-old.json").write_text(json.dumps(old))
+    (folder / "b-new.json").write_text(json.dumps(record))
+    text = nc.block(folder)
+    assert "nanoGPT without `--always_save_checkpoint=True`" in text
+    assert "--always_save_checkpoint=True` in its own checkout" in text  # the newest's
+    assert "| `a-old.json` | 1 | " in text and "| 1.9000 / 2.2500 | not scored |" in text
+    # one median over both records' pairs: the scored loss over the two scored pairs
+    assert "| median | 4 pairs |" in text and text.count("| 2.1500 / 2.0500 |") == 1
