@@ -94,6 +94,7 @@ SETTINGS: list[tuple[tuple[str, ...], Callable[..., str]]] = [
     (("threads",), lambda t: f"{t} threads"),
     (("dtype",), str),
     (("compiled",), lambda c: "compiled" if c else "eager"),
+    (("ours.speed.loss_impl",), lambda impl: f"ours' loss {impl}"),
     (("peak_memory_measure",), lambda m: f"peak memory as {MEASURES.get(m, m)}"),
 ]
 

@@ -286,7 +286,8 @@ def _phases(
         from lib.model.fused_loss import chunk_rows
 
         logits = (
-            12 * chunk_rows(n, cfg.n_embd, cfg.vocab_size) * cfg.vocab_size + 4 * n * cfg.n_embd
+            12 * chunk_rows(n, cfg.n_embd, cfg.vocab_size, kind) * cfg.vocab_size
+            + 4 * n * cfg.n_embd
         )
     fixed = 16 * n + (CUDA_WORKSPACE if kind == "cuda" else 0)
     if world > 1 and not fsdp:

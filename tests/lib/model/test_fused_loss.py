@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from lib.model.fused_loss import (
+    IGNORE_INDEX,
     chunk_rows,
     chunked_linear_cross_entropy,
     liger_available,
@@ -99,6 +100,36 @@ def test_chunk_rows_hold_about_as_many_logits_as_hidden_values():
     assert chunk_rows(2**20, 768, 50304) == 16384  # 64 x 16384-token micro-batch: 66 chunks
     assert chunk_rows(768, 128, 65) == 768  # vocabulary narrower than the model: one chunk
     assert chunk_rows(5, 4, 1000) == 5
+
+
+def test_on_a_cpu_a_chunk_holds_about_as_many_rows_as_the_model_is_wide():
+    # The embedded default (4 x 128, vocabulary 5,520, 12 x 64 rows): 6 chunks of 128.
+    assert chunk_rows(768, 128, 5520, "cpu") == 128
+    assert chunk_rows(768, 128, 50304, "cpu") == 128  # the vocabulary does not matter
+    assert chunk_rows(2048, 768, 50304, "cpu") == 1024  # GPT-2 124M: 2 chunks
+    assert chunk_rows(768, 100, 5520, "cpu") == 128  # a power of two at or above the width
+    assert chunk_rows(40, 128, 5520, "cpu") == 40  # fewer rows than that: one chunk
+    # elsewhere the GPU rule, whatever the device is called
+    assert chunk_rows(768, 128, 5520, "cuda") == chunk_rows(768, 128, 5520) == 768
+    assert chunk_rows(768, 128, 5520, "mps") == 768
+
+
+def test_the_cpu_chunks_give_plains_loss_and_gradients():
+    """The default's shape on the CPU: several chunks (chunk_rows' choice), compared with
+    the plain path in the same process."""
+    torch.manual_seed(0)
+    hidden = torch.randn(300, 128, requires_grad=True)
+    weight = torch.randn(700, 128, requires_grad=True)
+    targets = torch.randint(0, 700, (300,))
+    targets[::7] = IGNORE_INDEX
+    assert 1 < 300 / chunk_rows(300, 128, 700, "cpu") < 300  # several chunks, not one
+    loss = chunked_linear_cross_entropy(hidden, weight, targets)
+    gh, gw = torch.autograd.grad(loss, (hidden, weight))
+    ref = plain_linear_cross_entropy(hidden, weight, targets)
+    rh, rw = torch.autograd.grad(ref, (hidden, weight))
+    assert loss.item() == pytest.approx(ref.item(), rel=1e-6)
+    torch.testing.assert_close(gh, rh, rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(gw, rw, rtol=1e-5, atol=1e-7)
 
 
 def test_resolve_loss_impl_refuses_what_cannot_run(monkeypatch):
