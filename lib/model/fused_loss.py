@@ -42,6 +42,8 @@ LOSS_IMPLS = ("plain", "chunked", "liger")
 
 
 MIN_CHUNK_ROWS = 1024
+# On a CPU, a chunk of fewer logits than this is mostly per-chunk overhead.
+MIN_CPU_CHUNK_LOGITS = 1 << 20
 
 
 def _pow2_at_least(n: int) -> int:
@@ -56,15 +58,14 @@ def chunk_rows(rows: int, width: int, vocab: int, device_type: str = "cuda") -> 
     rank-`rows` product into the whole [V, C] weight gradient, which narrow
     chunks make memory-bound.
 
-    On a CPU: about `width` rows, so a chunk's logits are about as large as
-    the weight. Its softmax and both gradient products then read the logits
-    from the cache the head product wrote them to, while the weight gradient's
-    traffic per chunk stays of the same size. On 2 cores of an Intel Xeon this
-    made the step of a 4 x 128 model 1.15x (vocabulary 5,520) and 1.4x (50,304)
-    faster than Plain, where one chunk of every row gained 1.0x and 1.2x
-    (docs/benchmarks.md, "Chunked cross-entropy on a CPU")."""
+    On a CPU: at least `width` rows, so a chunk's logits are about as large
+    as the weight, and at least MIN_CPU_CHUNK_LOGITS logits. The softmax and
+    both gradient products then read a chunk's logits from the cache the head
+    product wrote them to, while the weight gradient's traffic per chunk stays
+    of the same size; a small vocabulary keeps one chunk. Measured against
+    Plain in docs/benchmarks.md ("The head's cross-entropy on a CPU")."""
     if device_type == "cpu":
-        return max(1, min(_pow2_at_least(width), rows))
+        return max(1, min(_pow2_at_least(max(width, MIN_CPU_CHUNK_LOGITS // vocab)), rows))
     chunks = max(1, math.ceil(vocab / width))
     size = _pow2_at_least(math.ceil(rows / chunks))
     return max(1, min(max(size, MIN_CHUNK_ROWS), rows))

@@ -102,13 +102,15 @@ def test_chunk_rows_hold_about_as_many_logits_as_hidden_values():
     assert chunk_rows(5, 4, 1000) == 5
 
 
-def test_on_a_cpu_a_chunk_holds_about_as_many_rows_as_the_model_is_wide():
-    # The embedded default (4 x 128, vocabulary 5,520, 12 x 64 rows): 6 chunks of 128.
-    assert chunk_rows(768, 128, 5520, "cpu") == 128
-    assert chunk_rows(768, 128, 50304, "cpu") == 128  # the vocabulary does not matter
+def test_on_a_cpu_a_chunk_holds_as_many_rows_as_the_model_is_wide_or_2_20_logits():
+    # The embedded default (4 x 128, vocabulary 5,520, 12 x 64 rows): 2**20 / 5520 = 189
+    # rows -> 256, 3 chunks.
+    assert chunk_rows(768, 128, 5520, "cpu") == 256
+    assert chunk_rows(768, 128, 50304, "cpu") == 128  # the width: 20 rows hold 2**20
     assert chunk_rows(2048, 768, 50304, "cpu") == 1024  # GPT-2 124M: 2 chunks
-    assert chunk_rows(768, 100, 5520, "cpu") == 128  # a power of two at or above the width
-    assert chunk_rows(40, 128, 5520, "cpu") == 40  # fewer rows than that: one chunk
+    assert chunk_rows(768, 100, 50304, "cpu") == 128  # a power of two at or above
+    assert chunk_rows(768, 128, 80, "cpu") == 768  # a small vocabulary: one chunk
+    assert chunk_rows(40, 128, 50304, "cpu") == 40  # fewer rows than a chunk: one
     # elsewhere the GPU rule, whatever the device is called
     assert chunk_rows(768, 128, 5520, "cuda") == chunk_rows(768, 128, 5520) == 768
     assert chunk_rows(768, 128, 5520, "mps") == 768
@@ -118,11 +120,11 @@ def test_the_cpu_chunks_give_plains_loss_and_gradients():
     """The default's shape on the CPU: several chunks (chunk_rows' choice), compared with
     the plain path in the same process."""
     torch.manual_seed(0)
-    hidden = torch.randn(300, 128, requires_grad=True)
-    weight = torch.randn(700, 128, requires_grad=True)
-    targets = torch.randint(0, 700, (300,))
+    hidden = torch.randn(300, 16, requires_grad=True)
+    weight = torch.randn(20000, 16, requires_grad=True)
+    targets = torch.randint(0, 20000, (300,))
     targets[::7] = IGNORE_INDEX
-    assert 1 < 300 / chunk_rows(300, 128, 700, "cpu") < 300  # several chunks, not one
+    assert chunk_rows(300, 16, 20000, "cpu") == 64  # 5 chunks, the last of 44 rows
     loss = chunked_linear_cross_entropy(hidden, weight, targets)
     gh, gw = torch.autograd.grad(loss, (hidden, weight))
     ref = plain_linear_cross_entropy(hidden, weight, targets)
