@@ -15,10 +15,20 @@ bench_table = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_table)
 
 
-@pytest.mark.parametrize("name", ["cpu-avx2", "cpu-xeon", "cpu"])
+@pytest.mark.parametrize("name", ["cpu-avx2", "cpu-xeon", "cpu-xeon-loss", "cpu"])
 def test_the_page_holds_the_table_its_records_render(name):
     folder = ROOT / "docs" / "bench-data" / name
     assert bench_table.render(folder) in (ROOT / "docs" / "benchmarks.md").read_text()
+
+
+def test_every_table_the_page_marks_is_rendered_without_a_folder_named(tmp_path, monkeypatch):
+    names = [f.name for f in bench_table.table_folders()]
+    assert names == ["cpu-avx2", "cpu-xeon", "cpu-xeon-loss", "cpu"]  # the page's order
+    page = tmp_path / "page.md"
+    begin, end = bench_table.markers(tmp_path / "x")
+    page.write_text(f"# Page\n\n{begin}\nstale\n{end}\n")
+    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
+    assert bench_table.table_folders(page) == [tmp_path / "docs" / "bench-data" / "x"]
 
 
 def test_check_without_a_folder_covers_every_table():

@@ -2540,7 +2540,11 @@ class Symbols(Fields):
     chunked otherwise. Evaluation and generation always compute the
     logits. Not yet measured on a GPU for this project: if unsure,
     keep Plain; try Auto when a run is short of GPU memory (a larger
-    micro-batch then fits).
+    micro-batch then fits). On a CPU with a vocabulary of thousands
+    of tokens, choose Chunked: its chunks keep their logits in the
+    cache, which made a tiny model's step faster on 2 cores
+    (docs/benchmarks.md); with a few dozen characters it gains
+    nothing.
     """
 
     TRAIN_LOSS_IMPL_PLAIN: bool
