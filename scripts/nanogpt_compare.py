@@ -256,16 +256,16 @@ def whole_split_loss(model: Any, tokens: Any, block: int) -> float:
 
 def ours_final_model(run_dir: Path, iters: int) -> Any:
     """The model of ours' last step (its ckpt_latest.pt)."""
-    from lib.eval.harness import load_run_model
-    from lib.run.checkpoint import CheckpointError
+    from lib.model.registry import model_from_state
+    from lib.run.checkpoint import CheckpointError, load_checkpoint
 
     try:
-        model, _, info = load_run_model(run_dir, "latest")
+        state = load_checkpoint(run_dir / "ckpt_latest.pt")
     except CheckpointError as err:
         raise CompareError(str(err)) from None
-    if info["step"] != iters:
-        raise CompareError(f"{run_dir}/ckpt_latest.pt is step {info['step']}, not {iters}")
-    return model
+    if state["step"] != iters:
+        raise CompareError(f"{run_dir}/ckpt_latest.pt is step {state['step']}, not {iters}")
+    return model_from_state(state)
 
 
 def nanogpt_final_model(path: Path, like: Any, iters: int) -> Any:

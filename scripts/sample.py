@@ -48,9 +48,7 @@ def main(argv: list[str]) -> None:
     args = parse_args(argv)
     run_dir = run_folder(args.run)
     state = load_checkpoint(run_dir / f"ckpt_{args.checkpoint}.pt", args.device)
-    family = registry.family(state["family"])
-    model = family.build(family.config_cls(**state["model_config"]))
-    model.load_state_dict(state["model"])
+    model = registry.model_from_state(state)
     model.to(args.device).eval()
     tokenizer = tokenizer_from_meta(state["tokenizer"])
     ids = (

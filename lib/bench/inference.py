@@ -199,10 +199,7 @@ def load_model(run_dir: Path, checkpoint: str, device: torch.device) -> tuple[La
     from lib.run.checkpoint import load_checkpoint
 
     state = load_checkpoint(run_dir / f"ckpt_{checkpoint}.pt", device)
-    family = registry.family(state["family"])
-    model = family.build(family.config_cls(**state["model_config"]))
-    model.load_state_dict(state["model"])
-    return model.to(device), state["step"]
+    return registry.model_from_state(state).to(device), state["step"]
 
 
 def record(run_dir: Path, section: dict[str, Any]) -> Path:

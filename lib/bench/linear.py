@@ -25,6 +25,7 @@ from torch import nn
 
 from lib.data.vocab import configured_vocab
 from lib.model import registry
+from lib.model.meta import shapes_only
 from lib.run.environment import cpu_name, cpu_vendor
 from lib.speed.cpu_linear import onednn_available, onednn_linear, resolve_cpu_linear
 
@@ -95,7 +96,7 @@ def run_linear_bench(run: RunConfig, calls: int = 20, rounds: int = 5) -> dict[s
         )
     family = registry.family(run.MODEL)
     config = family.from_run_config(run, configured_vocab(run.data))
-    with torch.device("meta"):  # the shapes only: no memory, no initialisation
+    with shapes_only():  # no memory, no initialisation
         model = family.build(config)
     rows = run.BATCH_SIZE * config.block_size
     auto, reason = resolve_cpu_linear("auto", torch.device("cpu"), "fp32", False)

@@ -54,10 +54,7 @@ def load_run_model(
     from lib.run.checkpoint import load_checkpoint
 
     state = load_checkpoint(Path(run_dir) / f"ckpt_{checkpoint}.pt")
-    family = registry.family(state["family"])
-    config = family.config_cls(**state["model_config"])
-    model = family.build(config)
-    model.load_state_dict(state["model"])
+    model = registry.model_from_state(state)
     info = {
         "family": state["family"],
         "source": "run",
@@ -65,7 +62,7 @@ def load_run_model(
         "checkpoint": checkpoint,
         "step": state["step"],
         "params": sum(p.numel() for p in model.parameters()),
-        "block_size": config.block_size,
+        "block_size": model.config.block_size,
     }
     return model, tokenizer_from_meta(state["tokenizer"]), info
 

@@ -245,10 +245,7 @@ def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print
 
     run_dir = Path(run_dir).resolve()
     state = load_checkpoint(run_dir / f"ckpt_{checkpoint}.pt")
-    family = registry.family(state["family"])
-    config = family.config_cls(**state["model_config"])
-    model = family.build(config)
-    model.load_state_dict(state["model"])
+    model = registry.model_from_state(state)
     tokens_seen = None
     metrics = run_dir / "metrics.json"
     if metrics.is_file():
@@ -264,7 +261,7 @@ def evaluate_run(run_dir: Path, checkpoint: str, eval_cfg: Any, log: Log = print
         "step": state["step"],
         "tokens_seen": tokens_seen,
         "params": sum(p.numel() for p in model.parameters()),
-        "block_size": config.block_size,
+        "block_size": model.config.block_size,
     }
     return _evaluate(
         model,

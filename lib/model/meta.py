@@ -40,8 +40,23 @@ class _NoInitOnMeta(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def _refresh_device_constructors() -> None:
+    """torch.device(...) as a context sends the factory functions of a set to that device,
+    a set torch computes once per process from the functions `torch` holds then. If that
+    first time fell while a library had swapped one out (transformers' from_pretrained
+    replaces torch.linspace with a wrapper while it builds a model), the real one is
+    missing from the set for good and its tensors land on the CPU. So the set is computed
+    anew here (a private cache of torch.utils._device; skipped if it is gone)."""
+    from torch.utils import _device
+
+    clear = getattr(getattr(_device, "_device_constructors", None), "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
 @contextlib.contextmanager
 def shapes_only() -> Iterator[Any]:
     """Build modules on the meta device without running their initialisers."""
+    _refresh_device_constructors()
     with torch.device("meta"), _NoInitOnMeta():
         yield

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
+    from lib.model.interface import LanguageModel
 
 # MODEL choice value -> package holding FAMILY
 FAMILY_PACKAGES = {"gpt2": "gpt2", "hamt": "hamt"}
@@ -75,6 +76,15 @@ def family(name: str) -> ModelFamily:
             f"unknown model family '{name}'; known: {', '.join(FAMILY_PACKAGES)}"
         ) from None
     return importlib.import_module(package).FAMILY
+
+
+def model_from_state(state: dict[str, Any]) -> LanguageModel:
+    """The model a checkpoint's state holds (lib/run/checkpoint.py's load_checkpoint):
+    its family's model built from the state's model_config, its weights loaded."""
+    fam = family(state["family"])
+    model = fam.build(fam.config_cls(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    return model
 
 
 def families() -> list[ModelFamily]:

@@ -40,9 +40,7 @@ class Fills(TorchFunctionMode):
 def own_mode_stack():
     """The builds below see only this test's modes. A mode left on the stack by an
     earlier test is named; objects of earlier tests are collected first and none
-    mid-build, where a finalizer that leaves a mode would change the stack under it.
-    (Once, in CI's random order, the HAMT build below ended with parameters off the
-    meta device; two full replays of that order did not repeat it.)"""
+    mid-build, where a finalizer that leaves a mode would change the stack under it."""
     assert torch._C._len_torch_function_stack() == 0, "an earlier test left a torch mode on"
     gc.collect()
     gc.disable()
@@ -76,3 +74,24 @@ def test_a_real_tensors_initialiser_still_runs_inside():
         created = torch.empty(3)
     assert weight.std().item() > 0.01 and bias.abs().sum().item() > 0
     assert created.is_meta  # tensors made inside are on meta, as under torch.device("meta")
+
+
+def test_a_factory_swapped_out_when_torch_first_listed_them_still_lands_on_meta():
+    """transformers' from_pretrained swaps torch.linspace for a wrapper while it builds;
+    had torch.device() first listed its factories then, the real linspace stayed off
+    the list, and HAMT's decay logits (torch.linspace) were built on the CPU."""
+    from torch.utils import _device
+
+    real = torch.linspace
+    torch.linspace = lambda *args, **kwargs: real(*args, **kwargs)  # as transformers does
+    try:
+        _device._device_constructors.cache_clear()
+        assert real not in _device._device_constructors()  # the list is now stale
+    finally:
+        torch.linspace = real
+    with torch.device("meta"):
+        assert torch.linspace(0, 1, 3).device.type == "cpu"  # what torch does then
+    with shapes_only():
+        model = BUILDS["hamt"]()
+    assert [name for name, p in model.named_parameters() if not p.is_meta] == []
+    _device._device_constructors.cache_clear()
