@@ -96,8 +96,11 @@ def nanogpt_args(iters: int = ITERS) -> list[str]:
     ]
 
 
-def ours_args(data: Path, run_name: str, iters: int = ITERS, seed: int | None = None) -> list[str]:
-    """`make` on the configured defconfig, reading the prepared folder data."""
+def ours_args(
+    data: Path, run_name: str, iters: int = ITERS, seed: int | str | None = None
+) -> list[str]:
+    """`make` on the configured defconfig, reading the prepared folder data (`seed`: a
+    TRAIN_SEED, or a placeholder for the record's command)."""
     extra = [] if iters == ITERS else [f"SCALE_ITERS={iters}"]
     settings = f"DATA_DIR={data.resolve().parent}" + ("" if seed is None else f" TRAIN_SEED={seed}")
     return [f"SET={settings}", f"RUN_NAME={run_name}", *extra]
@@ -313,7 +316,6 @@ def score_finals(run_dir: Path, ckpt: Path, data: Path, iters: int) -> dict[str,
     return {
         "ours": whole_split_loss(ours, tokens, block),
         "nanogpt": whole_split_loss(theirs, tokens, block),
-        "tokens": len(val) - 1,
     }
 
 
@@ -434,9 +436,9 @@ def compare(
         "commands": {  # ours in the checkout, nanoGPT's in its folder
             "ours": [
                 f"make defconfig-{DEFCONFIG}",
-                shlex.join(["make", *ours_args(data, "RUN", iters, -1 if seeds else None)])
-                .replace("RUN_NAME=RUN", f"RUN_NAME=nanogpt-compare-{label}-<pair>")
-                .replace("TRAIN_SEED=-1", "TRAIN_SEED=<seed>"),
+                shlex.join(["make", *ours_args(data, "RUN", iters, "<seed>" if seeds else None)])
+                # unquoted, as it is typed
+                .replace("RUN_NAME=RUN", f"RUN_NAME=nanogpt-compare-{label}-<pair>"),
             ],
             "nanogpt": shlex.join(["python", "train.py", *nanogpt_args(iters)]),
         },

@@ -132,7 +132,7 @@ class Scores:
 
     def __call__(self, run_dir, ckpt, data, iters):
         self.asked.append((run_dir, ckpt, ckpt.exists(), data, iters))
-        return {"ours": 2.0 + len(self.asked) / 10, "nanogpt": 2.05, "tokens": 2}
+        return {"ours": 2.0 + len(self.asked) / 10, "nanogpt": 2.05}
 
 
 @pytest.fixture
