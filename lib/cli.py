@@ -1,4 +1,5 @@
-"""How every script ends: user errors as one 'error:' paragraph, no traceback.
+"""How every script ends: user errors as one 'error:' paragraph, no traceback,
+and no garbage collection on the way out.
 
 Imports nothing heavy: configuration commands must stay fast, so scripts
 pass the error types they can raise besides ConfigError. It hands lib/rules.py
@@ -9,6 +10,8 @@ every package's analyses.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import sys
 from collections.abc import Callable
 
@@ -22,6 +25,14 @@ def _register_owners() -> None:
 
 # On the first configuration check or trainer start, not at every script's start.
 register_owners_with(_register_owners)
+
+# The interpreter's exit collects every object still tracked: torch's, and
+# torch._dynamo's once torch.optim has imported it, some 300,000, which took
+# 0.3-0.6 s of each command on a 2-core host. Frozen by this exit handler,
+# which runs after those registered later (the libraries'), they are skipped. A file the
+# command wrote is closed by then (records and checkpoints are written
+# atomically); an unreachable cycle stays unfreed, as the process ends.
+atexit.register(gc.freeze)
 
 
 def run_script(

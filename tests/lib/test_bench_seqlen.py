@@ -36,6 +36,7 @@ def test_cpu_keeps_the_small_eager_settings_and_cuda_gets_the_long_ones(tiny_run
 
 
 def test_chosen_variants_rows_and_what_ran(tiny_run, monkeypatch):
+    onednn = onednn_available() and why_not_onednn() is None  # its probe, before counting
     calls = []
     real = cpu_linear.onednn_linear
     monkeypatch.setattr(cpu_linear, "onednn_linear", lambda *a: calls.append(1) or real(*a))
@@ -50,7 +51,6 @@ def test_chosen_variants_rows_and_what_ran(tiny_run, monkeypatch):
     ]
     assert result["settings"]["dtype"] == "fp32"
     # fp32 eager on a CPU: the linear layers where auto puts them, as the trainer runs them
-    onednn = onednn_available() and why_not_onednn() is None
     assert result["settings"]["cpu_linear"] == ("onednn" if onednn else "aten")
     assert bool(calls) == onednn
     assert result["compiled"] == {"vanilla": False, "hamt": False}
