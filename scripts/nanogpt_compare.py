@@ -13,8 +13,11 @@
       then renders. After each pair, both final models are scored by our code on
       every token of the validation split (disjoint windows of the block): one
       estimator for both, where each trainer's own figure averages 20 random
-      batches. --seeds S1,S2,..: ours' pair i runs at TRAIN_SEED=S_i (cycling)
-      to show the seed-to-seed spread (nanoGPT's seed is fixed in its train.py).
+      batches. --seeds S1,S2,..: pair i runs both sides at seed S_i (cycling),
+      ours at TRAIN_SEED=S_i and nanoGPT through a config file written into its
+      checkout (config/nanogpt_compare_seed.py), which shifts the seed its
+      train.py fixes (1337) to S_i; the log must show the shift, once. Then the
+      losses on every token compare over seeds (Welch's t-test).
       --data is the prepared folder (DATA_DIR/shakespeare-char of
       `make prepare` on that defconfig); `make defconfig-gpt2-shakespeare-char`
       rewrites the checkout's .config first.
@@ -41,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lib.atomic import read_json_object, write_atomic, write_json_atomic
+from lib.atomic import read_json_object, write_atomic, write_json_atomic, write_text_atomic
 from lib.cli import run_script
 from lib.data.meta import SPLIT_FILES, dataset_dir_name, is_prepared, load_meta
 from lib.data.sources import DataError
@@ -63,6 +66,25 @@ EVAL_ITERS = 20  # nanoGPT's validation batches per evaluation; the defconfig's 
 NANOGPT_DATA = Path("data/shakespeare_char")  # nanoGPT's dataset='shakespeare_char'
 # Its config's out_dir; --always_save_checkpoint=True makes the file hold the last iteration.
 NANOGPT_CKPT = Path("out-shakespeare-char/ckpt.pt")
+NANOGPT_SEED = 1337  # torch.manual_seed(1337 + seed_offset) in its train.py, rank 0's
+# A config file nanoGPT's configurator executes in train.py's namespace before
+# train.py seeds torch: the only way in without editing its code.
+SEED_CONFIG = Path("config/nanogpt_compare_seed.py")
+SEED_CONFIG_TEXT = """# Written by kconfig-llm's scripts/nanogpt_compare.py (--seeds): train.py seeds
+# torch with {fixed} (+ its DDP rank) in its code; this shifts that seed by {shift}.
+import torch as _torch
+
+_manual_seed = _torch.manual_seed
+
+
+def _shifted_seed(seed):
+    print(f"nanogpt_compare: torch.manual_seed({{seed}}) -> {{seed + {shift}}}", flush=True)
+    return _manual_seed(seed + {shift})
+
+
+_torch.manual_seed = _shifted_seed
+"""
+SEED_LINE = re.compile(r"^nanogpt_compare: torch\.manual_seed\((\d+)\) -> (-?\d+)$", re.M)
 SCORE_BATCH = 64  # windows per forward when scoring the validation split
 SIDES = ("ours", "nanogpt")
 
@@ -76,10 +98,12 @@ class CompareError(ValueError):
     """Data nanoGPT cannot read or a run that failed (docs without their markers: BlockError)."""
 
 
-def nanogpt_args(iters: int = ITERS) -> list[str]:
-    """nanoGPT README's CPU command for shakespeare_char, at our block and batch."""
+def nanogpt_args(iters: int = ITERS, seeded: bool = False) -> list[str]:
+    """nanoGPT README's CPU command for shakespeare_char, at our block and batch
+    (seeded: with the config file that sets its seed)."""
     return [
         "config/train_shakespeare_char.py",
+        *([str(SEED_CONFIG)] if seeded else []),
         "--device=cpu",
         "--compile=False",
         f"--eval_iters={EVAL_ITERS}",
@@ -178,9 +202,32 @@ def parse_nanogpt_log(text: str) -> dict[str, Any]:
     }
 
 
-def run_nanogpt(nanogpt: Path, python: str, log: Path, iters: int = ITERS) -> dict[str, Any]:
-    """nanoGPT's train.py in its folder, its output in log; wall clock and figures."""
-    command = [python, "train.py", *nanogpt_args(iters)]
+def nanogpt_seed(text: str, seed: int | None) -> int:
+    """The seed nanoGPT's log shows it ran at: its fixed one, or the one the seed config
+    shifted it to (checked: exactly one shift, to `seed`)."""
+    shifts = [(int(m[1]), int(m[2])) for m in SEED_LINE.finditer(text)]
+    if seed is None:
+        if shifts:
+            raise CompareError("nanoGPT's log shows a seed shift that was not asked for")
+        return NANOGPT_SEED
+    if [to for _, to in shifts] != [seed]:
+        raise CompareError(
+            f"nanoGPT was to run at seed {seed}, but its log shows the seed shifts "
+            f"{shifts or 'none'}: does its train.py still call torch.manual_seed once, "
+            f"after reading its config files ({SEED_CONFIG})?"
+        )
+    return seed
+
+
+def run_nanogpt(
+    nanogpt: Path, python: str, log: Path, iters: int = ITERS, seed: int | None = None
+) -> dict[str, Any]:
+    """nanoGPT's train.py in its folder, its output in log; wall clock and figures
+    (seed: through SEED_CONFIG; None: its own)."""
+    if seed is not None:
+        text = SEED_CONFIG_TEXT.format(fixed=NANOGPT_SEED, shift=seed - NANOGPT_SEED)
+        write_text_atomic(nanogpt / SEED_CONFIG, text)
+    command = [python, "train.py", *nanogpt_args(iters, seeded=seed is not None)]
     (nanogpt / NANOGPT_CKPT).unlink(missing_ok=True)  # an earlier run's is not this one's
     with log.open("w") as out:
         start = time.perf_counter()
@@ -190,7 +237,8 @@ def run_nanogpt(nanogpt: Path, python: str, log: Path, iters: int = ITERS) -> di
     if done.returncode != 0:
         tail = "\n".join(text.splitlines()[-15:])
         raise CompareError(f"nanoGPT exited {done.returncode} (log {log}):\n{tail}")
-    return {"wall_s": wall, "log": str(log), **parse_nanogpt_log(text)}
+    ran = nanogpt_seed(text, seed)
+    return {"wall_s": wall, "log": str(log), "seed": ran, **parse_nanogpt_log(text)}
 
 
 def ours_figures(run_dir: Path) -> dict[str, Any]:
@@ -402,7 +450,7 @@ def compare(
         print(f"pair {i}: ours {ours['ms_per_iter']:.1f} ms/iter, {ours['wall_s']:.1f} s")
         log = nanogpt / f"nanogpt-compare-{label}-{i}.log"
         load = os.getloadavg()[0]
-        theirs = {"load_before": load, **run_nanogpt(nanogpt, python, log, iters)}
+        theirs = {"load_before": load, **run_nanogpt(nanogpt, python, log, iters, seed)}
         print(f"pair {i}: nanoGPT {theirs['ms_per_iter']:.1f} ms/iter, {theirs['wall_s']:.1f} s")
         scored = score(checkout / "results" / run_name, nanogpt / NANOGPT_CKPT, data, iters)
         ours["whole_val_loss"], theirs["whole_val_loss"] = scored["ours"], scored["nanogpt"]
@@ -440,7 +488,7 @@ def compare(
                 # unquoted, as it is typed
                 .replace("RUN_NAME=RUN", f"RUN_NAME=nanogpt-compare-{label}-<pair>"),
             ],
-            "nanogpt": shlex.join(["python", "train.py", *nanogpt_args(iters)]),
+            "nanogpt": shlex.join(["python", "train.py", *nanogpt_args(iters, bool(seeds))]),
         },
         "pairs": done,
         "median": medians(done),
@@ -477,15 +525,74 @@ def _scored(pairs: list[dict[str, Any]]) -> str:
     return f"{ours:.4f} / {theirs:.4f}"
 
 
+def _seeds(p: dict[str, Any]) -> str:
+    """The pair's seed, or ours' and nanoGPT's where they differ (a record made before
+    --seeds reached nanoGPT ran it at its fixed seed)."""
+    ours, theirs = p["ours"].get("seed"), p["nanogpt"].get("seed", NANOGPT_SEED)
+    if ours is None:
+        return ""
+    return f" (seed {ours})" if ours == theirs else f" (seeds {ours} / {theirs})"
+
+
 def _row(name: str, p: dict[str, Any]) -> str:
     o, n, r = p["ours"], p["nanogpt"], p["ratio"]
-    seed = "" if o.get("seed") is None else f" (seed {o['seed']})"
+    seed = _seeds(p)
     return (
         f"| `{name}` | {p['pair']}{seed} | {o['ms_per_iter']:.1f} / {n['ms_per_iter']:.1f} | "
         f"{o['tokens_per_sec']:,.0f} / {n['tokens_per_sec']:,.0f} | "
         f"**{r['tokens_per_sec']:.3f}x** | {o['wall_s']:.1f} / {n['wall_s']:.1f} s | "
         f"{r['wall']:.3f}x | {r['whole_run_tokens_per_sec']:.3f}x | "
         f"{o['final_val_loss']:.4f} / {n['final_val_loss']:.4f} | {_scored([p])} |"
+    )
+
+
+def seed_losses(pairs: list[dict[str, Any]], side: str) -> dict[int, float]:
+    """One side's loss on every validation token per seed it ran at: one model per seed
+    (a CPU run at one seed repeats its model), so a repeated seed counts once."""
+    default = NANOGPT_SEED if side == "nanogpt" else None
+    return {
+        p[side].get("seed", default): p[side]["whole_val_loss"]
+        for p in pairs
+        if "whole_val_loss" in p[side]
+    }
+
+
+def loss_over_seeds(pairs: list[dict[str, Any]]) -> str | None:
+    """The two sides' losses on every validation token across their seeds: mean and
+    standard deviation, the difference, and Welch's t-test where each side has two
+    seeds or more; None where nothing was scored."""
+    losses = {side: list(seed_losses(pairs, side).values()) for side in SIDES}
+    if not all(losses.values()):
+        return None
+
+    def spread(side: str) -> str:
+        xs = losses[side]
+        if len(xs) == 1:
+            return f"{xs[0]:.4f} (one seed)"
+        return f"{statistics.fmean(xs):.4f} ± {statistics.stdev(xs):.4f} ({len(xs)} seeds)"
+
+    ours, theirs = (statistics.fmean(losses[side]) for side in SIDES)
+    line = (
+        "loss on every validation token over seeds (mean ± standard deviation): "
+        f"ours {spread('ours')}, nanoGPT {spread('nanogpt')}; ours minus nanoGPT "
+        f"{ours - theirs:+.4f} nats"
+    )
+    if min(len(xs) for xs in losses.values()) < 2:
+        return line + "; one side has one seed, so no test"
+    from scipy.stats import ttest_ind
+
+    p_value = float(ttest_ind(losses["ours"], losses["nanogpt"], equal_var=False).pvalue)
+    return line + f", Welch's t-test p = {p_value:.2f}"
+
+
+def record_summary(name: str, r: dict[str, Any]) -> str:
+    """A record's own medians, and its losses over seeds where it scored them."""
+    med = medians(r["pairs"])
+    loss = loss_over_seeds(r["pairs"])
+    return (
+        f"`{name}`: medians of {counted(len(r['pairs']), 'pair')}, ours' tokens/s "
+        f"{med['tokens_per_sec']:.3f}x nanoGPT's, whole run "
+        f"{med['whole_run_tokens_per_sec']:.3f}x" + (f"; {loss}" if loss else "") + "."
     )
 
 
@@ -525,6 +632,16 @@ def host_table(records: list[tuple[str, dict[str, Any]]], newest: dict[str, Any]
         f"{med['wall']:.3f}x | {med['whole_run_tokens_per_sec']:.3f}x | | "
         f"{_scored([p for _, p in pairs])} |",
     ]
+    notes = [record_summary(name, r) for name, r in records]
+    # The records that ran nanoGPT at each pair's seed too, together (a seed in two of
+    # them is one model, counted once).
+    seeded = [(n, r) for n, r in records if all("seed" in p["nanogpt"] for p in r["pairs"])]
+    together = loss_over_seeds([p for _, r in seeded for p in r["pairs"]])
+    if len(seeded) > 1 and together:
+        label = " and ".join(f"`{n}`" for n, _ in seeded)
+        notes.append(f"{label} together: {together}.")
+    if len(records) > 1 or together:
+        lines += ["", *(f"- {note}" for note in notes)]
     return "\n".join(lines)
 
 

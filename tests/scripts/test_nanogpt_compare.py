@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import pickle
+import statistics
 import sys
 from array import array
 
@@ -71,10 +73,17 @@ def prepared(tmp_path, dtype="uint16", name="shakespeare-char"):
 def stub_nanogpt(tmp_path):
     folder = tmp_path / "ngpt"
     folder.mkdir()
+    # Like nanoGPT's train.py: executes its config files in its own namespace, then seeds
+    # torch with 1337 (a stand-in torch, so that the stub starts fast).
     (folder / "train.py").write_text(
-        "import os, sys\n"
+        "import os, sys, types\n"
         "with open(os.environ['ORDER'], 'a') as f:\n"
         "    f.write('nanogpt ' + ' '.join(sys.argv[1:]) + '\\n')\n"
+        "sys.modules['torch'] = types.SimpleNamespace(manual_seed=lambda seed: None)\n"
+        "for arg in sys.argv[1:]:\n"
+        "    if '=' not in arg and os.path.exists(arg):\n"
+        "        exec(open(arg).read())\n"
+        "sys.modules['torch'].manual_seed(1337)\n"
         f"print({LOG!r}, end='')\n"
     )
     return folder
@@ -328,6 +337,86 @@ def test_seeds_cycle_over_ours_pairs(tmp_path, monkeypatch):
     assert [line.split()[-2] for line in lines] == ["TRAIN_SEED=7", "TRAIN_SEED=9", "TRAIN_SEED=7"]
     assert [p["ours"]["seed"] for p in record["pairs"]] == [7, 9, 7]
     assert " TRAIN_SEED=<seed>' RUN_NAME=nanogpt-compare-t-<pair>" in record["commands"]["ours"][1]
+    # nanoGPT at the same seeds: its config file shifts the seed its train.py fixes
+    theirs = [line for line in order.read_text().splitlines() if line.startswith("nanogpt")]
+    assert all(
+        line.split()[1:3] == ["config/train_shakespeare_char.py", str(nc.SEED_CONFIG)]
+        for line in theirs
+    )
+    assert [p["nanogpt"]["seed"] for p in record["pairs"]] == [7, 9, 7]
+    assert str(nc.SEED_CONFIG) in record["commands"]["nanogpt"]
+
+
+def test_without_seeds_nanogpt_runs_its_own_and_no_config_file():
+    assert str(nc.SEED_CONFIG) not in nc.nanogpt_args()
+    assert nc.nanogpt_seed("step 8: ...\n", None) == nc.NANOGPT_SEED
+
+
+def test_a_seed_its_log_does_not_show_is_refused():
+    shifted = "nanogpt_compare: torch.manual_seed(1337) -> {}\n"
+    assert nc.nanogpt_seed(LOG + shifted.format(7), 7) == 7
+    for text, seed in [
+        (LOG, 7),  # no shift: its train.py no longer seeds that way
+        (LOG + shifted.format(8), 7),
+        (LOG + shifted.format(7) * 2, 7),
+        (LOG + shifted.format(7), None),
+        # the configurator prints the file it executes: its source is no shift
+        ('    print(f"nanogpt_compare: torch.manual_seed({seed}) -> {seed + 6}")\n', 7),
+    ]:
+        with pytest.raises(nc.CompareError, match="seed"):
+            nc.nanogpt_seed(text, seed)
+
+
+def test_the_seed_config_seeds_torch_as_that_seed_itself(monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch, "manual_seed", torch.manual_seed)  # put back afterwards
+    text = nc.SEED_CONFIG_TEXT.format(fixed=nc.NANOGPT_SEED, shift=42 - nc.NANOGPT_SEED)
+    exec(text, {})  # as nanoGPT's configurator does, in train.py's namespace
+    torch.manual_seed(1337)  # its train.py's call
+    drawn = torch.rand(4)
+    monkeypatch.undo()
+    torch.manual_seed(42)
+    assert torch.equal(drawn, torch.rand(4))
+    assert capsys.readouterr().out == "nanogpt_compare: torch.manual_seed(1337) -> 42\n"
+
+
+def _scored_pair(ours_seed, ours_loss, nanogpt_seed, nanogpt_loss):
+    return {
+        "ours": {"seed": ours_seed, "whole_val_loss": ours_loss},
+        "nanogpt": {"seed": nanogpt_seed, "whole_val_loss": nanogpt_loss},
+    }
+
+
+def test_the_losses_compare_over_distinct_seeds_by_welchs_test():
+    from scipy.stats import t as student_t
+
+    ours, theirs = [1.90, 1.91, 1.93], [1.89, 1.92]
+    pairs = [
+        _scored_pair(1, ours[0], 1, theirs[0]),
+        _scored_pair(2, ours[1], 2, theirs[1]),
+        _scored_pair(3, ours[2], 2, theirs[1]),  # nanoGPT's seed 2 again: one model
+    ]
+    # Welch's test, transcribed: t over the unpooled standard error, Welch-Satterthwaite df
+    va, vb = (statistics.variance(xs) / len(xs) for xs in (ours, theirs))
+    t = (statistics.fmean(ours) - statistics.fmean(theirs)) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(ours) - 1) + vb**2 / (len(theirs) - 1))
+    p = 2 * student_t.sf(abs(t), df)
+    line = nc.loss_over_seeds(pairs)
+    assert line == (
+        "loss on every validation token over seeds (mean ± standard deviation): "
+        f"ours 1.9133 ± {statistics.stdev(ours):.4f} (3 seeds), nanoGPT 1.9050 ± "
+        f"{statistics.stdev(theirs):.4f} (2 seeds); ours minus nanoGPT +0.0083 nats, "
+        f"Welch's t-test p = {p:.2f}"
+    )
+    # an older record: nanoGPT at its fixed seed only, so nothing to test against
+    fixed = [{**pr, "nanogpt": {"whole_val_loss": 1.89}} for pr in pairs]
+    assert nc.loss_over_seeds(fixed).endswith(
+        "nanoGPT 1.8900 (one seed); ours minus nanoGPT +0.0233 nats; one side has one "
+        "seed, so no test"
+    )
+    unscored = [{"ours": {"seed": 1}, "nanogpt": {}}]
+    assert nc.loss_over_seeds(unscored) is None
 
 
 def _tiny(seed):
@@ -451,3 +540,23 @@ def test_older_records_render_unscored_and_note_their_nanogpt_command(recorded, 
     assert "| `a-old.json` | 1 | " in text and "| 1.9000 / 2.2500 | not scored |" in text
     # one median over both records' pairs: the scored loss over the two scored pairs
     assert "| median | 4 pairs |" in text and text.count("| 2.1500 / 2.0500 |") == 1
+
+
+def test_records_that_seeded_both_sides_are_also_tested_together(recorded, tmp_path):
+    folder = tmp_path / "records"
+    folder.mkdir()
+    losses = {1: (1.90, 1.89), 2: (1.91, 1.92), 3: (1.93, 1.90)}
+    for name, seeds in (("a.json", (1, 2)), ("b.json", (3, 2))):
+        record = json.loads(json.dumps(recorded[0]))
+        for pair, seed in zip(record["pairs"], seeds, strict=True):
+            for side, loss in zip(nc.SIDES, losses[seed], strict=True):
+                pair[side].update(seed=seed, whole_val_loss=loss)
+        (folder / name).write_text(json.dumps(record))
+    text = nc.block(folder)
+    together = [line for line in text.splitlines() if "together" in line]
+    assert len(together) == 1  # seed 2 ran in both: one model a side
+    assert together[0].startswith("- `a.json` and `b.json` together: loss on every")
+    assert "ours 1.9133 ± 0.0153 (3 seeds), nanoGPT 1.9033 ± 0.0153 (3 seeds)" in together[0]
+    # each record's own medians first
+    ratio = statistics.median(p["ratio"]["tokens_per_sec"] for p in recorded[0]["pairs"])
+    assert f"- `a.json`: medians of 2 pairs, ours' tokens/s {ratio:.3f}x nanoGPT's" in text
