@@ -87,6 +87,8 @@ _torch.manual_seed = _shifted_seed
 SEED_LINE = re.compile(r"^nanogpt_compare: torch\.manual_seed\((\d+)\) -> (-?\d+)$", re.M)
 SCORE_BATCH = 64  # windows per forward when scoring the validation split
 SIDES = ("ours", "nanogpt")
+# What limits the instruction sets of PyTorch's own kernels, MKL's and oneDNN's.
+KERNEL_LIMITS = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA")
 
 # nanoGPT's log lines (its train.py): one per iteration at --log_interval=1, and one per
 # evaluation, printed at the start of the iteration whose time then includes it.
@@ -418,6 +420,8 @@ def host() -> dict[str, Any]:
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        # set to imitate a host with fewer instructions; both sides inherit them
+        "kernel_limits": {k: os.environ[k] for k in KERNEL_LIMITS if os.environ.get(k)},
         "python": sys.executable,
     }
 
@@ -505,8 +509,9 @@ def medians(pairs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _host_title(h: dict[str, Any]) -> str:
+    limits = "".join(f", {k}={v}" for k, v in sorted((h.get("kernel_limits") or {}).items()))
     return (
-        f"{h['cpu']}, {h['cores']} cores ({h['cpu_capability']} kernels), "
+        f"{h['cpu']}, {h['cores']} cores ({h['cpu_capability']} kernels{limits}), "
         f"torch {h['torch']}, {h['threads']} threads"
     )
 

@@ -560,3 +560,16 @@ def test_records_that_seeded_both_sides_are_also_tested_together(recorded, tmp_p
     # each record's own medians first
     ratio = statistics.median(p["ratio"]["tokens_per_sec"] for p in recorded[0]["pairs"])
     assert f"- `a.json`: medians of 2 pairs, ours' tokens/s {ratio:.3f}x nanoGPT's" in text
+
+
+def test_a_hosts_kernel_limits_are_recorded_and_named(monkeypatch):
+    for name in nc.KERNEL_LIMITS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
+    assert nc.host()["kernel_limits"] == {"MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+    limited = {**HOST, "kernel_limits": {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "A": "b"}}
+    assert nc._host_title(limited) == (
+        "AMD EPYC, 2 cores (AVX2 kernels, A=b, MKL_ENABLE_INSTRUCTIONS=AVX2), "
+        "torch 2.13.0+cpu, 2 threads"
+    )
+    assert nc._host_title(HOST) == "AMD EPYC, 2 cores (AVX2 kernels), torch 2.13.0+cpu, 2 threads"
