@@ -505,6 +505,48 @@ def medians(pairs: list[dict[str, Any]]) -> dict[str, float]:
     return {k: statistics.median(p["ratio"][k] for p in pairs) for k in sorted(keys)}
 
 
+# --- the losses across seeds ---------------------------------------------------------
+
+
+def seed_losses(pairs: list[dict[str, Any]], side: str) -> dict[int, float]:
+    """One side's loss on every validation token per seed it ran at: one model per seed
+    (a CPU run at one seed repeats its model), so a repeated seed counts once."""
+    default = NANOGPT_SEED if side == "nanogpt" else None
+    return {
+        p[side].get("seed", default): p[side]["whole_val_loss"]
+        for p in pairs
+        if "whole_val_loss" in p[side]
+    }
+
+
+def loss_over_seeds(pairs: list[dict[str, Any]]) -> str | None:
+    """The two sides' losses on every validation token across their seeds: mean and
+    standard deviation, the difference, and Welch's t-test where each side has two
+    seeds or more; None where nothing was scored."""
+    losses = {side: list(seed_losses(pairs, side).values()) for side in SIDES}
+    if not all(losses.values()):
+        return None
+
+    def spread(side: str) -> str:
+        xs = losses[side]
+        if len(xs) == 1:
+            return f"{xs[0]:.4f} (one seed)"
+        return f"{statistics.fmean(xs):.4f} ± {statistics.stdev(xs):.4f} ({len(xs)} seeds)"
+
+    ours, theirs = (statistics.fmean(losses[side]) for side in SIDES)
+    line = (
+        "loss on every validation token over seeds (mean ± standard deviation): "
+        f"ours {spread('ours')}, nanoGPT {spread('nanogpt')}; ours minus nanoGPT "
+        f"{ours - theirs:+.4f} nats"
+    )
+    if min(len(xs) for xs in losses.values()) < 2:
+        return line + "; one side has one seed, so no test"
+    from scipy.stats import ttest_ind
+
+    p_value = float(ttest_ind(losses["ours"], losses["nanogpt"], equal_var=False).pvalue)
+    return line + f", Welch's t-test p = {p_value:.2f}"
+
+
 # --- render --------------------------------------------------------------------------
 
 
@@ -549,45 +591,6 @@ def _row(name: str, p: dict[str, Any]) -> str:
         f"{r['wall']:.3f}x | {r['whole_run_tokens_per_sec']:.3f}x | "
         f"{o['final_val_loss']:.4f} / {n['final_val_loss']:.4f} | {_scored([p])} |"
     )
-
-
-def seed_losses(pairs: list[dict[str, Any]], side: str) -> dict[int, float]:
-    """One side's loss on every validation token per seed it ran at: one model per seed
-    (a CPU run at one seed repeats its model), so a repeated seed counts once."""
-    default = NANOGPT_SEED if side == "nanogpt" else None
-    return {
-        p[side].get("seed", default): p[side]["whole_val_loss"]
-        for p in pairs
-        if "whole_val_loss" in p[side]
-    }
-
-
-def loss_over_seeds(pairs: list[dict[str, Any]]) -> str | None:
-    """The two sides' losses on every validation token across their seeds: mean and
-    standard deviation, the difference, and Welch's t-test where each side has two
-    seeds or more; None where nothing was scored."""
-    losses = {side: list(seed_losses(pairs, side).values()) for side in SIDES}
-    if not all(losses.values()):
-        return None
-
-    def spread(side: str) -> str:
-        xs = losses[side]
-        if len(xs) == 1:
-            return f"{xs[0]:.4f} (one seed)"
-        return f"{statistics.fmean(xs):.4f} ± {statistics.stdev(xs):.4f} ({len(xs)} seeds)"
-
-    ours, theirs = (statistics.fmean(losses[side]) for side in SIDES)
-    line = (
-        "loss on every validation token over seeds (mean ± standard deviation): "
-        f"ours {spread('ours')}, nanoGPT {spread('nanogpt')}; ours minus nanoGPT "
-        f"{ours - theirs:+.4f} nats"
-    )
-    if min(len(xs) for xs in losses.values()) < 2:
-        return line + "; one side has one seed, so no test"
-    from scipy.stats import ttest_ind
-
-    p_value = float(ttest_ind(losses["ours"], losses["nanogpt"], equal_var=False).pvalue)
-    return line + f", Welch's t-test p = {p_value:.2f}"
 
 
 def record_summary(name: str, r: dict[str, Any]) -> str:
