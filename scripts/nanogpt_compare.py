@@ -1,7 +1,8 @@
 """kconfig-llm beside karpathy/nanoGPT on nanoGPT's own work, recorded, then rendered.
 
   scripts/nanogpt_compare.py run --nanogpt DIR --data DIR [--pairs 2] [--checkout DIR]
-                                 [--label LABEL] [--out FILE]
+                                 [--label LABEL] [--out FILE] [--seeds S1,S2,..]
+                                 [--ours-set "SYMBOL=value ..."]
       feeds a scratch nanoGPT checkout (DIR/data/shakespeare_char: train.bin and
       val.bin linked to our prepared character data, meta.pkl written; files of
       the same names there are replaced) and runs, back to back and alternating,
@@ -17,7 +18,9 @@
       ours at TRAIN_SEED=S_i and nanoGPT through a config file written into its
       checkout (config/nanogpt_compare_seed.py), which shifts the seed its
       train.py fixes (1337) to S_i; the log must show the shift, once. Then the
-      losses on every token compare over seeds (Welch's t-test).
+      losses on every token compare over seeds (Welch's t-test). --ours-set adds
+      settings to ours' `make SET=` (CPU_MALLOC_KEEP=n: ours without one of its
+      options, against the same nanoGPT); the record and its table say so.
       --data is the prepared folder (DATA_DIR/shakespeare-char of
       `make prepare` on that defconfig); `make defconfig-gpt2-shakespeare-char`
       rewrites the checkout's .config first.
@@ -123,13 +126,30 @@ def nanogpt_args(iters: int = ITERS, seeded: bool = False) -> list[str]:
 
 
 def ours_args(
-    data: Path, run_name: str, iters: int = ITERS, seed: int | str | None = None
+    data: Path,
+    run_name: str,
+    iters: int = ITERS,
+    seed: int | str | None = None,
+    ours_set: str = "",
 ) -> list[str]:
     """`make` on the configured defconfig, reading the prepared folder data (`seed`: a
-    TRAIN_SEED, or a placeholder for the record's command)."""
+    TRAIN_SEED, or a placeholder for the record's command; `ours_set`: more SET=
+    assignments, to measure one of ours' options against nanoGPT)."""
     extra = [] if iters == ITERS else [f"SCALE_ITERS={iters}"]
     settings = f"DATA_DIR={data.resolve().parent}" + ("" if seed is None else f" TRAIN_SEED={seed}")
+    settings += f" {ours_set}" if ours_set else ""
     return [f"SET={settings}", f"RUN_NAME={run_name}", *extra]
+
+
+def check_ours_set(value: str) -> str:
+    """--ours-set's assignments, refused unless each is SYMBOL=value."""
+    bad = [a for a in value.split() if not re.fullmatch(r"[A-Z][A-Z0-9_]*=\S+", a)]
+    if bad:
+        raise CompareError(
+            f"--ours-set {value!r}: {', '.join(bad)} is not SYMBOL=value (as `make SET=` "
+            f"takes them, without CONFIG_, e.g. CPU_MALLOC_KEEP=n)"
+        )
+    return " ".join(value.split())
 
 
 # --- nanoGPT's input -----------------------------------------------------------------
@@ -261,6 +281,7 @@ def ours_figures(run_dir: Path) -> dict[str, Any]:
         "final_val_loss": m["final_val_loss"],
         "seed": _config_seed(run_dir / "config.txt"),
         "cpu_linear": (m.get("speed") or {}).get("cpu_linear"),
+        "host_malloc": (m.get("speed") or {}).get("host_malloc"),
         "torch": (m.get("environment") or {}).get("torch"),
         "optimizer_impl": m.get("optimizer_impl"),
     }
@@ -276,7 +297,12 @@ def _config_seed(config: Path) -> int | None:
 
 
 def run_ours(
-    checkout: Path, data: Path, run_name: str, iters: int = ITERS, seed: int | None = None
+    checkout: Path,
+    data: Path,
+    run_name: str,
+    iters: int = ITERS,
+    seed: int | None = None,
+    ours_set: str = "",
 ) -> dict[str, Any]:
     """`make` in checkout; wall clock and the run's own figures."""
     command = [
@@ -284,7 +310,7 @@ def run_ours(
         "--no-print-directory",
         "-C",
         str(checkout),
-        *ours_args(data, run_name, iters, seed),
+        *ours_args(data, run_name, iters, seed, ours_set),
     ]
     start = time.perf_counter()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -436,6 +462,7 @@ def compare(
     iters: int = ITERS,
     seeds: list[int] | None = None,
     score: Any = score_finals,
+    ours_set: str = "",
 ) -> dict[str, Any]:
     """Ours, nanoGPT, ours, nanoGPT ...: pairs of runs back to back, and the record.
     After each pair (untimed), `score` gives both final models' whole-split loss."""
@@ -450,7 +477,7 @@ def compare(
             f"nanogpt-compare-{label}-{i}",
             seeds[(i - 1) % len(seeds)] if seeds else None,
         )
-        ours = {"load_before": load, **run_ours(checkout, data, run_name, iters, seed)}
+        ours = {"load_before": load, **run_ours(checkout, data, run_name, iters, seed, ours_set)}
         print(f"pair {i}: ours {ours['ms_per_iter']:.1f} ms/iter, {ours['wall_s']:.1f} s")
         log = nanogpt / f"nanogpt-compare-{label}-{i}.log"
         load = os.getloadavg()[0]
@@ -485,10 +512,13 @@ def compare(
         "ours_dirty": git_dirty(checkout),
         "nanogpt_commit": git_commit(nanogpt),
         "nanogpt_python": python,
+        "ours_set": ours_set,
         "commands": {  # ours in the checkout, nanoGPT's in its folder
             "ours": [
                 f"make defconfig-{DEFCONFIG}",
-                shlex.join(["make", *ours_args(data, "RUN", iters, "<seed>" if seeds else None)])
+                shlex.join(
+                    ["make", *ours_args(data, "RUN", iters, "<seed>" if seeds else None, ours_set)]
+                )
                 # unquoted, as it is typed
                 .replace("RUN_NAME=RUN", f"RUN_NAME=nanogpt-compare-{label}-<pair>"),
             ],
@@ -625,7 +655,8 @@ def host_table(records: list[tuple[str, dict[str, Any]]], newest: dict[str, Any]
             f"`{name}` {r['date'][:10]}, ours {str(r['ours_commit'])[:7]}"
             f"{' (uncommitted changes)' if r.get('ours_dirty') else ''}, "
             f"nanoGPT {str(r['nanogpt_commit'])[:7]}, {r['work']['iters']} iterations, "
-            f"ours' linear layers {_linears(r)}{_command_note(r, newest)}"
+            f"ours' linear layers {_linears(r)}"
+            f"{f', ours with `{o}`' if (o := r.get('ours_set')) else ''}{_command_note(r, newest)}"
             for name, r in records
         )
         + ".",
@@ -660,11 +691,15 @@ def block(folder: Path) -> str:
         return "No record yet: `scripts/nanogpt_compare.py run` writes one.\n"
     try:
         # A table and its medians per host and way ours ran: the pairs of records whose
-        # linear layers took another kernel measure something else.
-        hosts: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+        # linear layers took another kernel, or that set more of ours' settings, measure
+        # something else.
+        hosts: dict[tuple[str, str, str], list[tuple[str, dict[str, Any]]]] = {}
         for name, r in records:
-            hosts.setdefault((_host_title(r["host"]), _linears(r)), []).append((name, r))
-        first = max((r for _, r in records), key=lambda r: r["date"])  # the newest
+            key = (_host_title(r["host"]), _linears(r), r.get("ours_set", ""))
+            hosts.setdefault(key, []).append((name, r))
+        # The method is the newest record's, of those that ran ours as configured.
+        plain = [r for _, r in records if not r.get("ours_set")] or [r for _, r in records]
+        first = max(plain, key=lambda r: r["date"])
         method = (
             f"Alternating back to back, `{first['commands']['ours'][1]}` (after "
             f"`{first['commands']['ours'][0]}`) and nanoGPT's `{first['commands']['nanogpt']}` "
@@ -715,6 +750,9 @@ def main(argv: list[str]) -> int:
     run.add_argument(
         "--seeds", help="ours' TRAIN_SEED per pair, cycling, e.g. 1337,1338,1339 (the defconfig's)"
     )
+    run.add_argument(
+        "--ours-set", default="", help="more of ours' settings, e.g. CPU_MALLOC_KEEP=n (none)"
+    )
     check = sub.add_parser("render", help="rewrite docs/benchmarks.md's block")
     check.add_argument("--check", action="store_true", help="only say whether it differs")
     args = p.parse_args(argv)
@@ -739,6 +777,7 @@ def main(argv: list[str]) -> int:
         args.python,
         args.iters,
         seeds,
+        ours_set=check_ours_set(args.ours_set),
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out, record)

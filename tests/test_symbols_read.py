@@ -52,6 +52,7 @@ ELSEWHERE = {
     "TRAIN_FLOAT8": "lib/speed/apply.py",
     "PIN_MEMORY": "lib/speed/apply.py",
     "CPU_LINEAR_BACKEND": "lib/speed/apply.py",
+    "CPU_MALLOC_KEEP": "lib/speed/apply.py",
     "OPTIMIZER_MODE": "lib/matrix/grid.py",
     "PRUNING_MODE_MULTIPLE": "lib/matrix/grid.py",
     "GPT2_ATTENTION_MULTIPLE": "lib/matrix/grid.py",

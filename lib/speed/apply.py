@@ -8,6 +8,7 @@ the first step and recorded in metrics.json ("speed"):
 * TF32: TensorFloat-32 for float32 matmuls on NVIDIA GPUs;
 * TRAIN_FLOAT8: float8 linear layers through torchao (float8.py);
 * CPU_LINEAR_BACKEND: fp32 linear layers through oneDNN on a CPU (cpu_linear.py);
+* CPU_MALLOC_KEEP: freed host memory reused, not faulted in again (host_malloc.py);
 * PIN_MEMORY: pinned host batches copied asynchronously (lib/data/loader.py);
 * CUDNN_BENCHMARK: cuDNN's autotuner (torch.backends.cudnn.benchmark);
 * PYTORCH_CUDA_ALLOC_CONF: recorded here, set before CUDA starts (allocator.py);
@@ -38,6 +39,7 @@ from lib.speed.allocator import alloc_conf_record
 from lib.speed.compile import CompileOptions, compile_model
 from lib.speed.cpu_linear import convert_linears, resolve_cpu_linear
 from lib.speed.float8 import check_float8, convert_float8
+from lib.speed.host_malloc import host_malloc
 from lib.speed.precision import DTYPES, Precision
 from lib.speed.warmup import warm_up, warmup_passes
 
@@ -137,6 +139,7 @@ class AppliedSpeed:
     cpu_linear: str = "aten"
     cpu_linear_reason: str = "as configured"
     cpu_linear_layers: int = 0
+    host_malloc: str = "C library's default"  # CPU_MALLOC_KEEP: what is in force
     pin_memory: bool = False  # PIN_MEMORY and a CUDA device (BatchLoader pins only then)
     cudnn_benchmark: bool = False  # CUDNN_BENCHMARK and a CUDA device
     cuda_alloc_conf: dict[str, Any] = field(default_factory=dict)  # value in force, source
@@ -165,7 +168,7 @@ class AppliedSpeed:
             f"{self.sdpa_backend}; tf32 {'on' if self.tf32 else 'off'}; float8 {self.float8}"
             f"{f' ({self.float8_layers} layers)' if self.float8_layers else ''}; linear "
             f"{self.cpu_linear}{f' ({self.cpu_linear_layers} layers)' if self.cpu_linear_layers else ''}"
-            f" ({self.cpu_linear_reason}); pinned "
+            f" ({self.cpu_linear_reason}); freed memory {self.host_malloc}; pinned "
             f"batches {'on' if self.pin_memory else 'off'}{self._describe_gpu()}"
         )
 
@@ -228,6 +231,7 @@ def apply_speed(
         linear,
         linear_reason,
         linear_layers,
+        host_malloc(s.CPU_MALLOC_KEEP, device.type),
         s.PIN_MEMORY and device.type == "cuda",
         apply_cudnn_benchmark(s.CUDNN_BENCHMARK, device),
         alloc_conf_record(s.PYTORCH_CUDA_ALLOC_CONF),

@@ -347,6 +347,41 @@ def test_seeds_cycle_over_ours_pairs(tmp_path, monkeypatch):
     assert str(nc.SEED_CONFIG) in record["commands"]["nanogpt"]
 
 
+def test_ours_set_reaches_ours_make_and_its_records_get_a_table_of_their_own(
+    recorded, tmp_path, monkeypatch
+):
+    plain, _, _, _ = recorded
+    order = tmp_path / "order-set.txt"
+    monkeypatch.setenv("ORDER", str(order))
+    ngpt, ours = tmp_path / "ngpt", tmp_path / "ours"
+    record = nc.compare(
+        ngpt, tmp_path / "data" / "shakespeare-char", 1, ours, "t", iters=8, seeds=[7],
+        score=Scores(), ours_set="CPU_MALLOC_KEEP=n",
+    )  # fmt: skip
+    line = next(x for x in order.read_text().splitlines() if x.startswith("ours"))
+    assert line.split()[-3:] == ["TRAIN_SEED=7", "CPU_MALLOC_KEEP=n", "8"]
+    assert record["ours_set"] == "CPU_MALLOC_KEEP=n"
+    assert "TRAIN_SEED=<seed> CPU_MALLOC_KEEP=n' RUN_NAME=" in record["commands"]["ours"][1]
+    folder = tmp_path / "records"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(plain))
+    (folder / "b.json").write_text(json.dumps({**record, "date": "2999-01-01T00:00:00"}))
+    text = nc.block(folder)
+    assert text.count("| median |") == 2  # never one median over both
+    assert "ours' linear layers aten, ours with `CPU_MALLOC_KEEP=n`" in text
+    # The method names the newest record that ran ours as configured.
+    assert text.startswith("Alternating back to back, `make SET=DATA_DIR=")
+    assert "CPU_MALLOC_KEEP" not in text.split("\n")[0]
+
+
+def test_ours_set_takes_only_symbol_assignments():
+    assert nc.check_ours_set(" CPU_MALLOC_KEEP=n  TF32=y ") == "CPU_MALLOC_KEEP=n TF32=y"
+    with pytest.raises(nc.CompareError, match="CONFIG_X is not SYMBOL=value"):
+        nc.check_ours_set("CONFIG_X")
+    with pytest.raises(nc.CompareError, match="lower=1 is not SYMBOL=value"):
+        nc.check_ours_set("lower=1")
+
+
 def test_without_seeds_nanogpt_runs_its_own_and_no_config_file():
     assert str(nc.SEED_CONFIG) not in nc.nanogpt_args()
     assert nc.nanogpt_seed("step 8: ...\n", None) == nc.NANOGPT_SEED

@@ -11,6 +11,7 @@ import torch
 from lib.speed import float8
 from lib.speed.apply import apply_tf32, check_attention_backend, with_attention_backend
 from lib.speed.compile import CompileOptions, RegionalForward, compile_model
+from lib.speed.host_malloc import keep_freed_memory
 from lib.train.naming import create_run_dir
 from lib.train.trainer import Trainer
 from tests.lib.model.test_fused_loss import _tiny
@@ -89,6 +90,7 @@ def test_a_failing_regional_compile_falls_back_to_eager(tiny_run, monkeypatch):
         "cpu_linear": "aten",
         "cpu_linear_reason": "as configured",
         "cpu_linear_layers": 0,
+        "host_malloc": keep_freed_memory(),  # CPU_MALLOC_KEEP=y on a CPU: set, or why not
         "pin_memory": False,  # PIN_MEMORY=y, but a CPU run has nothing to pin
         "cudnn_benchmark": False,
         "cuda_alloc_conf": {"value": None, "source": None},
