@@ -282,6 +282,8 @@ def ours_figures(run_dir: Path) -> dict[str, Any]:
         "seed": _config_seed(run_dir / "config.txt"),
         "cpu_linear": (m.get("speed") or {}).get("cpu_linear"),
         "host_malloc": (m.get("speed") or {}).get("host_malloc"),
+        "page_faults_per_iter": m.get("page_faults_per_iter"),
+        "system_ms_per_iter": m.get("system_ms_per_iter"),
         "torch": (m.get("environment") or {}).get("torch"),
         "optimizer_impl": m.get("optimizer_impl"),
     }
@@ -623,14 +625,24 @@ def _row(name: str, p: dict[str, Any]) -> str:
     )
 
 
+def kernel_share(pairs: list[dict[str, Any]]) -> str | None:
+    """Ours' page faults and system time per step (medians), where its runs kept them."""
+    ours = [p["ours"] for p in pairs if p["ours"].get("page_faults_per_iter") is not None]
+    if not ours:
+        return None
+    faults = statistics.median(o["page_faults_per_iter"] for o in ours)
+    system = statistics.median(o["system_ms_per_iter"] for o in ours)
+    return f"ours' steps each took {faults:,.0f} page faults and {system:.2f} ms of system time"
+
+
 def record_summary(name: str, r: dict[str, Any]) -> str:
     """A record's own medians, and its losses over seeds where it scored them."""
     med = medians(r["pairs"])
-    loss = loss_over_seeds(r["pairs"])
+    extra = [x for x in (kernel_share(r["pairs"]), loss_over_seeds(r["pairs"])) if x]
     return (
         f"`{name}`: medians of {counted(len(r['pairs']), 'pair')}, ours' tokens/s "
         f"{med['tokens_per_sec']:.3f}x nanoGPT's, whole run "
-        f"{med['whole_run_tokens_per_sec']:.3f}x" + (f"; {loss}" if loss else "") + "."
+        f"{med['whole_run_tokens_per_sec']:.3f}x" + "".join(f"; {x}" for x in extra) + "."
     )
 
 
@@ -679,7 +691,7 @@ def host_table(records: list[tuple[str, dict[str, Any]]], newest: dict[str, Any]
     if len(seeded) > 1 and together:
         label = " and ".join(f"`{n}`" for n, _ in seeded)
         notes.append(f"{label} together: {together}.")
-    if len(records) > 1 or together:
+    if len(records) > 1 or together or kernel_share([p for _, p in pairs]):
         lines += ["", *(f"- {note}" for note in notes)]
     return "\n".join(lines)
 

@@ -2518,9 +2518,10 @@ class Symbols(Fields):
     A CPU training step frees its activations and gradients at the
     end and allocates them again in the next. By default glibc's
     malloc hands large blocks back to the kernel, so every step
-    faults fresh pages in: on 2 cores, 1,000-9,000 page faults and
-    2-20 ms of system time per step of the tiny defconfigs. With
-    this on, a run on a CPU sets glibc's mallopt(3) so that freed
+    faults fresh pages in: thousands of page faults and milliseconds
+    of system time per step of the tiny defconfigs on 2 cores
+    (docs/benchmarks.md measures it beside nanoGPT). With this on,
+    a run on a CPU sets glibc's mallopt(3) so that freed
     memory stays in the process and is reused (no mmap for blocks,
     no trimming), as PyTorch's GPU allocator does; the arithmetic
     is the same. The process keeps its peak memory, which a

@@ -48,6 +48,24 @@ def mfu(flops_per_token: float, tokens_per_sec: float, peak_flops: float | None)
 
 
 @dataclass(frozen=True)
+class KernelShare:
+    """What the kernel did for this process between two getrusage readings (all its
+    threads): minor page faults and system seconds."""
+
+    page_faults: int
+    system_s: float
+
+    @staticmethod
+    def now() -> resource.struct_rusage:
+        return resource.getrusage(resource.RUSAGE_SELF)
+
+    @classmethod
+    def since(cls, before: resource.struct_rusage) -> KernelShare:
+        after = cls.now()
+        return cls(after.ru_minflt - before.ru_minflt, after.ru_stime - before.ru_stime)
+
+
+@dataclass(frozen=True)
 class LogField:
     """One field a component reports for the training log line (its log_fields()):
     the text shown, and the value metrics.json keeps as the series "<name>_series"
@@ -70,6 +88,12 @@ class RunMetrics:
         self.best_val_loss = math.inf
         self.timed_tokens = 0
         self.timed_seconds = 0.0
+        # The kernel's share of those steps (getrusage): minor page faults and system
+        # seconds, whose sum over the timed steps says where a CPU step's time went
+        # outside the arithmetic (CPU_MALLOC_KEEP).
+        self.timed_steps = 0
+        self.timed_page_faults = 0
+        self.timed_system_s = 0.0
         self.all_tokens = 0  # every step's, warm-up included
         self.wall_time_s = 0.0
         self.events: list[dict[str, Any]] = []
@@ -77,13 +101,17 @@ class RunMetrics:
         self._steps_this_segment = 0
         self.environment = environment()  # of this process, not saved in checkpoints
 
-    def record_step(self, seconds: float, tokens: int) -> None:
+    def record_step(self, seconds: float, tokens: int, kernel: KernelShare | None = None) -> None:
         self._steps_this_segment += 1
         self.wall_time_s += seconds
         self.all_tokens += tokens
         if self._steps_this_segment > WARMUP_STEPS:
             self.timed_tokens += tokens
             self.timed_seconds += seconds
+            if kernel is not None:
+                self.timed_steps += 1
+                self.timed_page_faults += kernel.page_faults
+                self.timed_system_s += kernel.system_s
 
     def record_train(self, it: int, loss: float, lr: float) -> None:
         for series, value in ((self.train_loss, loss), (self.lr, lr)):
@@ -130,6 +158,7 @@ class RunMetrics:
     ) -> dict[str, Any]:
         tps = self.tokens_per_sec
         tokens_per_iter = self.static["tokens_per_iter"]
+        steps = self.timed_steps
         best = self.best_val_loss if math.isfinite(self.best_val_loss) else None
         final = self.val_loss["values"][-1] if self.val_loss["values"] else None
         return {
@@ -143,6 +172,8 @@ class RunMetrics:
             "final_val_loss_per_char": self.per_char(final) if final is not None else None,
             "tokens_per_sec": tps,
             "ms_per_iter": 1000 * tokens_per_iter / tps if tps else None,
+            "page_faults_per_iter": self.timed_page_faults / steps if steps else None,
+            "system_ms_per_iter": 1000 * self.timed_system_s / steps if steps else None,
             "tokens_seen": tokens_seen,
             "wall_time_s": self.wall_time_s,
             **self.static,
@@ -180,6 +211,9 @@ class RunMetrics:
             "best_val_loss",
             "timed_tokens",
             "timed_seconds",
+            "timed_steps",
+            "timed_page_faults",
+            "timed_system_s",
             "all_tokens",
             "wall_time_s",
             "events",

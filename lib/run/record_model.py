@@ -218,6 +218,8 @@ class MetricsRecord(Record):
     final_val_loss_per_char: OptNumber = None
     tokens_per_sec: OptAmount = None
     ms_per_iter: OptAmount = None
+    page_faults_per_iter: OptAmount = None  # minor page faults, over the timed steps
+    system_ms_per_iter: OptAmount = None  # the kernel's time, over the timed steps
     tokens_seen: OptCount = None
     wall_time_s: OptAmount = None
     peak_memory_mb: OptAmount = None  # lib/run/record.py's end_figures

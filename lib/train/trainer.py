@@ -24,6 +24,7 @@ from lib.observe.monitor import CPU_FILE, GPU_FILE
 from lib.run import record
 from lib.run.backup import remove_run_temps
 from lib.run.checkpoint import restore_rng, rng_state
+from lib.run.metrics import KernelShare
 from lib.run.signals import STOP, Abandoned
 from lib.train.fallback import Rewind
 from lib.train.parts import Parts, build_parts
@@ -86,7 +87,7 @@ class Trainer(Parts):
                 if stop:
                     return stop
                 lr = schedule(self.step)
-                t0 = time.perf_counter()
+                t0, kernel = time.perf_counter(), KernelShare.now()
                 self.losses.add(self.step + 1, self._guarded_step(lr), lr)
                 self.step += 1
                 # Losses are read (one device sync) at log and eval steps and at the
@@ -94,7 +95,9 @@ class Trainer(Parts):
                 evaluating = self.evaluator.due(self.step)
                 read = self.losses.read() if evaluating or self.steplog.due(self.step) else []
                 self.metrics.record_step(
-                    time.perf_counter() - t0, self.metrics.static["tokens_per_iter"]
+                    time.perf_counter() - t0,
+                    self.metrics.static["tokens_per_iter"],
+                    KernelShare.since(kernel),
                 )
                 reason = self.steplog.step_done(read, self.step)
                 if reason:

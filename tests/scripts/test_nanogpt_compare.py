@@ -369,6 +369,12 @@ def test_ours_set_reaches_ours_make_and_its_records_get_a_table_of_their_own(
     text = nc.block(folder)
     assert text.count("| median |") == 2  # never one median over both
     assert "ours' linear layers aten, ours with `CPU_MALLOC_KEEP=n`" in text
+    assert "page faults" not in text  # the stub runs' metrics.json kept none
+    # Runs that kept the kernel's share: its medians over the record's pairs.
+    for pair, (faults, system) in zip(plain["pairs"], [(4000.0, 3.0), (1000.0, 1.0)]):
+        pair["ours"].update(page_faults_per_iter=faults, system_ms_per_iter=system)
+    (folder / "a.json").write_text(json.dumps(plain))
+    assert "ours' steps each took 2,500 page faults and 2.00 ms of system time" in nc.block(folder)
     # The method names the newest record that ran ours as configured.
     assert text.startswith("Alternating back to back, `make SET=DATA_DIR=")
     assert "CPU_MALLOC_KEEP" not in text.split("\n")[0]

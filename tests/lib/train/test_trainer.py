@@ -68,6 +68,7 @@ def test_short_cpu_run_validation_loss_falls(tiny_run, seed):
     assert on_disk["val_loss_per_char"] == on_disk["val_loss"]
     assert on_disk["tokens_seen"] == 60 * 8 * 32 and on_disk["compiled"] is False
     assert on_disk["peak_memory_mb"] > 0 and on_disk["tokens_per_sec"] > 0
+    assert on_disk["page_faults_per_iter"] >= 0 and on_disk["system_ms_per_iter"] >= 0
 
 
 def test_resume_matches_uninterrupted_run(tiny_run):
