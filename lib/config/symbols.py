@@ -2518,8 +2518,9 @@ class Symbols(Fields):
     A CPU training step frees its activations and gradients at the
     end and allocates them again in the next. By default glibc's
     malloc hands large blocks back to the kernel, so every step
-    faults fresh pages in: thousands of page faults and milliseconds
-    of system time per step of the tiny defconfigs on 2 cores
+    faults fresh pages in: a thousand or more page faults and
+    milliseconds of system time per step of the tiny defconfigs on
+    2 cores
     (docs/benchmarks.md measures it beside nanoGPT). With this on,
     a run on a CPU sets glibc's mallopt(3) so that freed
     memory stays in the process and is reused (no mmap for blocks,
