@@ -5,6 +5,7 @@ no longer faults its pages in again every round."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -21,6 +22,9 @@ glibc_only = pytest.mark.skipif(libc_name() != "glibc", reason="mallopt is glibc
 # of 1 MiB written, held together, freed together; the page faults of rounds 3-6.
 ROUNDS = """
 import ctypes, json, resource, sys
+# One fault per 4 KiB page on every host: no transparent huge pages for this process
+# (prctl PR_SET_THP_DISABLE; a host set to "always" would back the heap with 2 MiB pages).
+ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)
 if sys.argv[1] == "keep":
     from lib.speed.host_malloc import keep_freed_memory
     keep_freed_memory()
@@ -44,8 +48,17 @@ print(json.dumps({"faults": faults, "torch": "torch" in sys.modules}))
 
 
 def _faults_per_round(mode: str) -> float:
+    # glibc's own default, whatever malloc tunables the user's shell exports
+    env = {
+        k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES" and not k.startswith("MALLOC_")
+    }
     out = subprocess.run(
-        [sys.executable, "-c", ROUNDS, mode], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "-c", ROUNDS, mode],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     result = json.loads(out.stdout)
     assert result["torch"] is False  # the module stays torch-free
