@@ -118,6 +118,7 @@ def train_all(
     device: torch.device,
     steps: int,
     settings: BenchSettings,
+    on_phase: Callable[[str], None] | None = None,
 ) -> dict[str, tuple[float, float] | str]:
     """Per variant, (tokens/s, peak MiB) of forward + backward + AdamW at this
     length, or the error that stopped it (out of memory).
@@ -126,8 +127,10 @@ def train_all(
     creates the optimizer state, and compiles) and a step that measures
     memory, the timed steps alternate between the variants, in reverse order
     every other round, so that a slow spell on a shared machine falls on all
-    of them alike; a variant's time is the median of its steps.
+    of them alike; a variant's time is the median of its steps. on_phase
+    gets the name of each phase as it begins (see run_seqlen_bench).
     """
+    phase = _phases(on_phase, device)
     batch = max(1, settings.tokens_per_step // seq_len)
     gen = torch.Generator().manual_seed(seq_len)
     x = torch.randint(vocab, (batch, seq_len), generator=gen).to(device)
@@ -148,7 +151,9 @@ def train_all(
     peaks = {}
     for name, step in steppers.items():
         try:
-            step()  # warm-up
+            phase(f"{name} {seq_len} warm-up{' (compile)' if step.compiled else ''}")
+            step()
+            phase(f"{name} {seq_len} peak-memory step")
             peaks[name] = _peak_mib(step, device)
         except torch.OutOfMemoryError as err:
             results[name] = f"out of memory: {str(err).splitlines()[0]}"
@@ -157,6 +162,8 @@ def train_all(
                 torch.cuda.empty_cache()
     names = [name for name in models if name not in results]
     times: dict[str, list[float]] = {name: [] for name in names}
+    if names:
+        phase(f"{seq_len} timed steps")
     for i in range(steps):
         for name in names if i % 2 == 0 else names[::-1]:
             times[name].append(median_seconds(steppers[name], 1, device))
@@ -165,6 +172,19 @@ def train_all(
     for step in steppers.values():
         step.release()
     return {name: results[name] for name in models}
+
+
+def _phases(on_phase: Callable[[str], None] | None, device: torch.device) -> Callable[[str], None]:
+    """on_phase, told once the device has run what the phase before queued (a
+    phase's time is then its own), or nothing."""
+
+    def phase(name: str) -> None:
+        if on_phase is not None:
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            on_phase(name)
+
+    return phase
 
 
 def _attention_context(name: str, settings: BenchSettings) -> Callable[[], Any]:
@@ -320,12 +340,25 @@ def run_seqlen_bench(
     tokens: int | None = None,
     variants: tuple[str, ...] | None = None,
     on_row: Callable[[list[dict[str, Any]]], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    measured: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The benchmark with BenchSettings.for_device's settings (lengths,
     tokens per step and variants as given, else the device's defaults).
-    on_row gets the rows so far after each one, so a caller cut short by a
-    time cap keeps what was measured."""
+
+    on_row gets the rows so far once a length's training figures are
+    measured (every variant's) and again as each variant's generation
+    figures join its row, so a caller cut short by a time cap keeps what was
+    measured. on_phase gets the name of each phase as it begins ("build
+    models", "vanilla 2048 warm-up (compile)", "vanilla 2048 peak-memory
+    step", "2048 timed steps", "vanilla 2048 generation", ...), on CUDA once
+    the work queued before has run. measured: rows of an earlier run cut
+    short; at a length where every variant's row holds training figures and
+    no error, training is not run again and only the generation figures
+    those rows lack are measured."""
     device = resolve_device(run.DEVICE)
+    phase = _phases(on_phase, device)
+    phase("build models")
     settings = BenchSettings.for_device(run, device, lengths, tokens, variants)
     torch.manual_seed(run.TRAIN_SEED)
     built = build_models(run, vocab, max(settings.lengths))
@@ -343,26 +376,30 @@ def run_seqlen_bench(
         for model in models.values():
             convert_linears(model)
     precision = Precision(device, settings.dtype, "bench")
-    rows = []
+    earlier = {
+        (r["variant"], r["seq_len"]): r
+        for r in measured or ()
+        if "error" not in r and "train_tokens_per_sec" in r
+    }
+    rows: list[dict[str, Any]] = []
     for seq_len in settings.lengths:
-        trained = train_all(models, vocab, seq_len, device, steps, settings)
-        for variant, model in models.items():
-            row: dict[str, Any] = {
-                "variant": variant,
-                "seq_len": seq_len,
-                "batch_size": max(1, settings.tokens_per_step // seq_len),
-            }
-            result = trained[variant]
-            if isinstance(result, str):
-                row["error"] = result
-            else:
-                row.update(train_tokens_per_sec=result[0], peak_memory_mb=result[1])
-                try:
-                    gen_ms, state = _generate(model, vocab, seq_len, device, steps, precision)
-                    row.update(gen_ms_per_token=gen_ms, state_bytes=state)
-                except torch.OutOfMemoryError as err:
-                    row["error"] = f"generation out of memory: {str(err).splitlines()[0]}"
-            rows.append(row)
+        if all((variant, seq_len) in earlier for variant in models):
+            at_length = [dict(earlier[variant, seq_len]) for variant in models]
+        else:
+            trained = train_all(models, vocab, seq_len, device, steps, settings, on_phase)
+            at_length = [_train_row(v, seq_len, settings, trained[v]) for v in models]
+        rows += at_length
+        if on_row:
+            on_row(rows)
+        for row, (variant, model) in zip(at_length, models.items()):
+            if "error" in row or "gen_ms_per_token" in row:
+                continue
+            phase(f"{variant} {seq_len} generation")
+            try:
+                gen_ms, state = _generate(model, vocab, seq_len, device, steps, precision)
+                row.update(gen_ms_per_token=gen_ms, state_bytes=state)
+            except torch.OutOfMemoryError as err:
+                row["error"] = f"generation out of memory: {str(err).splitlines()[0]}"
             if on_row:
                 on_row(rows)
     return {
@@ -379,6 +416,22 @@ def run_seqlen_bench(
         "torch": torch.__version__,
         "rows": rows,
     }
+
+
+def _train_row(
+    variant: str, seq_len: int, settings: BenchSettings, result: tuple[float, float] | str
+) -> dict[str, Any]:
+    """A variant's row at one length with its training figures, or the error."""
+    row: dict[str, Any] = {
+        "variant": variant,
+        "seq_len": seq_len,
+        "batch_size": max(1, settings.tokens_per_step // seq_len),
+    }
+    if isinstance(result, str):
+        row["error"] = result
+    else:
+        row.update(train_tokens_per_sec=result[0], peak_memory_mb=result[1])
+    return row
 
 
 def _device_name(device: torch.device) -> str:

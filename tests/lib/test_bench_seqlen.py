@@ -79,3 +79,93 @@ def test_gpu_path_autocast_flash_and_own_peak_memory(tiny_run):
         assert row["train_tokens_per_sec"] > 0 and row["gen_ms_per_token"] > 0
         # at least the variant's own weights and moments (fp32: 12 bytes per parameter)
         assert row["peak_memory_mb"] * 2**20 > 12 * result["params"][row["variant"]]
+
+
+def test_phases_in_order_and_training_figures_stored_before_generation(tiny_run, monkeypatch):
+    """What a stage cut at its cap keeps: each phase as it begins, and a
+    length's training figures before its generation is timed."""
+    run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="2")
+    events: list[tuple[str, object]] = []
+    real = seqlen._generate
+
+    def generate(model, vocab, seq_len, *args):
+        events.append(("generate", seq_len))
+        return real(model, vocab, seq_len, *args)
+
+    monkeypatch.setattr(seqlen, "_generate", generate)
+
+    run_seqlen_bench(
+        run,
+        vocab=64,
+        lengths=(16, 32),
+        steps=2,
+        tokens=64,
+        variants=("vanilla", "hamt"),
+        # copies, as put stores them: a row's generation figures join it in place
+        on_row=lambda rows: events.append(("rows", [dict(r) for r in rows])),
+        on_phase=lambda name: events.append(("phase", name)),
+    )
+    phases = [what for kind, what in events if kind == "phase"]
+    per_length = [
+        "vanilla {t} warm-up",
+        "vanilla {t} peak-memory step",
+        "hamt {t} warm-up",
+        "hamt {t} peak-memory step",
+        "{t} timed steps",
+        "vanilla {t} generation",
+        "hamt {t} generation",
+    ]
+    assert phases == ["build models"] + [p.format(t=t) for t in (16, 32) for p in per_length]
+    # The first rows stored: 16's training figures, before any generation ran.
+    first = next(i for i, (kind, _) in enumerate(events) if kind == "rows")
+    assert ("generate", 16) not in events[:first]
+    rows = events[first][1]
+    assert [(r["variant"], r["seq_len"]) for r in rows] == [("vanilla", 16), ("hamt", 16)]
+    assert all(r["train_tokens_per_sec"] > 0 and "gen_ms_per_token" not in r for r in rows)
+    # Then each variant's generation joins its row, and 32's training follows.
+    stored = [what for kind, what in events if kind == "rows"]
+    assert ["gen_ms_per_token" in r for r in stored[1]] == [True, False]
+    assert ["gen_ms_per_token" in r for r in stored[2]] == [True, True]
+    assert [len(r) for r in stored] == [2, 2, 2, 4, 4, 4]
+    assert events.index(("phase", "vanilla 16 generation")) < events.index(("generate", 16))
+
+
+def test_measured_rows_are_not_trained_again_and_only_lack_generation(tiny_run, monkeypatch):
+    """A run resumed after its cap cut generation short: that length's
+    training figures are kept and only the missing generation is timed."""
+    run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="2")
+    trained: list[int] = []
+    real = seqlen.train_all
+    monkeypatch.setattr(
+        seqlen,
+        "train_all",
+        lambda models, vocab, t, *a: trained.append(t) or real(models, vocab, t, *a),
+    )
+    trained_16 = {"train_tokens_per_sec": 1.0, "peak_memory_mb": 2.0}
+    measured = [
+        {"variant": "vanilla", "seq_len": 16, **trained_16, "gen_ms_per_token": 3.0},
+        {"variant": "hamt", "seq_len": 16, **trained_16},  # cut during its generation
+        # 32: hamt's training ran out of memory, so the length is measured again
+        {"variant": "vanilla", "seq_len": 32, "train_tokens_per_sec": 7.0, "peak_memory_mb": 8.0},
+        {"variant": "hamt", "seq_len": 32, "error": "out of memory: x"},
+    ]
+    phases: list[str] = []
+    result = run_seqlen_bench(
+        run,
+        vocab=64,
+        lengths=(16, 32),
+        steps=1,
+        tokens=64,
+        variants=("vanilla", "hamt"),
+        on_phase=phases.append,
+        measured=measured,
+    )
+    assert trained == [32]
+    rows = {(r["variant"], r["seq_len"]): r for r in result["rows"]}
+    assert rows["vanilla", 16] == measured[0]
+    assert rows["hamt", 16]["train_tokens_per_sec"] == 1.0
+    assert rows["hamt", 16]["gen_ms_per_token"] > 0
+    assert rows["vanilla", 32]["train_tokens_per_sec"] != 7.0 and "error" not in rows["hamt", 32]
+    assert "vanilla 16 generation" not in phases and "hamt 16 generation" in phases
+    assert "hamt 16" not in " ".join(p for p in phases if "generation" not in p)
+    assert "error" not in measured[1] and "gen_ms_per_token" not in measured[1]  # not changed

@@ -13,7 +13,7 @@ import pytest
 
 from lib.bench.gpucheck import cache, plan, record
 from lib.bench.gpucheck.driver import plan_text, run_stage, stage_env
-from lib.bench.gpucheck.figures import Figures
+from lib.bench.gpucheck.figures import Figures, Progress
 from lib.bench.gpucheck.plan import STAGES, History
 
 
@@ -233,3 +233,118 @@ def test_stage_b_combines_the_best_option_of_each_choice_that_beat_the_plain_set
     assert combination(done, MFU_OPTIONS_GPU, 100.0) == ["sdpa cudnn", "micro-batch 64"]
     assert combination(done, MFU_OPTIONS_GPU, 200.0) == []
     assert combination(done, MFU_OPTIONS_GPU, None) == []
+
+
+def test_progress_puts_each_phase_as_it_begins_and_closes_the_one_before(tmp_path):
+    clock = iter([100.0, 101.5, 104.0, 110.25]).__next__
+    put = Figures(tmp_path / "e.json", began=99.0)
+    progress = Progress(put, clock=clock)
+    progress("imports")  # at 100.0: the worker's start-up took 1 s
+    progress("build models")
+    # What a stage killed now leaves on disk: the phase it was in, still open.
+    on_disk = json.loads((tmp_path / "e.json").read_text())["progress"]
+    assert on_disk == [
+        {"phase": Progress.START, "at_s": 0.0, "seconds": 1.0},
+        {"phase": "imports", "at_s": 1.0, "seconds": 1.5},
+        {"phase": "build models", "at_s": 2.5},
+    ]
+    progress("hamt 64 warm-up")
+    progress.finish()
+    assert put.figures["progress"][-2:] == [
+        {"phase": "build models", "at_s": 2.5, "seconds": 2.5},
+        {"phase": "hamt 64 warm-up", "at_s": 5.0, "seconds": 6.25},
+    ]
+    plain: dict = {}  # a put that is no Figures: the clock starts with the Progress
+    Progress(plain.__setitem__, clock=iter([7.0, 9.0]).__next__)("imports")
+    assert plain["progress"] == [{"phase": "imports", "at_s": 2.0}]
+
+
+def _row(variant: str, t: int, generated: bool = True) -> dict:
+    row = {"variant": variant, "seq_len": t, "train_tokens_per_sec": 1.0, "peak_memory_mb": 1.0}
+    return {**row, "gen_ms_per_token": 1.0, "state_bytes": 1} if generated else row
+
+
+def test_stage_e_resumed_times_only_the_generation_it_lacks_and_notes_its_phases(
+    tmp_path, monkeypatch
+):
+    """A run cut during hamt's generation at 64: 32 is kept, 64's training
+    figures go back to run_seqlen_bench, which times what they lack."""
+    import lib.bench.seqlen as seqlen_module
+    from lib.bench.gpucheck import stages
+
+    calls = []
+
+    def bench(run, vocab, lengths, *, variants, on_row, on_phase, measured, **_):
+        calls.append((lengths, variants, measured))
+        on_phase("build models")
+        rows = [
+            {**r, "gen_ms_per_token": 2.0} if "gen_ms_per_token" not in r else r
+            for r in (measured or [_row(v, t, False) for v in variants for t in lengths])
+        ]
+        on_row(rows)
+        keys = ("kernels", "compiled", "settings")
+        model = {"n_layer": 2, "n_embd": 64, "vocab_size": 65, "device": "cpu"}
+        return {"rows": rows, **dict.fromkeys(keys, {}), **model}
+
+    monkeypatch.setattr(seqlen_module, "run_seqlen_bench", bench)
+    monkeypatch.setattr(seqlen_module, "plot_seqlen", lambda result, path: None)
+    path = tmp_path / "e.json"
+    earlier = [_row("vanilla", 64), _row("hamt", 64, False), _row("vanilla", 32), _row("hamt", 32)]
+    path.write_text(json.dumps({"rows": earlier, "progress": [{"phase": "old", "at_s": 0.0}]}))
+    stages.seqlen("cpu", tmp_path, Figures(path))
+    (lengths, variants, measured), scan = calls
+    assert (lengths, variants, measured) == ((64,), ("vanilla", "hamt"), earlier[:2])
+    assert scan[:2] == ((32,), ("hamt",))  # the CPU's torch-scan run
+    fig = json.loads(path.read_text())
+    assert [(r["variant"], r["seq_len"]) for r in fig["rows"]] == [
+        ("vanilla", 32),
+        ("hamt", 32),
+        ("vanilla", 64),
+        ("hamt", 64),
+    ]
+    assert fig["rows"][3]["gen_ms_per_token"] == 2.0 and fig["rows"][2] == earlier[0]
+    assert [p["phase"] for p in fig["progress"]] == [
+        "imports",
+        "configuration",
+        "build models",
+        "plot",
+        "torch scan: configuration",
+        "torch scan: build models",
+    ]
+    assert all(p["seconds"] >= 0 for p in fig["progress"])  # all closed: the stage ended
+    # Resumed again, nothing is lacking: no bench runs, the plot is drawn.
+    calls.clear()
+    stages.seqlen("cpu", tmp_path, Figures(path))
+    assert calls == []
+    assert [p["phase"] for p in json.loads(path.read_text())["progress"]] == ["imports", "plot"]
+
+
+def test_a_stage_e_killed_keeps_its_training_figures_and_the_phase_it_was_in(tmp_path):
+    """The worker killed during a generation (as at the cap): the record holds
+    the rows' training figures and the open phase, timed from the worker's start."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import os, signal\n"
+        "import lib.bench.seqlen as s\n"
+        "def bench(run, vocab, lengths, *, variants, on_row, on_phase, **_):\n"
+        "    on_phase('build models')\n"
+        "    on_row([{'variant': v, 'seq_len': 32, 'train_tokens_per_sec': 9.0} for v in variants])\n"
+        "    on_phase('vanilla 32 generation')\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "s.run_seqlen_bench = bench\n"
+    )
+    env = stage_env(None)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    lines: list[str] = []
+    result = run_stage(STAGES["e"], 120, "cpu", tmp_path / "work", env, lines.append)
+    assert result["status"] == "failed", "\n".join(lines)
+    fig = result["figures"]
+    assert [r["train_tokens_per_sec"] for r in fig["rows"]] == [9.0, 9.0]
+    phases = fig["progress"]
+    assert [p["phase"] for p in phases] == [
+        Progress.START,
+        "imports",
+        "configuration",
+        "build models",
+        "vanilla 32 generation",
+    ]
+    assert "seconds" not in phases[-1] and phases[0]["seconds"] > 0  # torch's import, at least

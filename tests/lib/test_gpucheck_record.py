@@ -14,7 +14,7 @@ import time
 import pytest
 import torch
 
-from lib.bench.gpucheck import record, testlog
+from lib.bench.gpucheck import record, report, testlog
 from lib.bench.gpucheck.gputests import _events, _put_tests, gpu_test_files, missing_imports
 from tests.conftest import ROOT
 
@@ -78,6 +78,8 @@ def test_the_test_log_keeps_what_ended_and_names_the_test_running_when_killed(tm
         "import time, pytest\n"
         "def test_passes(): assert 1 + 1 == 2\n"
         "def test_fails(): assert 1 + 1 == 3\n"
+        "def f(x): return x + 1\n"
+        "def test_explained(): assert f(f(f(f(f(f(f(0))))))) == 0\n"  # 8 E lines
         "@pytest.mark.skip(reason='needs CUDA and fla-core')\n"
         "def test_skips(): pass\n"
         "def test_hangs(): time.sleep(60)\n"
@@ -104,16 +106,25 @@ def test_the_test_log_keeps_what_ended_and_names_the_test_running_when_killed(tm
     figures = _put_tests(_events(log), put.__setitem__)
     assert figures["counts"] == {
         "passed": 1,
-        "failed": 1,
+        "failed": 2,
         "skipped": 1,
         "not_reached": 2,  # the one running when killed, and the one after it
         "not_collected": 0,
     }
     assert put["running"].endswith("test_some.py::test_hangs")
     short = {t.split("::")[-1]: outcome for t, outcome in put["tests"].items()}
-    assert short == {"test_passes": "passed", "test_fails": "failed", "test_skips": "skipped"}
+    assert short == {
+        "test_passes": "passed",
+        "test_fails": "failed",
+        "test_explained": "failed",
+        "test_skips": "skipped",
+    }
     details = {t.split("::")[-1]: text for t, text in put["details"].items()}
     assert "== 3" in details["test_fails"] and details["test_skips"] == "needs CUDA and fla-core"
+    # Its explanation fills the last lines kept; the message leads them.
+    explained = details["test_explained"].splitlines()
+    assert explained[0] == "E   assert 7 == 0" and explained[-1].endswith(":5: AssertionError")
+    assert details["test_fails"].count("E   assert (1 + 1) == 3") == 1  # already kept
     assert [t.split("::")[-1] for t in put["not_reached"]] == ["test_hangs", "test_after"]
     # The run that resumes it runs those two; its outcomes join the earlier ones.
     resumed = [
@@ -165,3 +176,96 @@ def test_the_check_asks_the_hamt_kernel_test_for_its_short_matrix(monkeypatch):
     assert [len(values) for values in full] == [2, 2, 3]  # shapes, dtypes, decays: 12 tests
     assert [len(values) for values in quick] == [2, 1, 1]  # 2 tests
     assert quick[0] == full[0] and quick[1][0][0] is torch.bfloat16
+
+
+def _rendered(stages: dict) -> str:
+    r = check("2026-11-30 15:58:40 +0000", "abc", {})
+    r["environment"].update(torch="2.9", device_name="NVIDIA H200")
+    r["stages"] = stages
+    return report.render(r, "x.json")
+
+
+def test_a_failed_tests_why_is_its_exception_message_and_where_it_was_raised():
+    # As testlog.py keeps them: the message first when the last lines had lost it.
+    details = {
+        "t.py::test_backward": "        try:\n>           return run_backward(\n"
+        "E           RuntimeError: Trying to backward through the graph a second time "
+        "(or directly access saved tensors after they have already been freed). Saved "
+        "intermediate values of the graph are freed when you call .backward()\n\n"
+        "/opt/torch/.venv/lib/python3.12/site-packages/torch/autograd/graph.py:869: "
+        "RuntimeError",
+        "t.py::test_close": "E   assert tensor(0.0294, device='cuda:0') <= 0.02\n"
+        "E            +  where tensor(0.0294) = max()\n\ntests/hamt/t.py:353: AssertionError",
+        # an older record: the message cut off, only the explanation's lines left
+        "t.py::test_old": "E            +  where tensor(0.2928) = max()\n\n"
+        "tests/hamt/t.py:353: AssertionError",
+        "t.py::test_skips": "needs CUDA | fla-core",
+    }
+    tests = {t: "skipped" if "skips" in t else "failed" for t in details}
+    page = _rendered(
+        {
+            "a": {
+                "status": "failed",
+                "seconds": 9.0,
+                "cap_s": 150,
+                "figures": {"tests": tests, "details": details},
+            }
+        }
+    )
+    why = {
+        line.split("`")[1]: line.split(" | ")[2].removesuffix(" |")
+        for line in page.splitlines()
+        if line.startswith("| `t.py")
+    }
+    assert why == {
+        "t.py::test_backward": "RuntimeError: Trying to backward through the graph a second time "
+        "(or directly access saved tensors after they have already been freed). Saved "
+        "intermediate ... (at torch/autograd/graph.py:869)",
+        "t.py::test_close": "AssertionError: assert tensor(0.0294, device='cuda:0') <= 0.02 "
+        "(at tests/hamt/t.py:353)",
+        "t.py::test_old": "tests/hamt/t.py:353: AssertionError",
+        "t.py::test_skips": "needs CUDA / fla-core",
+    }
+
+
+def _progress(*phases: tuple[str, float]) -> list[dict]:
+    """Phases as figures.Progress puts them: each closed by the next."""
+    out = [{"phase": name, "at_s": at} for name, at in phases]
+    for phase, following in zip(out, out[1:]):
+        phase["seconds"] = following["at_s"] - phase["at_s"]
+    return out
+
+
+def test_a_stage_cut_at_its_cap_shows_the_phase_it_was_in_and_where_its_time_went():
+    progress = _progress(
+        ("worker start-up (imports)", 0.0),
+        ("build models", 6.5),
+        ("vanilla 2048 warm-up (compile)", 9.0),
+        ("hamt 2048 warm-up (compile)", 80.0),
+    )
+    stage = {"status": "partial", "seconds": 180.4, "cap_s": 180, "figures": {"progress": progress}}
+    page = _rendered({"e": stage})
+    assert (
+        "Stage e cut at its cap in phase `hamt 2048 warm-up (compile)` (from 80 s on, about "
+        "100 s in it). Seconds per phase before it: worker start-up (imports): 6.5; build "
+        "models: 2.5; vanilla 2048 warm-up (compile): 71.0." in page
+    )
+    # A stage that failed closed its last phase; one that ended says nothing of them.
+    failed = {**stage, "status": "failed", "figures": {"progress": _progress(("imports", 0.0))}}
+    failed["figures"]["progress"][-1]["seconds"] = 3.0
+    assert (
+        "Stage e failed in phase `imports` (from 0 s on, 3 s in it). Seconds per phase "
+        "before it: none." in _rendered({"e": failed})
+    )
+    assert "Stage e" not in _rendered({"e": {**stage, "status": "done"}})
+
+
+@pytest.mark.parametrize(
+    "path", sorted(record.BENCH_DATA.glob("*/gpu_check_*.json")), ids=lambda p: p.name
+)
+def test_the_filed_records_still_render(path):
+    """Records filed before stages noted their progress render as they did."""
+    filed = json.loads(path.read_text())
+    page = report.render(filed, path.name)
+    assert page.startswith(report.BEGIN) and page.endswith(report.END)
+    assert "Stage e cut" not in page and "Seconds per phase" not in page

@@ -148,4 +148,9 @@ def test_every_stage_runs_its_code_path_on_a_cpu(project, tmp_path):
     assert "speed loss plain" in fig["f"] and "inference" in fig["f"]
     assert fig["b"]["loss chunked"]["tokens_per_sec"] > 0  # an MFU candidate, in stage b
     assert fig["e"]["ratios"]["64"]["train_tokens_per_sec"] > 0
+    # e's phases, each closed as the stage ended: where its time went
+    assert all(p["seconds"] >= 0 for p in fig["e"]["progress"])
+    phases = [p["phase"] for p in fig["e"]["progress"]]
+    assert phases[0] == "worker start-up (imports)" and "hamt 64 warm-up" in phases
+    assert phases[-1] == "torch scan: hamt 32 generation" and len(phases) == 25
     assert "best" in fig["b"] and "micro-batch 4" in fig["b"]

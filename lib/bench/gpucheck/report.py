@@ -6,6 +6,7 @@ it is. Every figure comes from the record; nothing here is typed by hand.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lib.bench.gpucheck.goals import judge
@@ -31,6 +32,53 @@ def _ratio(value: Any) -> str:
 def _last_line(text: str | None) -> str:
     lines = (text or "").strip().splitlines()
     return lines[-1].replace("|", "/") if lines else ""
+
+
+def _short(text: str, limit: int = 160) -> str:
+    """One table cell: whitespace runs collapsed, cut at a word near `limit`."""
+    text = " ".join(text.split()).replace("|", "/")
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return (cut if len(cut) > limit // 2 else text[:limit]) + " ..."
+
+
+def _failure_why(text: str | None) -> str:
+    """A failed test's exception message (its first `E   ` line) and where it
+    was raised (the last line, `path:line: Error`); without such a message
+    (or only an assertion's `+  where ...` explanation, the message cut off
+    in older records), the last line."""
+    lines = (text or "").strip().splitlines()
+    message = next((m for line in lines if line[:2] == "E " and (m := line[1:].strip())), "")
+    if not message or message.startswith("+"):
+        return _last_line(text)
+    if message.startswith("assert "):  # pytest leaves the type off a plain assert
+        message = f"AssertionError: {message}"
+    where = re.match(r"(\S+:\d+): \w+$", lines[-1].strip())
+    place = where.group(1).split("site-packages/")[-1] if where else ""
+    return _short(message) + (f" (at {place})" if place else "")
+
+
+def _progress(record: dict[str, Any]) -> list[str]:
+    """For a stage cut at its cap or failed that noted its phases
+    (figures.Progress): the phase it was in and each phase's seconds."""
+    out: list[str] = []
+    for name, s in record["stages"].items():
+        phases = (s.get("figures") or {}).get("progress")
+        if s["status"] not in ("partial", "failed") or not phases:
+            continue
+        last = phases[-1]
+        # Cut at its cap: the last phase ran until then (its worker's start-up aside).
+        until = last.get("seconds", s["seconds"] - last["at_s"])
+        how = "cut at its cap" if s["status"] == "partial" else "failed"
+        times = "; ".join(f"{p['phase']}: {p['seconds']:.1f}" for p in phases if p is not last)
+        out += [
+            "",
+            f"Stage {name} {how} in phase `{last['phase']}` (from {last['at_s']:.0f} s on, "
+            f"{'about ' if 'seconds' not in last else ''}{until:.0f} s in it). "
+            f"Seconds per phase before it: {times or 'none'}.",
+        ]
+    return out
 
 
 def _stage_rows(record: dict[str, Any]) -> list[str]:
@@ -63,13 +111,16 @@ def _figures(record: dict[str, Any]) -> list[str]:
     if noted or unrun:
         out += [
             "",
-            "GPU tests not passed (stage a; failures' last line, skips' reason):",
+            "GPU tests not passed (stage a; failures' exception message, skips' reason):",
             "",
             "| test | result | why |",
             "|---|---|---|",
         ]
         out += [
-            f"| `{t}` | {a['tests'][t]} | {_last_line(why)} |" for t, why in sorted(noted.items())
+            f"| `{t}` | {a['tests'][t]} | "
+            + (_failure_why(why) if a["tests"][t] == "failed" else _last_line(why))
+            + " |"
+            for t, why in sorted(noted.items())
         ]
         out += [f"| `{t}` | not run | {_last_line(why)} |" for t, why in sorted(unrun.items())]
     steps = {k: v for k, v in fig.get("b", {}).items() if k != "best" and isinstance(v, dict)}
@@ -202,6 +253,7 @@ def render(record: dict[str, Any], json_path: str) -> str:
         ),
         "",
         *_stage_rows(record),
+        *_progress(record),
         "",
         "Goals (issues 18, 19, 27):",
         "",

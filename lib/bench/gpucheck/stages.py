@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.bench.gpucheck import settings as S
-from lib.bench.gpucheck.figures import reached
+from lib.bench.gpucheck.figures import Progress, reached
 
 Put = Callable[[str, Any], None]
 
@@ -197,27 +197,47 @@ def hamt_ratios(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return ratios
 
 
+def _complete(row: dict[str, Any]) -> bool:
+    """A bench-seqlen row with its training and its generation figures."""
+    return "error" not in row and "gen_ms_per_token" in row
+
+
 def seqlen(device: str, work: Path, put: Put) -> None:
     """e: bench-seqlen, vanilla against HAMT (the fla kernel when it imports)
     at each length, compiled once per length with static shapes, and HAMT's
     ratio to vanilla; on a CPU also HAMT on its torch scan. The plot goes to
-    work/seqlen.png. A resumed run measures only the lengths it lacks."""
+    work/seqlen.png. Each phase is put under "progress" as it begins, and
+    each length's training figures as soon as they are measured, before its
+    generation is timed. A resumed run measures only the lengths it lacks;
+    at a length whose rows hold training figures but lack generation ones it
+    times generation only (training, the compile above all, is what costs)."""
+    progress = Progress(put)
+    try:
+        progress("imports")
+        _seqlen(device, work, put, progress)
+    finally:
+        progress.finish()
+
+
+def _seqlen(device: str, work: Path, put: Put, progress: Progress) -> None:
     from lib.bench.seqlen import plot_seqlen, run_seqlen_bench
     from lib.data.vocab import configured_vocab
 
     g = S.for_device(device)
     done = reached(put)
     variants = ("vanilla", "hamt")
-    kept = [r for r in done.get("rows", []) if "error" not in r]
-    have = {(r["variant"], r["seq_len"]) for r in kept}
-    lengths = tuple(t for t in g["seqlen_lengths"] if any((v, t) not in have for v in variants))
-    kept = [r for r in kept if r["seq_len"] not in lengths]
+    earlier = done.get("rows", [])
+    complete = {(r["variant"], r["seq_len"]) for r in earlier if _complete(r)}
+    lengths = tuple(t for t in g["seqlen_lengths"] if any((v, t) not in complete for v in variants))
+    kept = [r for r in earlier if r["seq_len"] not in lengths]
 
     def rows_so_far(rows: list[dict[str, Any]]) -> None:
-        put("rows", kept + rows)
-        put("ratios", hamt_ratios(kept + rows))
+        every = sorted(kept + rows, key=lambda r: r["seq_len"])
+        put("rows", every)
+        put("ratios", hamt_ratios(every))
 
     if lengths:
+        progress("configuration")
         run = run_config(S.BASELINE, S.overrides(device, 1, 1, compile=True))
         r = run_seqlen_bench(
             run,
@@ -227,6 +247,8 @@ def seqlen(device: str, work: Path, put: Put) -> None:
             tokens=g["seqlen_tokens"],
             variants=variants,
             on_row=rows_so_far,
+            on_phase=progress,
+            measured=[r for r in earlier if r["seq_len"] in lengths],
         )
         rows_so_far(r["rows"])
         put("kernels", r["kernels"])
@@ -234,12 +256,15 @@ def seqlen(device: str, work: Path, put: Put) -> None:
         put("settings", r["settings"])
         put("model", {k: r[k] for k in ("n_layer", "n_embd", "vocab_size", "device")})
     if "model" in done:
+        progress("plot")
         plot_seqlen(
             {**done["model"], "variants": list(variants), "rows": done["rows"]},
             str(work / "seqlen.png"),
         )
-    if not g["torch_scan_lengths"] or "torch_scan_rows" in done:
+    scanned = {r["seq_len"] for r in done.get("torch_scan_rows", []) if _complete(r)}
+    if set(g["torch_scan_lengths"]) <= scanned:
         return
+    progress("torch scan: configuration")
     run = run_config(
         S.HAMT,
         S.overrides(
@@ -259,5 +284,7 @@ def seqlen(device: str, work: Path, put: Put) -> None:
         tokens=g["seqlen_tokens"],
         variants=("hamt",),
         on_row=lambda rows: put("torch_scan_rows", rows),
+        on_phase=lambda phase: progress(f"torch scan: {phase}"),
+        measured=done.get("torch_scan_rows"),
     )
     put("torch_scan_rows", r["rows"])

@@ -1,8 +1,8 @@
 """A pytest plugin for stage a: the tests collected, then one JSON line per
-test as it starts and as it ends (passed; failed with its last lines;
-skipped with the reason), so a run its time cap cuts short still says which
-tests ended, which one was running and which were not reached (JUnit XML is
-written only when pytest finishes).
+test as it starts and as it ends (passed; failed with its last lines and
+its exception message; skipped with the reason), so a run its time cap cuts
+short still says which tests ended, which one was running and which were
+not reached (JUnit XML is written only when pytest finishes).
 
     pytest -p lib.bench.gpucheck.testlog ...   (GPU_CHECK_TESTLOG=<file>)
 """
@@ -24,6 +24,19 @@ def _write(line: dict[str, Any]) -> None:
             f.write(json.dumps(line) + "\n")
 
 
+def failure_text(longrepr: Any) -> str:
+    """A failure's last LINES lines, led by its exception message's first line
+    (pytest's `E   ` line) when those lines have lost it: an assertion's
+    explanation of a tensor comparison alone fills more than LINES."""
+    lines = str(longrepr or "").splitlines()
+    kept = lines[-LINES:]
+    crash = getattr(getattr(longrepr, "reprcrash", None), "message", None) or ""
+    message = crash.strip().splitlines()[0] if crash.strip() else ""
+    if message and not any(line[1:].strip() == message for line in kept if line[:1] == "E"):
+        kept = [f"E   {message}", *kept]
+    return "\n".join(kept)
+
+
 def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
     _write({"test": nodeid, "event": "start"})
 
@@ -34,7 +47,7 @@ def pytest_runtest_logreport(report: Any) -> None:
         outcome = {"passed": "passed", "skipped": "skipped"}.get(report.outcome, "failed")
         text = ""
         if report.failed:
-            text = "\n".join(str(report.longrepr or "").splitlines()[-LINES:])
+            text = failure_text(report.longrepr)
         elif report.skipped and isinstance(report.longrepr, tuple):
             text = str(report.longrepr[2]).removeprefix("Skipped: ")  # (file, line, reason)
         _write(
@@ -62,6 +75,6 @@ def pytest_collectreport(report: Any) -> None:
                 "event": "end",
                 "outcome": "failed",
                 "seconds": 0.0,
-                "error": "\n".join(str(report.longrepr).splitlines()[-LINES:]),
+                "error": failure_text(report.longrepr),
             }
         )

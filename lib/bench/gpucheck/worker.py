@@ -20,10 +20,12 @@ from lib.bench.gpucheck.figures import Figures, StageSkipped
 SKIPPED = 3
 # How the driver starts a worker: an entry point, so it imports lib/rules.py
 # (every package's rules and analyses) before the stage loads a configuration;
-# this module sits below that layer and cannot import it itself.
+# this module sits below that layer and cannot import it itself. The clock is
+# read first, so a stage's progress (figures.Progress) counts those imports too.
 START = (
+    "import time; began = time.monotonic(); "
     "import sys, lib.rules; from lib.bench.gpucheck.worker import main; "
-    "raise SystemExit(main(sys.argv[1:]))"
+    "raise SystemExit(main(sys.argv[1:], began))"
 )
 STAGE_FUNCTIONS = {
     "a": "gputests:gpu_tests",
@@ -35,7 +37,7 @@ STAGE_FUNCTIONS = {
 }
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], began: float | None = None) -> int:
     import importlib
 
     stage, device, work = argv[0], argv[1], Path(argv[2])
@@ -43,7 +45,7 @@ def main(argv: list[str]) -> int:
     call = getattr(importlib.import_module(f"lib.bench.gpucheck.{module}"), function)
     work.mkdir(parents=True, exist_ok=True)
     try:
-        call(device, work, Figures(work / f"{stage}.json"))
+        call(device, work, Figures(work / f"{stage}.json", began))
     except StageSkipped as why:
         print(why, file=sys.stderr, flush=True)
         return SKIPPED
