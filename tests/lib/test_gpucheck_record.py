@@ -269,3 +269,25 @@ def test_the_filed_records_still_render(path):
     page = report.render(filed, path.name)
     assert page.startswith(report.BEGIN) and page.endswith(report.END)
     assert "Stage e cut" not in page and "Seconds per phase" not in page
+
+
+def test_the_record_names_the_assembler_triton_compiles_with(monkeypatch):
+    # Known Hopper miscompiles in fla's backward kernels depend on ptxas's version.
+    import types
+
+    asked = []
+
+    def get_ptxas(arch):
+        asked.append(arch)
+        return types.SimpleNamespace(version="12.9", path="/t/bin/ptxas")
+
+    fake = types.ModuleType("triton.backends.nvidia.compiler")
+    fake.get_ptxas = get_ptxas  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "triton.backends.nvidia.compiler", fake)
+    assert record._ptxas_version((9, 0)) == "12.9 (/t/bin/ptxas)" and asked == [90]
+    monkeypatch.setitem(sys.modules, "triton.backends.nvidia.compiler", None)  # no Triton
+    assert record._ptxas_version((9, 0)) is None
+    r = check("2026-11-30 15:58:40 +0000", "abc", {})
+    r["environment"].update(torch="2.9", ptxas="12.9 (/t/bin/ptxas)")
+    assert "driver None, Triton's ptxas 12.9, Python" in report.render(r, "x.json")
+    assert "ptxas" not in _rendered({})  # records before it, and CPU checks

@@ -65,6 +65,7 @@ def environment(device: str) -> dict[str, Any]:
             cuda=torch.version.cuda,
             gpus=torch.cuda.device_count(),
             driver=_driver_version(),
+            ptxas=_ptxas_version(torch.cuda.get_device_capability(0)),
         )
     else:
         info.update(
@@ -75,6 +76,18 @@ def environment(device: str) -> dict[str, Any]:
             driver=None,
         )
     return {**info, **commit()}
+
+
+def _ptxas_version(capability: tuple[int, int]) -> str | None:
+    """The assembler Triton compiles with for this GPU ("12.9" or so, with its
+    path), or None: known Hopper miscompiles depend on its version."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        tool = get_ptxas(capability[0] * 10 + capability[1])
+        return f"{tool.version} ({tool.path})"
+    except Exception:  # any Triton layout without it: the record just lacks it
+        return None
 
 
 def _driver_version() -> str | None:

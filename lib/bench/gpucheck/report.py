@@ -242,7 +242,9 @@ def render(record: dict[str, Any], json_path: str) -> str:
         f"## GPU: {env['device_name']} (`make gpu-check`, {env['date'][:10]})",
         "",
         f"torch {env['torch']}, triton {env.get('triton')}, CUDA {env.get('cuda')}, driver "
-        f"{env.get('driver')}, Python {env.get('python')}; commit `{env['commit'][:12]}`"
+        f"{env.get('driver')}, "
+        + (f"Triton's ptxas {env['ptxas'].split(' ')[0]}, " if env.get("ptxas") else "")
+        + f"Python {env.get('python')}; commit `{env['commit'][:12]}`"
         f"{' (with uncommitted changes)' if env.get('dirty') else ''}; budget "
         f"{record['budget_s']:.0f} s. Records: {json_path}."
         + (
