@@ -282,7 +282,7 @@ def test_the_record_names_the_assembler_triton_compiles_with(monkeypatch):
         return types.SimpleNamespace(version="12.9", path="/t/bin/ptxas")
 
     fake = types.ModuleType("triton.backends.nvidia.compiler")
-    fake.get_ptxas = get_ptxas  # type: ignore[attr-defined]
+    fake.get_ptxas = get_ptxas
     monkeypatch.setitem(sys.modules, "triton.backends.nvidia.compiler", fake)
     assert record._ptxas_version((9, 0)) == "12.9 (/t/bin/ptxas)" and asked == [90]
     monkeypatch.setitem(sys.modules, "triton.backends.nvidia.compiler", None)  # no Triton
