@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from lib.atomic import write_text_atomic
-from lib.bench.gpucheck.record import BENCH_DATA, combine, filed_path
+from lib.bench.gpucheck.record import BENCH_DATA, combine, filed_path, not_combined
 from lib.bench.gpucheck.report import render, replace_section
 from lib.cli import run_script
 
@@ -44,6 +44,15 @@ def main(argv: list[str]) -> None:
         f"filed {', '.join(str(f) for f in filed)}; regenerated the GPU section of "
         f"{args.benchmarks}"
     )
+    others = not_combined(filed)
+    if others:
+        # A check that ran in several windows shows all its stages only when every
+        # window's record is named.
+        print(
+            f"not in the section: {len(others)} other record(s) of this GPU "
+            f"({', '.join(o.name for o in others[-3:])}{', ...' if len(others) > 3 else ''}); "
+            "name those of the same check too to combine their stages"
+        )
 
 
 def _read(path: Path, allow_cpu: bool) -> dict:

@@ -291,3 +291,15 @@ def test_the_record_names_the_assembler_triton_compiles_with(monkeypatch):
     r["environment"].update(torch="2.9", ptxas="12.9 (/t/bin/ptxas)")
     assert "driver None, Triton's ptxas 12.9, Python" in report.render(r, "x.json")
     assert "ptxas" not in _rendered({})  # records before it, and CPU checks
+
+
+def test_filing_names_the_earlier_records_of_the_gpu_it_did_not_combine(tmp_path):
+    folder = tmp_path / "nvidia-h200"
+    folder.mkdir()
+    paths = [folder / f"gpu_check_2026113{i}-100000.json" for i in range(3)]
+    for path in paths:
+        path.write_text("{}")
+    (tmp_path / "nvidia-h100").mkdir()
+    (tmp_path / "nvidia-h100" / "gpu_check_20261130-100000.json").write_text("{}")
+    assert record.not_combined(paths[1:]) == [paths[0]]
+    assert record.not_combined(paths) == []

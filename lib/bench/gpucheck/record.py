@@ -179,6 +179,19 @@ def filed_path(record: dict[str, Any], bench_data: Path = BENCH_DATA) -> Path:
     return bench_data / slug(env["device_name"]) / f"{PREFIX}{stamp}.json"
 
 
+def not_combined(filed: list[Path]) -> list[Path]:
+    """Records of the same GPUs filed before, beside `filed`, and not among them
+    (gpu_report renders only the records it is given)."""
+    folders = {path.parent for path in filed}
+    given = {path.resolve() for path in filed}
+    return sorted(
+        path
+        for folder in folders
+        for path in folder.glob(f"{PREFIX}*.json")
+        if path.resolve() not in given
+    )
+
+
 def combine(records: list[dict[str, Any]]) -> dict[str, Any]:
     """One record from several checks of one GPU (short windows that each ran
     some stages): per stage, the newest run that finished (done or failed),
