@@ -945,6 +945,9 @@ class Symbols(Fields):
     as a custom op, so torch.compile keeps each block one graph.
     A run that asks for it on a CPU or without the package stops
     with an error saying so rather than silently using torch.
+    On an H200 a float32 model's gradients through it differed
+    from the torch scan's (docs/models-and-attention.md): there,
+    use it under bf16 mixed precision or pick torch.
     """
 
     HAMT_KERNEL_PIN: bool | None = None
