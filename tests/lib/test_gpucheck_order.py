@@ -80,6 +80,46 @@ def test_order_never_finished_then_changed_since_then_the_rest(tmp_path):
     assert [p.name for p in plan.order_stages(history, changed, ["c", "a"])] == ["c", "a"]
 
 
+def test_a_stage_that_failed_or_missed_a_goal_comes_first_once_its_code_changed():
+    # What changed since may be the fix: verifying it comes before figures never taken.
+    def run(stage):
+        return {"commit": "old", "date": "2026-11-30 15:58:40 +0000", "stage": stage}
+
+    def prune(share):
+        shape = {"adamwprune": {"mask_share_of_step": share}}
+        return {"status": "done", "figures": {"16x1": shape}}
+
+    history = {
+        "a": History(
+            run(
+                {
+                    "status": "failed",
+                    "figures": {"counts": {"passed": 14, "failed": 4, "skipped": 0}},
+                }
+            )
+        ),
+        "b": History(run({"status": "done", "figures": {"batch 32": {"mfu": 0.43}}})),
+        "c": History(run({"status": "failed", "error": "Traceback"})),  # no figures: it failed
+        "d": History(run(prune(0.2655))),
+    }
+    moved = {"lib/prune/threshold.py", "tests/hamt/test_hamt_kernel.py", "lib/train/step.py"}
+    planned = {p.name: p for p in plan.order_stages(history, lambda sha: moved)}
+    assert [(n, planned[n].group) for n in planned] == [
+        ("a", 0), ("b", 0), ("c", 0), ("d", 0), ("e", 1), ("f", 1)
+    ]  # fmt: skip
+    assert planned["d"].reason.startswith(
+        "a fix to verify: missed AdamWPrune's mask work under 1 % of a step; "
+        "lib/prune/threshold.py and 1 more changed since"
+    )
+    assert "missed it failed" in planned["c"].reason
+    # Unchanged code: nothing to verify, whatever the figures missed.
+    still = {p.name: p.group for p in plan.order_stages(history, lambda sha: set())}
+    assert still == {"a": 3, "b": 3, "c": 3, "d": 3, "e": 1, "f": 1}
+    # Goals met, code changed: new figures, after the stages never finished.
+    history["d"] = History(run(prune(0.004)))
+    assert {p.name: p.group for p in plan.order_stages(history, lambda sha: moved)}["d"] == 2
+
+
 def test_a_stage_cut_short_resumes_only_while_its_code_is_unchanged():
     partial = {
         "commit": "p",

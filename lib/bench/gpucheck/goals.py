@@ -178,3 +178,27 @@ def judge(record: dict[str, Any]) -> list[Judgement]:
         *hamt(record),
         packing(record),
     ]
+
+
+# The goals each stage's figures decide.
+STAGE_GOALS: dict[str, Callable[[dict[str, Any]], list[Judgement]]] = {
+    "a": lambda r: [gpu_tests(r)],
+    "b": lambda r: [mfu(r)],
+    "c": reference,
+    "d": lambda r: [spam(r), masks(r)],
+    "e": hamt,
+    "f": lambda r: [packing(r)],
+}
+
+
+def missed(name: str, stage: dict[str, Any]) -> list[str]:
+    """The goals stage `name`'s run shows not met, or its failure (a stage
+    that failed missed what it checks)."""
+    try:
+        judged = STAGE_GOALS.get(name, lambda r: [])({"stages": {name: stage}})
+    except (AttributeError, KeyError, TypeError):  # figures of another shape judge nothing
+        judged = []
+    out = [goal for goal, verdict, _ in judged if verdict == "not met"]
+    if stage.get("status") == "failed" and not out:
+        out.append("it failed")
+    return out

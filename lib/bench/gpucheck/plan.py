@@ -1,9 +1,11 @@
 """Which stages `make gpu-check` runs, in what order, within what time.
 
-The order converges over short windows (order_stages): stages that never
-finished on this kind of GPU first, then those whose code changed since their
-last finished record (each stage's `paths`, compared by git against that
-record's commit), then the rest, the longest unchecked first. Finished means
+The order converges over short windows (order_stages): first the fixes to
+verify, stages whose last finished record failed or missed a goal
+(goals.py) and whose code changed since (each stage's `paths`, compared by
+git against that record's commit); then stages that never finished on this
+kind of GPU; then the other stages whose code changed since their last
+finished record; then the rest, the longest unchecked first. Finished means
 done or failed, not cut short by the cap; a stage cut short keeps its figures
 and, while its code stays the same, the next run resumes from them.
 
@@ -21,6 +23,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from lib.bench.gpucheck.goals import missed
 
 DEFAULT_BUDGET_S = 540.0
 
@@ -154,7 +158,9 @@ class History:
 @dataclass
 class Planned:
     name: str
-    group: int  # 1 never finished, 2 changed since its finished run, 3 the rest
+    # 0 a fix to verify (its finished run failed or missed a goal, and its code
+    # changed since), 1 never finished, 2 changed since its finished run, 3 the rest
+    group: int
     reason: str
     resume: dict[str, Any] | None = None  # the figures of a partial run to go on from
 
@@ -192,6 +198,9 @@ def order_stages(
             elif stale:
                 more = f" and {len(stale) - 1} more" if len(stale) > 1 else ""
                 group, reason = 2, f"{stale[0]}{more} changed since its finished run at {at}"
+                if misses := missed(name, h.finished["stage"]):
+                    # What changed may be the fix: checking it comes before new figures.
+                    group, reason = 0, f"a fix to verify: missed {'; '.join(misses)}; {reason}"
             else:
                 group, reason = 3, f"unchanged since its finished run at {at}"
         if resume is not None:
