@@ -166,22 +166,27 @@ def test_the_planner_says_which_stages_it_expects_to_reach():
     assert sum(s.gpu_cap_s for s in STAGES.values()) <= 2 * plan.DEFAULT_BUDGET_S
 
 
+def _stage_with(tmp_path, stand_ins: str, name: str, cap: float, resume=None):
+    """run_stage in a worker whose sitecustomize.py holds `stand_ins` (code run
+    at its start); (the stage's record, the lines it logged)."""
+    (tmp_path / "sitecustomize.py").write_text(stand_ins)
+    env = stage_env(None)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    lines: list[str] = []
+    result = run_stage(STAGES[name], cap, "cpu", tmp_path / "work", env, lines.append, resume)
+    return result, lines
+
+
 def test_run_stage_hands_a_resumed_stage_its_figures_and_keeps_what_it_adds(tmp_path, monkeypatch):
     """Stage f resumed with its inference figure: it measures the rest only.
     The item functions are replaced by stand-ins that note what they ran."""
-    runs_py = tmp_path / "sitecustomize.py"
-    runs_py.write_text(
+    stand_ins = (
         "import lib.bench.gpucheck.runs as r\n"
         "r.inference = lambda device, work: (_ for _ in ()).throw(AssertionError('re-measured'))\n"
         "r.packing = lambda device, work: {'packed_speedup': 2.0}\n"
         "r.speed_option = lambda device, symbols: {'ms_per_iter': 1.0, 'set': symbols}\n"
     )
-    env = stage_env(None)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
-    lines: list[str] = []
-    result = run_stage(
-        STAGES["f"], 60, "cpu", tmp_path / "work", env, lines.append, {"inference": {"n": 1}}
-    )
+    result, lines = _stage_with(tmp_path, stand_ins, "f", 60, {"inference": {"n": 1}})
     assert result["status"] == "done", "\n".join(lines)
     fig = result["figures"]
     assert fig["inference"] == {"n": 1} and fig["packing"] == {"packed_speedup": 2.0}
@@ -362,7 +367,7 @@ def test_stage_e_resumed_times_only_the_generation_it_lacks_and_notes_its_phases
 def test_a_stage_e_killed_keeps_its_training_figures_and_the_phase_it_was_in(tmp_path):
     """The worker killed during a generation (as at the cap): the record holds
     the rows' training figures and the open phase, timed from the worker's start."""
-    (tmp_path / "sitecustomize.py").write_text(
+    stand_ins = (
         "import os, signal\n"
         "import lib.bench.seqlen as s\n"
         "def bench(run, vocab, lengths, *, variants, on_row, on_phase, **_):\n"
@@ -372,10 +377,7 @@ def test_a_stage_e_killed_keeps_its_training_figures_and_the_phase_it_was_in(tmp
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
         "s.run_seqlen_bench = bench\n"
     )
-    env = stage_env(None)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
-    lines: list[str] = []
-    result = run_stage(STAGES["e"], 120, "cpu", tmp_path / "work", env, lines.append)
+    result, lines = _stage_with(tmp_path, stand_ins, "e", 120)
     assert result["status"] == "failed", "\n".join(lines)
     fig = result["figures"]
     assert [r["train_tokens_per_sec"] for r in fig["rows"]] == [9.0, 9.0]
