@@ -72,9 +72,27 @@ def test_failing_run_is_recorded_and_the_others_finish(project):
         assert (project / "results" / "latest" / f"{png}.png").stat().st_size > 1000
 
 
-def test_killed_matrix_resumes_from_checkpoints(project):
+# On PYTHONPATH for the killed matrix only: a process that has just renamed a
+# checkpoint into place stops there, so the kill always lands mid-run. Polling
+# alone raced the run's last 36 tiny steps on a fast host (state "completed").
+PAUSE_AFTER_CHECKPOINT = """
+import os, time
+_replace = os.replace
+def _then_wait(src, dst, *args, **kwargs):
+    _replace(src, dst, *args, **kwargs)
+    if os.fspath(dst).endswith("ckpt_latest.pt"):
+        time.sleep(600)
+os.replace = _then_wait
+"""
+
+
+def test_killed_matrix_resumes_from_checkpoints(project, tmp_path):
     _config(project, GPT2_MAX_ITERS="40", MATRIX_ABLATION="TRAIN_SEED=1,2")
+    hook = tmp_path / "pause-after-checkpoint"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(PAUSE_AFTER_CHECKPOINT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hook), env.get("PYTHONPATH")]))
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "-C", str(project), "test-matrix", "YES=1"],
         env=env,
@@ -89,6 +107,7 @@ def test_killed_matrix_resumes_from_checkpoints(project):
         time.sleep(0.2)
     assert ckpts, "no checkpoint appeared"
     os.killpg(proc.pid, signal.SIGKILL)  # power loss: matrix and run die at once
+    # (the run waits after its checkpoint: the kill found it before its last step)
     proc.wait()
     killed = ckpts[0].parent.name
     assert _matrix(project)["runs"][killed]["state"] == "running"
