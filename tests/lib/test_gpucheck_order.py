@@ -166,11 +166,11 @@ def test_the_planner_says_which_stages_it_expects_to_reach():
     assert sum(s.gpu_cap_s for s in STAGES.values()) <= 2 * plan.DEFAULT_BUDGET_S
 
 
-def _stage_with(tmp_path, stand_ins: str, name: str, cap: float, resume=None):
+def _stage_with(tmp_path, stand_ins: str, name: str, cap: float, resume=None, caches=None):
     """run_stage in a worker whose sitecustomize.py holds `stand_ins` (code run
-    at its start); (the stage's record, the lines it logged)."""
+    at its start), compiling into `caches`; (the stage's record, the lines it logged)."""
     (tmp_path / "sitecustomize.py").write_text(stand_ins)
-    env = stage_env(None)
+    env = stage_env(None, caches)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
     lines: list[str] = []
     result = run_stage(STAGES[name], cap, "cpu", tmp_path / "work", env, lines.append, resume)
@@ -390,3 +390,36 @@ def test_a_stage_e_killed_keeps_its_training_figures_and_the_phase_it_was_in(tmp
         "vanilla 32 generation",
     ]
     assert "seconds" not in phases[-1] and phases[0]["seconds"] > 0  # torch's import, at least
+
+
+def test_a_stage_record_says_what_it_found_in_the_carried_caches_and_wrote(tmp_path, monkeypatch):
+    # Item 3 of the GPU issue: whether the next check reuses the unpacked caches.
+    caches = tmp_path / "caches"
+    _tree(caches / "triton" / "old", {"a.cubin": b"1", "b.json": b"2"})
+    stand_ins = (
+        "import os, lib.bench.gpucheck.stages as s, torch._dynamo.utils as u\n"
+        "def stage(device, work, put):\n"
+        "    d = os.environ['TRITON_CACHE_DIR'] + '/new'\n"
+        "    os.makedirs(d)\n"
+        "    for n in 'xyz':\n"
+        "        open(f'{d}/{n}', 'w').close()\n"
+        "    u.counters['inductor']['fxgraph_cache_hit'] += 4\n"
+        "    u.counters['inductor']['fxgraph_cache_miss'] += 1\n"
+        "    put('x', 1)\n"
+        "s.reference_memory = stage\n"
+    )
+    result, lines = _stage_with(tmp_path, stand_ins, "c", 60, caches=caches)
+    assert result["status"] == "done", "\n".join(lines)
+    assert result["compile_cache"] == {
+        "files_before": 2,
+        "files_written": 3,
+        "fxgraph_cache_hit": 4,
+        "fxgraph_cache_miss": 1,
+        "autograd_cache_hit": 0,
+        "autograd_cache_miss": 0,
+    }
+    # Nothing compiled in the worker itself (pytest's or a script's subprocess did):
+    # the file counts alone.
+    quiet = "import lib.bench.gpucheck.stages as s\ns.reference_memory = lambda d, w, put: None\n"
+    result, _ = _stage_with(tmp_path, quiet, "c", 60, caches=caches)
+    assert result["compile_cache"] == {"files_before": 5, "files_written": 0}

@@ -303,3 +303,31 @@ def test_filing_names_the_earlier_records_of_the_gpu_it_did_not_combine(tmp_path
     (tmp_path / "nvidia-h100" / "gpu_check_20261130-100000.json").write_text("{}")
     assert record.not_combined(paths[1:]) == [paths[0]]
     assert record.not_combined(paths) == []
+
+
+def test_the_page_says_per_stage_what_the_carried_caches_held_and_gave():
+    cached = {"files_before": 2783, "files_written": 631}
+    page = _rendered(
+        {
+            "a": {"status": "done", "seconds": 1.0, "cap_s": 9.0, "compile_cache": cached},
+            "b": {
+                "status": "done",
+                "seconds": 1.0,
+                "cap_s": 9.0,
+                "compile_cache": {
+                    **cached,
+                    "fxgraph_cache_hit": 7,
+                    "fxgraph_cache_miss": 1,
+                    "autograd_cache_hit": 6,
+                    "autograd_cache_miss": 2,
+                },
+            },
+        }
+    )
+    assert (
+        "per stage: a: 2,783 files before, 631 written; b: 2,783 files before, 631 written, "
+        "inductor graphs 7 found / 1 compiled, AOTAutograd graphs 6 / 2." in page
+    )
+    assert "Compile caches" not in _rendered(
+        {"a": {"status": "done", "seconds": 1.0, "cap_s": 9.0}}
+    )

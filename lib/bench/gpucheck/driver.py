@@ -55,6 +55,10 @@ def run_stage(
     figures_path.unlink(missing_ok=True)
     if resume:
         figures_path.write_text(json.dumps(resume, indent=1) + "\n")
+    compiled_path = work / f"{stage.name}.compile.json"
+    compiled_path.unlink(missing_ok=True)
+    cache_dirs = [Path(env[k]) for k in CACHE_DIR_VARS if env.get(k)]
+    before = _files(cache_dirs)
     command = [sys.executable, "-c", START, stage.name, device, str(work)]
     proc = subprocess.Popen(
         command,
@@ -84,8 +88,24 @@ def run_stage(
             tail.append(f"stopped at its time cap of {cap_s:.0f} s (figures so far kept)")
         # Cut short: the next check resumes it from these figures.
         result.update(status="partial" if timed_out else "failed", error="\n".join(tail))
+    if cache_dirs:
+        # Whether the carried caches were used: files there before, files this
+        # stage added, and torch's own hit and miss counts when it compiled in-process.
+        result["compile_cache"] = {
+            "files_before": before,
+            "files_written": _files(cache_dirs) - before,
+        }
+        if compiled_path.exists():
+            result["compile_cache"].update(json.loads(compiled_path.read_text()))
     log(f"----- stage {stage.name}: {result['status']}")
     return result
+
+
+CACHE_DIR_VARS = ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def _files(folders: list[Path]) -> int:
+    return sum(len(names) for folder in folders for _, _, names in os.walk(folder))
 
 
 def gpu_kind(device: str) -> str:

@@ -81,6 +81,30 @@ def _progress(record: dict[str, Any]) -> list[str]:
     return out
 
 
+def _compile_caches(record: dict[str, Any]) -> list[str]:
+    """Per stage that ran with the carried caches: the files there before it,
+    those it wrote, and torch's cache hits and misses in its own process."""
+    parts = []
+    for name, s in record["stages"].items():
+        c = s.get("compile_cache")
+        if not c:
+            continue
+        text = f"{name}: {c['files_before']:,} files before, {c['files_written']:,} written"
+        if "fxgraph_cache_hit" in c:
+            text += (
+                f", inductor graphs {c['fxgraph_cache_hit']} found / "
+                f"{c['fxgraph_cache_miss']} compiled, AOTAutograd graphs "
+                f"{c['autograd_cache_hit']} / {c['autograd_cache_miss']}"
+            )
+        parts.append(text)
+    if not parts:
+        return []
+    return [
+        "",
+        "Compile caches (carried from check to check), per stage: " + "; ".join(parts) + ".",
+    ]
+
+
 def _stage_rows(record: dict[str, Any]) -> list[str]:
     rows = [
         "| stage | what | status | seconds (cap) | check (date, commit) | error, last line |",
@@ -256,6 +280,7 @@ def render(record: dict[str, Any], json_path: str) -> str:
         "",
         *_stage_rows(record),
         *_progress(record),
+        *_compile_caches(record),
         "",
         "Goals (issues 18, 19, 27):",
         "",

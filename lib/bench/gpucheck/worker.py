@@ -11,6 +11,7 @@ which the driver keeps in the log and the record.
 
 from __future__ import annotations
 
+import json
 import sys
 import traceback
 from pathlib import Path
@@ -52,4 +53,29 @@ def main(argv: list[str], began: float | None = None) -> int:
     except Exception:
         traceback.print_exc()
         return 1
+    finally:
+        note_compile_cache(work / f"{stage}.compile.json")
     return 0
+
+
+# torch's counters of its compile caches: inductor's compiled graphs and
+# AOTAutograd's joint graphs, found on disk (hit) or compiled (miss).
+CACHE_COUNTERS = {
+    "fxgraph_cache_hit": ("inductor", "fxgraph_cache_hit"),
+    "fxgraph_cache_miss": ("inductor", "fxgraph_cache_miss"),
+    "autograd_cache_hit": ("aot_autograd", "autograd_cache_hit"),
+    "autograd_cache_miss": ("aot_autograd", "autograd_cache_miss"),
+}
+
+
+def note_compile_cache(path: Path) -> None:
+    """What this process's torch.compile found in the carried caches, as
+    counted by torch (nothing when the stage compiled nothing here: its
+    subprocesses, pytest's or the scripts', keep their own counts)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    counters = getattr(utils, "counters", None)
+    if not counters:
+        return
+    found = {name: int(counters[group][key]) for name, (group, key) in CACHE_COUNTERS.items()}
+    if any(found.values()):
+        path.write_text(json.dumps(found) + "\n")
