@@ -946,8 +946,10 @@ class Symbols(Fields):
     A run that asks for it on a CPU or without the package stops
     with an error saying so rather than silently using torch.
     On an H200 a float32 model's gradients through it differed
-    from the torch scan's (docs/models-and-attention.md): there,
-    use it under bf16 mixed precision or pick torch.
+    from the torch scan's by up to 43 %, and the model's gradient
+    is very sensitive to the precision of the scan's inputs
+    (docs/models-and-attention.md): for gradients that match the
+    float32 recurrence, pick torch.
     """
 
     HAMT_KERNEL_PIN: bool | None = None
