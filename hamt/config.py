@@ -44,6 +44,11 @@ class HAMTConfig:
     # The retrieval loss asks for an item written 1 .. aux_max_lag tokens
     # earlier (hamt/retrieval.py).
     aux_max_lag: int = 32
+    # Added to each key coefficient's squared magnitude before the division
+    # that makes keys unitary (hamt/spectral.py UnitBind). The default only
+    # keeps a zero finite; larger values bound the keys' Jacobian by
+    # key_eps^-1/2 and leave coefficients under sqrt(key_eps) shrunk.
+    key_eps: float = 1e-12
     # Per-slot decays are learned; they start spread around this value.
     decay_init: float = 0.9
     # True: half the slots (the slow bank) tick, i.e. decay and take a
@@ -99,6 +104,7 @@ class HAMTConfig:
                 f"{', '.join(SCAN_BACKENDS)}"
             )
         _check_float("aux_weight", self.aux_weight, 0.0, 1.0, "[0, 1]", open_high=False)
+        _check_float("key_eps", self.key_eps, 0.0, 1.0, "(0, 1)", open_low=True)
         _check_float("decay_init", self.decay_init, 0.0, 1.0, "(0, 1)", open_low=True)
         _check_float("dropout", self.dropout, 0.0, 1.0, "[0, 1)")
         _check_float(

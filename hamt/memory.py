@@ -164,6 +164,7 @@ class HolographicMemory(nn.Module):
         super().__init__()
         self.binding, self.dim, self.slots = config.binding, config.hcm_dim, config.num_slots
         self.bins = complex_bins(config.binding, self.dim)
+        self.key_eps = config.key_eps
         self.chunk, self.aux_max_lag = config.chunk_size, config.aux_max_lag
         # One projection for value, write key, read key, gates and read
         # logits, so pruning and weight decay see a single matrix.
@@ -230,7 +231,8 @@ class HolographicMemory(nn.Module):
         """Packed spectra [..., 3D] and logits [..., 2S] -> bound spectrum,
         unit read key (both [..., D]), write gates, read weights, and the
         adaptive router's top-k choice (routing.route; None otherwise)."""
-        bound, read_key = UnitBind.apply(spec.float().unflatten(-1, (3, self.dim)), self.bins)
+        spec = spec.float().unflatten(-1, (3, self.dim))
+        bound, read_key = UnitBind.apply(spec, self.bins, self.key_eps)
         gate_logits, read_logits = logits.float().chunk(2, dim=-1)
         chosen = None
         if self.adaptive:

@@ -26,7 +26,9 @@ import math
 import torch
 from torch import Tensor
 
-_EPS = 1e-12  # keeps a zero coefficient's normalisation finite; far below real magnitudes
+# Added to a coefficient's squared magnitude before dividing by it: keeps a
+# zero coefficient finite, far below real magnitudes (HAMTConfig.key_eps).
+KEY_EPS = 1e-12
 
 
 def complex_bins(binding: str, dim: int) -> int:
@@ -138,15 +140,17 @@ def _per_bin(squares: Tensor, k: int) -> Tensor:
 class UnitBind(torch.autograd.Function):
     """Packed spectra [..., 3, P] of (value, write key, read key) -> (bound, unit read key).
 
-    Keys are made unitary, u = k / |k| per bin (real bins become +-1), and
-    the unit write key binds the value: bound = u_a * v. Both outputs are
-    packed [..., P]. k is the number of complex bins.
+    Keys are made unitary, u = k / sqrt(|k|^2 + eps) per bin (real bins
+    become +-1), and the unit write key binds the value: bound = u_a * v.
+    Both outputs are packed [..., P]. k is the number of complex bins. The
+    Jacobian of u grows as 1 / |k|, bounded by 1 / sqrt(eps): a larger eps
+    shrinks coefficients under sqrt(eps) instead of lifting them to 1.
     """
 
     @staticmethod
-    def forward(ctx, spec: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    def forward(ctx, spec: Tensor, k: int, eps: float = KEY_EPS) -> tuple[Tensor, Tensor]:
         keys = spec[..., 1:, :]
-        inv = _per_bin(keys.square(), k).add_(_EPS).rsqrt_()  # 1 / |bin|, per entry
+        inv = _per_bin(keys.square(), k).add_(eps).rsqrt_()  # 1 / |bin|, per entry
         units = keys * inv
         bound = _pmul(units[..., 0, :], spec[..., 0, :], k)
         ctx.save_for_backward(spec, units, inv)
@@ -161,11 +165,12 @@ class UnitBind(torch.autograd.Function):
         # Write key: g conj(v) = conj(conj(g) v).
         grad_write = _pmul(grad_bound, spec[..., 0, :], k, conj_a=True, conj_out=True)
         grad_read = torch.zeros_like(grad_write) if grad_read is None else grad_read
-        # d(k / |k|) = (I - u u^T) dk / |k| per bin: drop the radial part.
+        # du = (I - u u^T) dk / sqrt(|k|^2 + eps) per bin, eps or not: drop
+        # the radial part (u u^T = k k^T / (|k|^2 + eps)).
         grad_keys = torch.stack((grad_write, grad_read), -2)
         radial = _per_bin(grad_keys * units, k)
         grad_keys.addcmul_(radial, units, value=-1).mul_(inv)
-        return torch.cat((grad_value.unsqueeze(-2), grad_keys), -2), None
+        return torch.cat((grad_value.unsqueeze(-2), grad_keys), -2), None, None
 
 
 class Unbind(torch.autograd.Function):

@@ -798,6 +798,24 @@ class Symbols(Fields):
     conjugate.
     """
 
+    HAMT_KEY_EPS: float | None = None
+    """Key normalisation epsilon.
+
+    Keys are made unitary by dividing each Fourier coefficient k by
+    sqrt(|k|^2 + eps). The default, 1e-12, only keeps a zero
+    coefficient finite: the division by the magnitude that holographic
+    binding prescribes. The normalisation's gradient grows as 1 / |k|
+    near a zero coefficient, which makes the model's gradient very
+    sensitive to rounding in the scan (TF32 matmuls, bf16 inputs):
+    on a CPU, inputs perturbed by a relative 5e-4 moved the gradient
+    by 1-2 % of its norm at 1e-12, and by 0.07 % at 1e-3. A larger
+    value caps the gradient at 1 / sqrt(eps) but shrinks coefficients
+    smaller than sqrt(eps) instead of lifting them to magnitude 1, so
+    unbinding is exact only for the others. Allowed 1e-12 to 0.1.
+    If unsure, keep 1e-12; docs/models-and-attention.md compares the
+    losses.
+    """
+
     HAMT_AUX_WEIGHT: float | None = None
     """Retrieval auxiliary loss weight.
 
@@ -3690,6 +3708,7 @@ class HAMT(Fields):
     HAMT_BINDING: Literal["circular", "elementwise"] | None = None  # Binding
     HAMT_BINDING_CIRCULAR: bool = False  # Circular convolution (FFT)
     HAMT_BINDING_ELEMENTWISE: bool = False  # Elementwise (phasor keys)
+    HAMT_KEY_EPS: float | None = None  # Key normalisation epsilon
     HAMT_AUX_WEIGHT: float | None = None  # Retrieval auxiliary loss weight
     HAMT_AUX_MAX_LAG: int | None = None  # Retrieval loss: oldest item asked for (tokens)
     HAMT_DECAY_INIT: float | None = None  # Initial slot decay

@@ -24,6 +24,7 @@ SETTINGS = {
     "HAMT_NUM_SLOTS": "8",
     "HAMT_HCM_MULT": "3",
     "HAMT_BINDING_ELEMENTWISE": "y",
+    "HAMT_KEY_EPS": "1e-4",
     "HAMT_AUX_WEIGHT": "0.25",
     "HAMT_AUX_MAX_LAG": "48",
     "HAMT_DECAY_INIT": "0.95",
@@ -47,6 +48,7 @@ EXPECTED = {
     "num_slots": 8,
     "hcm_mult": 3,
     "binding": "elementwise",
+    "key_eps": 1e-4,
     "aux_weight": 0.25,
     "aux_max_lag": 48,
     "decay_init": 0.95,
@@ -104,6 +106,8 @@ def test_vocab_size_is_required():
         ("binding", "fft", "binding='fft' is invalid: it must be one of circular, elementwise"),
         ("aux_weight", -0.1, "aux_weight=-0.1 is invalid: it must be a number in [0, 1]"),
         ("aux_weight", 1.5, "aux_weight=1.5 is invalid: it must be a number in [0, 1]"),
+        ("key_eps", 0.0, "key_eps=0.0 is invalid: it must be a number in (0, 1)"),
+        ("key_eps", float("nan"), "key_eps=nan is invalid: it must be a number in (0, 1)"),
         ("decay_init", 0.0, "decay_init=0.0 is invalid: it must be a number in (0, 1)"),
         ("decay_init", 1.0, "decay_init=1.0 is invalid: it must be a number in (0, 1)"),
         ("dropout", 1.0, "dropout=1.0 is invalid: it must be a number in [0, 1)"),
@@ -230,6 +234,10 @@ def test_kconfig_defaults_match_the_dataclass_defaults():
         (
             {"HAMT_AUX_WEIGHT": "1.5"},
             'CONFIG_HAMT_AUX_WEIGHT="1.5" is out of range; allowed: 0 to 1',
+        ),
+        (
+            {"HAMT_KEY_EPS": "0.5"},
+            'CONFIG_HAMT_KEY_EPS="0.5" is out of range; allowed: 1e-12 to 0.1',
         ),
         (
             {"HAMT_DECAY_INIT": "1.0"},
