@@ -55,6 +55,14 @@ def dkw_bound(n: int, delta: float) -> float:
     return math.sqrt(math.log(2.0 / delta) / (2.0 * n))
 
 
+def bracket_ranks(k: int, total: int, n: int) -> tuple[int, int]:
+    """1-based ranks in a sorted n-sample of the quantiles at k/total -/+ eps
+    that bracket the k-th of total entries w.p. >= 1 - BRACKET_DELTA; a rank
+    below 1 or above n means that side is open."""
+    eps = dkw_bound(n, BRACKET_DELTA)
+    return math.floor((k / total - eps) * n), math.ceil((k / total + eps) * n)
+
+
 def _check(scores: list[Tensor], sample_size: int) -> int:
     if not scores:
         raise ValueError("scores is empty: there is nothing to threshold")
@@ -142,10 +150,7 @@ def kth_smallest(
         return float(torch.kthvalue(_flat_cat(scores).float(), k).values)
     sample = sample_entries(scores, sample_size, generator).float().sort().values
     n = sample.numel()
-    eps = dkw_bound(n, BRACKET_DELTA)
-    q = k / total
-    lo_rank = math.floor((q - eps) * n)  # 1-based ranks in the sorted sample
-    hi_rank = math.ceil((q + eps) * n)
+    lo_rank, hi_rank = bracket_ranks(k, total, n)
     lo = float(sample[lo_rank - 1]) if lo_rank >= 1 else -math.inf
     hi = float(sample[hi_rank - 1]) if hi_rank <= n else math.inf
     below = sum(int((s < lo).sum()) for s in scores) if lo_rank >= 1 else 0
@@ -238,9 +243,7 @@ def kth_value_banded(
     draw = torch.Generator(flat.device).manual_seed(seed)
     idx = torch.randint(total, (n,), generator=draw, device=flat.device)
     sample = flat[idx].sort().values
-    eps = dkw_bound(n, BRACKET_DELTA)
-    lo_rank = math.floor((k / total - eps) * n)  # 1-based ranks in the sorted sample
-    hi_rank = math.ceil((k / total + eps) * n)
+    lo_rank, hi_rank = bracket_ranks(k, total, n)
     in_band = flat <= sample[hi_rank - 1] if hi_rank <= n else ~flat.isnan()
     below = 0
     if lo_rank >= 1:
