@@ -195,3 +195,62 @@ def test_a_linear_record_shows_each_shapes_rates_and_autos_choice(tmp_path, monk
     text = bench_table.render_records("here/linear_*.json")
     assert "| `linear_20260101-000000.json` | 7 x 9 | 3 | 100 | 201 | 2.00x |" in text
     assert "auto took onednn (auto: because)." in text
+
+
+def test_a_seeds_record_in_any_docs_page_shows_its_seed_tables(tmp_path, monkeypatch):
+    """A block naming `make results`' summary_seeds.json records, in a page other
+    than benchmarks.md: main() fills it with the statistics computed from the
+    seeds, and --check then finds nothing stale."""
+    figures = [
+        {"header": "best val loss", "name": "best_val_loss", "spec": ".3f"},
+        {"header": "best ppl", "name": "best_ppl", "spec": ".2f"},
+    ]
+    ppl = {"base": [10.0, 12.0, 11.0], "other": [11.0, 13.5, 12.0]}  # differences 1, 1.5, 1
+    record = {
+        "kind": "seeds",
+        "folder": "sweep_x",
+        "written": "2026-11-30T19:00:00+0000",
+        "runs": 6,
+        "environment": {"cpu": "Some CPU", "cpu_kernels": "AVX2", "gpus": "", "torch": "2.9"},
+        "environment_differs": {},
+        "models": [
+            {
+                "model": "hamt",
+                "baseline": "base",
+                "figures": figures,
+                "configurations": [
+                    {
+                        "key": key,
+                        "seeds": {
+                            str(seed): {
+                                "status": "completed",
+                                "figures": {"best_val_loss": 2.0 + p / 100, "best_ppl": p},
+                            }
+                            for seed, p in enumerate(values, 1)
+                        },
+                    }
+                    for key, values in ppl.items()
+                ],
+            }
+        ],
+    }
+    data = tmp_path / "docs" / "bench-data" / "study"
+    data.mkdir(parents=True)
+    (data / "seeds_20261130-190000.json").write_text(json.dumps(record))
+    (tmp_path / "docs" / "benchmarks.md").write_text("# Benchmarks\n")
+    begin, end = bench_table.record_markers("study/seeds_*.json")
+    page = tmp_path / "docs" / "method.md"
+    page.write_text(f"# Method\n\n{begin}\nstale\n{end}\n")
+    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
+    monkeypatch.setattr(bench_table, "PAGE", tmp_path / "docs" / "benchmarks.md")
+    assert bench_table.main(["--check"]) == 1
+    assert bench_table.main([]) == 0 and bench_table.main(["--check"]) == 0
+    lines = page.read_text().splitlines()
+    assert "stale" not in lines
+    assert lines.count("**hamt**: baseline configuration base.") == 1
+    assert "| base | 1 2 3 | 3 | 2.110 ± 0.010 | 11.0 ± 1.0 | baseline |" in lines
+    # paired differences 1, 1.5, 1: mean 1.1667, sd 0.2887, 95 % half-width 0.717
+    row = next(x for x in lines if x.startswith("| other |"))
+    assert "| +1.17 [+0.45, +1.88] (n=3, p=" in row, row
+    assert any(x.startswith("`seeds_20261130-190000.json`: 6 runs of `sweep_x`") for x in lines)
+    assert any("Some CPU, AVX2 kernels, torch 2.9" in x for x in lines)

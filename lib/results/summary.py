@@ -1,5 +1,5 @@
 """Write a folder's summary: summary.md, summary.csv, summary.tex and plots;
-summary_seeds.csv too where a configuration ran with several seeds, and
+summary_seeds.csv and .json too where a configuration ran with several seeds, and
 summary_bpb.csv where runs or baselines measured bits per byte (the
 comparison across tokenizers, lib/results/comparison.py).
 
@@ -9,14 +9,47 @@ Every file is built first and moved into place only when all are built
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 from lib.plural import counted
-from lib.results import comparison, labels, plots, seeds, sweep, tables
+from lib.results import comparison, environment, labels, plots, seeds, sweep, tables
 from lib.results.collect import RunRow, apply_baseline, load_rows, pick_baseline, read_run
 from lib.results.outputs import Staging
 from lib.results.tuning import Tuning, load, stale_runs, table_csv, table_latex, table_markdown
+
+
+def seeds_record(rows: list[RunRow], groups: list[seeds.ModelSummaries], out: Path) -> str:
+    """summary_seeds.json: every seed's figures (seeds.to_record), when it was
+    written, and what the runs ran on and at which commit: each setting all
+    runs agree on with its value, the others with each value's runs. Copied
+    to docs/bench-data/<folder>/seeds_<time>.json, a page shows its table."""
+    envs = environment.gather(rows)
+    commits: dict[str, list[str]] = {}
+    for r in rows:
+        code = (r.metrics.get("fingerprint") or {}).get("code") or {}
+        commit = str(code.get("commit", "-")) + (" (dirty)" if code.get("dirty") else "")
+        commits.setdefault(commit, []).append(r.run_id)
+    settings = {s.name: s.values for s in envs.settings} | {"code.commit": commits}
+    record = {
+        "kind": "seeds",
+        "folder": out.name,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "runs": len(rows),
+        "environment": {
+            name: next(iter(values))
+            for name, values in settings.items()
+            if len(values) == 1 and len(next(iter(values.values()))) == len(rows)
+        },
+        "environment_differs": {
+            name: values
+            for name, values in settings.items()
+            if not (len(values) == 1 and len(next(iter(values.values()))) == len(rows))
+        },
+        "models": seeds.to_record(groups),
+    }
+    return json.dumps(record, indent=1) + "\n"
 
 
 def write_summary(
@@ -59,6 +92,7 @@ def write_summary(
         ]
         if seeds.seeded(groups):
             files.append(stage.text("summary_seeds.csv", tables.seeds_csv(groups)))
+            files.append(stage.text("summary_seeds.json", seeds_record(rows, groups, out)))
         if across:
             files.append(stage.text("summary_bpb.csv", comparison.csv_text(rows)))
         if tuning:

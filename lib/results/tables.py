@@ -293,17 +293,25 @@ def baseline_prose(g: seeds.ModelSummaries) -> str:
 
 def seeds_markdown(groups: list[seeds.ModelSummaries]) -> str:
     """The seed table of each model under a "## Seed statistics" heading."""
-    parts = ["## Seed statistics", "", SEED_INTRO, ""]
+    return "\n".join(["## Seed statistics", "", SEED_INTRO, "", *seed_table_lines(groups)])
+
+
+def seed_table_lines(groups: list[seeds.ModelSummaries], recorded: bool = False) -> list[str]:
+    """Each model's seed table in Markdown, its baseline said above it.
+    recorded: the groups come from a record (seeds.from_record), which keeps
+    no tuned values to name."""
+    parts = []
     for g, head, body in _seed_tables(groups):
+        base = _baseline_line(g) if recorded else baseline_prose(g)
         parts += [
-            f"**{g.model}**: baseline configuration {baseline_prose(g)}.",
+            f"**{g.model}**: baseline configuration {base}.",
             "",
             "| " + " | ".join(head) + " |",
             "|" + "|".join("---" for _ in head) + "|",
         ]
         parts += ["| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in body]
         parts.append("")
-    return "\n".join(parts)
+    return parts
 
 
 def _number(x: float | int | bool | None) -> str:

@@ -490,3 +490,48 @@ def test_plots_draw_a_seed_band_and_error_bars(seeded, tmp_path, monkeypatch):
             [pytest.approx(sd(list(PRUNED.values()))), 5.0],
         )
     ]
+
+
+def test_seed_record_holds_every_seed_and_gives_the_same_tables(seeded):
+    """summary_seeds.json keeps each seed's figures; the tables computed again
+    from it (what docs/benchmarks.md shows of a record) are summary.md's."""
+    record = json.loads((seeded.root / "summary_seeds.json").read_text())
+    assert record["kind"] == "seeds" and record["runs"] == len(seeded.rows)
+    assert [m["model"] for m in record["models"]] == ["gpt2"]
+    configurations = {c["key"]: c["seeds"] for c in record["models"][0]["configurations"]}
+    assert {
+        int(s): v["figures"]["best_ppl"] for s, v in configurations["gpt2_adamw_none"].items()
+    } == (BASE)
+    assert configurations["gpt2_adamwspam_none"]["3"]["status"] == "failed"
+    assert configurations["gpt2_adamw_magnitude_90"]["3"]["status"] == "running"
+    again = parse_seed_tables("## Seed statistics\n" + "\n".join(seeds_tables_from_record(record)))
+    assert again == parse_seed_tables(seeded.md)
+    rows = by_config(again["gpt2"][2])
+    assert len(rows) == 4 and rows["gpt2_adamw_magnitude_50"]["paired Δ best ppl"].startswith(
+        "+10.0"
+    )
+
+
+def seeds_tables_from_record(record: dict) -> list[str]:
+    from lib.results.tables import seed_table_lines
+
+    return seed_table_lines(seeds.from_record(record["models"]), recorded=True)
+
+
+def test_seed_record_of_another_shape_is_refused():
+    with pytest.raises(ValueError, match="best_ppl='1.5' is not a number"):
+        seeds.from_record(
+            [
+                {
+                    "model": "gpt2",
+                    "baseline": None,
+                    "figures": [{"header": "best ppl", "name": "best_ppl", "spec": ".2f"}],
+                    "configurations": [
+                        {
+                            "key": "a",
+                            "seeds": {"1": {"status": "completed", "figures": {"best_ppl": "1.5"}}},
+                        }
+                    ],
+                }
+            ]
+        )
