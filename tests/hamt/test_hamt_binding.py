@@ -117,14 +117,50 @@ def test_fused_bind_is_circular_convolution():
     )
 
 
+@pytest.mark.parametrize("eps", [1e-12, 0.3])  # the default, and one larger than some |k|^2
 @pytest.mark.parametrize("bins", [3, 4])  # with real-only bins (circular) and without
-def test_fused_ops_gradients(bins):
+def test_fused_ops_gradients(bins, eps):
     width = 8
     spec = _vectors(2, 3, 3, width, seed=7).double().requires_grad_()
-    assert torch.autograd.gradcheck(lambda s: UnitBind.apply(s, bins), (spec,))
+    assert torch.autograd.gradcheck(lambda s: UnitBind.apply(s, bins, eps), (spec,))
     unit_key = _vectors(2, 3, width, seed=8).double().requires_grad_()
     trace = _vectors(2, 3, width, seed=9).double().requires_grad_()
     assert torch.autograd.gradcheck(lambda u, t: Unbind.apply(u, t, bins), (unit_key, trace))
+
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-3, 0.1])
+def test_unit_keys_divide_each_bin_by_its_magnitude_with_eps(eps):
+    """UnitBind's keys against the formula on complex numbers:
+    u = k / sqrt(|k|^2 + eps) per complex bin, the real bins likewise."""
+    bins, width = complex_bins("circular", 8), 8
+    spec = _vectors(5, 3, width, seed=11).double()
+    spec[0, 2, 1] = 1e-3  # a small coefficient, where eps matters: Re and Im of bin 1
+    spec[0, 2, 1 + bins] = -2e-3
+    _, read = UnitBind.apply(spec, bins, eps)
+    key = spec[:, 2]
+    z = torch.complex(key[:, :bins], key[:, bins : 2 * bins])
+    unit = z / (z.abs().square() + eps).sqrt()
+    real = key[:, 2 * bins :] / (key[:, 2 * bins :].square() + eps).sqrt()
+    torch.testing.assert_close(read, torch.cat((unit.real, unit.imag, real), -1))
+    lifted = float(unit[0, 1].abs())  # |k| = 2.2e-3: lifted to 1 only when eps << |k|^2
+    assert lifted == pytest.approx(1.0, abs=1e-6) if eps < 1e-8 else lifted < 0.1
+
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-6, 1e-3])
+def test_key_eps_bounds_the_normalisation_jacobian(eps):
+    """The unit key's Jacobian norm is 1 / sqrt(|k|^2 + eps): as large as
+    1 / |k| near a zero coefficient at the default, at most 1 / sqrt(eps)."""
+    bins = complex_bins("circular", 8)
+    spec = _vectors(1, 3, 8, seed=12).double()
+    spec[0, 2, 2], spec[0, 2, 2 + bins] = 3e-5, 4e-5  # |k| = 5e-5 in bin 2
+    spec.requires_grad_()
+    _, read = UnitBind.apply(spec, bins, eps)
+    # d u / d Im(k): the tangential direction of bin 2, where the Jacobian is largest
+    (grad,) = torch.autograd.grad(read[0, 2 + bins], spec)
+    gain = float(grad[0, 2, 2 + bins])
+    # d Im(u) / d Im(k) = (Re(k)^2 + eps) / (|k|^2 + eps)^1.5
+    assert gain == pytest.approx((3e-5**2 + eps) / (5e-5**2 + eps) ** 1.5, rel=1e-9)
+    assert gain <= eps**-0.5 * (1 + 1e-9)
 
 
 def test_the_matrix_spectrum_equals_the_fft():
