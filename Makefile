@@ -13,7 +13,8 @@
 OVERRIDE_VARS := MAX_ITERS TIME BATCH_SIZE GRAD_ACCUM COMPILE DEVICE LR SEED RUN_NAME SET TRACKER \
 	PARALLEL_JOBS EXECUTOR SEEDS RUNS_PER_GPU REUSE DRY_RUN YES RETRY_FAILED WARMUP TUNE \
 	TUNE_TRIALS TUNE_FRACTION TUNE_METRIC SCALE_ITERS
-OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB TARGET MATRIX \
+OPTION_VARS := RUN PROMPT TOKENS TEMPERATURE TOP_K CHECKPOINT BENCH_STEPS BENCH_VOCAB BENCH_VARIANTS \
+	BENCH_SEEDS TARGET MATRIX \
 	SWEEP SWEEP_FILE SWEEP_MODE SWEEP_TRIALS SWEEP_SEED RESULTS BASELINE RUNS OUT INTERVAL ONCE \
 	EXPORT_DIR BASELINE_MODEL GPU PYTHON V TASKS TRUST_CHECKPOINT STAGES GPU_CHECK_BUDGET_S \
 	GPU_WHEELS_PYTHON PLAN
@@ -117,6 +118,8 @@ Q := $(if $(filter 1,$(if $(filter V,$(GIVEN)),$(V))),,@)
 SAMPLE_ARGS := $(call arg,RUN,--run) $(call arg,PROMPT,--prompt) $(call arg,TOKENS,--tokens) \
 	$(call arg,TEMPERATURE,--temperature) $(call arg,TOP_K,--top-k) $(call arg,CHECKPOINT,--checkpoint)
 BENCH_ARGS := $(call arg,BENCH_STEPS,--steps) $(call arg,BENCH_VOCAB,--vocab)
+# bench-seqlen's and bench-precision's models, e.g. BENCH_VARIANTS=vanilla,hamt
+VARIANT_ARGS := $(call arg,BENCH_VARIANTS,--variants)
 # The test matrix: the grid the multiple-selection menus enable, one process per run.
 MATRIX_ARGS := $(call arg,TARGET,--target) $(call arg,MATRIX,--matrix)
 # A sweep is a matrix over SWEEP's values: SWEEP="SYM=a,b SYM2=lo..hi:log" or SWEEP_FILE=<name>
@@ -313,15 +316,21 @@ bench: config.py
 bench-optim: config.py
 	$(Q)$(PY) scripts/bench.py optimizers $(BENCH_ARGS) $(OVERRIDES)
 
-## attention variants and HAMT across lengths (CPU 64..2048, CUDA 1024..16384), JSON + PNG [BENCH_VOCAB=]
+## attention variants and HAMT across lengths (CPU 64..2048, CUDA 1024..16384), JSON + PNG [BENCH_VOCAB= BENCH_VARIANTS=]
 .PHONY: bench-seqlen
 bench-seqlen: config.py
-	$(Q)$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(OVERRIDES)
+	$(Q)$(PY) scripts/bench.py seqlen $(BENCH_ARGS) $(VARIANT_ARGS) $(OVERRIDES)
 
 ## the model's linear layers on this CPU: PyTorch's kernel against oneDNN's, GFLOP/s (JSON)
 .PHONY: bench-linear
 bench-linear: config.py
 	$(Q)$(PY) scripts/bench.py linear $(BENCH_ARGS) $(OVERRIDES)
+
+## how far bf16 autocast moves vanilla's and HAMT's gradients from float32's (JSON) [BENCH_SEEDS=0,1,2 BENCH_VARIANTS=]
+.PHONY: bench-precision
+bench-precision: config.py
+	$(Q)$(PY) scripts/bench.py precision $(call arg,BENCH_VOCAB,--vocab) $(VARIANT_ARGS) \
+		$(call arg,BENCH_SEEDS,--seeds) $(OVERRIDES)
 
 ## a run's prefill ms, decode tokens/s, cache bytes -> metrics.json [RUN= CHECKPOINT=]
 .PHONY: bench-inference

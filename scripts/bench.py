@@ -139,7 +139,9 @@ def bench_inference(args: argparse.Namespace) -> None:
 
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("what", choices=["step", "optimizers", "seqlen", "linear", "inference"])
+    p.add_argument(
+        "what", choices=["step", "optimizers", "seqlen", "linear", "precision", "inference"]
+    )
     p.add_argument(
         "--vocab",
         type=int,
@@ -161,7 +163,14 @@ def main(argv: list[str]) -> None:
     p.add_argument(
         "--variants",
         type=lambda v: tuple(v.split(",")),
-        help="seqlen: e.g. vanilla,hamt (default: all on a CPU, those two on CUDA)",
+        help="seqlen, precision: e.g. vanilla,hamt (seqlen's default: all on a CPU, those "
+        "two on CUDA; precision's: those two)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        default=(0, 1, 2),
+        help="precision: the seeds of the models and batches, e.g. 0,1,2",
     )
     p.add_argument("--run", help="inference: run folder (default: results/latest)")
     p.add_argument("--checkpoint", choices=["best", "latest"], default="best")
@@ -185,6 +194,15 @@ def main(argv: list[str]) -> None:
 
         result = run_linear_bench(run, calls=args.steps, rounds=args.rounds)
         print(describe(result))
+    elif args.what == "precision":
+        from lib.bench.precision import describe as describe_precision
+        from lib.bench.precision import run_precision_bench
+        from lib.data.vocab import configured_vocab
+
+        result = run_precision_bench(
+            run, args.vocab or configured_vocab(run.data), seeds=args.seeds, variants=args.variants
+        )
+        print(describe_precision(result))
     elif args.what == "optimizers":
         from lib.bench.optimizers import run_optimizer_bench
 

@@ -254,3 +254,12 @@ def test_a_seeds_record_in_any_docs_page_shows_its_seed_tables(tmp_path, monkeyp
     assert "| +1.17 [+0.45, +1.88] (n=3, p=" in row, row
     assert any(x.startswith("`seeds_20261130-190000.json`: 6 runs of `sweep_x`") for x in lines)
     assert any("Some CPU, AVX2 kernels, torch 2.9" in x for x in lines)
+
+
+def test_precision_records_name_the_settings_that_differ():
+    """The recorded HAMT key epsilons, each on its record's row; vanilla's
+    settings, the same in every record it is in, are not named."""
+    lines = bench_table.render_records("hamt-precision/precision_*.json").splitlines()
+    rows = [x.split(" | ")[1:3] for x in lines if x.startswith("| `precision_")]
+    assert rows[0] == ["vanilla", "—"]
+    assert [r[1] for r in rows[1:]] == [f"key_eps={e}" for e in (1e-12, 1e-4, 1e-3, 1e-2)]

@@ -286,7 +286,7 @@ def build_models(run: RunConfig, vocab: int, max_len: int) -> dict[str, torch.nn
     """The configured width and depth as every registered family's benchmark
     models (each family's bench_models: GPT-2's attention variants, HAMT),
     with room for max_len."""
-    shape = _shape(run, vocab)
+    shape = model_shape(run, vocab)
     models: dict[str, torch.nn.Module] = {}
     for family in registry.families():
         if family.bench_models is not None:
@@ -294,7 +294,7 @@ def build_models(run: RunConfig, vocab: int, max_len: int) -> dict[str, torch.nn
     return models
 
 
-def _shape(run: RunConfig, vocab: int) -> dict[str, int]:
+def model_shape(run: RunConfig, vocab: int) -> dict[str, int]:
     """n_layer, n_head, n_embd of the configured model, whichever family. A
     family without heads (HAMT's config has one) gets GPT-2's 64-wide heads
     for the attention variants."""
@@ -404,9 +404,9 @@ def run_seqlen_bench(
                 on_row(rows)
     return {
         "device": str(device),
-        "device_name": _device_name(device),
+        "device_name": device_name(device),
         "vocab_size": vocab,
-        **_shape(run, vocab),
+        **model_shape(run, vocab),
         "variants": list(models),
         "params": {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()},
         "tokens_per_train_step": settings.tokens_per_step,
@@ -434,7 +434,7 @@ def _train_row(
     return row
 
 
-def _device_name(device: torch.device) -> str:
+def device_name(device: torch.device) -> str:
     return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
