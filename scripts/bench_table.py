@@ -370,6 +370,8 @@ def seeds_records(found: list[tuple[Path, dict]]) -> list[str]:
             "",
             *seed_table_lines(from_record(r["models"]), recorded=True),
         ]
+    while out and not out[-1]:
+        out.pop()
     return out
 
 

@@ -804,16 +804,19 @@ class Symbols(Fields):
     Keys are made unitary by dividing each Fourier coefficient k by
     sqrt(|k|^2 + eps). The default, 1e-12, only keeps a zero
     coefficient finite: the division by the magnitude that holographic
-    binding prescribes. The normalisation's gradient grows as 1 / |k|
-    near a zero coefficient, which makes the model's gradient very
-    sensitive to rounding in the scan (TF32 matmuls, bf16 inputs):
-    on a CPU, inputs perturbed by a relative 5e-4 moved the gradient
-    by 1-2 % of its norm at 1e-12, and by 0.07 % at 1e-3. A larger
-    value caps the gradient at 1 / sqrt(eps) but shrinks coefficients
-    smaller than sqrt(eps) instead of lifting them to magnitude 1, so
-    unbinding is exact only for the others. Allowed 1e-12 to 0.1.
-    If unsure, keep 1e-12; docs/models-and-attention.md compares the
-    losses.
+    binding prescribes. Its gradient grows as 1 / |k| near a zero
+    coefficient, so the model's gradient amplifies rounding anywhere
+    before the keys: under bf16 autocast a fresh hamt-tiny model's
+    gradient moved by more than its own norm from float32's (vanilla
+    GPT-2's by 0.5 %), and TF32 in the triton scan moves it too. A
+    larger value caps that gradient at 1 / sqrt(eps), but shrinks
+    coefficients smaller than sqrt(eps) instead of lifting them to
+    magnitude 1, so those bins no longer unbind exactly. 1e-3 also
+    trained hamt-tiny-shakespeare to a lower loss in float32, for
+    every seed measured. Allowed 1e-12 to 0.1. Keep 1e-12 to run the
+    method as published; 1e-3 for mixed precision or the triton
+    backend. Measurements: docs/models-and-attention.md, "Key
+    normalisation in HAMT"; make bench-precision measures yours.
     """
 
     HAMT_AUX_WEIGHT: float | None = None
