@@ -215,11 +215,11 @@ def summarize_seeds(rows: list[RunRow], baselines: dict[str, RunRow]) -> list[Mo
 
 def _add(group: ModelSummaries, c: Configuration) -> None:
     """c's spreads and its paired comparison with the group's baseline."""
-    best = next(f for f in group.figures if f.name == BEST_PPL)
+    best = next((f for f in group.figures if f.name == BEST_PPL), None)  # a record may lack it
     is_base = group.baseline is c
     versus = (
         paired(group.baseline.values(best), c.values(best))
-        if group.baseline is not None and not is_base
+        if group.baseline is not None and not is_base and best is not None
         else None
     )
     group.rows.append(Summary(c, {f.name: c.spread(f) for f in group.figures}, versus, is_base))

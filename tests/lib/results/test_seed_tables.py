@@ -535,3 +535,23 @@ def test_seed_record_of_another_shape_is_refused():
                 }
             ]
         )
+
+
+def test_seed_record_without_best_perplexity_has_no_paired_column_values():
+    loss = {"header": "best val loss", "name": "best_val_loss", "spec": ".3f"}
+    record = [
+        {
+            "model": "gpt2",
+            "baseline": "a",
+            "figures": [loss],
+            "configurations": [
+                {"key": k, "seeds": {"1": {"status": "completed", "figures": {"best_val_loss": v}}}}
+                for k, v in (("a", 2.0), ("b", 2.5))
+            ],
+        }
+    ]
+    (group,) = seeds.from_record(record)
+    assert [(r.config.key, r.versus, r.spreads["best_val_loss"].mean) for r in group.rows] == [
+        ("a", None, 2.0),
+        ("b", None, 2.5),
+    ]
