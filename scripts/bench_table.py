@@ -361,10 +361,26 @@ def seeds_records(found: list[tuple[Path, dict]]) -> list[str]:
             )
             if text
         )
-        differ = ", ".join(sorted(r.get("environment_differs") or {}))
+        differ = ", ".join(
+            sorted({**r.get("environment_differs", {}), **r.get("training_differs", {})})
+        )
+        trained = r.get("training") or {}
+        how = ", ".join(
+            text
+            for text in (
+                trained.get("dataset") and f"{trained['dataset']} / {trained.get('tokenizer')}",
+                trained.get("dtype"),
+                trained.get("max_iters") and f"{trained['max_iters']} iterations",
+                trained.get("tokens_per_iter") and f"{trained['tokens_per_iter']} tokens each",
+                trained.get("optimizer"),
+            )
+            if text
+        )
         out += [
             f"`{path.name}`: {r['runs']} runs of `{r['folder']}`, summarised "
-            f"{str(r['written'])[:10]}; {ran_on or 'environment not recorded'}"
+            f"{str(r['written'])[:10]}"
+            + (f"; {how}" if how else "")
+            + f"; {ran_on or 'environment not recorded'}"
             + (f"; differing between runs: {differ}" if differ else "")
             + ".",
             "",

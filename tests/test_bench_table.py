@@ -211,6 +211,12 @@ def test_a_seeds_record_in_any_docs_page_shows_its_seed_tables(tmp_path, monkeyp
         "folder": "sweep_x",
         "written": "2026-11-30T19:00:00+0000",
         "runs": 6,
+        "training": {
+            "dataset": "shakespeare",
+            "tokenizer": "gpt2",
+            "dtype": "bf16",
+            "max_iters": "300",
+        },
         "environment": {"cpu": "Some CPU", "cpu_kernels": "AVX2", "gpus": "", "torch": "2.9"},
         "environment_differs": {},
         "models": [
@@ -253,7 +259,10 @@ def test_a_seeds_record_in_any_docs_page_shows_its_seed_tables(tmp_path, monkeyp
     row = next(x for x in lines if x.startswith("| other |"))
     assert "| +1.17 [+0.45, +1.88] (n=3, p=" in row, row
     assert any(x.startswith("`seeds_20261130-190000.json`: 6 runs of `sweep_x`") for x in lines)
-    assert any("Some CPU, AVX2 kernels, torch 2.9" in x for x in lines)
+    assert any(
+        "; shakespeare / gpt2, bf16, 300 iterations; Some CPU, AVX2 kernels, torch 2.9." in x
+        for x in lines
+    )
 
 
 def test_precision_records_name_the_settings_that_differ():

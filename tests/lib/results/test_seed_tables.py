@@ -118,15 +118,25 @@ def build_matrix(root: Path) -> Path:
             seed=s,
             tokens_per_sec=TOKENS[s],
             peak_memory_mb=PEAK_MB[s],
+            dtype="bf16",
+            max_iters=20,
         )
         write_eval(run, WIKITEXT["gpt2_adamw_none"][s])
     for s, best in PRUNED.items():
-        run = make_run(root, f"gpt2_adamw_magnitude_50_s{s}", best, seed=s, method="magnitude")
+        run = make_run(
+            root, f"gpt2_adamw_magnitude_50_s{s}", best, seed=s, method="magnitude", dtype="bf16"
+        )
         if s in WIKITEXT["gpt2_adamw_magnitude_50"]:
             write_eval(run, WIKITEXT["gpt2_adamw_magnitude_50"][s])
     for s, best in UNEQUAL.items():
         make_run(
-            root, f"gpt2_adamw_magnitude_90_s{s}", best, seed=s, method="magnitude", sparsity="0.9"
+            root,
+            f"gpt2_adamw_magnitude_90_s{s}",
+            best,
+            seed=s,
+            method="magnitude",
+            sparsity="0.9",
+            dtype="bf16",
         )
     make_run(
         root,
@@ -135,7 +145,7 @@ def build_matrix(root: Path) -> Path:
         seed=3,
         method="magnitude",
         sparsity="0.9",
-        metrics=json.dumps({"status": "running", "best_val_perplexity": 500.0}),
+        metrics=json.dumps({"status": "running", "best_val_perplexity": 500.0, "dtype": "bf16"}),
     )
     states["gpt2_adamw_magnitude_90_s3"] = "running"
     make_run(
@@ -145,8 +155,9 @@ def build_matrix(root: Path) -> Path:
         seed=1,
         optimizer="adamwspam",
         val_loss={"iters": [10, 20, 30], "values": [5.5, 4.6, 4.5]},
+        dtype="bf16",
     )
-    make_run(root, "gpt2_adamwspam_none_s2", FAILED[2], seed=2, optimizer="adamwspam")
+    make_run(root, "gpt2_adamwspam_none_s2", FAILED[2], seed=2, optimizer="adamwspam", dtype="bf16")
     make_run(
         root,
         "gpt2_adamwspam_none_s3",
@@ -157,6 +168,7 @@ def build_matrix(root: Path) -> Path:
             {
                 "status": "failed",
                 "error": "CUDA out of memory",
+                "dtype": "bf16",
                 "best_val_perplexity": 50.0,
                 "val_loss": {"iters": [10], "values": [9.0]},
             }
@@ -497,6 +509,10 @@ def test_seed_record_holds_every_seed_and_gives_the_same_tables(seeded):
     from it (what docs/benchmarks.md shows of a record) are summary.md's."""
     record = json.loads((seeded.root / "summary_seeds.json").read_text())
     assert record["kind"] == "seeds" and record["runs"] == len(seeded.rows)
+    # how the runs trained: what they all share, and what differs with each value's runs
+    assert record["training"] == {"dtype": "bf16"}
+    base_runs = [f"gpt2_adamw_none_s{s}" for s in BASE]  # the only ones that say max_iters
+    assert record["training_differs"] == {"max_iters": {"20": base_runs}}
     assert [m["model"] for m in record["models"]] == ["gpt2"]
     configurations = {c["key"]: c["seeds"] for c in record["models"][0]["configurations"]}
     assert {
