@@ -13,12 +13,11 @@ here: plain text with "±" and "<", which each format escapes its own way.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from lib.results.collect import RunRow
 from lib.results.stats import (
@@ -46,7 +45,7 @@ class Figure:
 
     header: str
     name: str
-    value: Callable[[Any], float | None]  # of a RunRow, or a Recorded run
+    value: Callable[[Any], float | None]  # of a RunRow, or a seed_record.Recorded run
     spec: str
 
 
@@ -209,11 +208,11 @@ def summarize_seeds(rows: list[RunRow], baselines: dict[str, RunRow]) -> list[Mo
         if c.model not in out:
             base = configuration_of(configs, baselines.get(c.model))
             out[c.model] = ModelSummaries(c.model, base, figs)
-        _add(out[c.model], c)
+        add_summary(out[c.model], c)
     return list(out.values())
 
 
-def _add(group: ModelSummaries, c: Configuration) -> None:
+def add_summary(group: ModelSummaries, c: Configuration) -> None:
     """c's spreads and its paired comparison with the group's baseline."""
     best = next((f for f in group.figures if f.name == BEST_PPL), None)  # a record may lack it
     is_base = group.baseline is c
@@ -223,91 +222,6 @@ def _add(group: ModelSummaries, c: Configuration) -> None:
         else None
     )
     group.rows.append(Summary(c, {f.name: c.spread(f) for f in group.figures}, versus, is_base))
-
-
-# --- the seed statistics as a record: docs/bench-data/<folder>/seeds_<time>.json ----------
-#
-# `make results` writes summary_seeds.json beside summary_seeds.csv: every seed's
-# figures, not only their statistics, so a page that shows the table
-# (scripts/bench_table.py) recomputes it with the code above.
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """One seed's run as a record holds it: its status and figures by name."""
-
-    status: str
-    figures: dict[str, float | None]
-
-
-def _recorded(r: Recorded, name: str) -> float | None:
-    return r.figures.get(name)
-
-
-def to_record(groups: list[ModelSummaries]) -> list[dict[str, Any]]:
-    """JSON-ready: per model, its baseline, its figures, every configuration's seeds."""
-    return [
-        {
-            "model": g.model,
-            "baseline": g.baseline.key if g.baseline else None,
-            "figures": [{"header": f.header, "name": f.name, "spec": f.spec} for f in g.figures],
-            "configurations": [
-                {
-                    "key": row.config.key,
-                    "seeds": {
-                        str(seed): {
-                            "status": r.status,
-                            "figures": {f.name: _json_number(f.value(r)) for f in g.figures},
-                        }
-                        for seed, r in row.config.runs.items()
-                    },
-                }
-                for row in g.rows
-            ],
-        }
-        for g in groups
-    ]
-
-
-def _json_number(v: float | None) -> float | None:
-    return v if v is None or math.isfinite(v) else None  # JSON has no inf or NaN
-
-
-def from_record(models: list[dict[str, Any]]) -> list[ModelSummaries]:
-    """The summaries to_record's output gives back, computed again from its seeds.
-    A record of another shape raises KeyError, TypeError or ValueError."""
-    out = []
-    for m in models:
-        figs = [
-            Figure(f["header"], f["name"], partial(_recorded, name=f["name"]), f["spec"])
-            for f in m["figures"]
-        ]
-        configs = [
-            Configuration(
-                c["key"],
-                m["model"],
-                # Recorded has what the statistics and the table read of a run
-                # (status; figures through Figure.value): it stands in for RunRow.
-                {
-                    int(seed): cast(RunRow, Recorded(str(r["status"]), _figures(r["figures"])))
-                    for seed, r in c["seeds"].items()
-                },
-            )
-            for c in m["configurations"]
-        ]
-        base = next((c for c in configs if c.key == m["baseline"]), None)
-        group = ModelSummaries(str(m["model"]), base, figs)
-        for c in configs:
-            _add(group, c)
-        out.append(group)
-    return out
-
-
-def _figures(values: dict[str, Any]) -> dict[str, float | None]:
-    for name, v in values.items():
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-            raise ValueError(f"figure {name}={v!r} is not a number")
-    return {name: None if v is None else float(v) for name, v in values.items()}
 
 
 def count_cell(c: Configuration) -> str:

@@ -9,64 +9,14 @@ Every file is built first and moved into place only when all are built
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from lib.plural import counted
-from lib.results import comparison, environment, labels, plots, seeds, sweep, tables
+from lib.results import comparison, labels, plots, seed_record, seeds, sweep, tables
 from lib.results.collect import RunRow, apply_baseline, load_rows, pick_baseline, read_run
 from lib.results.outputs import Staging
 from lib.results.tuning import Tuning, load, stale_runs, table_csv, table_latex, table_markdown
-
-# What a seeds record says about how its runs trained (metrics.json fields).
-TRAINING_FIELDS = ("dataset", "tokenizer", "dtype", "max_iters", "tokens_per_iter", "optimizer")
-
-
-def seeds_record(rows: list[RunRow], groups: list[seeds.ModelSummaries], out: Path) -> str:
-    """summary_seeds.json: every seed's figures (seeds.to_record), when it was
-    written, how the runs trained (TRAINING_FIELDS) and what they ran on and at
-    which commit: each setting all runs agree on with its value, the others
-    with each value's runs. Copied to docs/bench-data/<folder>/seeds_<time>.json,
-    a page shows its table."""
-    envs = environment.gather(rows)
-    commits: dict[str, list[str]] = {}
-    training: dict[str, dict[str, list[str]]] = {}
-    for r in rows:
-        code = (r.metrics.get("fingerprint") or {}).get("code") or {}
-        commit = str(code.get("commit", "-")) + (" (dirty)" if code.get("dirty") else "")
-        commits.setdefault(commit, []).append(r.run_id)
-        for name in (n for n in TRAINING_FIELDS if n in r.metrics):
-            training.setdefault(name, {}).setdefault(str(r.metrics[name]), []).append(r.run_id)
-    shared, differs = _split_shared(
-        {s.name: s.values for s in envs.settings} | {"code.commit": commits}, len(rows)
-    )
-    trained, trained_differs = _split_shared(training, len(rows))
-    record = {
-        "kind": "seeds",
-        "folder": out.name,
-        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "runs": len(rows),
-        "training": trained,
-        "training_differs": trained_differs,
-        "environment": shared,
-        "environment_differs": differs,
-        "models": seeds.to_record(groups),
-    }
-    return json.dumps(record, indent=1) + "\n"
-
-
-def _split_shared(
-    settings: dict[str, dict[str, list[str]]], runs: int
-) -> tuple[dict[str, str], dict[str, dict[str, list[str]]]]:
-    """(setting -> value where every run has the same, setting -> value -> runs else)."""
-    shared, differs = {}, {}
-    for name, values in settings.items():
-        if len(values) == 1 and len(next(iter(values.values()))) == runs:
-            shared[name] = next(iter(values))
-        else:
-            differs[name] = values
-    return shared, differs
 
 
 def write_summary(
@@ -109,7 +59,7 @@ def write_summary(
         ]
         if seeds.seeded(groups):
             files.append(stage.text("summary_seeds.csv", tables.seeds_csv(groups)))
-            files.append(stage.text("summary_seeds.json", seeds_record(rows, groups, out)))
+            files.append(stage.text("summary_seeds.json", seed_record.write(rows, groups, out)))
         if across:
             files.append(stage.text("summary_bpb.csv", comparison.csv_text(rows)))
         if tuning:

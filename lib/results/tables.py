@@ -298,7 +298,7 @@ def seeds_markdown(groups: list[seeds.ModelSummaries]) -> str:
 
 def seed_table_lines(groups: list[seeds.ModelSummaries], recorded: bool = False) -> list[str]:
     """Each model's seed table in Markdown, its baseline said above it.
-    recorded: the groups come from a record (seeds.from_record), which keeps
+    recorded: the groups come from a record (seed_record.from_record), which keeps
     no tuned values to name."""
     parts = []
     for g, head, body in _seed_tables(groups):

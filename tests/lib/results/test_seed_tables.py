@@ -24,7 +24,7 @@ import pytest
 from matplotlib.axes import Axes
 
 from lib.jobs.state import MatrixState
-from lib.results import curves, plots, seeds
+from lib.results import curves, plots, seed_record, seeds
 from lib.results.collect import RunRow, read_run
 from lib.results.report import build_report
 from lib.results.summary import summarize
@@ -531,12 +531,12 @@ def test_seed_record_holds_every_seed_and_gives_the_same_tables(seeded):
 def seeds_tables_from_record(record: dict) -> list[str]:
     from lib.results.tables import seed_table_lines
 
-    return seed_table_lines(seeds.from_record(record["models"]), recorded=True)
+    return seed_table_lines(seed_record.from_record(record["models"]), recorded=True)
 
 
 def test_seed_record_of_another_shape_is_refused():
     with pytest.raises(ValueError, match="best_ppl='1.5' is not a number"):
-        seeds.from_record(
+        seed_record.from_record(
             [
                 {
                     "model": "gpt2",
@@ -566,7 +566,7 @@ def test_seed_record_without_best_perplexity_has_no_paired_column_values():
             ],
         }
     ]
-    (group,) = seeds.from_record(record)
+    (group,) = seed_record.from_record(record)
     assert [(r.config.key, r.versus, r.spreads["best_val_loss"].mean) for r in group.rows] == [
         ("a", None, 2.0),
         ("b", None, 2.5),
