@@ -57,6 +57,10 @@ def _rank(rank: int, init: str, out: str) -> None:
         if rank == 0:
             with open(out, "w") as f:
                 json.dump(record, f)
+        # Both ranks done before either tears gloo down: a rank leaving while the
+        # other's last collective is in flight aborted it once ("terminate called
+        # without an active exception", SIGABRT).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
