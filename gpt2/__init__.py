@@ -86,31 +86,29 @@ def matrix_variants(run: RunConfig) -> list[list[tuple[str, str]]]:
     ]
 
 
-def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
-    """Every attention variant the benchmark compares (gpt2/variants.py) at the
-    given width and depth, with room for max_len; the variants' own options as
-    configured where set, else small defaults."""
-    from gpt2.model import GPT2
-
+def bench_models(
+    run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]
+) -> dict[str, GPT2Config]:
+    """The config of every attention variant the benchmarks compare
+    (gpt2/variants.py) at the given width and depth, with room for max_len; the
+    variants' own options as configured where set, else small defaults."""
     latent = value_or(run.RA_MLA_LATENT_DIM, max(16, shape["n_embd"] // 4))
     alpha = run.RA_MLA_RA_ALPHA or 0.5  # RA's cost is the same for any alpha > 0
     layers, heads = shape["n_layer"], shape["n_head"]
     gated_layers = min(value_or(run.GPT2_RA_GATED_LAYERS, 3), layers)
     gated_heads = min(value_or(run.GPT2_RA_GATED_HEADS, 1), heads)
     return {
-        v.name: GPT2(
-            GPT2Config(
-                vocab_size=vocab,
-                block_size=max_len,
-                n_layer=layers,
-                n_head=heads,
-                n_embd=shape["n_embd"],
-                attention=v.name,
-                latent_dim=latent,
-                ra_alpha=alpha if v.reciprocal else 0.0,
-                ra_gated_layers=gated_layers,
-                ra_gated_heads=gated_heads,
-            )
+        v.name: GPT2Config(
+            vocab_size=vocab,
+            block_size=max_len,
+            n_layer=layers,
+            n_head=heads,
+            n_embd=shape["n_embd"],
+            attention=v.name,
+            latent_dim=latent,
+            ra_alpha=alpha if v.reciprocal else 0.0,
+            ra_gated_layers=gated_layers,
+            ra_gated_heads=gated_heads,
         )
         for v in VARIANTS
         if v.bench

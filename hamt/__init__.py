@@ -45,14 +45,14 @@ def variant(run: RunConfig) -> str:
     return "hamt"
 
 
-def bench_models(run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]) -> dict[str, Any]:
-    """HAMT at the given width and depth (it has no heads), its options as
-    configured where the configuration is a HAMT one, else the defaults."""
-    from hamt.model import HAMT
-
+def bench_models(
+    run: RunConfig, vocab: int, max_len: int, shape: dict[str, int]
+) -> dict[str, HAMTConfig]:
+    """HAMT's config at the given width and depth (it has no heads), its options
+    as configured where the configuration is a HAMT one, else the defaults."""
     options = {f: run.values[s] for f, s in SYMBOLS.items() if s in run.values}
     options.update(shape, vocab_size=vocab, block_size=max_len)
-    return {"hamt": HAMT(HAMTConfig(**options))}
+    return {"hamt": HAMTConfig(**options)}
 
 
 FAMILY = ModelFamily(

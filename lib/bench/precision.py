@@ -1,6 +1,6 @@
 """`make bench-precision`: how far mixed precision moves each model's gradient.
 
-For each benchmark model (lib/bench/seqlen.py build_models: GPT-2's attention
+For each benchmark model (lib/bench/seqlen.py bench_configs: GPT-2's attention
 variants, HAMT) at the configured width, depth and context, and each seed: one
 batch of random tokens, the loss and the whole parameter gradient in float32 (full
 float32 matmuls, no TF32), then the same under bf16 autocast, from the same
@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from lib.bench.seqlen import build_models, device_name, model_shape
+from lib.bench.seqlen import bench_configs, device_name, model_shape
 from lib.config.run_config import RunConfig
 from lib.model import registry
 from lib.speed.precision import resolve_device
@@ -96,19 +96,16 @@ def run_precision_bench(
     device = resolve_device(run.DEVICE)
     seq_len = seq_len or registry.family(run.MODEL).from_run_config(run, vocab).block_size
     chosen = variants or DEFAULT_VARIANTS
+    known = bench_configs(run, vocab, seq_len, chosen)
     rows, configs, params = [], {}, {}
     for seed in seeds:
-        torch.manual_seed(seed)
-        built = build_models(run, vocab, seq_len)
-        unknown = set(chosen) - set(built)
-        if unknown:
-            raise ValueError(
-                f"unknown variants {', '.join(sorted(unknown))}; known: {', '.join(built)}"
-            )
         gen = torch.Generator().manual_seed(seed)
         idx = torch.randint(vocab, (batch, seq_len), generator=gen).to(device)
         for variant in chosen:
-            model = built[variant].to(device)
+            # each model from its seed alone: the same weights whatever else is chosen
+            torch.manual_seed(seed)
+            family, config = known[variant]
+            model = family.build(config).to(device)
             configs[variant] = _config(model)
             params[variant] = sum(p.numel() for p in model.parameters())
             rows.append({"variant": variant, "seed": seed, **gradient_change(model, idx, seed)})

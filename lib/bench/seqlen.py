@@ -282,16 +282,35 @@ def _peak_mib(step: _Stepper, device: torch.device) -> float:
     return (4 * params + step.saved) / 2**20
 
 
-def build_models(run: RunConfig, vocab: int, max_len: int) -> dict[str, torch.nn.Module]:
-    """The configured width and depth as every registered family's benchmark
-    models (each family's bench_models: GPT-2's attention variants, HAMT),
-    with room for max_len."""
+def bench_configs(
+    run: RunConfig, vocab: int, max_len: int, variants: tuple[str, ...] | None = None
+) -> dict[str, tuple[Any, Any]]:
+    """{name: (family, config)} of the chosen benchmark models (None: all; each
+    family's bench_models: GPT-2's attention variants, HAMT) at the configured
+    width and depth, with room for max_len, in the registry's order. An
+    unknown name is refused with the known ones."""
     shape = model_shape(run, vocab)
-    models: dict[str, torch.nn.Module] = {}
+    configs: dict[str, tuple[Any, Any]] = {}
     for family in registry.families():
         if family.bench_models is not None:
-            models.update(family.bench_models(run, vocab, max_len, shape))
-    return models
+            for name, config in family.bench_models(run, vocab, max_len, shape).items():
+                configs[name] = (family, config)
+    unknown = set(variants or ()) - set(configs)
+    if unknown:
+        raise ValueError(
+            f"unknown variants {', '.join(sorted(unknown))}; known: {', '.join(configs)}"
+        )
+    return {k: v for k, v in configs.items() if variants is None or k in variants}
+
+
+def build_models(
+    run: RunConfig, vocab: int, max_len: int, variants: tuple[str, ...] | None = None
+) -> dict[str, torch.nn.Module]:
+    """The chosen benchmark models (bench_configs), and only those: at GPT-2
+    124M's width and 8,192 tokens each costs seconds to build and its weights'
+    memory."""
+    configs = bench_configs(run, vocab, max_len, variants)
+    return {name: family.build(config) for name, (family, config) in configs.items()}
 
 
 def model_shape(run: RunConfig, vocab: int) -> dict[str, int]:
@@ -361,17 +380,8 @@ def run_seqlen_bench(
     phase("build models")
     settings = BenchSettings.for_device(run, device, lengths, tokens, variants)
     torch.manual_seed(run.TRAIN_SEED)
-    built = build_models(run, vocab, max(settings.lengths))
-    unknown = set(settings.variants or ()) - set(built)
-    if unknown:
-        raise ValueError(
-            f"unknown variants {', '.join(sorted(unknown))}; known: {', '.join(built)}"
-        )
-    models = {
-        k: m.to(device)
-        for k, m in built.items()
-        if settings.variants is None or k in settings.variants
-    }
+    built = build_models(run, vocab, max(settings.lengths), settings.variants)
+    models = {k: m.to(device) for k, m in built.items()}
     if settings.cpu_linear == "onednn":
         for model in models.values():
             convert_linears(model)

@@ -43,8 +43,9 @@ class ModelFamily:
     # run config -> the family's variants a test matrix enabled, each as
     # NAME=VALUE overrides that select it in a single run ([[]]: as configured)
     matrix_variants: Callable[[RunConfig], list[list[tuple[str, str]]]] = lambda run: [[]]
-    # (run config, vocab, max_len, shape {n_layer, n_head, n_embd}) -> {name: model},
-    # the models `make bench-seqlen` compares at that width and depth
+    # (run config, vocab, max_len, shape {n_layer, n_head, n_embd}) -> {name: family
+    # config}: the models `make bench-seqlen` and `make bench-precision` compare at that
+    # width and depth; configs, so a bench builds only the ones it measures (build)
     bench_models: Callable[[RunConfig, int, int, dict[str, int]], dict[str, Any]] | None = None
     # (checkpoint state, run folder, checkpoint name, output folder, log) -> None:
     # `make export`; None when the family has no export format

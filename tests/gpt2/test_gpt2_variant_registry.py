@@ -55,7 +55,7 @@ def test_the_family_record_derives_tags_matrix_and_bench_from_the_registry():
     ]  # ENABLE_VANILLA defaults to y
     bench = gpt2.bench_models(run, 64, 32, {"n_layer": 2, "n_head": 2, "n_embd": 32})
     assert list(bench) == [v.name for v in VARIANTS if v.bench]
-    assert {n: m.config.ra_alpha > 0 for n, m in bench.items()} == {
+    assert {n: c.ra_alpha > 0 for n, c in bench.items()} == {
         v.name: v.reciprocal for v in VARIANTS if v.bench
     }
 

@@ -3,6 +3,8 @@ bf16 autocast, against a transcription, and on the benchmark models."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from torch import nn
@@ -95,3 +97,25 @@ def test_benchmark_models_and_the_key_epsilon():
         run_precision_bench(
             run_config_from_defaults({}), vocab=64, seq_len=16, seeds=(0,), variants=("flash",)
         )
+
+
+def test_each_model_is_built_alone_from_its_seed(monkeypatch):
+    """Only the chosen variants are built, and a variant's weights, hence its
+    figures, are the same whatever else is chosen."""
+    from lib.model import registry
+
+    built = []
+    spied = [
+        replace(f, build=lambda config, real=f.build: built.append(config) or real(config))
+        for f in registry.families()
+    ]
+    monkeypatch.setattr(registry, "families", lambda: spied)
+    run = run_config_from_defaults(
+        {"MODEL_HAMT": "y", "HAMT_N_LAYER": "1", "HAMT_N_EMBD": "32", "HAMT_NUM_SLOTS": "4"}
+    )
+    alone, together = (
+        run_precision_bench(run, vocab=64, seq_len=16, batch=2, seeds=(3,), variants=chosen)
+        for chosen in (("hamt",), ("mla", "hamt"))
+    )
+    assert [type(c).__name__ for c in built] == ["HAMTConfig", "GPT2Config", "HAMTConfig"]
+    assert alone["rows"][0] == together["rows"][1]  # hamt at seed 3, figure for figure

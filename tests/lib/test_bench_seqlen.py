@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -169,3 +171,23 @@ def test_measured_rows_are_not_trained_again_and_only_lack_generation(tiny_run, 
     assert "vanilla 16 generation" not in phases and "hamt 16 generation" in phases
     assert "hamt 16" not in " ".join(p for p in phases if "generation" not in p)
     assert "error" not in measured[1] and "gen_ms_per_token" not in measured[1]  # not changed
+
+
+def test_only_the_chosen_variants_are_built(tiny_run, monkeypatch):
+    """At GPT-2 124M's width and 8,192 tokens each model costs seconds and its
+    weights' memory: the ones not measured are not built."""
+    from lib.model import registry
+
+    built = []
+    spied = [
+        replace(f, build=lambda config, real=f.build: built.append(config) or real(config))
+        for f in registry.families()
+    ]
+    monkeypatch.setattr(registry, "families", lambda: spied)
+    run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="1")
+    assert list(seqlen.build_models(run, 64, 16, ("hamt", "vanilla"))) == ["vanilla", "hamt"]
+    assert [(type(c).__name__, getattr(c, "attention", "")) for c in built] == [
+        ("GPT2Config", "vanilla"),
+        ("HAMTConfig", ""),
+    ]
+    assert len(seqlen.bench_configs(run, 64, 16)) > 2  # the other variants exist
