@@ -807,7 +807,7 @@ class Symbols(Fields):
     binding prescribes. Its gradient grows as 1 / |k| near a zero
     coefficient, so the model's gradient amplifies rounding anywhere
     before the keys: under bf16 autocast a fresh hamt-tiny model's
-    gradient moved by more than its own norm from float32's (vanilla
+    gradient moved by as much as its own norm from float32's (vanilla
     GPT-2's by 0.5 %), and TF32 in the triton scan moves it too. A
     larger value caps that gradient at 1 / sqrt(eps), but shrinks
     coefficients smaller than sqrt(eps) instead of lifting them to
