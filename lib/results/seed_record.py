@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from lib.results import environment
 from lib.results.collect import RunRow
+from lib.results.config_diff import saved_settings
 from lib.results.seeds import Configuration, Figure, ModelSummaries, add_summary
 from lib.results.tables import SEED_INTRO, seed_table_lines
 
@@ -104,11 +105,15 @@ def _figures(values: dict[str, Any]) -> dict[str, float | None]:
 TRAINING_FIELDS = ("dataset", "tokenizer", "dtype", "max_iters", "tokens_per_iter", "optimizer")
 
 
+DEFAULT = "(default)"  # a setting some runs leave at Kconfig's default
+
+
 def write(rows: list[RunRow], groups: list[ModelSummaries], out: Path) -> str:
     """summary_seeds.json: every seed's figures (to_record), when it was
     written, how the runs trained (TRAINING_FIELDS) and what they ran on and at
-    which commit: each setting all runs agree on with its value, the others
-    with each value's runs. Copied to docs/bench-data/<folder>/seeds_<time>.json,
+    which commit, and their settings as `make savedefconfig` writes them: each
+    setting all runs agree on with its value, the others with each value's runs
+    (DEFAULT where a run leaves it at Kconfig's default). Copied to docs/bench-data/<folder>/seeds_<time>.json,
     a page shows its table."""
     envs = environment.gather(rows)
     commits: dict[str, list[str]] = {}
@@ -123,6 +128,12 @@ def write(rows: list[RunRow], groups: list[ModelSummaries], out: Path) -> str:
         {s.name: s.values for s in envs.settings} | {"code.commit": commits}, len(rows)
     )
     trained, trained_differs = _split_shared(training, len(rows))
+    saved = saved_settings({r.run_id: r.path for r in rows})
+    settings: dict[str, dict[str, list[str]]] = {}
+    for name in sorted({n for run in saved.values() for n in run}):
+        for run_id, run in saved.items():
+            settings.setdefault(name, {}).setdefault(run.get(name, DEFAULT), []).append(run_id)
+    shared_settings, settings_differ = _split_shared(settings, len(saved))
     record = {
         "kind": "seeds",
         "folder": out.name,
@@ -132,6 +143,10 @@ def write(rows: list[RunRow], groups: list[ModelSummaries], out: Path) -> str:
         "training_differs": trained_differs,
         "environment": shared,
         "environment_differs": differs,
+        # as `make savedefconfig` writes them: what a defconfig reproducing the runs holds
+        "settings": shared_settings,
+        "settings_differs": settings_differ,
+        "settings_unread": sorted(r.run_id for r in rows if r.run_id not in saved),
         "models": to_record(groups),
     }
     return json.dumps(record, indent=1) + "\n"
@@ -182,12 +197,16 @@ def table_lines(found: list[tuple[Path, dict]]) -> list[str]:
             )
             if text
         )
+        settings = ", ".join(f"`{k}={v}`" for k, v in (r.get("settings") or {}).items())
+        per_run = ", ".join(r.get("settings_differs") or {})
         out += [
             f"`{path.name}`: {r['runs']} runs of `{r['folder']}`, summarised "
             f"{str(r['written'])[:10]}"
             + (f"; {how}" if how else "")
             + f"; {ran_on or 'environment not recorded'}"
             + (f"; differing between runs: {differ}" if differ else "")
+            + (f"; settings besides Kconfig's defaults: {settings}" if settings else "")
+            + (f" (and per run: {per_run})" if per_run else "")
             + ".",
             "",
             *seed_table_lines(from_record(r["models"]), recorded=True),

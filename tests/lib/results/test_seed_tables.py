@@ -513,6 +513,21 @@ def test_seed_record_holds_every_seed_and_gives_the_same_tables(seeded):
     assert record["training"] == {"dtype": "bf16"}
     base_runs = [f"gpt2_adamw_none_s{s}" for s in BASE]  # the only ones that say max_iters
     assert record["training_differs"] == {"max_iters": {"20": base_runs}}
+    # the settings as `make savedefconfig` writes them: here nothing all runs share
+    assert record["settings"] == {} and record["settings_unread"] == []
+    differs = record["settings_differs"]
+    assert sorted(differs) == [
+        "OPTIMIZER_ADAMWSPAM",
+        "PRUNING_MODE_SINGLE",
+        "PRUNING_TARGET_SPARSITY",
+        "TRAIN_SEED",
+    ]  # the method's symbol is y or default: magnitude's is the default method
+    spam_runs = [f"gpt2_adamwspam_none_s{s}" for s in (1, 2, 3)]
+    assert differs["OPTIMIZER_ADAMWSPAM"]["y"] == spam_runs
+    assert sorted(differs["TRAIN_SEED"]) == ["1", "2", "3", "4"]
+    assert differs["PRUNING_TARGET_SPARSITY"]['"0.9"'] == [
+        f"gpt2_adamw_magnitude_90_s{s}" for s in (1, 2, 3, 4)
+    ]  # 0.5 is the default: those runs hold the default
     assert [m["model"] for m in record["models"]] == ["gpt2"]
     configurations = {c["key"]: c["seeds"] for c in record["models"][0]["configurations"]}
     assert {
@@ -571,3 +586,35 @@ def test_seed_record_without_best_perplexity_has_no_paired_column_values():
         ("a", None, 2.0),
         ("b", None, 2.5),
     ]
+
+
+def test_seed_record_names_the_settings_every_run_shares(tmp_path):
+    """A setting given to the whole sweep (SET=, or the base config) is in the
+    record and its page note, the per-run ones by name; a run whose config.txt
+    does not read is named."""
+    from lib.config.kconfig import open_tree
+    from lib.config.run_config import write_outputs
+
+    rows = []
+    for seed in (1, 2):
+        folder = tmp_path / f"gpt2_adamw_none_s{seed}"
+        folder.mkdir()
+        kconf = open_tree()
+        kconf.syms["GPT2_MAX_ITERS"].set_value("450")
+        kconf.syms["TRAIN_SEED"].set_value(str(seed))
+        write_outputs(kconf, folder / "config.txt", folder / "config.py")
+        rows.append(RunRow(folder.name, folder, "completed"))
+    broken = tmp_path / "gpt2_adamw_none_s3"
+    broken.mkdir()
+    (broken / "config.txt").write_bytes(b"CONFIG_TRAIN_SEED=\xff\n")
+    rows.append(RunRow(broken.name, broken, "completed"))
+    record = json.loads(seed_record.write(rows, [], tmp_path))
+    assert record["settings"] == {"GPT2_MAX_ITERS": "450"}
+    assert record["settings_differs"] == {
+        "TRAIN_SEED": {"1": [rows[0].run_id], "2": [rows[1].run_id]}
+    }
+    assert record["settings_unread"] == [broken.name]
+    note = seed_record.table_lines([(tmp_path / "seeds.json", record)])[2]
+    assert note.endswith(
+        "; settings besides Kconfig's defaults: `GPT2_MAX_ITERS=450` (and per run: TRAIN_SEED)."
+    )
