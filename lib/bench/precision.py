@@ -1,6 +1,6 @@
 """`make bench-precision`: how far mixed precision moves each model's gradient.
 
-For each benchmark model (lib/bench/seqlen.py bench_configs: GPT-2's attention
+For each benchmark model (lib/bench/models.py: GPT-2's attention
 variants, HAMT) at the configured width, depth and context, and each seed: one
 batch of random tokens, the loss and the whole parameter gradient in float32 (full
 float32 matmuls, no TF32), then the same under bf16 autocast, from the same
@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from lib.bench.seqlen import bench_configs, device_name, model_shape
+from lib.bench.models import bench_configs, device_name, model_shape
 from lib.config.run_config import RunConfig
 from lib.model import registry
 from lib.speed.precision import resolve_device

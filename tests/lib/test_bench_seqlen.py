@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+import lib.bench.models as models
 import lib.bench.seqlen as seqlen
 from lib.bench.seqlen import BenchSettings, run_seqlen_bench
 from lib.speed import cpu_linear
@@ -185,9 +186,9 @@ def test_only_the_chosen_variants_are_built(tiny_run, monkeypatch):
     ]
     monkeypatch.setattr(registry, "families", lambda: spied)
     run = tiny_run(GPT2_N_EMBD="32", GPT2_N_HEAD="2", GPT2_N_LAYER="1")
-    assert list(seqlen.build_models(run, 64, 16, ("hamt", "vanilla"))) == ["vanilla", "hamt"]
+    assert list(models.build_models(run, 64, 16, ("hamt", "vanilla"))) == ["vanilla", "hamt"]
     assert [(type(c).__name__, getattr(c, "attention", "")) for c in built] == [
         ("GPT2Config", "vanilla"),
         ("HAMTConfig", ""),
     ]
-    assert len(seqlen.bench_configs(run, 64, 16)) > 2  # the other variants exist
+    assert len(models.bench_configs(run, 64, 16)) > 2  # the other variants exist

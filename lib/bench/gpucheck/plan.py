@@ -114,7 +114,7 @@ STAGES: dict[str, Stage] = {
             180,
             60,
             _CORE
-            + ("lib/bench/seqlen.py", "lib/bench/step.py")
+            + ("lib/bench/seqlen.py", "lib/bench/models.py", "lib/bench/step.py")
             + (_SHAPES, _STAGES_PY, "defconfigs/gpt2-vanilla-baseline", "defconfigs/hamt-small"),
         ),
         Stage(
