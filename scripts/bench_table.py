@@ -398,8 +398,10 @@ RECORD_KINDS: dict[str, Callable[[list[tuple[Path, dict]]], list[str]]] = {
 }
 
 
-def render_records(pattern: str) -> str:
-    """The block for the records under docs/bench-data that pattern matches."""
+def render_records(pattern: str, intro: bool = True) -> str:
+    """The block for the records under docs/bench-data that pattern matches;
+    intro=False leaves out the seed tables' paragraph on the statistics (said
+    by the page's first seeds block)."""
     begin, end = record_markers(pattern)
     paths = sorted((ROOT / "docs" / "bench-data").glob(pattern))
     kinds = {_kind(p) for p in paths}
@@ -412,7 +414,11 @@ def render_records(pattern: str) -> str:
     kind = kinds.pop()
     try:
         found = [(p, json.loads(p.read_text())) for p in paths]
-        body = RECORD_KINDS[kind](found)
+        body = (
+            seed_record.table_lines(found, intro=intro)
+            if kind == "seeds"
+            else RECORD_KINDS[kind](found)
+        )
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise BlockError(
             f"{pattern}: a record there is not a readable {kind} record ({type(err).__name__}: "
@@ -461,7 +467,11 @@ def main(argv: list[str]) -> int:
             stale = True
     if not args.folder:  # every chosen-records block, in benchmarks.md or another page
         for page in record_pages():
-            blocks = [(*record_markers(p), render_records(p)) for p in record_patterns(page)]
+            patterns = record_patterns(page)
+            seeds = [p for p in patterns if _kind(Path(p)) == "seeds"]
+            blocks = [
+                (*record_markers(p), render_records(p, intro=p not in seeds[1:])) for p in patterns
+            ]
             diff = write_or_check(
                 page, [(b, e, body_of(t, b, e)) for b, e, t in blocks], check=args.check
             )

@@ -245,15 +245,18 @@ def test_a_seeds_record_in_any_docs_page_shows_its_seed_tables(tmp_path, monkeyp
     (data / "seeds_20261130-190000.json").write_text(json.dumps(record))
     (tmp_path / "docs" / "benchmarks.md").write_text("# Benchmarks\n")
     begin, end = bench_table.record_markers("study/seeds_*.json")
+    again = bench_table.record_markers("study/seeds_20261130-190000.json")
     page = tmp_path / "docs" / "method.md"
-    page.write_text(f"# Method\n\n{begin}\nstale\n{end}\n")
+    page.write_text(f"# Method\n\n{begin}\nstale\n{end}\n\n{again[0]}\n{again[1]}\n")
     monkeypatch.setattr(bench_table, "ROOT", tmp_path)
     monkeypatch.setattr(bench_table, "PAGE", tmp_path / "docs" / "benchmarks.md")
     assert bench_table.main(["--check"]) == 1
     assert bench_table.main([]) == 0 and bench_table.main(["--check"]) == 0
     lines = page.read_text().splitlines()
     assert "stale" not in lines
-    assert lines.count("**hamt**: baseline configuration base.") == 1
+    # the same record in two blocks: two tables, the statistics said once
+    assert lines.count("**hamt**: baseline configuration base.") == 2
+    assert sum(x.startswith("Runs that differ only by TRAIN_SEED") for x in lines) == 1
     assert "| base | 1 2 3 | 3 | 2.110 ± 0.010 | 11.0 ± 1.0 | baseline |" in lines
     # paired differences 1, 1.5, 1: mean 1.1667, sd 0.2887, 95 % half-width 0.717
     row = next(x for x in lines if x.startswith("| other |"))

@@ -165,11 +165,11 @@ def _split_shared(
     return shared, differs
 
 
-def table_lines(found: list[tuple[Path, dict]]) -> list[str]:
+def table_lines(found: list[tuple[Path, dict]], intro: bool = True) -> list[str]:
     """Each seeds record (`make results`' summary_seeds.json) as the seed tables
     `make results` prints, computed again from the record's seeds, with what
-    the runs ran on."""
-    out = [SEED_INTRO, ""]
+    the runs ran on; intro: led by the paragraph on the statistics."""
+    out = [SEED_INTRO, ""] if intro else []
     for path, r in found:
         env = r.get("environment") or {}
         ran_on = ", ".join(
