@@ -447,3 +447,26 @@ def numeric_symbols() -> tuple[dict[str, Numeric], set[str], set[str]]:
         else:
             other.add(sym.name)
     return numeric, other, set(kconf.named_choices)
+
+
+def saved_settings(run_dirs: dict[str, Path]) -> dict[str, dict[str, str]]:
+    """Per run, its config.txt as `make savedefconfig` writes it: {symbol: value}
+    for the symbols whose value is not Kconfig's default (what a defconfig that
+    reproduces the run holds). Runs whose config.txt does not read are left out."""
+    kconf = open_tree()
+    settings: dict[str, dict[str, str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp) / "defconfig"
+        for run_id, run_dir in run_dirs.items():
+            try:
+                kconf.load_config(str(run_dir / "config.txt"), replace=True)
+            except (OSError, UnicodeDecodeError, kconfiglib.KconfigError):
+                continue
+            kconf.write_min_config(str(scratch), header="")
+            lines = scratch.read_text().splitlines()
+            settings[run_id] = dict(
+                line.removeprefix("CONFIG_").split("=", 1)
+                for line in lines
+                if line.startswith("CONFIG_")
+            )
+    return settings

@@ -5,12 +5,9 @@ its config.txt) against its model's baseline run, the symbols a user sets that d
 from __future__ import annotations
 
 import html
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-import kconfiglib
 
 from lib.config.kconfig import ConfigError, open_tree
 from lib.config.run_config import load_run_config
@@ -27,29 +24,6 @@ def config_values(run_dir: Path) -> dict[str, Any] | str:
         return load_run_config([], run_dir / "config.txt").values
     except (ConfigError, OSError) as err:
         return f"config.txt unreadable: {str(err).splitlines()[0]}"
-
-
-def saved_settings(run_dirs: dict[str, Path]) -> dict[str, dict[str, str]]:
-    """Per run, its config.txt as `make savedefconfig` writes it: {symbol: value}
-    for the symbols whose value is not Kconfig's default (what a defconfig that
-    reproduces the run holds). Runs whose config.txt does not read are left out."""
-    kconf = open_tree()
-    settings: dict[str, dict[str, str]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        scratch = Path(tmp) / "defconfig"
-        for run_id, run_dir in run_dirs.items():
-            try:
-                kconf.load_config(str(run_dir / "config.txt"), replace=True)
-            except (OSError, UnicodeDecodeError, kconfiglib.KconfigError):
-                continue
-            kconf.write_min_config(str(scratch), header="")
-            lines = scratch.read_text().splitlines()
-            settings[run_id] = dict(
-                line.removeprefix("CONFIG_").split("=", 1)
-                for line in lines
-                if line.startswith("CONFIG_")
-            )
-    return settings
 
 
 def settable(kconf: Any) -> set[str]:

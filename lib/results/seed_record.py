@@ -16,9 +16,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+from lib.config.kconfig import saved_settings
 from lib.results import environment
 from lib.results.collect import RunRow
-from lib.results.config_diff import saved_settings
 from lib.results.seeds import Configuration, Figure, ModelSummaries, add_summary
 from lib.results.tables import SEED_INTRO, seed_table_lines
 
