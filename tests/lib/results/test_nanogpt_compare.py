@@ -16,14 +16,15 @@ from array import array
 
 import pytest
 
-from tests.scripts.conftest import ROOT
+from lib.paths import ROOT
+from lib.results.nanogpt import pairs, scoring, table, work
 
 spec = importlib.util.spec_from_file_location(
     "nanogpt_compare", ROOT / "scripts/nanogpt_compare.py"
 )
 assert spec and spec.loader
-nc = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(nc)
+script = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(script)
 
 CHARS = ["\n", "a", "b"]
 # nanoGPT's lines at eval_interval=4: the evaluation prints before its iteration, whose time
@@ -149,14 +150,14 @@ def recorded(tmp_path, monkeypatch):
     """Two pairs against the stubs: ours at 100 then 96 ms/iter."""
     order = tmp_path / "order.txt"
     monkeypatch.setenv("ORDER", str(order))
-    monkeypatch.setattr(nc, "host", lambda: HOST)
+    monkeypatch.setattr(pairs, "host", lambda: HOST)
     data = prepared(tmp_path)
     ngpt, ours = stub_nanogpt(tmp_path), stub_checkout(tmp_path, [(100.0, 1.9), (96.0, 1.8)])
-    stale = ngpt / nc.NANOGPT_CKPT  # an earlier run's checkpoint: never this run's
+    stale = ngpt / work.NANOGPT_CKPT  # an earlier run's checkpoint: never this run's
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"earlier")
     scores = Scores()
-    record = nc.compare(ngpt, data, 2, ours, "t", sys.executable, iters=8, score=scores)
+    record = pairs.compare(ngpt, data, 2, ours, "t", sys.executable, iters=8, score=scores)
     return record, order.read_text().splitlines(), tmp_path, scores
 
 
@@ -172,7 +173,7 @@ def test_the_sides_alternate_back_to_back_with_each_ones_command(recorded):
     data_dir = tmp_path / "data"
     assert order[1] == f"ours nanogpt-compare-t-1 DATA_DIR={data_dir} 8"
     assert order[3].startswith("ours nanogpt-compare-t-2 ")
-    assert order[2] == "nanogpt " + " ".join(nc.nanogpt_args(8))
+    assert order[2] == "nanogpt " + " ".join(work.nanogpt_args(8))
     assert "--max_iters=8" in order[2] and "--lr_decay_iters=8" in order[2]
     assert "--block_size=64" in order[2] and "--batch_size=12" in order[2]
     assert "--dropout=0.0" in order[2] and "--compile=False" in order[2]
@@ -220,7 +221,7 @@ def test_nanogpt_reads_our_token_files_and_a_meta_pkl_of_our_vocabulary(recorded
 def test_the_pair_ratios_are_ours_over_nanogpts():
     ours = {"tokens_per_sec": 7680.0, "wall_s": 50.0, "steps": 2000, "final_val_loss": 1.9}
     theirs = {"tokens_per_sec": 6400.0, "wall_s": 80.0, "steps": 2001, "final_val_loss": 1.88}
-    ratio = nc.pair_ratios(ours, theirs)
+    ratio = pairs.pair_ratios(ours, theirs)
     assert ratio["tokens_per_sec"] == pytest.approx(1.2)
     assert ratio["wall"] == pytest.approx(0.625)
     # (2000 x 768 / 50) / (2001 x 768 / 80) = 3200 / 2001
@@ -229,21 +230,21 @@ def test_the_pair_ratios_are_ours_over_nanogpts():
 
 
 def test_a_log_without_timed_iterations_or_evaluations_is_refused():
-    with pytest.raises(nc.CompareError, match="no `iter N"):
-        nc.parse_nanogpt_log("iter 1: loss 3.0, time 10.00ms, mfu -100.00%\n")
-    with pytest.raises(nc.CompareError, match="without an evaluation"):
-        nc.parse_nanogpt_log("step 0: train loss 4.0, val loss 4.1\niter 0: loss 4.0, time 9.0ms")
+    with pytest.raises(work.CompareError, match="no `iter N"):
+        work.parse_nanogpt_log("iter 1: loss 3.0, time 10.00ms, mfu -100.00%\n")
+    with pytest.raises(work.CompareError, match="without an evaluation"):
+        work.parse_nanogpt_log("step 0: train loss 4.0, val loss 4.1\niter 0: loss 4.0, time 9.0ms")
 
 
 def test_data_nanogpt_cannot_read_as_it_is_is_refused(tmp_path):
-    with pytest.raises(nc.CompareError, match="nanoGPT reads uint16"):
-        nc.char_vocabulary(prepared(tmp_path / "wide", dtype="uint32"))
-    with pytest.raises(nc.CompareError, match="DATA_DIR/shakespeare-char"):
-        nc.char_vocabulary(prepared(tmp_path / "named", name="shakespeare-gpt2"))
+    with pytest.raises(work.CompareError, match="nanoGPT reads uint16"):
+        work.char_vocabulary(prepared(tmp_path / "wide", dtype="uint32"))
+    with pytest.raises(work.CompareError, match="DATA_DIR/shakespeare-char"):
+        work.char_vocabulary(prepared(tmp_path / "named", name="shakespeare-gpt2"))
     short = prepared(tmp_path / "short")
     (short / "val.bin").write_bytes(b"\x01\x00")
-    with pytest.raises(nc.CompareError, match="do not match"):
-        nc.char_vocabulary(short)
+    with pytest.raises(work.CompareError, match="do not match"):
+        work.char_vocabulary(short)
 
 
 def test_render_writes_the_records_table_and_check_sees_a_stale_page(recorded):
@@ -252,10 +253,12 @@ def test_render_writes_the_records_table_and_check_sees_a_stale_page(recorded):
     folder.mkdir()
     (folder / "t.json").write_text(json.dumps(record))
     page = tmp_path / "page.md"
-    page.write_text(f"# Before\n\n{nc.BEGIN}\nstale\n{nc.END}\n\nafter\n")
-    assert nc.render(check=False, folder=folder, page=page) is False  # it rewrote the page
+    page.write_text(f"# Before\n\n{table.BEGIN}\nstale\n{table.END}\n\nafter\n")
+    assert table.render(check=False, folder=folder, page=page) is False  # it rewrote the page
     text = page.read_text()
-    assert text.startswith(f"# Before\n\n{nc.BEGIN}\n\n") and text.endswith(f"{nc.END}\n\nafter\n")
+    assert text.startswith(f"# Before\n\n{table.BEGIN}\n\n") and text.endswith(
+        f"{table.END}\n\nafter\n"
+    )
     assert "stale" not in text
     assert "| `t.json` | 1 (seed 1337) | 100.0 / 116.7 | 7,680 / 6,583 | **1.167x** |" in text
     assert "| `t.json` | 2 (seed 1337) | 96.0 / 116.7 | 8,000 / 6,583 | **1.215x** |" in text
@@ -264,27 +267,27 @@ def test_render_writes_the_records_table_and_check_sees_a_stale_page(recorded):
     assert "| 1.8000 / 2.2500 | 2.2000 / 2.0500 |" in text
     assert text.count("| 2.1500 / 2.0500 |") == 1  # the medians of the scored losses
     assert "**AMD EPYC, 2 cores (AVX2 kernels), torch 2.13.0+cpu, 2 threads**" in text
-    assert nc.render(check=True, folder=folder, page=page) is True
+    assert table.render(check=True, folder=folder, page=page) is True
     # Another kernel for ours' linear layers on the same host: a table of its own, never
     # one median over both.
     other = json.loads(json.dumps(record))
     for pair in other["pairs"]:
         pair["ours"]["cpu_linear"], pair["ratio"]["tokens_per_sec"] = "onednn", 0.5
     (folder / "u.json").write_text(json.dumps(other))
-    nc.render(check=False, folder=folder, page=page)
+    table.render(check=False, folder=folder, page=page)
     both = page.read_text()
     assert "| median | 2 pairs | | | **1.191x** |" in both
     assert "| median | 2 pairs | | | **0.500x** |" in both and "4 pairs" not in both
     (folder / "u.json").unlink()
-    nc.render(check=False, folder=folder, page=page)
+    table.render(check=False, folder=folder, page=page)
     assert page.read_text() == text
     page.write_text(text.replace("1.167x", "1.2x"))
-    assert nc.render(check=True, folder=folder, page=page) is False
+    assert table.render(check=True, folder=folder, page=page) is False
     assert "1.2x" in page.read_text()  # --check leaves the page as it is
 
 
 def test_the_page_holds_what_the_recorded_comparisons_render():
-    assert nc.render(check=True) is True
+    assert table.render(check=True) is True
 
 
 def test_render_check_exits_1_on_a_stale_page_and_0_once_rendered(recorded, monkeypatch):
@@ -292,23 +295,23 @@ def test_render_check_exits_1_on_a_stale_page_and_0_once_rendered(recorded, monk
     folder, page = tmp_path / "records", tmp_path / "page.md"
     folder.mkdir()
     (folder / "t.json").write_text(json.dumps(record))
-    page.write_text(f"{nc.BEGIN}\nNo record yet\n{nc.END}\n")
-    monkeypatch.setattr(nc, "RECORD_DIR", folder)
-    monkeypatch.setattr(nc, "PAGE", page)
-    assert nc.main(["render", "--check"]) == 1
+    page.write_text(f"{table.BEGIN}\nNo record yet\n{table.END}\n")
+    monkeypatch.setattr(table, "RECORD_DIR", folder)
+    monkeypatch.setattr(table, "PAGE", page)
+    assert script.main(["render", "--check"]) == 1
     assert "No record yet" in page.read_text()
-    assert nc.main(["render"]) == 0 and nc.main(["render", "--check"]) == 0
+    assert script.main(["render"]) == 0 and script.main(["render", "--check"]) == 0
     assert "**1.167x**" in page.read_text()
 
 
 def test_a_label_that_is_no_run_name_is_refused(tmp_path):
-    with pytest.raises(nc.CompareError, match="--label 'a b'"):
-        nc.main(["run", "--nanogpt", str(tmp_path), "--data", str(tmp_path), "--label", "a b"])
+    with pytest.raises(work.CompareError, match="--label 'a b'"):
+        script.main(["run", "--nanogpt", str(tmp_path), "--data", str(tmp_path), "--label", "a b"])
 
 
 def test_each_pair_scores_both_final_models_and_never_an_earlier_nanogpt_checkpoint(recorded):
     record, _, tmp_path, scores = recorded
-    ckpt = tmp_path / "ngpt" / nc.NANOGPT_CKPT
+    ckpt = tmp_path / "ngpt" / work.NANOGPT_CKPT
     data = tmp_path / "data" / "shakespeare-char"
     assert [a[:2] for a in scores.asked] == [
         (tmp_path / "ours" / "results" / f"nanogpt-compare-t-{i}", ckpt) for i in (1, 2)
@@ -327,10 +330,10 @@ def test_each_pair_scores_both_final_models_and_never_an_earlier_nanogpt_checkpo
 def test_seeds_cycle_over_ours_pairs(tmp_path, monkeypatch):
     order = tmp_path / "order.txt"
     monkeypatch.setenv("ORDER", str(order))
-    monkeypatch.setattr(nc, "host", lambda: HOST)
+    monkeypatch.setattr(pairs, "host", lambda: HOST)
     runs = [(100.0, 1.9), (96.0, 1.8), (98.0, 1.85)]
     ngpt, ours = stub_nanogpt(tmp_path), stub_checkout(tmp_path, runs)
-    record = nc.compare(
+    record = pairs.compare(
         ngpt, prepared(tmp_path), 3, ours, "t", iters=8, seeds=[7, 9], score=Scores()
     )
     lines = [line for line in order.read_text().splitlines() if line.startswith("ours")]
@@ -340,11 +343,11 @@ def test_seeds_cycle_over_ours_pairs(tmp_path, monkeypatch):
     # nanoGPT at the same seeds: its config file shifts the seed its train.py fixes
     theirs = [line for line in order.read_text().splitlines() if line.startswith("nanogpt")]
     assert all(
-        line.split()[1:3] == ["config/train_shakespeare_char.py", str(nc.SEED_CONFIG)]
+        line.split()[1:3] == ["config/train_shakespeare_char.py", str(work.SEED_CONFIG)]
         for line in theirs
     )
     assert [p["nanogpt"]["seed"] for p in record["pairs"]] == [7, 9, 7]
-    assert str(nc.SEED_CONFIG) in record["commands"]["nanogpt"]
+    assert str(work.SEED_CONFIG) in record["commands"]["nanogpt"]
 
 
 def test_ours_set_reaches_ours_make_and_its_records_get_a_table_of_their_own(
@@ -354,7 +357,7 @@ def test_ours_set_reaches_ours_make_and_its_records_get_a_table_of_their_own(
     order = tmp_path / "order-set.txt"
     monkeypatch.setenv("ORDER", str(order))
     ngpt, ours = tmp_path / "ngpt", tmp_path / "ours"
-    record = nc.compare(
+    record = pairs.compare(
         ngpt, tmp_path / "data" / "shakespeare-char", 1, ours, "t", iters=8, seeds=[7],
         score=Scores(), ours_set="CPU_MALLOC_KEEP=n",
     )  # fmt: skip
@@ -366,7 +369,7 @@ def test_ours_set_reaches_ours_make_and_its_records_get_a_table_of_their_own(
     folder.mkdir()
     (folder / "a.json").write_text(json.dumps(plain))
     (folder / "b.json").write_text(json.dumps({**record, "date": "2999-01-01T00:00:00"}))
-    text = nc.block(folder)
+    text = table.block(folder)
     assert text.count("| median |") == 2  # never one median over both
     assert "ours' linear layers aten, ours with `CPU_MALLOC_KEEP=n`" in text
     assert "page faults" not in text  # the stub runs' metrics.json kept none
@@ -374,28 +377,30 @@ def test_ours_set_reaches_ours_make_and_its_records_get_a_table_of_their_own(
     for pair, (faults, system) in zip(plain["pairs"], [(4000.0, 3.0), (1000.0, 1.0)]):
         pair["ours"].update(page_faults_per_iter=faults, system_ms_per_iter=system)
     (folder / "a.json").write_text(json.dumps(plain))
-    assert "ours' steps each took 2,500 page faults and 2.00 ms of system time" in nc.block(folder)
+    assert "ours' steps each took 2,500 page faults and 2.00 ms of system time" in table.block(
+        folder
+    )
     # The method names the newest record that ran ours as configured.
     assert text.startswith("Alternating back to back, `make SET=DATA_DIR=")
     assert "CPU_MALLOC_KEEP" not in text.split("\n")[0]
 
 
 def test_ours_set_takes_only_symbol_assignments():
-    assert nc.check_ours_set(" CPU_MALLOC_KEEP=n  TF32=y ") == "CPU_MALLOC_KEEP=n TF32=y"
-    with pytest.raises(nc.CompareError, match="CONFIG_X is not SYMBOL=value"):
-        nc.check_ours_set("CONFIG_X")
-    with pytest.raises(nc.CompareError, match="lower=1 is not SYMBOL=value"):
-        nc.check_ours_set("lower=1")
+    assert work.check_ours_set(" CPU_MALLOC_KEEP=n  TF32=y ") == "CPU_MALLOC_KEEP=n TF32=y"
+    with pytest.raises(work.CompareError, match="CONFIG_X is not SYMBOL=value"):
+        work.check_ours_set("CONFIG_X")
+    with pytest.raises(work.CompareError, match="lower=1 is not SYMBOL=value"):
+        work.check_ours_set("lower=1")
 
 
 def test_without_seeds_nanogpt_runs_its_own_and_no_config_file():
-    assert str(nc.SEED_CONFIG) not in nc.nanogpt_args()
-    assert nc.nanogpt_seed("step 8: ...\n", None) == nc.NANOGPT_SEED
+    assert str(work.SEED_CONFIG) not in work.nanogpt_args()
+    assert work.nanogpt_seed("step 8: ...\n", None) == work.NANOGPT_SEED
 
 
 def test_a_seed_its_log_does_not_show_is_refused():
     shifted = "nanogpt_compare: torch.manual_seed(1337) -> {}\n"
-    assert nc.nanogpt_seed(LOG + shifted.format(7), 7) == 7
+    assert work.nanogpt_seed(LOG + shifted.format(7), 7) == 7
     for text, seed in [
         (LOG, 7),  # no shift: its train.py no longer seeds that way
         (LOG + shifted.format(8), 7),
@@ -404,15 +409,15 @@ def test_a_seed_its_log_does_not_show_is_refused():
         # the configurator prints the file it executes: its source is no shift
         ('    print(f"nanogpt_compare: torch.manual_seed({seed}) -> {seed + 6}")\n', 7),
     ]:
-        with pytest.raises(nc.CompareError, match="seed"):
-            nc.nanogpt_seed(text, seed)
+        with pytest.raises(work.CompareError, match="seed"):
+            work.nanogpt_seed(text, seed)
 
 
 def test_the_seed_config_seeds_torch_as_that_seed_itself(monkeypatch, capsys):
     import torch
 
     monkeypatch.setattr(torch, "manual_seed", torch.manual_seed)  # put back afterwards
-    text = nc.SEED_CONFIG_TEXT.format(fixed=nc.NANOGPT_SEED, shift=42 - nc.NANOGPT_SEED)
+    text = work.SEED_CONFIG_TEXT.format(fixed=work.NANOGPT_SEED, shift=42 - work.NANOGPT_SEED)
     exec(text, {})  # as nanoGPT's configurator does, in train.py's namespace
     torch.manual_seed(1337)  # its train.py's call
     drawn = torch.rand(4)
@@ -443,7 +448,7 @@ def test_the_losses_compare_over_distinct_seeds_by_welchs_test():
     t = (statistics.fmean(ours) - statistics.fmean(theirs)) / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(ours) - 1) + vb**2 / (len(theirs) - 1))
     p = 2 * student_t.sf(abs(t), df)
-    line = nc.loss_over_seeds(pairs)
+    line = table.loss_over_seeds(pairs)
     assert line == (
         "loss on every validation token over seeds (mean ± standard deviation): "
         f"ours 1.9133 ± {statistics.stdev(ours):.4f} (3 seeds), nanoGPT 1.9050 ± "
@@ -452,12 +457,12 @@ def test_the_losses_compare_over_distinct_seeds_by_welchs_test():
     )
     # an older record: nanoGPT at its fixed seed only, so nothing to test against
     fixed = [{**pr, "nanogpt": {"whole_val_loss": 1.89}} for pr in pairs]
-    assert nc.loss_over_seeds(fixed).endswith(
+    assert table.loss_over_seeds(fixed).endswith(
         "nanoGPT 1.8900 (one seed); ours minus nanoGPT +0.0233 nats; one side has one "
         "seed, so no test"
     )
     unscored = [{"ours": {"seed": 1}, "nanogpt": {}}]
-    assert nc.loss_over_seeds(unscored) is None
+    assert table.loss_over_seeds(unscored) is None
 
 
 def _tiny(seed):
@@ -495,7 +500,7 @@ def test_nanogpts_checkpoint_loads_into_our_gpt2_and_is_scored_on_every_token(tm
     theirs, _ = _tiny(1)  # other weights, the same shape
     ckpt = tmp_path / "ckpt.pt"
     _nanogpt_checkpoint(ckpt, theirs, args)
-    loaded = nc.nanogpt_final_model(ckpt, ours, 8)
+    loaded = scoring.nanogpt_final_model(ckpt, ours, 8)
     assert all(torch.equal(a, b) for a, b in zip(loaded.parameters(), theirs.parameters()))
     tokens = torch.tensor([0, 1, 2, 2, 1, 0, 0, 1, 2, 1, 1])  # 10 predictions, block 4
     # Transcription: disjoint windows [0, 4), [4, 8), [8, 10); each predicts its next tokens.
@@ -506,9 +511,9 @@ def test_nanogpts_checkpoint_loads_into_our_gpt2_and_is_scored_on_every_token(tm
         x, y = tokens[b:e][None], tokens[b + 1 : e + 1][None]
         logits, _ = loaded(x, y)
         nll += F.cross_entropy(logits[0].double(), y[0], reduction="sum").item()
-    got = nc.whole_split_loss(loaded, tokens, 4)
+    got = scoring.whole_split_loss(loaded, tokens, 4)
     assert got == pytest.approx(nll / 10, rel=1e-6)
-    assert nc.whole_split_loss(ours, tokens, 4) != pytest.approx(got, rel=1e-3)
+    assert scoring.whole_split_loss(ours, tokens, 4) != pytest.approx(got, rel=1e-3)
 
 
 def test_a_nanogpt_checkpoint_of_another_step_model_or_content_is_refused(tmp_path):
@@ -516,18 +521,18 @@ def test_a_nanogpt_checkpoint_of_another_step_model_or_content_is_refused(tmp_pa
 
     ours, args = _tiny(0)
     path = tmp_path / "ckpt.pt"
-    with pytest.raises(nc.CompareError, match="saved no checkpoint"):
-        nc.nanogpt_final_model(path, ours, 8)
+    with pytest.raises(work.CompareError, match="saved no checkpoint"):
+        scoring.nanogpt_final_model(path, ours, 8)
     _nanogpt_checkpoint(path, ours, args, iters=6)  # its last save was not the last step
-    with pytest.raises(nc.CompareError, match="holds iteration 6, not 8"):
-        nc.nanogpt_final_model(path, ours, 8)
+    with pytest.raises(work.CompareError, match="holds iteration 6, not 8"):
+        scoring.nanogpt_final_model(path, ours, 8)
     wider, wide_args = _tiny(0)
     _nanogpt_checkpoint(path, wider, {**wide_args, "n_layer": 2})
-    with pytest.raises(nc.CompareError, match="differs from ours.*n_layer"):
-        nc.nanogpt_final_model(path, ours, 8)
+    with pytest.raises(work.CompareError, match="differs from ours.*n_layer"):
+        scoring.nanogpt_final_model(path, ours, 8)
     _nanogpt_checkpoint(path, ours, args, code=argparse.Namespace(x=1))  # not unpickled
-    with pytest.raises(nc.CompareError, match="not a nanoGPT checkpoint"):
-        nc.nanogpt_final_model(path, ours, 8)
+    with pytest.raises(work.CompareError, match="not a nanoGPT checkpoint"):
+        scoring.nanogpt_final_model(path, ours, 8)
 
 
 def test_ours_final_model_is_its_latest_checkpoint_at_the_last_step(tmp_path):
@@ -550,13 +555,13 @@ def test_ours_final_model_is_its_latest_checkpoint_at_the_last_step(tmp_path):
         "tokenizer": {"name": "char", "vocab_size": 3, "chars": CHARS},
     }
     torch.save(state, run / "ckpt_latest.pt")
-    loaded = nc.ours_final_model(run, 8)
+    loaded = scoring.ours_final_model(run, 8)
     assert all(torch.equal(a, b) for a, b in zip(loaded.parameters(), model.parameters()))
-    with pytest.raises(nc.CompareError, match="is step 8, not 9"):
-        nc.ours_final_model(run, 9)
+    with pytest.raises(work.CompareError, match="is step 8, not 9"):
+        scoring.ours_final_model(run, 9)
     (run / "ckpt_latest.pt").unlink()
-    with pytest.raises(nc.CompareError, match="no checkpoint at .*ckpt_latest.pt"):
-        nc.ours_final_model(run, 8)
+    with pytest.raises(work.CompareError, match="no checkpoint at .*ckpt_latest.pt"):
+        scoring.ours_final_model(run, 8)
 
 
 def test_older_records_render_unscored_and_note_their_nanogpt_command(recorded, tmp_path):
@@ -575,7 +580,7 @@ def test_older_records_render_unscored_and_note_their_nanogpt_command(recorded, 
     folder.mkdir()
     (folder / "a-old.json").write_text(json.dumps(old))
     (folder / "b-new.json").write_text(json.dumps(record))
-    text = nc.block(folder)
+    text = table.block(folder)
     assert "nanoGPT without `--always_save_checkpoint=True`" in text
     assert "--always_save_checkpoint=True` in its own checkout" in text  # the newest's
     assert "| `a-old.json` | 1 | " in text and "| 1.9000 / 2.2500 | not scored |" in text
@@ -590,10 +595,10 @@ def test_records_that_seeded_both_sides_are_also_tested_together(recorded, tmp_p
     for name, seeds in (("a.json", (1, 2)), ("b.json", (3, 2))):
         record = json.loads(json.dumps(recorded[0]))
         for pair, seed in zip(record["pairs"], seeds, strict=True):
-            for side, loss in zip(nc.SIDES, losses[seed], strict=True):
+            for side, loss in zip(table.SIDES, losses[seed], strict=True):
                 pair[side].update(seed=seed, whole_val_loss=loss)
         (folder / name).write_text(json.dumps(record))
-    text = nc.block(folder)
+    text = table.block(folder)
     together = [line for line in text.splitlines() if "together" in line]
     assert len(together) == 1  # seed 2 ran in both: one model a side
     assert together[0].startswith("- `a.json` and `b.json` together: loss on every")
@@ -604,13 +609,15 @@ def test_records_that_seeded_both_sides_are_also_tested_together(recorded, tmp_p
 
 
 def test_a_hosts_kernel_limits_are_recorded_and_named(monkeypatch):
-    for name in nc.KERNEL_LIMITS:
+    for name in pairs.KERNEL_LIMITS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MKL_ENABLE_INSTRUCTIONS", "AVX2")
-    assert nc.host()["kernel_limits"] == {"MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+    assert pairs.host()["kernel_limits"] == {"MKL_ENABLE_INSTRUCTIONS": "AVX2"}
     limited = {**HOST, "kernel_limits": {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "A": "b"}}
-    assert nc._host_title(limited) == (
+    assert table._host_title(limited) == (
         "AMD EPYC, 2 cores (AVX2 kernels, A=b, MKL_ENABLE_INSTRUCTIONS=AVX2), "
         "torch 2.13.0+cpu, 2 threads"
     )
-    assert nc._host_title(HOST) == "AMD EPYC, 2 cores (AVX2 kernels), torch 2.13.0+cpu, 2 threads"
+    assert (
+        table._host_title(HOST) == "AMD EPYC, 2 cores (AVX2 kernels), torch 2.13.0+cpu, 2 threads"
+    )
