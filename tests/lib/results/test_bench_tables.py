@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.conftest import ROOT
+from lib.paths import ROOT
+from lib.results.bench_tables import folders, records
 
 spec = importlib.util.spec_from_file_location("bench_table", ROOT / "scripts" / "bench_table.py")
 assert spec and spec.loader
@@ -18,17 +19,18 @@ spec.loader.exec_module(bench_table)
 @pytest.mark.parametrize("name", ["cpu-avx2", "cpu-xeon", "cpu-xeon-loss", "cpu"])
 def test_the_page_holds_the_table_its_records_render(name):
     folder = ROOT / "docs" / "bench-data" / name
-    assert bench_table.render(folder) in (ROOT / "docs" / "benchmarks.md").read_text()
+    assert folders.render(folder) in (ROOT / "docs" / "benchmarks.md").read_text()
 
 
 def test_every_table_the_page_marks_is_rendered_without_a_folder_named(tmp_path, monkeypatch):
-    names = [f.name for f in bench_table.table_folders()]
+    names = [f.name for f in folders.table_folders()]
     assert names == ["cpu-avx2", "cpu-xeon", "cpu-xeon-loss", "cpu"]  # the page's order
     page = tmp_path / "page.md"
-    begin, end = bench_table.markers(tmp_path / "x")
+    begin, end = folders.markers(tmp_path / "x")
     page.write_text(f"# Page\n\n{begin}\nstale\n{end}\n")
-    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
-    assert bench_table.table_folders(page) == [tmp_path / "docs" / "bench-data" / "x"]
+    monkeypatch.setattr(folders, "ROOT", tmp_path)
+    monkeypatch.setattr(records, "ROOT", tmp_path)
+    assert folders.table_folders(page) == [tmp_path / "docs" / "bench-data" / "x"]
 
 
 def test_check_without_a_folder_covers_every_table():
@@ -45,10 +47,11 @@ def test_a_row_reads_each_figure_from_its_record(tmp_path, monkeypatch):
     folder.mkdir(parents=True)
     (folder / "step_1.json").write_text(json.dumps(record))
     page = tmp_path / "page.md"
-    begin, end = bench_table.markers(folder)
+    begin, end = folders.markers(folder)
     page.write_text(f"before\n{begin}\nstale\n{end}\nafter\n")
-    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
-    bench_table.rewrite_page(folder, page)
+    monkeypatch.setattr(folders, "ROOT", tmp_path)
+    monkeypatch.setattr(records, "ROOT", tmp_path)
+    folders.rewrite_page(folder, page)
     text = page.read_text()
     assert text.startswith("before\n") and text.endswith("\nafter\n") and "stale" not in text
     assert "| 12.3 | 56.8 | 4.600x | 4.500 / 4.700 |" in text
@@ -85,8 +88,9 @@ def test_an_old_record_shows_what_it_lacks_as_dashes(tmp_path, monkeypatch):
     (folder / "step_20260101-000000.json").write_text(json.dumps(_old_record()))
     # A renamed record sorts by its time, after the earlier one whatever its prefix.
     (folder / "a_step_20260101-000001.json").write_text(json.dumps(_old_record(dtype="bf16")))
-    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
-    lines = bench_table.render(folder).splitlines()
+    monkeypatch.setattr(folders, "ROOT", tmp_path)
+    monkeypatch.setattr(records, "ROOT", tmp_path)
+    lines = folders.render(folder).splitlines()
     # What both share is said once; what differs (the dtype) is each row's settings.
     assert "all with 4 layers x 128, vocabulary 80, 806,016 parameters" in lines[2]
     assert "bf16" not in lines[2] and lines[4].startswith("| record | settings |")
@@ -148,8 +152,9 @@ def test_a_record_block_renders_the_records_its_pattern_names(tmp_path, monkeypa
         ],
     }
     (data / "seqlen_20260101-000001.json").write_text(json.dumps(seqlen))
-    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
-    lines = bench_table.render_records("gpu/optimizers_*.json").splitlines()
+    monkeypatch.setattr(folders, "ROOT", tmp_path)
+    monkeypatch.setattr(records, "ROOT", tmp_path)
+    lines = records.render_records("gpu/optimizers_*.json").splitlines()
     assert (
         "| `optimizers_20260101-000000.json` | AdamW-SPAM | AdamWSPAM (foreach) | 51.5 | 1.030x "
         "| 3.00 | 2.00x |" in lines
@@ -162,7 +167,7 @@ def test_a_record_block_renders_the_records_its_pattern_names(tmp_path, monkeypa
         "masks applied in 0.25 ms per step and recomputed in 40 ms every 50 steps: 1.60 %" in x
         for x in lines
     )
-    lines = bench_table.render_records("gpu/seqlen_*.json").splitlines()
+    lines = records.render_records("gpu/seqlen_*.json").splitlines()
     assert (
         "| record | our linear layers | variant | parameters | train tok/s at 64 "
         "| train tok/s at 128 | train MiB at 128 | gen ms/token at 128 | state bytes at 128 |"
@@ -175,10 +180,10 @@ def test_a_record_block_renders_the_records_its_pattern_names(tmp_path, monkeypa
     # a pattern that matches nothing, or records of two kinds, is named, not rendered
     (data / "seqlen_20260101-000002.json").write_text('{"rows": [{"variant": "x"}]}')
     with pytest.raises(bench_table.BlockError, match="not a readable seqlen record"):
-        bench_table.render_records("gpu/seqlen_*.json")
+        records.render_records("gpu/seqlen_*.json")
     for pattern in ("gpu/step_*.json", "gpu/*.json"):
         with pytest.raises(bench_table.BlockError, match=pattern.replace("*", r"\*")):
-            bench_table.render_records(pattern)
+            records.render_records(pattern)
 
 
 def test_a_linear_record_shows_each_shapes_rates_and_autos_choice(tmp_path, monkeypatch):
@@ -191,8 +196,9 @@ def test_a_linear_record_shows_each_shapes_rates_and_autos_choice(tmp_path, monk
     data = tmp_path / "docs" / "bench-data" / "here"
     data.mkdir(parents=True)
     (data / "linear_20260101-000000.json").write_text(json.dumps(record))
-    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
-    text = bench_table.render_records("here/linear_*.json")
+    monkeypatch.setattr(folders, "ROOT", tmp_path)
+    monkeypatch.setattr(records, "ROOT", tmp_path)
+    text = records.render_records("here/linear_*.json")
     assert "| `linear_20260101-000000.json` | 7 x 9 | 3 | 100 | 201 | 2.00x |" in text
     assert "auto took onednn (auto: because)." in text
 
@@ -244,12 +250,13 @@ def test_a_seeds_record_in_any_docs_page_shows_its_seed_tables(tmp_path, monkeyp
     data.mkdir(parents=True)
     (data / "seeds_20261130-190000.json").write_text(json.dumps(record))
     (tmp_path / "docs" / "benchmarks.md").write_text("# Benchmarks\n")
-    begin, end = bench_table.record_markers("study/seeds_*.json")
-    again = bench_table.record_markers("study/seeds_20261130-190000.json")
+    begin, end = records.record_markers("study/seeds_*.json")
+    again = records.record_markers("study/seeds_20261130-190000.json")
     page = tmp_path / "docs" / "method.md"
     page.write_text(f"# Method\n\n{begin}\nstale\n{end}\n\n{again[0]}\n{again[1]}\n")
-    monkeypatch.setattr(bench_table, "ROOT", tmp_path)
-    monkeypatch.setattr(bench_table, "PAGE", tmp_path / "docs" / "benchmarks.md")
+    monkeypatch.setattr(folders, "ROOT", tmp_path)
+    monkeypatch.setattr(records, "ROOT", tmp_path)
+    monkeypatch.setattr(folders, "PAGE", tmp_path / "docs" / "benchmarks.md")
     assert bench_table.main(["--check"]) == 1
     assert bench_table.main([]) == 0 and bench_table.main(["--check"]) == 0
     lines = page.read_text().splitlines()
@@ -271,7 +278,7 @@ def test_a_seeds_record_in_any_docs_page_shows_its_seed_tables(tmp_path, monkeyp
 def test_precision_records_name_the_settings_that_differ():
     """The recorded HAMT key epsilons, each on its record's row; vanilla's
     settings, the same in every record it is in, are not named."""
-    lines = bench_table.render_records("hamt-precision/precision_*.json").splitlines()
+    lines = records.render_records("hamt-precision/precision_*.json").splitlines()
     rows = [x.split(" | ")[1:3] for x in lines if x.startswith("| `precision_")]
     assert rows[0] == ["vanilla", "—"]
     assert [r[1] for r in rows[1:]] == [f"key_eps={e}" for e in (1e-12, 1e-4, 1e-3, 1e-2)]
