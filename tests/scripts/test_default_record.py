@@ -75,12 +75,8 @@ def test_record_run_keeps_a_runs_figures_and_sample_and_renders_them(project):
 
 
 def test_a_slow_hosts_time_is_given_beside_the_reference(monkeypatch):
-    import importlib.util
+    from lib.results.default_run import docs as dr
 
-    spec = importlib.util.spec_from_file_location("dr", ROOT / "scripts" / "default_record.py")
-    assert spec and spec.loader
-    dr = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dr)
     run = json.loads((ROOT / "docs/bench-data/default/run.json").read_text())
     slow = {
         **run,
@@ -116,12 +112,8 @@ def test_a_slow_hosts_time_is_given_beside_the_reference(monkeypatch):
 def test_record_studies_keeps_the_earlier_studies_and_replaces_one_given_again(
     monkeypatch, tmp_path
 ):
-    import importlib.util
+    from lib.results.default_run import record as dr
 
-    spec = importlib.util.spec_from_file_location("dr", ROOT / "scripts" / "default_record.py")
-    assert spec and spec.loader
-    dr = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(dr)
     monkeypatch.setattr(dr, "RECORD_DIR", tmp_path)  # absolute: from_root keeps it
     # The matrix folders are read by study_record; here each stands for its own path.
     monkeypatch.setattr(dr, "study_record", lambda label, path: {"label": label, "from": path.name})
