@@ -452,15 +452,19 @@ def numeric_symbols() -> tuple[dict[str, Numeric], set[str], set[str]]:
 def saved_settings(run_dirs: dict[str, Path]) -> dict[str, dict[str, str]]:
     """Per run, its config.txt as `make savedefconfig` writes it: {symbol: value}
     for the symbols whose value is not Kconfig's default (what a defconfig that
-    reproduces the run holds). Runs whose config.txt does not read are left out."""
+    reproduces the run holds). Old symbol names read as the current ones, as
+    load_checked reads them; runs whose config.txt does not read are left out.
+    One parse of the tree serves every run."""
     kconf = open_tree()
     settings: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        scratch = Path(tmp) / "defconfig"
+        current, scratch = Path(tmp) / "config", Path(tmp) / "defconfig"
         for run_id, run_dir in run_dirs.items():
+            path = run_dir / "config.txt"
             try:
-                kconf.load_config(str(run_dir / "config.txt"), replace=True)
-            except (OSError, UnicodeDecodeError, kconfiglib.KconfigError):
+                current.write_text(rewrite(read_config_text(path), shown_path(path))[0])
+                kconf.load_config(str(current), replace=True)
+            except (OSError, ConfigError, kconfiglib.KconfigError):
                 continue
             kconf.write_min_config(str(scratch), header="")
             lines = scratch.read_text().splitlines()

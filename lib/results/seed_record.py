@@ -113,8 +113,8 @@ def write(rows: list[RunRow], groups: list[ModelSummaries], out: Path) -> str:
     written, how the runs trained (TRAINING_FIELDS) and what they ran on and at
     which commit, and their settings as `make savedefconfig` writes them: each
     setting all runs agree on with its value, the others with each value's runs
-    (DEFAULT where a run leaves it at Kconfig's default). Copied to docs/bench-data/<folder>/seeds_<time>.json,
-    a page shows its table."""
+    (DEFAULT where a run leaves it at Kconfig's default). Copied to
+    docs/bench-data/<folder>/seeds_<time>.json, a page shows its table."""
     envs = environment.gather(rows)
     commits: dict[str, list[str]] = {}
     training: dict[str, dict[str, list[str]]] = {}

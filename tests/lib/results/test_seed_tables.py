@@ -601,20 +601,25 @@ def test_seed_record_names_the_settings_every_run_shares(tmp_path):
         folder.mkdir()
         kconf = open_tree()
         kconf.syms["GPT2_MAX_ITERS"].set_value("450")
+        kconf.syms["WEIGHT_DECAY"].set_value("0.05")
         kconf.syms["TRAIN_SEED"].set_value(str(seed))
         write_outputs(kconf, folder / "config.txt", folder / "config.py")
         rows.append(RunRow(folder.name, folder, "completed"))
+    # a run written before a rename: its old name counts as the current one
+    old = rows[1].path / "config.txt"
+    old.write_text(old.read_text().replace("CONFIG_WEIGHT_DECAY=", "CONFIG_ADAMW_WEIGHT_DECAY="))
     broken = tmp_path / "gpt2_adamw_none_s3"
     broken.mkdir()
     (broken / "config.txt").write_bytes(b"CONFIG_TRAIN_SEED=\xff\n")
     rows.append(RunRow(broken.name, broken, "completed"))
     record = json.loads(seed_record.write(rows, [], tmp_path))
-    assert record["settings"] == {"GPT2_MAX_ITERS": "450"}
+    assert record["settings"] == {"GPT2_MAX_ITERS": "450", "WEIGHT_DECAY": '"0.05"'}
     assert record["settings_differs"] == {
         "TRAIN_SEED": {"1": [rows[0].run_id], "2": [rows[1].run_id]}
     }
     assert record["settings_unread"] == [broken.name]
     note = seed_record.table_lines([(tmp_path / "seeds.json", record)])[2]
     assert note.endswith(
-        "; settings besides Kconfig's defaults: `GPT2_MAX_ITERS=450` (and per run: TRAIN_SEED)."
+        '; settings besides Kconfig\'s defaults: `GPT2_MAX_ITERS=450`, `WEIGHT_DECAY="0.05"` '
+        "(and per run: TRAIN_SEED)."
     )
