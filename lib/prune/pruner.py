@@ -282,6 +282,16 @@ class Pruner:
                 f"the weight's shape {tuple(w.shape)}"
             )
         out = out.float()
+        # NaN ranks below nothing and above nothing: the threshold would skip those
+        # weights silently. Where the weight itself is NaN the run is diverging, which
+        # the trainer reports; elsewhere the function is at fault.
+        bad = int((out.isnan() & ~w.isnan()).sum())
+        if bad:
+            raise ValueError(
+                f"the {self.method} pruning score of {self.names[i]} is NaN at {bad:,} of "
+                f"{w.numel():,} entries whose weight is finite: a score must rank every "
+                f"weight (lowest pruned first; -inf and inf are allowed)"
+            )
         owned = {w.data_ptr(), *(t.data_ptr() for t in state.values() if torch.is_tensor(t))}
         return (out.clone() if out.data_ptr() in owned else out).contiguous()
 

@@ -44,6 +44,10 @@ def flat(weight, state):
     return weight.flatten()
 
 
+def nan_where_small(weight, state):
+    return weight.abs().masked_fill(weight.abs() < 0.01, float("nan"))
+
+
 def one_argument(weight):
     return weight
 
@@ -143,6 +147,22 @@ def test_a_score_of_the_wrong_shape_names_the_weight(tiny_run, user_score):
         pruner.after_step(1)
 
 
+def test_a_score_with_nan_names_the_weight_and_the_count(tiny_run, user_score):
+    """NaN compares false both ways: the cut-off would skip those weights, and a run
+    of all-NaN scores ended 'completed' at sparsity 0 against a target of 0.5."""
+    model, opt, pruner = _built(_custom(tiny_run, "nan_where_small"))
+    small = sum(int((p.detach().abs() < 0.01).sum()) for p in pruner.params[:1])
+    assert small > 0
+    with pytest.raises(ValueError, match=rf"score of \S+ is NaN at {small:,} of [\d,]+ entries"):
+        pruner.after_step(1)
+    # the same function on weights that are NaN themselves (a diverging run): no error
+    model, opt, pruner = _built(_custom(tiny_run, "itself"))
+    with torch.no_grad():
+        for p in pruner.params:
+            p.fill_(float("nan"))
+    pruner.after_step(1)
+
+
 def test_a_method_custom_without_a_function_is_refused():
     w = torch.nn.Parameter(torch.ones(4, 4))
     with pytest.raises(ValueError, match="score is required for method 'custom'"):
@@ -165,7 +185,7 @@ def test_a_method_custom_without_a_function_is_refused():
         ("user_score", 'is not "module:function"'),
         ("no_such_module_x:taylor", "cannot import no_such_module_x"),
         ("user_score:nope", "nope in user_score has no such name"),
-        ("user_score:NOT_CALLABLE", "is a int, not a function"),
+        ("user_score:NOT_CALLABLE", "is an int, not a function"),
         ("user_score:one_argument", "must take two arguments, score(weight, state)"),
     ],
 )
