@@ -33,6 +33,13 @@ TIED = (
     "PRUNING_FREQUENCY",
 )
 ALIASED = {"MAX_ITERS": "GPT2_MAX_ITERS", "WARMUP": "GPT2_WARMUP_STEPS"}
+# Tied lengths whose order a rule requires (lib/prune/rules.py: the ramp has steps):
+# rounding a very short run can make them equal, which the scaling must not cause.
+ORDERED = (("PRUNING_WARMUP", "PRUNING_RAMP_END"),)
+
+
+def _scaled(old: int, steps: int, total: int) -> int:
+    return 0 if old == 0 else max(1, round(old * steps / total))
 
 
 def split(overrides: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], str | None]:
@@ -66,10 +73,17 @@ def scale(
             kept.append(name)
             continue
         old = int(sym.str_value)
-        new = 0 if old == 0 else max(1, round(old * steps / total))
+        new = _scaled(old, steps, total)
         out.append((name, str(new)))
         if new != old:
             changes.append(f"{name} {old} -> {new}")
+    collapsed = [
+        _collapsed(kconf, first, second, steps, total, where)
+        for first, second in ORDERED
+        if not {first, second} & named  # a length given as typed is the user's
+    ]
+    if any(collapsed):
+        return [], "", [p for p in collapsed if p]
     note = (
         f"{NAME}={steps}: GPT2_MAX_ITERS {total} -> {steps} (x{steps / total:.3g}), scaled "
         f"with it: {', '.join(changes) or 'nothing else'}"
@@ -77,6 +91,33 @@ def scale(
         f"the run's end"
     )
     return out, note, []
+
+
+def _collapsed(
+    kconf: kconfiglib.Kconfig, first: str, second: str, steps: int, total: int, where: str
+) -> str | None:
+    """Why scaling to `steps` would leave `first` no longer below `second`, with the
+    shortest SCALE_ITERS that keeps them apart; None when it does not."""
+    syms = [kconf.syms.get(name) for name in (first, second)]
+    if any(s is None or not s.config_string for s in syms):
+        return None
+    low, high = (int(s.str_value) for s in syms if s is not None)
+    if low >= high or _scaled(low, steps, total) < _scaled(high, steps, total):
+        return None  # already out of order (its rule says so) or kept in order
+    shortest = next(
+        (
+            n
+            for n in range(steps + 1, total + 1)
+            if _scaled(low, n, total) < _scaled(high, n, total)
+        ),
+        total,
+    )
+    return (
+        f"{where} is too short for this configuration: {first} {low} -> "
+        f"{_scaled(low, steps, total)} and {second} {high} -> {_scaled(high, steps, total)} "
+        f"would leave no steps between them; give SCALE_ITERS={shortest} or more, or set "
+        f"{first}= and {second}= as well"
+    )
 
 
 def _length_problem(sym: kconfiglib.Symbol, value: str) -> str | None:

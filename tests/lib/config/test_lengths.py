@@ -116,3 +116,22 @@ def test_pruning_ramp_scales_and_a_pruned_matrix_cut_short_is_not_refused(tmp_pa
     _, planned = expand(["SCALE_ITERS=150"], matrix)
     pruned = [p.config for p in planned if p.config.PRUNING_RAMP_END is not None]
     assert pruned and {(c.GPT2_MAX_ITERS, c.PRUNING_RAMP_END) for c in pruned} == {(150, 120)}
+
+
+def test_a_run_too_short_for_the_ramp_names_the_shortest_scale_that_keeps_it(tmp_path):
+    """Warmup 400 and ramp end 1600 of 2000 both round to 1 at SCALE_ITERS=1: the
+    refusal is the scaling's, with the shortest length whose ramp keeps a step."""
+    path = write_config(tmp_path / ".config", PRUNED)
+    with pytest.raises(ConfigError) as err:
+        load_run_config(["SCALE_ITERS=1"], path)
+    text = str(err.value)
+    assert "SCALE_ITERS=1 is too short for this configuration" in text, text
+    assert "PRUNING_WARMUP 400 -> 1 and PRUNING_RAMP_END 1600 -> 1" in text, text
+    shortest = int(text.split("give SCALE_ITERS=")[1].split()[0])
+    run = load_run_config([f"SCALE_ITERS={shortest}"], path)
+    assert run.PRUNING_WARMUP < run.PRUNING_RAMP_END <= run.GPT2_MAX_ITERS == shortest
+    with pytest.raises(ConfigError, match="too short"):
+        load_run_config([f"SCALE_ITERS={shortest - 1}"], path)
+    # a ramp given beside it is the user's, judged by the pruning rule as typed
+    run = load_run_config(["SCALE_ITERS=1", "SET=PRUNING_WARMUP=0 PRUNING_RAMP_END=1"], path)
+    assert (run.PRUNING_WARMUP, run.PRUNING_RAMP_END) == (0, 1)
