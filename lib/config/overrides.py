@@ -66,7 +66,11 @@ def split_args(args: list[str]) -> tuple[list[tuple[str, str]], dict[str, bool],
         elif name == "SET":
             more, more_flags, bad = split_args(value.split())
             overrides += more
-            problems += bad
+            problems += [
+                f"{b} (SET= splits at blanks: write a value without them, e.g. "
+                f"betas=(0.9,0.99), or set it in .config with make menuconfig)"
+                for b in bad
+            ]
             flags.update({k: True for k, v in more_flags.items() if v})
         else:
             overrides.append((name, value))

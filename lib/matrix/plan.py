@@ -209,7 +209,8 @@ def packing_lines(base: RunConfig, placer: packing.Packer, run_ids: list[str]) -
     setting = f"MATRIX_RUNS_PER_GPU={(base.MATRIX_RUNS_PER_GPU or '1').strip()}"
     wave = placer.first_wave(run_ids)
     later = len(run_ids) - len(wave.where)
-    then = [f"  the other {counted(later, 'run')} start as places free up"] if later else []
+    starts = "starts" if later == 1 else "start"
+    then = [f"  the other {counted(later, 'run')} {starts} as places free up"] if later else []
     if not placer.gpus:
         return [
             f"runs at a time: {placer.most_at_once} (no GPU here; PARALLEL_JOBS= changes it)"

@@ -52,8 +52,10 @@ def build_optimizer(
 def optimizer_impl(optimizer: torch.optim.Optimizer) -> str:
     """What the step runs, e.g. "AdamW (fused)", "AdamWSPAM (foreach)" (metrics.json)."""
     impl = getattr(optimizer, "impl", None)
+    d = optimizer.defaults
+    if impl is None and not {"fused", "foreach"} & set(d):
+        impl = "its own step"  # a class of one's own: none of torch's implementation flags
     if impl is None:
-        d = optimizer.defaults
         impl = (
             "fused"
             if d.get("fused")

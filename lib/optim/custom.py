@@ -20,6 +20,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from lib import user_code
+from lib.plural import with_article
 from lib.user_code import UserCodeError, short
 
 if TYPE_CHECKING:
@@ -83,10 +84,13 @@ def load_class(spec: str) -> type:
         raise CustomOptimizerError(str(err)) from None
     if not (isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer)):
         module_name, attribute = user_code.split(spec, CLASS, "Class", "my_optim:Lion")
-        raise CustomOptimizerError(
-            f'{CLASS}="{spec}": {attribute} in {module_name} is a {type(cls).__name__}, not a '
-            f"subclass of torch.optim.Optimizer"
+        what = (
+            f"a class whose bases ({', '.join(b.__name__ for b in cls.__mro__[1:])}) do not "
+            "include torch.optim.Optimizer"
+            if isinstance(cls, type)
+            else f"{with_article(type(cls).__name__)}, not a subclass of torch.optim.Optimizer"
         )
+        raise CustomOptimizerError(f'{CLASS}="{spec}": {attribute} in {module_name} is {what}')
     return cls
 
 

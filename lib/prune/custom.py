@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lib import user_code
+from lib.plural import with_article
 from lib.user_code import UserCodeError
 
 if TYPE_CHECKING:
@@ -37,7 +38,9 @@ def load_score(spec: str) -> Callable[..., Any]:
     unless it can be called as score(weight, state)."""
     found = user_code.load(spec, SCORE, "function", EXAMPLE)
     if not callable(found) or isinstance(found, type):
-        raise UserCodeError(f'{SCORE}="{spec}" is a {type(found).__name__}, not a function')
+        raise UserCodeError(
+            f'{SCORE}="{spec}" is {with_article(type(found).__name__)}, not a function'
+        )
     try:
         inspect.signature(found).bind(None, None)
     except TypeError:

@@ -69,3 +69,15 @@ def test_an_int_in_dot_config_is_kconfigs_syntax_too(dot_config, value):
         f"CONFIG_GPT2_MAX_ITERS={value} was not applied (Kconfig's own tools refuse it): "
         "not an integer; allowed: 1 to 100000000" in problem
     )
+
+
+def test_a_value_split_at_a_blank_inside_set_says_why():
+    """SET="X=betas=(0.9, 0.99)" reaches the parser as two words; the second is no
+    NAME=VALUE, and the refusal says that SET= splits at blanks."""
+    from lib.config.overrides import split_args
+
+    _, _, problems = split_args(["SET=OPTIMIZER_CUSTOM_KWARGS=betas=(0.9, 0.99)"])
+    [problem] = problems
+    assert problem.startswith("override '0.99)' is not NAME=VALUE"), problem
+    assert "SET= splits at blanks" in problem and "betas=(0.9,0.99)" in problem, problem
+    assert split_args(["MAX_ITERS"])[2] == ["override 'MAX_ITERS' is not NAME=VALUE"]
