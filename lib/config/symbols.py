@@ -1565,7 +1565,24 @@ class Symbols(Fields):
     OPTIM_HAS_MASK_PRUNING: bool | None = None
     """Derived: an optimizer that trains dense or with magnitude or
     movement pruning (every one but AdamWPrune) runs, alone or in a
-    matrix.
+    matrix, so those pruning methods are offered.
+    """
+
+    OPTIM_READS_ADAM: bool | None = None
+    """Derived: an optimizer that reads the Adam family's betas and
+    epsilon runs, so ADAM_BETA1, ADAM_BETA2 and ADAM_EPSILON are
+    offered.
+    """
+
+    OPTIM_READS_AMSGRAD: bool | None = None
+    """Derived: an optimizer whose AMSGrad is a choice runs, so
+    ADAM_AMSGRAD is offered.
+    """
+
+    OPTIM_READS_IMPL: bool | None = None
+    """Derived: an optimizer that steps through torch's fused,
+    multi-tensor or per-tensor paths runs, so OPTIMIZER_IMPL is
+    offered.
     """
 
     ADAMWPRUNE_BASE: Literal["adamw", "adamwspam"] | None = None
@@ -3820,6 +3837,9 @@ class Optim(Fields):
     OPTIMIZER_CUSTOM_KWARGS: str = ""  # Your optimizer's keyword arguments
     OPTIM_HAS_ADAMWPRUNE: bool = False
     OPTIM_HAS_MASK_PRUNING: bool = False
+    OPTIM_READS_ADAM: bool = False
+    OPTIM_READS_AMSGRAD: bool = False
+    OPTIM_READS_IMPL: bool = False
     ADAMWPRUNE_BASE: Literal["adamw", "adamwspam"] | None = None  # AdamWPrune base optimizer
     ADAMWPRUNE_BASE_ADAMW: bool = False  # AdamW
     ADAMWPRUNE_BASE_ADAMWSPAM: bool = False  # AdamWSPAM

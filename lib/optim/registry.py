@@ -13,7 +13,8 @@ device), what its state costs
 The matrix (lib/matrix/grid.py), the estimate (lib/estimate/memory.py), the
 results' labels (lib/results/labels.py) and build_optimizer() read these
 records, so adding an optimizer is one module with its builder, one record
-here and its two Kconfig entries (plus its settings, if any);
+here and its two Kconfig entries, each selecting the shared settings it reads
+(OPTIM_READS_*) and whether it takes mask pruning (plus its own settings, if any);
 tests/lib/optim/test_optim_registry.py does exactly that in a scratch copy of
 the project. This file imports no torch: configuration checks read it.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gpt2.variants import VARIANTS
 from lib.bench.step import PINNED_SLOTS, run_bench, synthetic_batches
 
 
@@ -66,7 +67,8 @@ def test_seqlen_bench_rows_state_sizes_and_plot(tiny_run, tmp_path):
     result = run_seqlen_bench(run, vocab=64, lengths=(16, 32), steps=1)
     rows = {(r["variant"], r["seq_len"]): r for r in result["rows"]}
     # every family's, from the registries (gpt2/variants.py: those with bench=True)
-    variants = ["vanilla", "sdpa_gate", "mla", "ra_logit", "ra_mla", "ra_gated", "hamt"]
+    variants = [v.name for v in VARIANTS if v.bench] + ["hamt"]
+    assert {"vanilla", "mla", "hamt"} <= set(variants)
     assert result["variants"] == variants
     assert set(rows) == {(v, t) for v in variants for t in (16, 32)}
     for row in rows.values():

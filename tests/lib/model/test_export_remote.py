@@ -16,6 +16,7 @@ import torch
 
 from gpt2.config import GPT2Config
 from gpt2.model import GPT2
+from gpt2.variants import VARIANTS
 from hamt.config import HAMTConfig
 from hamt.model import HAMT
 from lib.data.tokenizers import GPT2Tokenizer
@@ -69,15 +70,11 @@ HAMT_CONFIG = dict(
     slow_every=2,
     chunk_size=8,
 )
-# the attention variants' modules, which gpt2/model.py imports by name (gpt2/variants.py)
-VARIANT_CODE = [
-    "gpt2_kvsplice.py",
-    "gpt2_mla.py",
-    "gpt2_ra.py",
-    "gpt2_ra_gated.py",
-    "gpt2_rgsa.py",
-    "gpt2_sdpa_gate.py",
-]
+# the attention variants' modules, which gpt2/model.py imports by name: one per module
+# the variants' records name (gpt2/variants.py), so a variant of one's own is carried too
+VARIANT_CODE = sorted(
+    {f"gpt2_{v.layers.split(':')[0]}.py" for v in VARIANTS} - {"gpt2_attention.py"}
+)
 SHARED_CODE = [
     "gpt2_attention.py",
     "gpt2_config.py",

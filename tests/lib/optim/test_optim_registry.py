@@ -7,6 +7,8 @@ name and content hash, priced from its measured state, and a matrix entry."""
 from __future__ import annotations
 
 import hashlib
+import shutil
+import subprocess
 import sys
 import textwrap
 
@@ -18,8 +20,9 @@ from lib.config.kconfig import ConfigError, open_tree
 from lib.estimate.memory import model_counts, optimizer_bytes
 from lib.matrix import grid
 from lib.model import registry as families
-from lib.optim import base_optimizer, build_optimizer, registry, state_bytes
+from lib.optim import base_optimizer, build_optimizer, optimizer_impl, registry, state_bytes
 from lib.optim.registry import OPTIMIZERS
+from lib.paths import ROOT
 from lib.results import labels
 from lib.run.fingerprint import user_sources
 from tests.scripts.conftest import project  # noqa: F401 (fixture)
@@ -41,7 +44,7 @@ def test_records_and_kconfig_name_the_same_optimizers():
     assert labels.OPTIMIZERS == {o.name: o.label for o in OPTIMIZERS}
     assert all(o.build or o.base_symbol for o in OPTIMIZERS)
     with pytest.raises(ValueError, match="no record in lib/optim/registry.py"):
-        registry.method("lion")
+        registry.method("no-such-optimizer")
 
 
 def _model(run):
@@ -137,6 +140,7 @@ def test_a_class_of_ones_own_trains_by_its_rule_and_is_recorded(tiny_run, lion):
     decayed = {id(p) for g in model.param_groups(0.1) if g["weight_decay"] for p in g["params"]}
     opt = _stepped(run, model)
     assert type(opt).__name__ == "Lion" and opt.defaults["betas"] == (0.8, 0.95)
+    assert optimizer_impl(opt) == "Lion (its own step)"  # not torch's flags it lacks
     gen = torch.Generator().manual_seed(1)
     grads = [[torch.randn(p.shape, generator=gen) for p in model.parameters()] for _ in range(2)]
     for (name, p), *gs in zip(model.named_parameters(), *grads):
@@ -169,7 +173,15 @@ def test_a_class_of_ones_own_trains_by_its_rule_and_is_recorded(tiny_run, lion):
         ({"OPTIMIZER_CUSTOM_CLASS": "user_lion"}, 'is not "module:Class"'),
         ({"OPTIMIZER_CUSTOM_CLASS": "no_such_module_x:Lion"}, "cannot import no_such_module_x"),
         ({"OPTIMIZER_CUSTOM_CLASS": "user_lion:Nope"}, "Nope in user_lion has no such name"),
-        ({"OPTIMIZER_CUSTOM_CLASS": "user_lion:torch"}, "not a subclass of torch.optim.Optimizer"),
+        (
+            {"OPTIMIZER_CUSTOM_CLASS": "user_lion:torch"},
+            "is a module, not a subclass of torch.optim",
+        ),
+        (
+            {"OPTIMIZER_CUSTOM_CLASS": "collections:OrderedDict"},
+            "OrderedDict in collections is a class whose bases (dict, object) do not include "
+            "torch.optim.Optimizer",
+        ),
         ({"OPTIMIZER_CUSTOM_KWARGS": "momentum=0.9"}, "its constructor takes no momentum"),
         ({"OPTIMIZER_CUSTOM_KWARGS": "betas=(0.9"}, "is not a list of keyword arguments"),
         ({"OPTIMIZER_CUSTOM_KWARGS": "0.9"}, "only name=value pairs"),
@@ -265,6 +277,7 @@ RECORD = """    OptimizerMethod("signsgd", "signSGD", "signsgd:build_signsgd", m
 CHOICE_ENTRY = """\
 config OPTIMIZER_SIGNSGD
 	bool "signSGD with momentum"
+	select OPTIM_HAS_MASK_PRUNING
 	help
 	  The sign of a momentum buffer (Bernstein et al. 2018).
 
@@ -272,6 +285,7 @@ config OPTIMIZER_SIGNSGD
 MATRIX_ENTRY = """\
 config OPTIMIZER_ENABLE_SIGNSGD
 	bool "signSGD"
+	select OPTIM_HAS_MASK_PRUNING
 	help
 	  Include signSGD runs in the test matrix.
 
@@ -366,7 +380,9 @@ def test_a_new_optimizer_and_pruning_method_are_each_a_module_a_record_and_two_k
     run_dir = (project / "results" / "latest").resolve()
     assert "_signsgd_" in f"_{run_dir.name}_", run_dir.name
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["status"] == "completed" and metrics["optimizer_impl"].startswith("SignSGD")
+    assert (
+        metrics["status"] == "completed" and metrics["optimizer_impl"] == "SignSGD (its own step)"
+    )
     val = metrics["val_loss"]["values"]
     assert val[-1] < val[0], val
 
@@ -387,11 +403,21 @@ def test_a_new_optimizer_and_pruning_method_are_each_a_module_a_record_and_two_k
     assert optimizer_line(signsgd) != optimizer_line(adamw), signsgd
     assert "| signsgd | none |" in ok(make(project, "results"))  # the latest run's table
 
-    # the pruning method, with AdamW: its score prunes to the target on the shared ramp
+    # the pruning method, with the new optimizer (its entries select mask pruning): its
+    # score prunes to the target on the shared ramp
     taylor = "SET=PRUNING_MODE_SINGLE=y PRUNING_METHOD_TAYLOR=y PRUNING_TARGET_SPARSITY=0.5"
-    ok(make(project, f"{taylor} {SHORT_EVAL}", "LR=1e-3", "SCALE_ITERS=30", "YES=1"))
+    ok(
+        make(
+            project,
+            f"{taylor} OPTIMIZER_SIGNSGD=y {SHORT_EVAL}",
+            "LR=1e-3",
+            "SCALE_ITERS=30",
+            "YES=1",
+        )
+    )
     metrics = json.loads(((project / "results" / "latest").resolve() / "metrics.json").read_text())
     assert metrics["status"] == "completed" and metrics["pruning_method"] == "taylor"
+    assert metrics["optimizer"] == "signsgd", metrics["optimizer"]
     assert abs(metrics["sparsity"] - 0.5) < 1e-3, metrics["sparsity"]
     plan = ok(
         make(
@@ -405,7 +431,20 @@ def test_a_new_optimizer_and_pruning_method_are_each_a_module_a_record_and_two_k
     assert "pruning" in ok(make(project, taylor, "estimate")).lower()
 
     table = ok(make(project, "results"))
-    assert "| adamw | taylor | 50.0 |" in table, table[-2000:]
+    assert "| signsgd | taylor | 50.0 |" in table, table[-2000:]
+
+    # every setting the new entries show is one the new code reads (the Adam family's
+    # betas, AMSGrad and the implementation choice stay hidden: nothing selects them)
+    shutil.copy(ROOT / "tests" / "test_symbols_read.py", project / "test_symbols_read.py")
+    (project / "conftest.py").write_text("import lib.rules  # noqa: F401 (the rules it checks)\n")
+    read = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+        + ["test_symbols_read.py", "-k", "OPTIMIZER_SIGNSGD or PRUNING_METHOD_TAYLOR"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert read.returncode == 0 and "2 passed" in read.stdout, read.stdout[-3000:]
 
     changed = sorted(n for n, d in digests(project).items() if before.get(n) != d)
     assert changed == [
