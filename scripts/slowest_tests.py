@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lib.atomic import write_text_atomic
+from lib.cli import run_script
 from lib.doc_blocks import BlockError, body_of, write_or_check
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -146,4 +147,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(lambda argv: main())

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from lib.cli import run_script
 from lib.matrix.watch import render
 from lib.paths import DEFAULT_RESULTS
 
@@ -43,4 +44,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run_script(main)

@@ -180,3 +180,30 @@ def test_watch_counts_the_tuning_stage_from_its_records(tiny_run, tmp_path):
         "  0 of 2 runs done; about 1m 00s left (2 at a time; "
         "calibrated from 2 runs of this shape on this machine)"
     )
+
+
+def test_an_entry_point_without_the_rules_is_an_error_not_a_missing_estimate(
+    tiny_run, tmp_path, monkeypatch
+):
+    """`make watch` once ran without lib/cli.py: every estimate raised OwnersMissing,
+    which the guard for unreadable records turned into 'time left unknown'."""
+    import lib.estimate.calibrate as calibrate
+    from lib.config.rules import OwnersMissing
+    from lib.matrix.eta import Estimates
+
+    root = tmp_path / "results" / "m1"
+    root.mkdir(parents=True)
+    (root / "base.config").write_text(tiny_run().config_text)
+    estimates = Estimates(root)
+    estimates.prepare()
+    pending = {"state": "pending", "overrides": [], "attempts": 0}
+    assert estimates("a", pending) is not None  # the rules are registered here
+
+    def unregistered(*args, **kwargs):
+        raise OwnersMissing("a configuration was checked before the rules were registered")
+
+    monkeypatch.setattr(calibrate, "estimate_run", unregistered)
+    with pytest.raises(OwnersMissing):
+        estimates("b", pending)
+    monkeypatch.setattr(calibrate, "estimate_run", lambda *a: (_ for _ in ()).throw(OSError()))
+    assert estimates("c", pending) is None  # an unreadable record still is no estimate
