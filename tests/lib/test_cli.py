@@ -1,7 +1,9 @@
-"""lib/cli.py: a script's process skips the garbage collection at its exit."""
+"""lib/cli.py: a script's process skips the garbage collection at its exit, and its
+output to a reader that went away is dropped, not an error."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -33,3 +35,46 @@ def test_a_script_exits_without_collecting_what_it_left(imports_cli):
     # Without lib.cli the exit's collection frees the cycle; with it, that
     # collection skips everything the script held (gc.freeze at exit).
     assert done.stdout.split() == (["end"] if imports_cli else ["end", "collected"])
+
+
+def test_a_console_whose_reader_left_drops_the_rest_and_the_script_goes_on(tmp_path):
+    """`make | tee` and Ctrl-C: tee exits first. The script's writes after that
+    reach /dev/null, and it finishes its work (here a file) with its own exit code."""
+    script = (
+        "import sys\n"
+        "from lib.cli import run_script\n"
+        "def main(argv):\n"
+        "    for i in range(100_000):\n"
+        "        print('line', i)\n"
+        "    print('to stderr too', file=sys.stderr)\n"
+        f"    open({str(tmp_path / 'done')!r}, 'w').write('yes')\n"
+        "    return 3\n"
+        "run_script(main)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None
+    proc.stdout.read(100)
+    proc.stdout.close()  # the reader goes away mid-output
+    assert proc.wait(timeout=60) == 3
+    assert (tmp_path / "done").read_text() == "yes"
+
+
+def test_a_console_without_a_descriptor_drops_to_devnull():
+    import io
+
+    from lib.cli import Console
+
+    class Closed(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError
+
+    console = Console(Closed())
+    assert console.write("lost") == 4
+    assert console.write("still lost") == 10  # /dev/null from now on
+    console.flush()

@@ -149,3 +149,46 @@ def _text(path: Path) -> str:
 def _children(pid: int) -> list[int]:
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
     return [int(p) for p in out.stdout.split()]
+
+
+@pytest.mark.slow
+def test_a_run_whose_terminal_pipe_closed_stops_with_its_record(project):
+    """`make | tee log` and Ctrl-C: the signal reaches tee too, which exits first, so
+    the run's next write to its console meets a closed pipe. The run keeps training
+    and logging to output.log, and stops on the signal with its checkpoint and record
+    (it had ended 'running' or 'failed' on BrokenPipeError, without a checkpoint)."""
+    assert make(project, "defconfig-gpt2-tiny-shakespeare").returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "-C", str(project), "MAX_ITERS=100000", "COMPILE=n"]
+        + ["RUN_NAME=piped", "SET=TRAIN_LOG_INTERVAL=1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        preexec_fn=_default_signals,
+    )
+    run = project / "results" / "piped"
+    try:
+        end = time.monotonic() + 240
+        while time.monotonic() < end and not _steps_logged(run):
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        assert proc.stdout is not None
+        proc.stdout.close()  # tee is gone
+        logged = _steps_logged(run)
+        while time.monotonic() < end and _steps_logged(run) < logged + 5:
+            assert proc.poll() is None, "the run ended when its console went away"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["status"] == "stopped" and metrics["stop_signal"] == "SIGINT", metrics
+    assert (run / "ckpt_latest.pt").exists()
+    assert "stopped" in _text(run / "output.log").splitlines()[-1]
+
+
+def _steps_logged(run: Path) -> int:
+    return sum(line.startswith("iter ") for line in _text(run / "output.log").splitlines())
