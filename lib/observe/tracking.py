@@ -218,7 +218,7 @@ class Tracker:
             "train/lr": metrics.lr["values"][-1],
             "perf/peak_memory_mb": peak_memory_mb(device)[0],
         }
-        tps = metrics.tokens_per_sec
+        tps = metrics.recent_tokens_per_sec or metrics.tokens_per_sec  # the log line's
         if tps:
             values["perf/tokens_per_sec"] = tps
             values["perf/ms_per_iter"] = 1000 * metrics.static["tokens_per_iter"] / tps

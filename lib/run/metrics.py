@@ -99,15 +99,25 @@ class RunMetrics:
         self.events: list[dict[str, Any]] = []
         self.points: dict[str, dict[str, list]] = {}  # other series, e.g. sparsity
         self._steps_this_segment = 0
+        # The steps since the last log line: its speed is theirs, not the whole run's
+        # (after `make continue`, the earlier segments' speed is another machine's or
+        # load's). [tokens, seconds] of every step, and of those past the warm-up.
+        self._window = [0, 0.0]
+        self._window_timed = [0, 0.0]
+        self.recent_tokens_per_sec = 0.0  # over the last closed window (close_window)
         self.environment = environment()  # of this process, not saved in checkpoints
 
     def record_step(self, seconds: float, tokens: int, kernel: KernelShare | None = None) -> None:
         self._steps_this_segment += 1
         self.wall_time_s += seconds
         self.all_tokens += tokens
+        self._window[0] += tokens
+        self._window[1] += seconds
         if self._steps_this_segment > WARMUP_STEPS:
             self.timed_tokens += tokens
             self.timed_seconds += seconds
+            self._window_timed[0] += tokens
+            self._window_timed[1] += seconds
             if kernel is not None:
                 self.timed_steps += 1
                 self.timed_page_faults += kernel.page_faults
@@ -152,6 +162,15 @@ class RunMetrics:
         if self.timed_seconds:
             return self.timed_tokens / self.timed_seconds
         return self.all_tokens / self.wall_time_s if self.wall_time_s else 0.0
+
+    def close_window(self) -> float:
+        """Tokens per second over the steps since the last call (past the segment's
+        warm-up where the window has such steps, else all of them; the whole run's
+        when it has none), kept as recent_tokens_per_sec; a new window starts."""
+        tokens, seconds = self._window_timed if self._window_timed[1] else self._window
+        self.recent_tokens_per_sec = tokens / seconds if seconds else self.tokens_per_sec
+        self._window, self._window_timed = [0, 0.0], [0, 0.0]
+        return self.recent_tokens_per_sec
 
     def summary(
         self, status: str, iterations: int, tokens_seen: int, extra: dict[str, Any] | None = None

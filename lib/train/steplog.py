@@ -74,7 +74,7 @@ class StepLog:
         self.metrics.record_train(step, loss, lr)
         fields = self.fields()  # sparsity, SPAM counters, HAMT slot use...
         self.metrics.record_fields(step, fields)
-        tps = self.metrics.tokens_per_sec
+        tps = self.metrics.close_window()  # since the last line; the record keeps the run's
         ms = 1000 * self.metrics.static["tokens_per_iter"] / tps if tps else float("nan")
         ppl = math.exp(min(loss, 50))
         if self.bar is not None:
