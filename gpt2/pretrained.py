@@ -153,8 +153,9 @@ def shape_problems(config: GPT2Config, hf: dict[str, Any], vocab_size: int | Non
     if vocab_size is not None and vocab_size != shape["vocab_size"]:
         problems.append(
             f"the data's tokenizer has {vocab_size} tokens, the checkpoint "
-            f"{shape['vocab_size']}: prepare the data with the tokenizer the "
-            f"checkpoint was trained with (CONFIG_DATA_TOKENIZER_GPT2=y for GPT-2)"
+            f"{shape['vocab_size']}: a fine-tune reads its data with GPT-2's tokenizer, so "
+            f"the checkpoint must have been trained with it (a run of this project "
+            f"exported for fine-tuning: trained with CONFIG_DATA_TOKENIZER_GPT2=y)"
         )
     if not config.bias:
         problems.append("GPT-2 has biases: set CONFIG_GPT2_BIAS=y")

@@ -359,8 +359,24 @@ def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
     return out
 
 
+def _tokens(r: RunRow) -> tuple[Any, Any]:
+    """What one token of the run's perplexity is: its tokenizer, on its dataset (a
+    BPE learnt from the training text is that text's)."""
+    return r.metrics.get("tokenizer"), r.metrics.get("dataset")
+
+
 def apply_baseline(rows: list[RunRow], baselines: dict[str, RunRow]) -> None:
+    """delta %: best perplexity against the baseline's, for runs whose tokens are the
+    baseline's; perplexity is per token, so across tokenizers the ratio says nothing
+    (best nats/char compares those)."""
     for r in rows:
         base = baselines.get(r.model or "?")
-        if base is not None and base.best_ppl and r.best_ppl is not None:
-            r.delta_pct = 100 * (r.best_ppl / base.best_ppl - 1)
+        if base is None or not base.best_ppl or r.best_ppl is None:
+            continue
+        if _tokens(r) != _tokens(base):
+            r.problems.append(
+                "no delta %: its tokens ({}, {}) are not the baseline's ({}, {}); perplexity "
+                "is per token, compare best nats/char".format(*_tokens(r), *_tokens(base))
+            )
+            continue
+        r.delta_pct = 100 * (r.best_ppl / base.best_ppl - 1)

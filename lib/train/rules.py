@@ -28,12 +28,12 @@ def check_lr_warmup(run: RunConfig) -> list[str]:
     warmup, total = run.GPT2_WARMUP_STEPS, run.GPT2_MAX_ITERS
     if warmup == 0 or warmup <= total:
         return []
-    last = run.LEARNING_RATE * total / warmup  # the LR of the last step, still warming up
+    last = total / warmup  # the last step's share of the peak, still warming up
     decay = "" if run.LR_SCHEDULE == "constant" else " and never decay"
     fix = f"WARMUP={total // 10} (a tenth of the run)" if total >= 10 else "WARMUP=0 (no warmup)"
     return [
         f"CONFIG_GPT2_WARMUP_STEPS={warmup} is past CONFIG_GPT2_MAX_ITERS={total}: "
-        f"every step would be in the LR warmup (the last at {last:.2g} of the "
+        f"every step would be in the LR warmup (the last at {100 * last:.3g} % of the "
         f"{run.LEARNING_RATE:g} peak){decay} (SCALE_ITERS={total} in place of MAX_ITERS= shortens a run with its warmup); "
         f"use {fix} or MAX_ITERS={max(warmup * 10, warmup + 1)}"
     ]

@@ -88,7 +88,7 @@ def test_the_issue_case_names_the_lr_warmup_and_a_working_value(defaults):
         load_run_config(["MAX_ITERS=20"], defaults)
     [problem] = info.value.problems
     assert problem.startswith("CONFIG_GPT2_WARMUP_STEPS=30 is past CONFIG_GPT2_MAX_ITERS=20")
-    assert "0.00067 of the 0.001 peak" in problem  # 1e-3 x 20 / 30, the LR of the last step
+    assert "the last at 66.7 % of the 0.001 peak" in problem  # 20 / 30: the last step's share
     assert "use WARMUP=2" in problem  # what `make` takes as typed (GPT2_WARMUP_STEPS= it refuses)
     assert load_run_config(["MAX_ITERS=20", "WARMUP=2"], defaults).GPT2_WARMUP_STEPS == 2
 

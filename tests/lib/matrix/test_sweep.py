@@ -87,7 +87,7 @@ def test_sweep_file(tmp_path):
     assert s.record()["log"] == ["LEARNING_RATE"]
     with pytest.raises(ConfigError, match="no sweep file"):
         sweep.from_file("does-not-exist")
-    assert sweep.from_file("tiny-lr").points()[0] == [("LEARNING_RATE", "3e-4")]
+    assert sweep.from_file("tiny-lr").points()[0] == [("LEARNING_RATE", "1e-3")]
 
 
 def test_sweep_runs_are_validated_and_named(matrix_config):

@@ -568,3 +568,33 @@ def test_configured_baseline_is_used_unless_baseline_is_given(
     assert script.main(["report", "--dir", str(matrix)]) == 0
     page = (matrix / "index.html").read_text()
     assert "<p>Baseline: gpt2_adamw_magnitude_90</p>" in page
+
+
+def test_no_delta_against_a_baseline_of_other_tokens(tmp_path):
+    """Perplexity is per token: a run on GPT-2's BPE against a baseline on a
+    5,520-token BPE got a delta of -89.5 %, which says nothing about the method."""
+    from lib.results.collect import apply_baseline, collect, pick_baseline
+
+    root = tmp_path / "matrix_t"
+    make_run(root, "gpt2_adamw_none", 100.0, tokenizer="bpe", dataset="shakespeare")
+    make_run(root, "gpt2_adamw_magnitude_50", 110.0, method="magnitude", tokenizer="bpe")
+    make_run(
+        root,
+        "gpt2_adamw_magnitude_90",
+        10.5,
+        method="magnitude",
+        sparsity="0.9",
+        tokenizer="gpt2",
+        dataset="shakespeare",
+    )
+    rows, _ = collect(root)
+    apply_baseline(rows, pick_baseline(rows, None))
+    by = {r.run_id: r for r in rows}
+    assert by["gpt2_adamw_none"].delta_pct == pytest.approx(0.0)
+    for other in ("gpt2_adamw_magnitude_50", "gpt2_adamw_magnitude_90"):
+        assert by[other].delta_pct is None, other  # no dataset, or another tokenizer
+        assert "no delta %" in by[other].problems[-1] and "nats/char" in by[other].problems[-1]
+    assert (
+        "(gpt2, shakespeare) are not the baseline's (bpe, shakespeare)"
+        in (by["gpt2_adamw_magnitude_90"].problems[-1])
+    )

@@ -143,7 +143,9 @@ def test_mismatches_are_refused_naming_the_symbols(hf_run, tmp_path):
         build(GPT2_GELU_EXACT="y")
     run = build()
     assert run.GPT2_GELU == "tanh" and gpt2.from_run_config(run, VOCAB).gelu == "tanh"
-    with pytest.raises(PretrainedError, match="tokenizer has 65 tokens"):
+    with pytest.raises(
+        PretrainedError, match="tokenizer has 65 tokens.*CONFIG_DATA_TOKENIZER_GPT2=y"
+    ):
         gpt2.from_run_config(run, 65)
     # An empty path passes the config check (a defconfig leaves it to the user)
     # and is refused, with how to get GPT-2, when the model is built.
