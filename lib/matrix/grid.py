@@ -60,13 +60,32 @@ def one_run(run: RunConfig, command: str) -> RunConfig:
     """The run itself, or the error a matrix configuration gets from a one-run
     command (`make`, `make estimate`)."""
     if is_multiple(run):
+        several = [
+            what
+            for what, asked in (
+                ("several optimizers (OPTIMIZER_MODE_MULTIPLE)", run.OPTIMIZER_MODE == "multiple"),
+                (
+                    "several pruning settings (PRUNING_MODE_MULTIPLE)",
+                    run.PRUNING_MODE == "multiple",
+                ),
+                ("several attention variants", bool(run.GPT2_ATTENTION_MULTIPLE)),
+                (f'models (MATRIX_MODELS="{run.MATRIX_MODELS}")', bool(run.MATRIX_MODELS)),
+                ("an ablation list (MATRIX_ABLATION)", bool(run.MATRIX_ABLATION)),
+                (
+                    f'seeds (MATRIX_SEEDS="{run.MATRIX_SEEDS.strip()}")',
+                    bool(run.MATRIX_SEEDS.strip()),
+                ),
+            )
+            if asked
+        ]
+        where = (
+            "this .config with the command line's overrides" if run.overrides else "this .config"
+        )
         raise ConfigError(
             [
-                f"this .config enables several optimizers, pruning settings, "
-                f"attention variants, models, an ablation list or seeds, which "
-                f"`{command}` cannot do in one run: `make test-matrix` trains them "
-                f"and `make test-matrix-dry-run` shows each run with its memory "
-                f"and time; or choose one of each in `make menuconfig`"
+                f"{where} asks for {', '.join(several)}, which `{command}` cannot do in one "
+                f"run: `make test-matrix` trains them and `make test-matrix-dry-run` shows "
+                f"each run with its memory and time; or choose one of each in `make menuconfig`"
             ]
         )
     return run

@@ -311,10 +311,14 @@ def run_folder(path: str | Path | None, results: Path | None = None) -> Path:
             )
         found = within_results(shown, results, "nothing was read or written", "RUN=<dir>")
     if not (found / "config.txt").is_file():
-        raise RunDirError(
-            f"{shown} is not a run folder (no config.txt): train one with `make`, "
-            f"or name one with RUN=<dir>"
+        runs = [p.parent.name for p in sorted(found.glob("*/config.txt"))]
+        inside = (
+            f"; it holds runs, e.g. RUN={shown / runs[0]} (of {len(runs)}: "
+            f"{', '.join(runs[:6])}{' ...' if len(runs) > 6 else ''})"
+            if runs
+            else ": train one with `make`, or name one with RUN=<dir>"
         )
+        raise RunDirError(f"{shown} is not a run folder (no config.txt){inside}")
     return found
 
 

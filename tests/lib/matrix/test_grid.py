@@ -158,7 +158,10 @@ def test_one_run_commands_refuse_a_multiple_selection(matrix_config):
     path = matrix_config(**OPT3, PRUNING_MODE="multiple")
     assert is_multiple(load_run_config([], path))
     with pytest.raises(
-        ConfigError, match="`make estimate` cannot do in one run: `make test-matrix`"
+        ConfigError,
+        match=r"this .config asks for several optimizers \(OPTIMIZER_MODE_MULTIPLE\), several "
+        r"pruning settings \(PRUNING_MODE_MULTIPLE\), which `make estimate` cannot do in one "
+        "run: `make test-matrix`",
     ):
         one_run(load_run_config([], path), "make estimate")
     single = matrix_config(OPTIMIZER_MODE="single")

@@ -188,8 +188,16 @@ def test_seeds_alone_make_a_matrix(matrix_config):
     run = load_run_config([], matrix_config(MATRIX_SEEDS="3"))
     assert run.OPTIMIZER_MODE == "single" and run.PRUNING_MODE == "none"
     assert is_multiple(run)
-    with pytest.raises(ConfigError, match="an ablation list or seeds, which `make` cannot"):
+    with pytest.raises(
+        ConfigError, match='this .config asks for seeds \\(MATRIX_SEEDS="3"\\), which `make` cannot'
+    ):
         one_run(run, "make")
+    # seeds from the command line: the refusal says where they came from
+    given = load_run_config(["SEEDS=3"], matrix_config())
+    with pytest.raises(
+        ConfigError, match="this .config with the command line's overrides asks for seeds"
+    ):
+        one_run(given, "make")
     assert not is_multiple(dataclasses.replace(run, MATRIX_SEEDS=""))
     assert not is_multiple(dataclasses.replace(run, MATRIX_SEEDS="  "))
 

@@ -170,3 +170,20 @@ def test_an_append_through_a_link_fails_and_a_file_is_created_with_the_umask(tmp
     finally:
         os.umask(old)
     assert (tmp_path / "new").stat().st_mode & 0o777 == 0o640
+
+
+def test_a_matrix_folder_given_as_a_run_names_the_runs_it_holds(tmp_path):
+    """`make sample RUN=results/<matrix>`: the refusal names the runs inside."""
+    matrix = tmp_path / "matrix_x"
+    for name in ("gpt2_adamw_none", "gpt2_adamwspam_none"):
+        (matrix / name).mkdir(parents=True)
+        (matrix / name / "config.txt").write_text("")
+    with pytest.raises(RunDirError) as err:
+        run_folder(str(matrix))
+    text = str(err.value)
+    assert f"{matrix} is not a run folder (no config.txt); it holds runs" in text, text
+    assert f"RUN={matrix / 'gpt2_adamw_none'} (of 2: gpt2_adamw_none, gpt2_adamwspam_none)" in text
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RunDirError, match=r"no config.txt\): train one with `make`"):
+        run_folder(str(empty))
