@@ -104,6 +104,8 @@ def fit_lines(run: RunConfig, vocab: int | None) -> list[str]:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
+    if 0 < seconds < 0.5:
+        return "<1 s"  # a time, not nothing
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"

@@ -107,6 +107,8 @@ def time_basis(estimates: list[RunEstimate | None]) -> str:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "?"
+    if 0 < seconds < 0.5:
+        return "<1 s"  # a time, not nothing
     if seconds < 60:
         return f"{seconds:.0f} s"
     minutes = seconds / 60

@@ -207,3 +207,12 @@ def test_the_estimate_sizes_the_vocabulary_the_tokenizer_gives(tiny_run):
     assert estimate_memory(run).vocab_size == 3000
     assert estimate_memory(tiny_run()).vocab_size == 256  # characters, not prepared yet
     assert estimate_memory(tiny_run(), 100).vocab_size == 100
+
+
+def test_a_time_under_half_a_second_is_said_as_one():
+    """A tiny run on a GPU: its whole run rounded to '0 s', which reads as nothing."""
+    from lib.estimate.report import _duration as estimate_time
+    from lib.matrix.plan import _duration as plan_time
+
+    for said in (estimate_time, plan_time):
+        assert [said(s) for s in (None, 0.0, 0.2, 0.6, 59.0)] == ["?", "0 s", "<1 s", "1 s", "59 s"]
