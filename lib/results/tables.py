@@ -84,12 +84,19 @@ def _status(r: RunRow) -> str:
     return status + (f" ({'; '.join(r.problems)})" if r.problems else "")
 
 
+def _own(r: RunRow, value: str | None, section: str, key: str) -> str | None:
+    """A method of the user's own ("custom") with what it ran: the class or function
+    its record names (two custom runs may be two methods)."""
+    named = (r.metrics.get(section) or {}).get(key) if value == "custom" else None
+    return f"custom ({named})" if named else value
+
+
 def columns(rows: list[RunRow]) -> list[Column]:
     cols: list[Column] = [
         ("run", lambda r: r.run_id, ""),
         *([("seed", lambda r: r.seed, "")] if seeds.has_seeds(seeds.configurations(rows)) else []),
-        ("optimizer", lambda r: r.optimizer, ""),
-        ("pruning", lambda r: r.pruning, ""),
+        ("optimizer", lambda r: _own(r, r.optimizer, "optimizer_custom", "class"), ""),
+        ("pruning", lambda r: _own(r, r.pruning, "pruning_custom", "function"), ""),
         (
             "sparsity",
             lambda r: (

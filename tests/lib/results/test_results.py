@@ -598,3 +598,25 @@ def test_no_delta_against_a_baseline_of_other_tokens(tmp_path):
         "(gpt2, shakespeare) are not the baseline's (bpe, shakespeare)"
         in (by["gpt2_adamw_magnitude_90"].problems[-1])
     )
+
+
+def test_a_method_of_ones_own_shows_the_class_or_function_it_ran(tmp_path):
+    from lib.results.collect import RunRow
+    from lib.results.tables import columns
+
+    own = RunRow(
+        "gpt2_custom_custom_50",
+        tmp_path,
+        "completed",
+        optimizer="custom",
+        pruning="custom",
+        metrics={
+            "optimizer_custom": {"class": "my_lion:Lion"},
+            "pruning_custom": {"function": "my_score:taylor"},
+        },
+    )
+    builtin = RunRow("gpt2_adamw_none", tmp_path, "completed", optimizer="adamw")
+    cols = {name: (f, spec) for name, f, spec in columns([own, builtin])}
+    assert cols["optimizer"][0](own) == "custom (my_lion:Lion)"
+    assert cols["pruning"][0](own) == "custom (my_score:taylor)"
+    assert (cols["optimizer"][0](builtin), cols["pruning"][0](builtin)) == ("adamw", "none")
