@@ -72,7 +72,38 @@ class Training:
 
     def describe(self) -> list[str]:
         compiling = "requested; compiles on the first step" if self.step.compile.compiled else "off"
-        return [f"torch.compile: {compiling}", self.speed.describe()]
+        return [
+            self._optimizer_line(),
+            *([self._pruning_line()] if self.pruner is not None else []),
+            f"torch.compile: {compiling}",
+            self.speed.describe(),
+        ]
+
+    def _optimizer_line(self) -> str:
+        """What steps the weights, as built: the class and its path, its own code's
+        name, and which tensors decay."""
+        groups = self.optimizer.param_groups
+        decays = [g for g in groups if g.get("weight_decay")]
+        decayed = sum(len(g["params"]) for g in decays)
+        total = sum(len(g["params"]) for g in groups)
+        custom = self.user_code.get("optimizer_custom")
+        own = f" ({custom['class']}, your own)" if custom else ""
+        decay = (
+            f"weight decay {decays[0]['weight_decay']:g} on {decayed} of {total} tensors"
+            if decays
+            else "no weight decay"
+        )
+        return f"optimizer: {optimizer_impl(self.optimizer)}{own}; {decay}"
+
+    def _pruning_line(self) -> str:
+        p = self.pruner
+        assert p is not None  # describe() asks only then
+        custom = self.user_code.get("pruning_custom")
+        own = f" ({custom['function']}, your own)" if custom else ""
+        return (
+            f"pruning: {p.method}{own} to {p.target:.0%} sparsity, {p.scope}, {p.schedule} "
+            f"from step {p.warmup} to {p.ramp_end}, masks every {p.frequency} steps"
+        )
 
     def state_dict(self, dist: DistEnv = SINGLE) -> dict[str, Any]:
         """The checkpoint's entries for these parts: full (unsharded) model and

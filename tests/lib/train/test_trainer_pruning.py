@@ -129,3 +129,25 @@ def test_spam_run_counts_resets_and_logs_them(tiny_run):
     assert summary["spam_resets"] == 2 and summary["spam_spikes_clipped"] >= 0
     assert any("resets 2" in line for line in lines)
     assert summary["val_loss"]["values"][-1] < summary["train_loss"]["values"][0]
+
+
+def test_the_log_says_which_optimizer_and_pruning_run(tiny_run):
+    """The run's first lines name the optimizer as built (class, implementation, which
+    tensors decay) and the pruning schedule; they once named neither."""
+    from lib.train.build import build_training
+
+    run = tiny_run(**PRUNE, PRUNING_METHOD_MAGNITUDE="y", WEIGHT_DECAY="0.05")
+    training = build_training(run, torch.device("cpu"), 40)
+    lines = training.describe()
+    groups = training.optimizer.param_groups
+    decayed = sum(len(g["params"]) for g in groups if g["weight_decay"])
+    total = sum(len(g["params"]) for g in groups)
+    assert 0 < decayed < total
+    assert lines[0].startswith("optimizer: AdamW (")
+    assert lines[0].endswith(f"; weight decay 0.05 on {decayed} of {total} tensors"), lines[0]
+    assert lines[1] == (
+        f"pruning: magnitude to {run.PRUNING_TARGET_SPARSITY:.0%} sparsity, {run.PRUNING_SCOPE}, "
+        f"{run.PRUNING_SCHEDULE} from step 4 to 20, masks every 4 steps"
+    ), lines[1]
+    dense = build_training(tiny_run(WEIGHT_DECAY="0"), torch.device("cpu"), 40).describe()
+    assert dense[0].endswith("; no weight decay") and dense[1].startswith("torch.compile:")
