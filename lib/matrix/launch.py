@@ -13,6 +13,7 @@ launcher on the same matrix refuses.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -278,8 +279,10 @@ def rerun(root: Path, run_id: str, cli_args: list[str]) -> int:
     with own(root):
         state = MatrixState.load(root)
         if run_id not in state.runs:
+            near = difflib.get_close_matches(run_id, list(state.runs), n=1)
+            hint = f"did you mean '{near[0]}'? " if near else ""
             raise MatrixError(
-                f"no run '{run_id}' in {root.name}; its runs: {', '.join(state.runs)}"
+                f"no run '{run_id}' in {root.name}; {hint}its runs: {', '.join(state.runs)}"
             )
         old = root / run_id
         holder = owner(old) if old.is_dir() else None

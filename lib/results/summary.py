@@ -9,6 +9,7 @@ Every file is built first and moved into place only when all are built
 
 from __future__ import annotations
 
+import difflib
 import time
 from pathlib import Path
 
@@ -109,7 +110,10 @@ def resolve_run(results: Path, name: str) -> Path:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise FileNotFoundError(f"no run named '{name}' under {results}")
+        names = {p.parent.name for p in results.rglob("config.txt")}
+        near = difflib.get_close_matches(name, sorted(names), n=1)
+        hint = f" (did you mean '{near[0]}'?)" if near else ""
+        raise FileNotFoundError(f"no run named '{name}' under {results}{hint}")
     raise FileNotFoundError(
         f"'{name}' names several runs; give one of these paths: " + ", ".join(str(p) for p in found)
     )

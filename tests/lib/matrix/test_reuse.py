@@ -19,7 +19,7 @@ from lib.config.run_config import load_run_config
 from lib.data.prepared import data_dir, ensure_prepared
 from lib.jobs import reuse
 from lib.jobs.runner import Runner
-from lib.jobs.state import MatrixState
+from lib.jobs.state import MatrixError, MatrixState
 from lib.matrix import launch, plan
 from lib.matrix.grid import expand
 from lib.results.collect import load_rows
@@ -138,6 +138,8 @@ def test_reuse_off_or_test_rerun_trains_again(matrix_config, standin, capsys):
     third = _start(path)
     assert standin.started == RUNS * 2 and (third.root / RUNS[0]).is_symlink()
 
+    with pytest.raises(MatrixError, match=f"did you mean '{RUNS[0]}'"):
+        launch.rerun(third.root, RUNS[0] + "e", [])
     assert launch.rerun(third.root, RUNS[0], []) == 0
     assert standin.started == RUNS * 2 + [RUNS[0]]
     entry = MatrixState.load(third.root).runs[RUNS[0]]
