@@ -381,7 +381,7 @@ def test_compare_runs_from_different_folders(tmp_path):
     with pytest.raises(FileNotFoundError, match="no run named 'ghost'"):
         compare(tmp_path / "results", ["gpt2_adamw_none", "ghost"], tmp_path / "out")
     with pytest.raises(FileNotFoundError, match="did you mean 'gpt2_adamw_none'"):
-        compare(tmp_path / "results", ["gpt2_adamw_nonee"], tmp_path / "out")
+        compare(tmp_path / "results", ["gpt2_adamw_none", "gpt2_adamw_nonee"], tmp_path / "out")
 
 
 def test_pretrained_baseline_folder_compares_with_runs(tmp_path):
