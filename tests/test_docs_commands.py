@@ -35,7 +35,7 @@ OVERRIDE_VARS = set(
 # user's own folder): checked by its own tests, not here.
 OUTSIDE = (
     "GPT2_INIT_PATH=data/hf/",
-    "DATA_CUSTOM_PATH=notes/",
+    "DATA_CUSTOM_PATH=data/notes/",
     "EXECUTOR=slurm",
     "DEVICE=cuda",
     "BACKUP_DIR=/mnt/",
