@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import atexit
 import gc
-import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from lib.config.kconfig import ConfigError
 from lib.config.rules import register_owners_with
+from lib.console import Console
 
 
 def _register_owners() -> None:
@@ -35,50 +34,6 @@ register_owners_with(_register_owners)
 # command wrote is closed by then (records and checkpoints are written
 # atomically); an unreachable cycle stays unfreed, as the process ends.
 atexit.register(gc.freeze)
-
-
-class Console:
-    """A standard stream whose reader may go away while the command works on.
-
-    `make | tee log` and Ctrl-C: the signal reaches tee too, which exits first, so
-    the run's next line meets a closed pipe (BrokenPipeError, Python ignoring
-    SIGPIPE). A run then died before recording anything. Here the first write
-    that meets a closed pipe points the descriptor at /dev/null, for this stream and
-    for whatever else writes to it, and the command goes on: its records and
-    output.log hold what the console would have shown."""
-
-    def __init__(self, stream: Any):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            return int(self._stream.write(text))
-        except BrokenPipeError:
-            self._silence()
-            return len(text)
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            self._silence()
-
-    def _silence(self) -> None:
-        try:
-            fd = self._stream.fileno()
-        except (OSError, ValueError):  # no descriptor (io.UnsupportedOperation is one)
-            self._stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the stream)
-            return
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, fd)
-        os.close(null)
-        try:
-            self._stream.flush()  # what was buffered for the pipe goes to /dev/null now
-        except OSError:
-            pass
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
 
 
 def run_script(

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lib.console import silence
 from lib.jobs.packing import Packer
 from lib.jobs.state import MatrixState
 from lib.paths import ROOT, SCRIPTS
@@ -286,8 +287,12 @@ class Runner:
                 while chunk := proc.stdout.read1(65536):
                     console.write(chunk)
                     if self.echo:
-                        sys.stdout.buffer.write(chunk)
-                        sys.stdout.buffer.flush()
+                        try:
+                            sys.stdout.buffer.write(chunk)
+                            sys.stdout.buffer.flush()
+                        except BrokenPipeError:  # make | tee, and tee is gone (Ctrl-C)
+                            self.echo = False  # each run's console file keeps its lines
+                            silence(sys.stdout.buffer)
                 return proc.wait()
             finally:
                 with self._children_lock:

@@ -68,7 +68,7 @@ def test_a_console_whose_reader_left_drops_the_rest_and_the_script_goes_on(tmp_p
 def test_a_console_without_a_descriptor_drops_to_devnull():
     import io
 
-    from lib.cli import Console
+    from lib.console import Console
 
     class Closed(io.StringIO):
         def write(self, text):

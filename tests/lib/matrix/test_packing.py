@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -333,3 +334,26 @@ def test_build_reads_the_setting_and_estimates_only_when_packing(matrix_config):
         n.bytes and n.bytes < GIB * 2 for n in packed.needs.values()
     )
     assert build(base, configs, []).most_at_once == 1  # no GPU: one at a time, as before
+
+
+def test_a_matrix_whose_console_reader_left_keeps_running_its_runs(tmp_path, monkeypatch):
+    """`make test-matrix | tee log` and tee gone: the runner echoes a run's output to a
+    closed pipe. It stops echoing (console.log keeps the lines), and the run completes."""
+    import io
+    import os
+
+    fake = tmp_path / "train.py"
+    fake.write_text("for i in range(20000):\n    print('line', i)\n" + FAKE_TRAIN)
+    monkeypatch.setattr(runner, "TRAIN", fake)
+    read, write = os.pipe()
+    os.close(read)  # the reader went away
+    closed = io.TextIOWrapper(io.BufferedWriter(io.FileIO(write, "w")))
+    monkeypatch.setattr(sys, "stdout", closed)
+    state = _matrix(tmp_path, ["r0"])
+    try:
+        Runner(state, log=lambda _: None).run_all(["r0"])
+    finally:
+        monkeypatch.undo()
+        closed.close()
+    assert state.runs["r0"]["state"] == "completed", state.runs["r0"]
+    assert "line 19999" in (state.root / "r0" / "console.log").read_text()
