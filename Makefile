@@ -263,11 +263,12 @@ results: | $(STAMP)
 report: | $(STAMP)
 	$(Q)$(PY) scripts/results.py report $(RESULTS_ARGS)
 
-## compare runs from anywhere under results/: RUNS="a b" [OUT=<dir>]
+## compare runs from anywhere under results/: RUNS="a b" [OUT=<dir> BASELINE=]
 # RUNS is a list: the shell splits it at blanks, with globbing off (set -f).
 .PHONY: compare
 compare: | $(STAMP)
-	$(Q)set -f; $(PY) scripts/results.py compare $(if $(call arg,RUNS),$${RUNS}) $(call arg,OUT,--out)
+	$(Q)set -f; $(PY) scripts/results.py compare $(if $(call arg,RUNS),$${RUNS}) $(call arg,OUT,--out) \
+		$(call arg,BASELINE,--baseline)
 
 ## generate text: RUN= PROMPT= TOKENS= TEMPERATURE= TOP_K= CHECKPOINT=
 .PHONY: sample

@@ -96,11 +96,10 @@ def main(argv: list[str]) -> int:
     args = p.parse_intermixed_args(argv)
     tuning = Tuning()  # `make compare` picks runs, not a tuned matrix
     if args.command == "compare":
-        md, files, rows = compare_runs(
-            configured_results_root(instead='RUNS="<run folder> <run folder>"'),
-            args.runs,
-            Path(args.out) if args.out else None,
-            args.baseline,
+        results = configured_results_root(instead='RUNS="<run folder> <run folder>"')
+        out = Path(args.out) if args.out else None
+        md, files, rows = with_baseline(
+            lambda b: compare_runs(results, args.runs, out, b), args.baseline
         )
     else:  # RESULTS=<dir> needs no .config
         root = summary_folder(args.dir)

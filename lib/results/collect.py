@@ -37,6 +37,8 @@ from lib.run.record_model import (
 
 TUNE_DIR = "tune"  # <matrix>/tune/: the tuning study and its trial runs
 INVALID = "invalid"  # the status of a row whose record has a wrong field
+# A run whose figures are a result: the seed table's (lib/results/seeds.py) too.
+FINISHED = ("completed", "stopped", "pretrained")
 SEED_SUFFIX = re.compile(r"_s(\d+)$")  # a seeded matrix run's id: <configuration>_s<seed>
 
 
@@ -329,21 +331,23 @@ def configured_baseline(dot_config: Path) -> str | None:
 
 
 def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
-    """Baseline per model: the run named `name` (or the first seed of the
-    configuration named `name`), else the first valid dense AdamW run with
-    vanilla attention (else the first valid dense AdamW run)."""
+    """Baseline per model: the run named `name` (or the first finished seed of the
+    configuration named `name`) for its own model; for every other model, and without
+    a name, the first finished dense AdamW run with vanilla attention (else the first
+    finished dense AdamW run). A failed, diverged or unfinished run is never chosen
+    by itself: its perplexity is not a result."""
     out: dict[str, RunRow] = {}
     if name:
         named = (
             [r for r in rows if r.run_id == name]
-            or [r for r in rows if r.config_key == name and r.best_ppl is not None]
+            or [r for r in rows if r.config_key == name and r.status in FINISHED and r.best_ppl]
             or [r for r in rows if r.config_key == name]
         )
         if not named:
             raise UnknownBaseline(
                 f"BASELINE={name}: no such run here; runs: {', '.join(r.run_id for r in rows)}"
             )
-        return {r.model or "?": named[0] for r in rows}
+        out[named[0].model or "?"] = named[0]  # another model's runs are not its seeds
     for pref in (lambda r: r.variant == "vanilla", lambda r: True):
         for r in rows:
             model = r.model or "?"  # the key apply_baseline looks up
@@ -353,7 +357,7 @@ def pick_baseline(rows: list[RunRow], name: str | None) -> dict[str, RunRow]:
                 and r.pruning == "none"
                 and pref(r)
                 and r.best_ppl is not None
-                and r.status != INVALID
+                and r.status in FINISHED
             ):
                 out[model] = r
     return out
@@ -368,9 +372,18 @@ def _tokens(r: RunRow) -> tuple[Any, Any]:
 def apply_baseline(rows: list[RunRow], baselines: dict[str, RunRow]) -> None:
     """delta %: best perplexity against the baseline's, for runs whose tokens are the
     baseline's; perplexity is per token, so across tokenizers the ratio says nothing
-    (best nats/char compares those)."""
+    (best nats/char compares those). A seeded run is compared with the baseline
+    configuration's run of its own seed where that one finished (the same
+    initialisation and data order, as the seed table pairs them)."""
+    same_seed = {
+        (r.model or "?", r.seed): r
+        for base in baselines.values()
+        for r in rows
+        if r.config_key == base.config_key and r.seed is not None and r.status in FINISHED
+    }
     for r in rows:
-        base = baselines.get(r.model or "?")
+        base = same_seed.get((r.model or "?", r.seed)) if r.seed is not None else None
+        base = base or baselines.get(r.model or "?")
         if base is None or not base.best_ppl or r.best_ppl is None:
             continue
         if _tokens(r) != _tokens(base):

@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from lib.results import labels, style
-from lib.results.collect import RunRow
+from lib.results.collect import FINISHED, RunRow
 from lib.results.seeds import Configuration, configurations
 
 FEW = 25  # series of at most this many points are drawn with markers
@@ -65,10 +65,16 @@ def _series(rows: list[RunRow], name: str) -> list[Series]:
         if iters:
             out.append(Series(f"{names[c.key]} (mean of {n} seeds)", iters, mean, (low, high)))
             continue
+        # Of several seeds, the finished ones only, as the seed table counts them; a
+        # configuration's one run is drawn whatever became of it, its state named.
+        seeded = len(c.runs) > 1
         for r in c.runs.values():
+            if seeded and r.status not in FINISHED:
+                continue
             if curve := _curve(r, name):
-                seed = f" (seed {r.seed})" if len(c.runs) > 1 and r.seed is not None else ""
-                out.append(Series(names[c.key] + seed, list(curve), list(curve.values())))
+                seed = f" (seed {r.seed})" if seeded and r.seed is not None else ""
+                state = f" ({r.status})" if r.status not in FINISHED else ""
+                out.append(Series(names[c.key] + seed + state, list(curve), list(curve.values())))
     return out
 
 

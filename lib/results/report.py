@@ -151,8 +151,10 @@ def summary_section(root: Path, rows: list[RunRow], baselines: dict[str, RunRow]
     parts = [
         seeds_section(rows, baselines),
         "<h2>Summary</h2>",
-        "<p>Delta % is the best validation perplexity relative to the model's baseline; "
-        "sparsity is the final measured value (the target where a run has none).</p>",
+        "<p>Delta % is the best validation perplexity relative to the model's baseline (a "
+        "seeded run: to its seed's baseline run); sparsity is the final measured share of "
+        "zeros among the prunable weights, the blocks' matrices (embeddings are never "
+        "pruned; the target where a run has none).</p>",
     ]
     for model, group in tables.by_model(rows).items():
         cols = tables.columns(group)

@@ -118,16 +118,18 @@ def write(rows: list[RunRow], groups: list[ModelSummaries], out: Path) -> str:
     envs = environment.gather(rows)
     commits: dict[str, list[str]] = {}
     training: dict[str, dict[str, list[str]]] = {}
+    recorded = [r for r in rows if r.metrics]  # an unreadable record says nothing of these
     for r in rows:
         code = (r.metrics.get("fingerprint") or {}).get("code") or {}
         commit = str(code.get("commit", "-")) + (" (dirty)" if code.get("dirty") else "")
         commits.setdefault(commit, []).append(r.run_id)
+    for r in recorded:
         for name in (n for n in TRAINING_FIELDS if n in r.metrics):
             training.setdefault(name, {}).setdefault(str(r.metrics[name]), []).append(r.run_id)
     shared, differs = _split_shared(
         {s.name: s.values for s in envs.settings} | {"code.commit": commits}, len(rows)
     )
-    trained, trained_differs = _split_shared(training, len(rows))
+    trained, trained_differs = _split_shared(training, len(recorded))
     saved = saved_settings({r.run_id: r.path for r in rows})
     settings: dict[str, dict[str, list[str]]] = {}
     for name in sorted({n for run in saved.values() for n in run}):

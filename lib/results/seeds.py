@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from lib.results.collect import RunRow
+from lib.results.collect import FINISHED, RunRow
 from lib.results.stats import (
     Paired,
     Spread,
@@ -30,7 +30,7 @@ from lib.results.stats import (
     spread,
 )
 
-DONE = ("completed", "stopped", "pretrained")  # finished: its figures count
+DONE = FINISHED  # finished: its figures count
 UNFINISHED = ("pending", "running", "starting", "unknown")  # not yet: counted apart
 NO_SEED = -1  # a run whose seed is unknown (config.txt unreadable, a pretrained model)
 ONE_SEED = (

@@ -164,8 +164,10 @@ def markdown(rows: list[RunRow], baselines: dict[str, RunRow]) -> str:
         parts.append(
             f"### {model}\n\nBaseline: "
             f"{base.run_id + tuned_note(base) if base else 'none (no dense AdamW run)'}"
-            f"; delta % is best perplexity relative to it; sparsity is the final "
-            f"measured value (target where the run has none).\n"
+            f"; delta % is best perplexity relative to it (a seeded run: to its seed's "
+            f"baseline run); sparsity is the final measured share of zeros among the "
+            f"prunable weights, the blocks' matrices (embeddings are never pruned; the "
+            f"target where the run has none).\n"
         )
         parts.append("| " + " | ".join(h for h, _, _ in cols) + " |")
         parts.append("|" + "|".join("---" for _ in cols) + "|")
@@ -281,10 +283,11 @@ def _seed_tables(
 SEED_INTRO = (
     "Runs that differ only by TRAIN_SEED are one configuration. Each figure is the mean ± "
     "sample sd over its finished seeds (n; failed and unfinished seeds are counted, never "
-    "averaged; summary_seeds.csv adds the 95 % intervals). Paired Δ best ppl: the "
+    "averaged, a seed whose record is unreadable among the failed; summary_seeds.csv adds "
+    "the 95 % intervals). Paired Δ best ppl: the "
     "configuration minus the baseline configuration, seed by seed over the seeds both "
-    "finished: mean [95 % interval] (pairs, paired t-test p; Wilcoxon p from 6 pairs); "
-    "* where the interval excludes zero."
+    "finished: mean [95 % interval] (pairs, paired t-test p; Wilcoxon p from 6 non-zero "
+    "differences); * where the interval excludes zero."
 )
 
 

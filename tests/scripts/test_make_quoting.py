@@ -176,8 +176,8 @@ def test_every_target_passes_every_value_unchanged(stubbed):
         assert run("watch", f"ONCE={value}") == [["scripts/watch.py", "--once"]]
         # RUNS is a list: split at blanks as the shell does, each word kept whole, no globbing.
         words = re.split(r"[ \t\n]+", value.strip(" \t\n"))
-        assert run("compare", f"RUNS={value} {value}", f"OUT={value}") == [
-            ["scripts/results.py", "compare", *words, *words, "--out", value]
+        assert run("compare", f"RUNS={value} {value}", f"OUT={value}", f"BASELINE={value}") == [
+            ["scripts/results.py", "compare", *words, *words, "--out", value, "--baseline", value]
         ], value
         assert not canary.exists(), value
     # The defconfig's name is the goal itself (a goal cannot hold "/", "=" or a newline).

@@ -75,9 +75,10 @@ def parse_tables(md: str) -> list[Table]:
     for section in re.split(r"^### ", md, flags=re.M)[1:]:
         lines = section.splitlines()
         baseline = re.fullmatch(
-            r"Baseline: (.+?); delta % is best perplexity relative to it; "
-            r"sparsity is the final measured value \(target where the run "
-            r"has none\)\.",
+            r"Baseline: (.+?); delta % is best perplexity relative to it \(a seeded run: to "
+            r"its seed's baseline run\); sparsity is the final measured share of zeros among "
+            r"the prunable weights, the blocks' matrices \(embeddings are never pruned; the "
+            r"target where the run has none\)\.",
             lines[2],
         )
         assert lines[1] == "" and baseline, lines[:3]
@@ -622,3 +623,94 @@ def test_a_method_of_ones_own_shows_the_class_or_function_it_ran(tmp_path):
     assert cols["optimizer"][0](own) == "custom (my_lion:Lion)"
     assert cols["pruning"][0](own) == "custom (my_score:taylor)"
     assert (cols["optimizer"][0](builtin), cols["pruning"][0](builtin)) == ("adamw", "none")
+
+
+def _row(
+    run_id, ppl, status="completed", seed=None, model="gpt2", optimizer="adamw", pruning="none"
+):
+    from lib.results.collect import RunRow
+
+    return RunRow(
+        run_id,
+        Path(run_id),
+        status,
+        model=model,
+        optimizer=optimizer,
+        pruning=pruning,
+        variant="vanilla",
+        seed=seed,
+        best_ppl=ppl,
+    )
+
+
+def test_the_baseline_is_a_finished_run_and_each_seed_is_compared_with_its_own():
+    """A failed seed 1 was the baseline of every delta %; and every seed was compared
+    with the baseline's seed 1, where the seed table pairs seed with seed."""
+    from lib.results.collect import apply_baseline, pick_baseline
+
+    rows = [
+        _row("gpt2_adamw_none_s1", 90.0, "failed", 1),
+        _row("gpt2_adamw_none_s2", 100.0, seed=2),
+        _row("gpt2_adamw_none_s3", 110.0, seed=3),
+        _row("gpt2_adamw_magnitude_50_s1", 120.0, seed=1, pruning="magnitude"),
+        _row("gpt2_adamw_magnitude_50_s2", 105.0, seed=2, pruning="magnitude"),
+        _row("gpt2_adamw_magnitude_50_s3", 121.0, seed=3, pruning="magnitude"),
+    ]
+    baselines = pick_baseline(rows, None)
+    assert baselines["gpt2"].run_id == "gpt2_adamw_none_s2"
+    apply_baseline(rows, baselines)
+    delta = {r.run_id: r.delta_pct for r in rows}
+    assert delta["gpt2_adamw_magnitude_50_s2"] == pytest.approx(5.0)  # against none_s2
+    assert delta["gpt2_adamw_magnitude_50_s3"] == pytest.approx(10.0)  # against none_s3
+    assert delta["gpt2_adamw_magnitude_50_s1"] == pytest.approx(20.0)  # s1 failed: none_s2
+    assert delta["gpt2_adamw_none_s3"] == pytest.approx(0.0)
+
+
+def test_a_named_baseline_is_its_own_models_and_the_others_keep_theirs():
+    from lib.results.collect import pick_baseline
+
+    rows = [
+        _row("gpt2_adamw_none", 100.0),
+        _row("gpt2_adamwspam_none", 98.0, optimizer="adamwspam"),
+        _row("hamt_adamw_none", 80.0, model="hamt"),
+    ]
+    baselines = pick_baseline(rows, "gpt2_adamwspam_none")
+    assert {m: r.run_id for m, r in baselines.items()} == {
+        "gpt2": "gpt2_adamwspam_none",
+        "hamt": "hamt_adamw_none",  # not compared against a GPT-2 run
+    }
+
+
+def test_an_unreadable_record_does_not_blank_what_the_others_share(tmp_path):
+    """One corrupt metrics.json made every training field 'differing' in
+    summary_seeds.json, though every readable run shared them."""
+    from lib.results.summary import summarize
+
+    root = tmp_path / "matrix_s"
+    for seed in (1, 2):
+        for opt in ("adamw", "adamwspam"):
+            make_run(
+                root,
+                f"gpt2_{opt}_none_s{seed}",
+                100.0 + seed,
+                optimizer=opt,
+                seed=seed,
+                dtype="fp32",
+                dataset="shakespeare",
+                tokenizer="bpe",
+            )
+    make_run(root, "gpt2_adamw_none_s3", None, seed=3, metrics="{broken")
+    make_run(
+        root,
+        "gpt2_adamwspam_none_s3",
+        99.0,
+        optimizer="adamwspam",
+        seed=3,
+        dtype="fp32",
+        dataset="shakespeare",
+        tokenizer="bpe",
+    )
+    summarize(root, None, None)
+    record = json.loads((root / "summary_seeds.json").read_text())
+    assert record["training"] == {"dataset": "shakespeare", "dtype": "fp32", "tokenizer": "bpe"}
+    assert record["training_differs"] == {}

@@ -623,3 +623,34 @@ def test_seed_record_names_the_settings_every_run_shares(tmp_path):
         '; settings besides Kconfig\'s defaults: `GPT2_MAX_ITERS=450`, `WEIGHT_DECAY="0.05"` '
         "(and per run: TRAIN_SEED)."
     )
+
+
+def test_the_curves_leave_out_seeds_that_did_not_finish(tmp_path):
+    """Two of three seeds failed: no band, and the curves are the finished seed's only
+    (all three were drawn); a configuration's one run is drawn whatever its state."""
+    from lib.results.collect import RunRow
+
+    curve = {"val_loss": {"iters": [10, 20], "values": [5.0, 4.0]}}
+
+    def row(run_id, status, seed):
+        return RunRow(
+            run_id,
+            tmp_path / run_id,
+            status,
+            model="gpt2",
+            optimizer="adamw",
+            seed=seed,
+            best_ppl=50.0,
+            metrics=curve,
+        )
+
+    rows = [
+        row("gpt2_adamw_none_s1", "completed", 1),
+        row("gpt2_adamw_none_s2", "failed", 2),
+        row("gpt2_adamw_none_s3", "failed", 3),
+        row("gpt2_adamwspam_none", "diverged", None),
+    ]
+    rows[3].optimizer = "adamwspam"
+    labels_drawn = [s.label for s in curves._series(rows, "val_loss")]
+    assert len(labels_drawn) == 2, labels_drawn
+    assert "(seed 1)" in labels_drawn[0] and "(diverged)" in labels_drawn[1], labels_drawn
