@@ -10,5 +10,11 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def with_article(word: str) -> str:
-    """ "a str", "an int", "an Optimizer": the article by the word's first letter."""
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+    """The word with "a" or "an" by the sound it starts with: an int, a str, an 8-step,
+    an 11-step, a 100-step (a number's as it is read: eight, eleven, eighteen)."""
+    digits = word[: len(word) - len(word.lstrip("0123456789"))]
+    if digits:
+        vowel = digits[0] == "8" or (digits[:2] in ("11", "18") and len(digits) % 3 == 2)
+    else:
+        vowel = word[:1].lower() in "aeiou"
+    return f"{'an' if vowel else 'a'} {word}"

@@ -246,7 +246,8 @@ def budget_text(budget: dict[str, Any]) -> str:
     pruner = PRUNERS.get(budget.get("pruner", ""), budget.get("pruner", "?"))
     per_char = budget.get("metric") == "val_loss_per_char"  # TUNE_METRIC
     return (
-        f"{budget.get('trials')} trials x {budget.get('steps_per_trial')} steps{share}, "
+        f"{budget.get('trials')} trial{'' if budget.get('trials') == 1 else 's'} x "
+        f"{budget.get('steps_per_trial')} steps{share}, "
         f"{sampler} sampler{seed}, {pruner} pruner"
         + (", on the validation loss per character" if per_char else "")
     )
@@ -389,8 +390,10 @@ def table_intro(t: Tuning) -> str:
     if len(shared) == 1:
         budget = f"Every configuration was tuned with the same budget: {next(iter(shared))}."
     else:
-        budget = "The budgets differ, so this is not an equal-budget comparison: " + "; ".join(
-            f"{b} ({', '.join(c)})" for b, c in shared.items()
+        budget = (
+            "The budgets differ, so this is not an equal-budget comparison: "
+            + "; ".join(f"{b} ({', '.join(c)})" for b, c in shared.items())
+            + "."
         )
     running = " Trials still running are counted as such." if _running(t) else ""
     return (

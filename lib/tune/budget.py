@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lib.plural import counted
+from lib.plural import counted, with_article
 
 if TYPE_CHECKING:
     from lib.config.run_config import RunConfig
@@ -46,7 +46,8 @@ class Budget:
         return (
             f"trials evaluate every {counted(self.eval_interval, 'step')} "
             f"(GPT2_EVAL_INTERVAL={configured} "
-            f"would give a {self.steps}-step trial fewer than two evaluations to compare)"
+            f"would give {with_article(f'{self.steps}-step')} trial fewer than two "
+            f"evaluations to compare)"
         )
 
     def record(self) -> dict[str, Any]:

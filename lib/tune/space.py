@@ -106,10 +106,12 @@ def _dimension(
             f"(the multiple-selection menus, MATRIX_ABLATION)"
         )
     if sym is None:
-        near = closest_name(name, _names(numeric))
+        near = closest_name(name.upper(), _names(numeric))  # "lr" means LR
+        switch = name.lower() in ("y", "n", "yes", "no", "1", "0", "on", "off")
         raise ValueError(
             f"{where}: {clipped(name)} is no Kconfig symbol or alias"
-            + (f"; did you mean {near}?" if near else "")
+            + (f"; did you mean {near}?" if near else ".")
+            + (" TUNE= names what to tune, not whether: e.g. TUNE=LR." if switch else "")
             + " Tuning takes numeric symbols, e.g. LR, GPT2_WARMUP_STEPS, WEIGHT_DECAY"
         )
     if symbol in _NOT_TUNED:

@@ -64,11 +64,42 @@ def plan(planned: list[PlannedRun]) -> dict[str, Any]:
 
 def check(base: RunConfig, planned: list[PlannedRun]) -> None:
     """At least one configuration has a symbol to tune (each is hidden in some,
-    e.g. MUON_LR in AdamW's); else say why each is hidden, before anything runs."""
-    text, steps = base.MATRIX_TUNE_SYMBOLS or "", Budget.from_run(base).steps
-    if any(space.parse(text, p.config.values, True, steps) for p in planned):
+    e.g. MUON_LR in AdamW's), else say why each is hidden; and a grid gives every
+    configuration the same number of trials. Before anything runs."""
+    budget = Budget.from_run(base)
+    text, steps = base.MATRIX_TUNE_SYMBOLS or "", budget.steps
+    dims = {p.run_id: space.parse(text, p.config.values, True, steps) for p in planned}
+    if not any(dims.values()):
+        space.parse(text, planned[0].config.values, trial_steps=steps)  # names each hidden
+    if budget.sampler == "grid":
+        _equal_grids(budget, {run: d for run, d in dims.items() if d})
+
+
+def _equal_grids(budget: Budget, dims: dict[str, list[space.Dimension]]) -> None:
+    """A grid has k**d points for d tuned symbols, at most MATRIX_TUNE_TRIALS: with
+    8 trials one symbol gets 8 and two get 4 (2 x 2), an unequal comparison."""
+    counts = {run: (trial_count(budget, d), len(d)) for run, d in dims.items()}
+    if len({count for count, _ in counts.values()}) < 2:
         return
-    space.parse(text, planned[0].config.values, trial_steps=steps)  # names each hidden symbol
+    sizes = sorted({n for _, n in counts.values()})
+    fits = next(
+        n for n in range(budget.trials, budget.trials**3 + 2) if all(_is_power(n, k) for k in sizes)
+    )
+    shown = {f"{count} for {n} symbol{'s' * (n > 1)} ({run})" for run, (count, n) in counts.items()}
+    raise ConfigError(
+        [
+            f"CONFIG_MATRIX_TUNE_SAMPLER_GRID with {budget.trials} trials gives the "
+            f"configurations different budgets: {', '.join(sorted(shown))}; a grid has k**d "
+            f"points for d tuned symbols. Give MATRIX_TUNE_TRIALS={fits} (a full grid for "
+            f"each) or the TPE sampler, which runs every configuration's budget"
+        ],
+        "tuning",
+    )
+
+
+def _is_power(n: int, k: int) -> bool:
+    root = round(n ** (1 / k))
+    return any((root + d) ** k == n for d in (-1, 0, 1))
 
 
 def trial_args(base: RunConfig, config_args: list[str], budget: Budget) -> list[str]:

@@ -31,3 +31,24 @@ def test_a_run_with_one_evaluation_says_so(dot_config):
     assert "1 evaluations" not in run.describe()
     one = load_run_config(["MAX_ITERS=1", "SET=GPT2_WARMUP_STEPS=0"], dot_config)
     assert "over 1 iteration, 1 evaluation" in one.describe()
+
+
+@pytest.mark.parametrize(
+    "word, said",
+    [
+        ("int", "an int"),
+        ("str", "a str"),
+        ("Optimizer", "an Optimizer"),
+        ("8-step", "an 8-step"),
+        ("11-step", "an 11-step"),
+        ("18-step", "an 18-step"),
+        ("80-step", "an 80-step"),
+        ("100-step", "a 100-step"),
+        ("1100-step", "a 1100-step"),
+        ("18000-step", "an 18000-step"),
+    ],
+)
+def test_the_article_follows_the_sound_a_word_starts_with(word, said):
+    from lib.plural import with_article
+
+    assert with_article(word) == said

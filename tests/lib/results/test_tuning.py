@@ -275,3 +275,9 @@ def test_final_runs_older_than_their_study_are_named(tuned):
         "- warning: gpt2_adamw_none_s2 ran at LEARNING_RATE=0.001 (the study's best is now "
         "0.003): its study went on after it"
     ) in md
+
+
+def test_a_budget_of_one_trial_is_said_in_the_singular():
+    budget = {"trials": 1, "steps_per_trial": 30, "sampler": "grid", "pruner": "none"}
+    assert tuning.budget_text(budget).startswith("1 trial x 30 steps, ")
+    assert tuning.budget_text({**budget, "trials": 3}).startswith("3 trials x 30 steps, ")

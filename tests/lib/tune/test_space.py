@@ -51,6 +51,10 @@ def test_misspelt_name_gets_the_closest_numeric_symbol(tiny):
     problems = _problems("LRR WEIGHT_DECAI", run.values)
     assert "LRR is no Kconfig symbol or alias; did you mean LR?" in problems[0]
     assert "did you mean WEIGHT_DECAY?" in problems[1]
+    # lower case means the symbol; a switch word is answered with what TUNE= takes
+    assert "lr is no Kconfig symbol or alias; did you mean LR?" in _problems("lr", run.values)[0]
+    [switch] = _problems("y", run.values)
+    assert "y is no Kconfig symbol or alias. TUNE= names what to tune, not whether" in switch
 
 
 def test_non_numeric_hidden_and_budget_symbols_are_refused(tiny):
@@ -162,3 +166,21 @@ def _problems_with(text: str, values: dict, steps: int) -> list[str]:
     with pytest.raises(ConfigError) as err:
         space.parse(text, values, trial_steps=steps)
     return err.value.problems
+
+
+def test_a_grid_that_would_give_configurations_different_budgets_is_refused(tiny):
+    """AdamW tunes LR, Muon LR and MUON_LR: a grid of 8 gave AdamW 8 trials and Muon
+    4 (2 x 2), and the matrix ran so; 9 trials make a full grid of each (9 and 3 x 3)."""
+    from lib.matrix.grid import expand
+    from lib.tune.stage import check
+
+    both = "SET=OPTIMIZER_MODE_MULTIPLE=y OPTIMIZER_ENABLE_ADAMW=y OPTIMIZER_ENABLE_MUON=y"
+    grid = [both, "TUNE=LR MUON_LR", "TUNE_FRACTION=70", "SET=MATRIX_TUNE_SAMPLER_GRID=y"]
+    base, planned = expand([*grid, "TUNE_TRIALS=8"], tiny)
+    with pytest.raises(ConfigError) as err:
+        check(base, planned)
+    text = str(err.value)
+    assert "8 for 1 symbol (gpt2_adamw_none)" in text and "4 for 2 symbols (gpt2_muon_none)" in text
+    assert "Give MATRIX_TUNE_TRIALS=9" in text, text
+    check(*expand([*grid, "TUNE_TRIALS=9"], tiny))
+    check(*expand([both, "TUNE=LR MUON_LR", "TUNE_FRACTION=70", "TUNE_TRIALS=8"], tiny))  # TPE
