@@ -39,10 +39,11 @@ class Console:
 
     def write(self, text: str) -> int:
         try:
-            return int(self._stream.write(text))
+            written = self._stream.write(text)
         except BrokenPipeError:
             self._silence()
             return len(text)
+        return len(text) if written is None else int(written)  # some streams return None
 
     def flush(self) -> None:
         try:

@@ -83,15 +83,20 @@ def _equal_grids(budget: Budget, dims: dict[str, list[space.Dimension]]) -> None
         return
     sizes = sorted({n for _, n in counts.values()})
     fits = next(
-        n for n in range(budget.trials, budget.trials**3 + 2) if all(_is_power(n, k) for k in sizes)
+        (n for n in range(budget.trials, 100_000) if all(_is_power(n, k) for k in sizes)), None
+    )
+    trials = (
+        f"MATRIX_TUNE_TRIALS={fits} (a full grid for each)"
+        if fits
+        else "every configuration the same number of tuned symbols"
     )
     shown = {f"{count} for {n} symbol{'s' * (n > 1)} ({run})" for run, (count, n) in counts.items()}
     raise ConfigError(
         [
             f"CONFIG_MATRIX_TUNE_SAMPLER_GRID with {budget.trials} trials gives the "
             f"configurations different budgets: {', '.join(sorted(shown))}; a grid has k**d "
-            f"points for d tuned symbols. Give MATRIX_TUNE_TRIALS={fits} (a full grid for "
-            f"each) or the TPE sampler, which runs every configuration's budget"
+            f"points for d tuned symbols. Give {trials} or the TPE sampler, which runs every "
+            f"configuration's budget"
         ],
         "tuning",
     )

@@ -78,3 +78,17 @@ def test_a_console_without_a_descriptor_drops_to_devnull():
     assert console.write("lost") == 4
     assert console.write("still lost") == 10  # /dev/null from now on
     console.flush()
+
+
+def test_a_console_over_a_stream_whose_write_returns_none_counts_the_text():
+    from lib.console import Console
+
+    class Quiet:
+        def __init__(self):
+            self.got = []
+
+        def write(self, text):
+            self.got.append(text)  # returns None, as some file-likes do
+
+    quiet = Quiet()
+    assert Console(quiet).write("abc") == 3 and quiet.got == ["abc"]
