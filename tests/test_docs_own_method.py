@@ -146,7 +146,8 @@ def test_the_pages_commands_run_with_make_and_record_the_files(project):  # noqa
     val = metrics["val_loss"]["values"]
     assert val[-1] < val[0], val
     done = make(project, "results")
-    assert done.returncode == 0 and "| custom | none |" in done.stdout, done.stdout[-1500:]
+    row = "| custom (my_lion:Lion) | none |"  # the class its record names
+    assert done.returncode == 0 and row in done.stdout, done.stdout[-1500:]
 
     for words in shown("my_score"):
         trains = "test-matrix-dry-run" not in words
