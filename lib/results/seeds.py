@@ -30,7 +30,6 @@ from lib.results.stats import (
     spread,
 )
 
-DONE = FINISHED  # finished: its figures count
 UNFINISHED = ("pending", "running", "starting", "unknown")  # not yet: counted apart
 NO_SEED = -1  # a run whose seed is unknown (config.txt unreadable, a pretrained model)
 ONE_SEED = (
@@ -112,7 +111,7 @@ class Configuration:
 
     @property
     def done(self) -> dict[int, RunRow]:
-        return {s: r for s, r in self.runs.items() if r.status in DONE}
+        return {s: r for s, r in self.runs.items() if r.status in FINISHED}
 
     @property
     def unfinished(self) -> int:
@@ -130,7 +129,7 @@ class Configuration:
 
     def values(self, figure: Figure) -> dict[int, float | None]:
         """seed -> the figure, None for a seed that has not finished."""
-        return {s: figure.value(r) if r.status in DONE else None for s, r in self.runs.items()}
+        return {s: figure.value(r) if r.status in FINISHED else None for s, r in self.runs.items()}
 
 
 def _seed(r: RunRow) -> int:
